@@ -1,0 +1,1 @@
+//! Server-side request parsing (owned by the server work).

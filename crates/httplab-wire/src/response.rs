@@ -1,0 +1,1 @@
+//! Client-side response parsing (owned by the load-generator work).
