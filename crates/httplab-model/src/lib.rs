@@ -1,0 +1,713 @@
+//! The result model of httplab: what a load run, a sweep and a study produce.
+//!
+//! This crate holds only data types (serde) and their small helpers, so that the
+//! load generator (which fills them), the report renderer (which draws them)
+//! and the study runner (which collects them) agree on one versioned format.
+//!
+//! # Versioning
+//! Every top-level document carries a `schema` string such as `httplab.run/1`.
+//! Adding an optional field keeps the version; removing or changing the meaning
+//! of a field bumps it. Readers reject a major version they do not know
+//! ([`check_schema`]). The JSON layout is documented in `docs/result-schema.md`.
+//!
+//! # Units
+//! Times are milliseconds as `f64` unless a field name says otherwise
+//! (`_s` seconds, `_us` microseconds). Rates are per second. Sizes are bytes.
+//! Histograms record microseconds.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Schema tag of a single load run ([`RunResult`]).
+pub const RUN_SCHEMA: &str = "httplab.run/1";
+/// Schema tag of a rate sweep ([`SweepResult`]).
+pub const SWEEP_SCHEMA: &str = "httplab.sweep/1";
+/// Schema tag of a study ([`StudyResult`]).
+pub const STUDY_SCHEMA: &str = "httplab.study/1";
+
+/// Errors from reading result documents.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The document's schema tag is not one this build understands.
+    #[error("unsupported schema '{found}' (this httplab reads {expected})")]
+    Schema {
+        /// What the document said.
+        found: String,
+        /// What was expected.
+        expected: String,
+    },
+    /// A serialized histogram could not be decoded.
+    #[error("bad histogram encoding: {0}")]
+    Histogram(String),
+}
+
+/// Checks that `found` is `expected` or a same-major version of it
+/// (`httplab.run/1` accepts `httplab.run/1`, `httplab.run/1.2`).
+pub fn check_schema(found: &str, expected: &str) -> Result<(), ModelError> {
+    let major = |s: &str| -> Option<(String, String)> {
+        let (name, ver) = s.split_once('/')?;
+        Some((name.to_string(), ver.split('.').next()?.to_string()))
+    };
+    match (major(found), major(expected)) {
+        (Some(a), Some(b)) if a == b => Ok(()),
+        _ => Err(ModelError::Schema {
+            found: found.to_string(),
+            expected: expected.to_string(),
+        }),
+    }
+}
+
+/// The name and version of the tool that wrote a document.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ToolInfo {
+    /// Always "httplab".
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+impl ToolInfo {
+    /// This build's tool info.
+    pub fn current(version: &str) -> Self {
+        ToolInfo {
+            name: "httplab".into(),
+            version: version.into(),
+        }
+    }
+}
+
+/// Where a run happened: enough to tell two machines or kernels apart.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Environment {
+    /// `uname -sr` style kernel string.
+    pub kernel: String,
+    /// CPU model name from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cores: u32,
+    /// CPUs the load generator was allowed to run on (affinity), if known.
+    #[serde(default)]
+    pub client_affinity: Vec<u32>,
+    /// Total memory in bytes.
+    pub memory_bytes: u64,
+    /// Free-form extra facts (e.g. "server_version": "nginx/1.22.1").
+    #[serde(default)]
+    pub extra: std::collections::BTreeMap<String, String>,
+}
+
+/// min/avg/max/median/stddev of a sample, as the seeds tabulate them.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    /// Number of samples.
+    pub count: u64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Mean.
+    pub avg: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Median (50th percentile).
+    pub median: f64,
+    /// Population standard deviation.
+    pub stddev: f64,
+}
+
+impl Summary {
+    /// Summarises a slice of samples (order irrelevant). Empty → all zero.
+    pub fn of(samples: &[f64]) -> Summary {
+        if samples.is_empty() {
+            return Summary::default();
+        }
+        let mut v: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return Summary::default();
+        }
+        v.sort_by(|a, b| a.total_cmp(b));
+        let n = v.len() as f64;
+        let avg = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - avg) * (x - avg)).sum::<f64>() / n;
+        let median = if v.len() % 2 == 1 {
+            v[v.len() / 2]
+        } else {
+            (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+        };
+        Summary {
+            count: v.len() as u64,
+            min: v[0],
+            avg,
+            max: v[v.len() - 1],
+            median,
+            stddev: var.sqrt(),
+        }
+    }
+}
+
+/// One point of a latency distribution.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Percentile {
+    /// Percentile, 0–100 (e.g. 99.9).
+    pub pct: f64,
+    /// Value at that percentile, milliseconds.
+    pub ms: f64,
+}
+
+/// A latency distribution: summary, the standard percentiles and the full
+/// HDR histogram (microseconds), serialized losslessly.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    /// Recorded values.
+    pub count: u64,
+    /// Smallest, ms.
+    pub min_ms: f64,
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// Standard deviation, ms.
+    pub stddev_ms: f64,
+    /// Largest, ms.
+    pub max_ms: f64,
+    /// p50 p90 p99 p99.9 p99.99 (and any others the writer chose).
+    pub percentiles: Vec<Percentile>,
+    /// HDR histogram of microseconds, V2 deflate serialization, base64.
+    /// Empty when nothing was recorded.
+    #[serde(default)]
+    pub hdr: String,
+}
+
+/// The percentiles every report prints.
+pub const STANDARD_PERCENTILES: [f64; 5] = [50.0, 90.0, 99.0, 99.9, 99.99];
+
+impl Latency {
+    /// Builds the distribution from a histogram of microseconds.
+    pub fn from_histogram(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        let us = |v: f64| v / 1000.0;
+        let mut buf = Vec::new();
+        let hdr = match V2DeflateSerializer::new().serialize(h, &mut buf) {
+            Ok(_) => base64::engine::general_purpose::STANDARD.encode(&buf),
+            Err(_) => String::new(),
+        };
+        Latency {
+            count: h.len(),
+            min_ms: us(h.min() as f64),
+            mean_ms: us(h.mean()),
+            stddev_ms: us(h.stdev()),
+            max_ms: us(h.max() as f64),
+            percentiles: STANDARD_PERCENTILES
+                .iter()
+                .map(|&p| Percentile {
+                    pct: p,
+                    ms: us(h.value_at_quantile(p / 100.0) as f64),
+                })
+                .collect(),
+            hdr,
+        }
+    }
+
+    /// Decodes the embedded histogram (microseconds). `Ok(None)` when empty.
+    pub fn histogram(&self) -> Result<Option<Histogram<u64>>, ModelError> {
+        if self.hdr.is_empty() {
+            return Ok(None);
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&self.hdr)
+            .map_err(|e| ModelError::Histogram(e.to_string()))?;
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| ModelError::Histogram(format!("{e:?}")))?;
+        Ok(Some(h))
+    }
+
+    /// The value at percentile `pct` from the stored list, if present.
+    pub fn at(&self, pct: f64) -> Option<f64> {
+        self.percentiles
+            .iter()
+            .find(|p| (p.pct - pct).abs() < 1e-9)
+            .map(|p| p.ms)
+    }
+}
+
+/// How the load was offered.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadMode {
+    /// Arrivals follow a schedule regardless of the server (httperf --rate).
+    #[default]
+    OpenLoop,
+    /// N users each send, wait, think, repeat (openload, seed 004's client).
+    ClosedLoop,
+    /// Connections opened back to back as fast as possible (httperf without --rate).
+    Sequential,
+}
+
+/// The configuration a run used, normalised. The exact command line is kept too.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunConfig {
+    /// argv as given (after `httplab load`).
+    pub command_line: Vec<String>,
+    /// Target URLs (one for most runs; several for file sets).
+    pub targets: Vec<String>,
+    /// Open, closed or sequential.
+    pub mode: LoadMode,
+    /// Demanded connection/session rate per second (open loop), if any.
+    pub rate: Option<f64>,
+    /// Arrival distribution: "deterministic", "uniform", "exponential".
+    pub distribution: Option<String>,
+    /// Connections (or sessions) to open, if counted.
+    pub num_conns: Option<u64>,
+    /// Requests per connection.
+    pub num_calls: Option<u64>,
+    /// Planned duration in seconds, if timed.
+    pub duration_s: Option<f64>,
+    /// Closed loop: number of users.
+    pub users: Option<u64>,
+    /// Closed loop: think time between requests, ms.
+    pub think_ms: Option<f64>,
+    /// Reply timeout, seconds.
+    pub timeout_s: Option<f64>,
+    /// Worker threads of the generator.
+    pub threads: u32,
+    /// HTTP method.
+    pub method: String,
+    /// Free-form options not covered above.
+    #[serde(default)]
+    pub extra: std::collections::BTreeMap<String, String>,
+}
+
+/// Counters in httperf's sense.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Totals {
+    /// Connections initiated.
+    pub connections: u64,
+    /// Requests sent.
+    pub requests: u64,
+    /// Replies received (complete).
+    pub replies: u64,
+    /// Wall time of the test, seconds (first connection to last event).
+    pub test_duration_s: f64,
+    /// Largest number of simultaneously open connections.
+    pub max_concurrent_connections: u64,
+}
+
+/// httperf's "Connection rate / time / length" block.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ConnectionStats {
+    /// Connections per second.
+    pub rate_per_s: f64,
+    /// Milliseconds per connection (1000 / rate).
+    pub ms_per_conn: f64,
+    /// Lifetime of successful connections, ms.
+    pub lifetime_ms: Summary,
+    /// Time to establish a connection (avg), ms.
+    pub connect_ms: f64,
+    /// Replies per connection (avg).
+    pub replies_per_conn: f64,
+}
+
+/// httperf's "Request rate / size" block.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct RequestStats {
+    /// Requests per second.
+    pub rate_per_s: f64,
+    /// Milliseconds per request.
+    pub ms_per_req: f64,
+    /// Average request size, bytes.
+    pub size_bytes: f64,
+}
+
+/// httperf's "Reply rate / time / size / status" block.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReplyStats {
+    /// Reply rate samples (per `sample_interval_s`): min/avg/max/median/stddev.
+    pub rate: Summary,
+    /// Interval between reply-rate samples, seconds.
+    pub sample_interval_s: f64,
+    /// Time to first byte of the reply (httperf "response"), avg ms.
+    pub response_ms: f64,
+    /// Time from first to last byte (httperf "transfer"), avg ms.
+    pub transfer_ms: f64,
+    /// Average header size, bytes.
+    pub header_bytes: f64,
+    /// Average body size, bytes.
+    pub content_bytes: f64,
+    /// Average trailer size, bytes.
+    pub footer_bytes: f64,
+    /// Status classes 1xx..5xx.
+    pub status: [u64; 5],
+}
+
+/// httperf's "CPU time" and "Net I/O" lines.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Resources {
+    /// Generator user CPU, seconds.
+    pub user_s: f64,
+    /// Generator system CPU, seconds.
+    pub system_s: f64,
+    /// Bytes sent by the generator.
+    pub bytes_sent: u64,
+    /// Bytes received by the generator.
+    pub bytes_received: u64,
+    /// Net I/O in KB/s (httperf: 1 KB = 1024 B).
+    pub net_kb_per_s: f64,
+    /// Net I/O in Mbit/s (1e6 bits).
+    pub net_mbit_per_s: f64,
+}
+
+/// httperf's error classes.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Errors {
+    /// Sum of every class.
+    pub total: u64,
+    /// Reply not complete within --timeout.
+    pub client_timo: u64,
+    /// Connect timed out.
+    pub socket_timo: u64,
+    /// ECONNREFUSED.
+    pub connrefused: u64,
+    /// ECONNRESET or EPIPE.
+    pub connreset: u64,
+    /// Out of file descriptors (EMFILE/ENFILE).
+    pub fd_unavail: u64,
+    /// Out of local ports (EADDRNOTAVAIL).
+    pub addrunavail: u64,
+    /// httperf's table-full (kept for compatibility; httplab has no table).
+    pub ftab_full: u64,
+    /// Anything else: garbage replies, bad framing, short bodies.
+    pub other: u64,
+}
+
+/// Body accuracy: did every reply carry what its framing promised?
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Accuracy {
+    /// Body bytes the replies' framing announced.
+    pub bytes_expected: u64,
+    /// Body bytes actually received.
+    pub bytes_received: u64,
+    /// Replies whose body was shorter/longer than announced.
+    pub framing_errors: u64,
+    /// Replies compared with files under --verify-root.
+    pub verified: u64,
+    /// Of those, replies whose body differed from the file.
+    pub mismatches: u64,
+}
+
+/// The generator's verdict on itself.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SelfCheck {
+    /// Generator CPU use over the run, percent of one core per thread summed.
+    pub client_cpu_pct: f64,
+    /// How late scheduled sends went out, ms (p50, p99, max).
+    pub schedule_lag_p50_ms: f64,
+    /// p99 of send lateness, ms.
+    pub schedule_lag_p99_ms: f64,
+    /// Largest lateness, ms.
+    pub schedule_lag_max_ms: f64,
+    /// Sends that started later than the lag threshold.
+    pub late_starts: u64,
+    /// True when the generator, not the server, limited the run.
+    pub client_bound: bool,
+    /// Human-readable reasons (empty when all is well).
+    pub warnings: Vec<String>,
+}
+
+/// One interval of the time series.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Interval {
+    /// Seconds from the start of the run to the end of this interval.
+    pub t_s: f64,
+    /// Length of the interval, seconds.
+    pub len_s: f64,
+    /// Connections opened in the interval.
+    pub connections: u64,
+    /// Requests sent.
+    pub requests: u64,
+    /// Replies completed.
+    pub replies: u64,
+    /// Errors of any class.
+    pub errors: u64,
+    /// Bytes received.
+    pub bytes_in: u64,
+    /// Replies per second in this interval.
+    pub reply_rate: f64,
+    /// Response-time percentiles of replies completed in the interval, ms.
+    pub p50_ms: f64,
+    /// p99 in the interval, ms.
+    pub p99_ms: f64,
+    /// Open connections at the end of the interval.
+    pub open_connections: u64,
+}
+
+/// A sample of a server process taken from /proc while a run went (study).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerSample {
+    /// Seconds from the start of the run.
+    pub t_s: f64,
+    /// Cumulative CPU seconds (user + system) of all server processes.
+    pub cpu_s: f64,
+    /// Resident memory of all server processes, bytes.
+    pub rss_bytes: u64,
+    /// Threads across server processes.
+    pub threads: u64,
+    /// Open descriptors across server processes.
+    pub fds: u64,
+    /// Number of server processes.
+    pub processes: u64,
+}
+
+/// Server-side cost of a run (filled by the study runner, absent otherwise).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerCost {
+    /// Server label (e.g. "nginx", "httplab event").
+    pub name: String,
+    /// CPU seconds the server used during the run.
+    pub cpu_s: f64,
+    /// Peak RSS, bytes.
+    pub peak_rss_bytes: u64,
+    /// Samples over time.
+    pub samples: Vec<ServerSample>,
+}
+
+/// Latency distributions of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latencies {
+    /// TCP connect time.
+    pub connect: Latency,
+    /// Time to first byte of the reply, from the actual send.
+    pub first_byte: Latency,
+    /// Whole response from the *scheduled* send time (coordinated-omission corrected).
+    pub response: Latency,
+    /// Whole response from the actual send time (uncorrected, what wrk/httperf show).
+    pub response_uncorrected: Latency,
+}
+
+/// Everything one `httplab load` run measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    /// Always [`RUN_SCHEMA`].
+    pub schema: String,
+    /// Writer.
+    pub tool: ToolInfo,
+    /// Free-form label (server name, step), chosen by the caller.
+    #[serde(default)]
+    pub label: String,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// What was asked.
+    pub config: RunConfig,
+    /// Counters.
+    pub totals: Totals,
+    /// Connection block.
+    pub connection: ConnectionStats,
+    /// Request block.
+    pub request: RequestStats,
+    /// Reply block.
+    pub reply: ReplyStats,
+    /// CPU and network.
+    pub resources: Resources,
+    /// Error classes.
+    pub errors: Errors,
+    /// Latency histograms.
+    pub latency: Latencies,
+    /// Per-interval time series.
+    pub series: Vec<Interval>,
+    /// Body accuracy.
+    pub accuracy: Accuracy,
+    /// Generator self-check.
+    pub self_check: SelfCheck,
+    /// Machine facts.
+    pub environment: Environment,
+    /// True when the run was interrupted (Ctrl-C) and reports what ran so far.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Server cost, when the runner sampled the server.
+    #[serde(default)]
+    pub server: Option<ServerCost>,
+}
+
+/// Saturation analysis of one target in a sweep.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Saturation {
+    /// Highest demanded rate that was sustained (reply rate within 1 %,
+    /// errors < 0.1 %, p99 under the SLO), if any.
+    pub max_sustainable_rate: Option<f64>,
+    /// Demanded rate where response time starts to climb, if found.
+    pub knee_rate: Option<f64>,
+    /// The SLO used, ms.
+    pub slo_ms: f64,
+    /// Runs it took (adaptive search) or steps (plain sweep).
+    pub runs: u32,
+    /// How the rate was found: "steps" or "find-max".
+    pub method: String,
+}
+
+/// One step of a sweep: the demanded rate and the run at that rate.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SweepStep {
+    /// Demanded rate (connections per second, autobench's `dem_req_rate` / num_calls).
+    pub demanded_rate: f64,
+    /// Full result of the run.
+    pub run: RunResult,
+}
+
+/// All steps of one target.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SweepTarget {
+    /// Label (host:port/uri or a name).
+    pub label: String,
+    /// Target URL.
+    pub url: String,
+    /// Steps in demanded-rate order.
+    pub steps: Vec<SweepStep>,
+    /// Saturation analysis.
+    pub saturation: Saturation,
+}
+
+/// A whole `httplab sweep`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SweepResult {
+    /// Always [`SWEEP_SCHEMA`].
+    pub schema: String,
+    /// Writer.
+    pub tool: ToolInfo,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// argv after `httplab sweep`.
+    pub command_line: Vec<String>,
+    /// Per target.
+    pub targets: Vec<SweepTarget>,
+    /// Machine facts.
+    pub environment: Environment,
+}
+
+/// A run inside a study: which server, which workload, which repetition.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StudyRun {
+    /// Workload name.
+    pub workload: String,
+    /// Server name.
+    pub server: String,
+    /// Repetition index, from 0.
+    pub repetition: u32,
+    /// "ok", "failed", "not installed", "skipped".
+    pub status: String,
+    /// Why, when not ok.
+    #[serde(default)]
+    pub reason: String,
+    /// A single run's result (load / users workloads).
+    #[serde(default)]
+    pub run: Option<RunResult>,
+    /// A sweep's result (sweep workloads).
+    #[serde(default)]
+    pub sweep: Option<SweepResult>,
+}
+
+/// A whole `httplab study`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StudyResult {
+    /// Always [`STUDY_SCHEMA`].
+    pub schema: String,
+    /// Writer.
+    pub tool: ToolInfo,
+    /// Study name.
+    pub name: String,
+    /// Start time, RFC 3339 UTC.
+    pub started_at: String,
+    /// Every run, in order.
+    pub runs: Vec<StudyRun>,
+    /// Machine facts, including each server's version under `extra`.
+    pub environment: Environment,
+}
+
+/// Any result document, told apart by its `schema` tag.
+#[derive(Debug, Clone)]
+pub enum Document {
+    /// A single run.
+    Run(Box<RunResult>),
+    /// A sweep.
+    Sweep(Box<SweepResult>),
+    /// A study.
+    Study(Box<StudyResult>),
+}
+
+impl Document {
+    /// Parses any httplab result document from JSON text.
+    pub fn from_json(text: &str) -> Result<Document, Box<dyn std::error::Error + Send + Sync>> {
+        let v: serde_json::Value = serde_json::from_str(text)?;
+        let schema = v
+            .get("schema")
+            .and_then(|s| s.as_str())
+            .unwrap_or("")
+            .to_string();
+        if check_schema(&schema, RUN_SCHEMA).is_ok() {
+            Ok(Document::Run(Box::new(serde_json::from_value(v)?)))
+        } else if check_schema(&schema, SWEEP_SCHEMA).is_ok() {
+            Ok(Document::Sweep(Box::new(serde_json::from_value(v)?)))
+        } else if check_schema(&schema, STUDY_SCHEMA).is_ok() {
+            Ok(Document::Study(Box::new(serde_json::from_value(v)?)))
+        } else {
+            Err(Box::new(ModelError::Schema {
+                found: schema,
+                expected: format!("{RUN_SCHEMA}, {SWEEP_SCHEMA} or {STUDY_SCHEMA}"),
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_basic() {
+        let s = Summary::of(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(s.count, 4);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 4.0);
+        assert_eq!(s.median, 2.5);
+        assert!((s.avg - 2.5).abs() < 1e-12);
+        assert!((s.stddev - 1.118_033_988_7).abs() < 1e-9);
+        assert_eq!(Summary::of(&[]), Summary::default());
+    }
+
+    #[test]
+    fn histogram_round_trips() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for v in [100u64, 200, 300, 5_000, 1_000_000] {
+            h.record(v).unwrap();
+        }
+        let l = Latency::from_histogram(&h);
+        assert_eq!(l.count, 5);
+        let back = l.histogram().unwrap().unwrap();
+        assert_eq!(back.len(), 5);
+        assert_eq!(back.max(), h.max());
+        let json = serde_json::to_string(&l).unwrap();
+        let l2: Latency = serde_json::from_str(&json).unwrap();
+        assert_eq!(l, l2);
+    }
+
+    #[test]
+    fn schema_versions() {
+        assert!(check_schema("httplab.run/1", RUN_SCHEMA).is_ok());
+        assert!(check_schema("httplab.run/1.3", RUN_SCHEMA).is_ok());
+        assert!(check_schema("httplab.run/2", RUN_SCHEMA).is_err());
+        assert!(check_schema("httplab.sweep/1", RUN_SCHEMA).is_err());
+        assert!(check_schema("garbage", RUN_SCHEMA).is_err());
+    }
+
+    #[test]
+    fn document_dispatch() {
+        let r = RunResult {
+            schema: RUN_SCHEMA.into(),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(matches!(
+            Document::from_json(&text).unwrap(),
+            Document::Run(_)
+        ));
+        assert!(Document::from_json("{\"schema\":\"x/1\"}").is_err());
+    }
+}
