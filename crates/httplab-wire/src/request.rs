@@ -1,1 +1,636 @@
-//! Server-side request parsing (owned by the server work).
+//! Server-side request parsing and validation.
+//!
+//! [`parse_head`] takes the bytes a server has buffered for one connection and
+//! returns either a validated [`Request`] (borrowing from those bytes), a
+//! request for more input, or a [`RequestError`] that already knows its HTTP
+//! status code. It performs no I/O, so every server model (and tests, and the
+//! load generator's self-checks) share one implementation.
+//!
+//! What is checked, beyond what httparse checks (tokens, line syntax,
+//! obs-fold, whitespace before the colon):
+//! - request line longer than [`Limits::max_request_line`] → 414;
+//! - header block larger than [`Limits::max_header_bytes`] or with more than
+//!   [`Limits::max_headers`] fields → 431;
+//! - versions other than HTTP/1.0 and HTTP/1.1 (including the HTTP/2
+//!   connection preface) → 505;
+//! - framing: Content-Length together with Transfer-Encoding, differing or
+//!   malformed Content-Length values, Transfer-Encoding on HTTP/1.0 → 400;
+//!   a Transfer-Encoding other than `chunked` → 501; `chunked` → 411 (this
+//!   server accepts no request bodies, so it asks for a length instead);
+//! - HTTP/1.1 without exactly one Host field, or several Host fields → 400;
+//! - a request target that is neither origin-form, absolute-form nor `*`
+//!   → 400.
+
+use std::fmt;
+
+/// Size and count limits for one request head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest accepted request line, CRLF excluded (default 8 KiB).
+    pub max_request_line: usize,
+    /// Largest accepted header block after the request line (default 16 KiB).
+    pub max_header_bytes: usize,
+    /// Most header fields accepted (default 100).
+    pub max_headers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_request_line: 8 * 1024,
+            max_header_bytes: 16 * 1024,
+            max_headers: 100,
+        }
+    }
+}
+
+impl Limits {
+    /// Largest possible head (request line + header block + line ends).
+    pub fn max_head(&self) -> usize {
+        self.max_request_line + self.max_header_bytes + 4
+    }
+}
+
+/// Request method, as far as a static server cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// GET
+    Get,
+    /// HEAD
+    Head,
+    /// OPTIONS
+    Options,
+    /// Any other syntactically valid method.
+    Other,
+}
+
+/// Protocol version of the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// HTTP/1.0
+    Http10,
+    /// HTTP/1.1
+    Http11,
+}
+
+/// A parsed, validated request head. Header values borrow the input buffer.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// Method.
+    pub method: Method,
+    /// Method text as received.
+    pub method_str: &'a str,
+    /// Path component of the target (absolute-form is reduced to its path),
+    /// still percent-encoded, query removed. `*` for asterisk-form.
+    pub path: &'a str,
+    /// Query string without the `?`, if any.
+    pub query: Option<&'a str>,
+    /// Target exactly as received (for logs).
+    pub target: &'a str,
+    /// Version.
+    pub version: Version,
+    /// Whether the client wants the connection kept open after this
+    /// response (version default adjusted by the Connection header).
+    pub keep_alive: bool,
+    /// Declared body length (0 when absent).
+    pub content_length: u64,
+    /// `If-Match` value.
+    pub if_match: Option<&'a [u8]>,
+    /// `If-None-Match` value.
+    pub if_none_match: Option<&'a [u8]>,
+    /// `If-Modified-Since` value.
+    pub if_modified_since: Option<&'a [u8]>,
+    /// `If-Unmodified-Since` value.
+    pub if_unmodified_since: Option<&'a [u8]>,
+    /// `Range` value.
+    pub range: Option<&'a [u8]>,
+    /// `If-Range` value.
+    pub if_range: Option<&'a [u8]>,
+    /// Number of bytes the head occupied in the input (body not included).
+    pub head_len: usize,
+}
+
+/// Why a request head was rejected; [`RequestError::status`] gives the code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestError {
+    /// 400 with a short reason (malformed syntax or framing).
+    BadRequest(&'static str),
+    /// 411: chunked request bodies are not accepted.
+    LengthRequired,
+    /// 413: declared body larger than the drain limit.
+    PayloadTooLarge,
+    /// 414: request line too long.
+    UriTooLong,
+    /// 431: too many or too large header fields.
+    HeaderFieldsTooLarge,
+    /// 501: unknown transfer coding.
+    NotImplemented,
+    /// 505: not HTTP/1.0 or HTTP/1.1.
+    VersionNotSupported,
+}
+
+impl RequestError {
+    /// The HTTP status code to answer with.
+    pub fn status(&self) -> u16 {
+        match self {
+            RequestError::BadRequest(_) => 400,
+            RequestError::LengthRequired => 411,
+            RequestError::PayloadTooLarge => 413,
+            RequestError::UriTooLong => 414,
+            RequestError::HeaderFieldsTooLarge => 431,
+            RequestError::NotImplemented => 501,
+            RequestError::VersionNotSupported => 505,
+        }
+    }
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::BadRequest(why) => write!(f, "bad request: {why}"),
+            RequestError::LengthRequired => f.write_str("chunked request body not accepted"),
+            RequestError::PayloadTooLarge => f.write_str("request body too large"),
+            RequestError::UriTooLong => f.write_str("request line too long"),
+            RequestError::HeaderFieldsTooLarge => f.write_str("header block too large"),
+            RequestError::NotImplemented => f.write_str("unknown transfer coding"),
+            RequestError::VersionNotSupported => f.write_str("HTTP version not supported"),
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+/// Result of [`parse_head`].
+#[derive(Debug)]
+pub enum Parsed<'a> {
+    /// A complete, valid head.
+    Complete(Request<'a>),
+    /// More bytes are needed.
+    Partial,
+    /// The head is invalid; answer with `status()` and close.
+    Error(RequestError),
+}
+
+/// Leading empty lines a server should ignore before a request line
+/// (RFC 9112 §2.2); returns how many bytes they take.
+pub fn leading_empty_lines(buf: &[u8]) -> usize {
+    let mut i = 0;
+    while i < buf.len() {
+        match buf[i] {
+            b'\n' => i += 1,
+            b'\r' if buf.get(i + 1) == Some(&b'\n') => i += 2,
+            b'\r' if i + 1 == buf.len() => break,
+            _ => break,
+        }
+    }
+    i
+}
+
+fn find_byte(buf: &[u8], b: u8) -> Option<usize> {
+    buf.iter().position(|&c| c == b)
+}
+
+/// Finds the end of the head (index just past the empty line), if present.
+fn head_end(buf: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(p) = find_byte(&buf[i..], b'\n') {
+        let nl = i + p;
+        // An empty line is "\n" right after a previous "\n" (optionally with
+        // a CR in between).
+        if nl >= 1 && buf[nl - 1] == b'\n' {
+            return Some(nl + 1);
+        }
+        if nl >= 2 && buf[nl - 1] == b'\r' && buf[nl - 2] == b'\n' {
+            return Some(nl + 1);
+        }
+        i = nl + 1;
+    }
+    None
+}
+
+/// Parses one request head at the start of `buf` (leading empty lines are
+/// the caller's business, see [`leading_empty_lines`]).
+///
+/// `max_body` is the largest Content-Length accepted (bodies are drained,
+/// not used); larger declarations give [`RequestError::PayloadTooLarge`].
+pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'a> {
+    // Limits first, so an endless request line or header block is cut off
+    // with the right status before httparse sees it.
+    let line_end = find_byte(buf, b'\n');
+    match line_end {
+        None if buf.len() > limits.max_request_line + 1 => {
+            return Parsed::Error(RequestError::UriTooLong)
+        }
+        None => {
+            // Catch the HTTP/2 preface early: "PRI * HTTP/2.0".
+            return Parsed::Partial;
+        }
+        Some(n) => {
+            let line_len = if n > 0 && buf[n - 1] == b'\r' { n - 1 } else { n };
+            if line_len > limits.max_request_line {
+                return Parsed::Error(RequestError::UriTooLong);
+            }
+        }
+    }
+    let line_end = line_end.unwrap_or(0) + 1;
+    let end = match head_end(buf) {
+        Some(e) => e,
+        None => {
+            // An empty request line followed by nothing yet is partial.
+            if buf.len() - line_end > limits.max_header_bytes {
+                return Parsed::Error(RequestError::HeaderFieldsTooLarge);
+            }
+            return count_partial_fields(&buf[line_end..], limits);
+        }
+    };
+    if end - line_end > limits.max_header_bytes + 2 {
+        return Parsed::Error(RequestError::HeaderFieldsTooLarge);
+    }
+    let mut storage = [httparse::EMPTY_HEADER; 128];
+    let cap = limits.max_headers.min(storage.len());
+    let mut req = httparse::Request::new(&mut storage[..cap]);
+    let status = match req.parse(&buf[..end]) {
+        Ok(s) => s,
+        Err(httparse::Error::TooManyHeaders) => {
+            return Parsed::Error(RequestError::HeaderFieldsTooLarge)
+        }
+        Err(httparse::Error::Version) => return Parsed::Error(version_error(buf)),
+        Err(httparse::Error::HeaderName) => {
+            return Parsed::Error(RequestError::BadRequest("invalid header name"))
+        }
+        Err(httparse::Error::HeaderValue) => {
+            return Parsed::Error(RequestError::BadRequest("invalid header value"))
+        }
+        Err(httparse::Error::Token) => {
+            return Parsed::Error(RequestError::BadRequest("invalid token"))
+        }
+        Err(httparse::Error::NewLine) => {
+            return Parsed::Error(RequestError::BadRequest("invalid line ending"))
+        }
+        Err(_) => return Parsed::Error(RequestError::BadRequest("malformed request")),
+    };
+    let head_len = match status {
+        httparse::Status::Complete(n) => n,
+        // We handed httparse a buffer ending with an empty line.
+        httparse::Status::Partial => {
+            return Parsed::Error(RequestError::BadRequest("malformed request"))
+        }
+    };
+    let (Some(method_str), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Parsed::Error(RequestError::BadRequest("incomplete request line"));
+    };
+    let version = if minor == 0 {
+        Version::Http10
+    } else {
+        Version::Http11
+    };
+    let method = match method_str {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        "OPTIONS" => Method::Options,
+        _ => Method::Other,
+    };
+    let (path, query) = match split_target(target, method) {
+        Ok(pq) => pq,
+        Err(e) => return Parsed::Error(e),
+    };
+    let mut out = Request {
+        method,
+        method_str,
+        path,
+        query,
+        target,
+        version,
+        keep_alive: version == Version::Http11,
+        content_length: 0,
+        if_match: None,
+        if_none_match: None,
+        if_modified_since: None,
+        if_unmodified_since: None,
+        range: None,
+        if_range: None,
+        head_len,
+    };
+    let mut content_length: Option<u64> = None;
+    let mut transfer_encoding = false;
+    let mut te_chunked_last = false;
+    let mut hosts = 0usize;
+    let mut conn_close = false;
+    let mut conn_keep_alive = false;
+    for h in req.headers.iter() {
+        let name = h.name;
+        let value = trim_ows(h.value);
+        if name.eq_ignore_ascii_case("host") {
+            hosts += 1;
+        } else if name.eq_ignore_ascii_case("content-length") {
+            match parse_content_length(value, content_length) {
+                Ok(v) => content_length = Some(v),
+                Err(e) => return Parsed::Error(e),
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            transfer_encoding = true;
+            // The last coding decides whether the body is chunked; any other
+            // coding is one we cannot decode.
+            for coding in value.split(|&b| b == b',') {
+                let c = trim_ows(coding);
+                if c.is_empty() {
+                    continue;
+                }
+                if c.eq_ignore_ascii_case(b"chunked") {
+                    if te_chunked_last {
+                        return Parsed::Error(RequestError::BadRequest("chunked applied twice"));
+                    }
+                    te_chunked_last = true;
+                } else {
+                    return Parsed::Error(RequestError::NotImplemented);
+                }
+            }
+        } else if name.eq_ignore_ascii_case("connection") {
+            for tok in value.split(|&b| b == b',') {
+                let t = trim_ows(tok);
+                if t.eq_ignore_ascii_case(b"close") {
+                    conn_close = true;
+                } else if t.eq_ignore_ascii_case(b"keep-alive") {
+                    conn_keep_alive = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case("if-none-match") {
+            out.if_none_match = Some(value);
+        } else if name.eq_ignore_ascii_case("if-match") {
+            out.if_match = Some(value);
+        } else if name.eq_ignore_ascii_case("if-modified-since") {
+            out.if_modified_since = Some(value);
+        } else if name.eq_ignore_ascii_case("if-unmodified-since") {
+            out.if_unmodified_since = Some(value);
+        } else if name.eq_ignore_ascii_case("range") {
+            if out.range.is_some() {
+                return Parsed::Error(RequestError::BadRequest("duplicate Range"));
+            }
+            out.range = Some(value);
+        } else if name.eq_ignore_ascii_case("if-range") {
+            out.if_range = Some(value);
+        }
+    }
+    if transfer_encoding {
+        if content_length.is_some() {
+            return Parsed::Error(RequestError::BadRequest(
+                "both Content-Length and Transfer-Encoding",
+            ));
+        }
+        if version == Version::Http10 {
+            return Parsed::Error(RequestError::BadRequest(
+                "Transfer-Encoding in an HTTP/1.0 request",
+            ));
+        }
+        if !te_chunked_last {
+            return Parsed::Error(RequestError::BadRequest("empty Transfer-Encoding"));
+        }
+        return Parsed::Error(RequestError::LengthRequired);
+    }
+    if version == Version::Http11 && hosts != 1 {
+        return Parsed::Error(RequestError::BadRequest(if hosts == 0 {
+            "missing Host"
+        } else {
+            "several Host fields"
+        }));
+    }
+    if hosts > 1 {
+        return Parsed::Error(RequestError::BadRequest("several Host fields"));
+    }
+    let cl = content_length.unwrap_or(0);
+    if cl > max_body {
+        return Parsed::Error(RequestError::PayloadTooLarge);
+    }
+    out.content_length = cl;
+    out.keep_alive = match version {
+        Version::Http11 => !conn_close,
+        Version::Http10 => conn_keep_alive && !conn_close,
+    };
+    Parsed::Complete(out)
+}
+
+/// While the head is incomplete, fail early when it already has too many
+/// fields.
+fn count_partial_fields<'a>(headers: &[u8], limits: &Limits) -> Parsed<'a> {
+    let lines = headers.iter().filter(|&&b| b == b'\n').count();
+    if lines > limits.max_headers {
+        Parsed::Error(RequestError::HeaderFieldsTooLarge)
+    } else {
+        Parsed::Partial
+    }
+}
+
+fn version_error(buf: &[u8]) -> RequestError {
+    // httparse reports anything but HTTP/1.0 and HTTP/1.1 as a version error;
+    // a line that does not even end in "HTTP/x.y" is plain malformed.
+    let line = match find_byte(buf, b'\n') {
+        Some(n) => &buf[..n],
+        None => buf,
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let last = line.rsplit(|&b| b == b' ').next().unwrap_or(b"");
+    let well_formed = last.len() == 8
+        && last.starts_with(b"HTTP/")
+        && last[5].is_ascii_digit()
+        && last[6] == b'.'
+        && last[7].is_ascii_digit();
+    if well_formed {
+        RequestError::VersionNotSupported
+    } else {
+        RequestError::BadRequest("malformed request line")
+    }
+}
+
+fn trim_ows(v: &[u8]) -> &[u8] {
+    let start = v
+        .iter()
+        .position(|&b| b != b' ' && b != b'\t')
+        .unwrap_or(v.len());
+    let end = v
+        .iter()
+        .rposition(|&b| b != b' ' && b != b'\t')
+        .map_or(start, |p| p + 1);
+    &v[start..end.max(start)]
+}
+
+fn parse_content_length(value: &[u8], prev: Option<u64>) -> Result<u64, RequestError> {
+    // A list of identical values ("5, 5") is tolerated as RFC 9110 §8.6
+    // allows; anything else is a framing error.
+    let mut seen = prev;
+    let mut any = false;
+    for part in value.split(|&b| b == b',') {
+        let p = trim_ows(part);
+        if p.is_empty() || p.len() > 19 || !p.iter().all(u8::is_ascii_digit) {
+            return Err(RequestError::BadRequest("invalid Content-Length"));
+        }
+        let mut v: u64 = 0;
+        for &d in p {
+            v = v * 10 + u64::from(d - b'0');
+        }
+        if let Some(s) = seen {
+            if s != v {
+                return Err(RequestError::BadRequest("conflicting Content-Length"));
+            }
+        }
+        seen = Some(v);
+        any = true;
+    }
+    match (any, seen) {
+        (true, Some(v)) => Ok(v),
+        _ => Err(RequestError::BadRequest("invalid Content-Length")),
+    }
+}
+
+fn split_target(target: &str, method: Method) -> Result<(&str, Option<&str>), RequestError> {
+    if target == "*" {
+        if method == Method::Options {
+            return Ok(("*", None));
+        }
+        return Err(RequestError::BadRequest("asterisk-form outside OPTIONS"));
+    }
+    let origin = if target.starts_with('/') {
+        target
+    } else {
+        // absolute-form: scheme "://" authority path
+        let lower_ok = target.len() > 7
+            && (target[..7].eq_ignore_ascii_case("http://")
+                || target.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")));
+        if !lower_ok {
+            return Err(RequestError::BadRequest("invalid request target"));
+        }
+        let after = &target[target.find("://").map_or(0, |p| p + 3)..];
+        match after.find(['/', '?']) {
+            Some(p) if after.as_bytes()[p] == b'/' => &after[p..],
+            Some(p) => {
+                // "http://host?q" has an empty path, which means "/".
+                let q = &after[p + 1..];
+                return Ok(("/", Some(q)));
+            }
+            None => "/",
+        }
+    };
+    // Fragments are never sent; treat '#' as invalid.
+    if origin.contains('#') {
+        return Err(RequestError::BadRequest("fragment in request target"));
+    }
+    match origin.find('?') {
+        Some(q) => Ok((&origin[..q], Some(&origin[q + 1..]))),
+        None => Ok((origin, None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Request<'_>, u16> {
+        match parse_head(s.as_bytes(), &Limits::default(), 1 << 20) {
+            Parsed::Complete(r) => Ok(r),
+            Parsed::Partial => Err(0),
+            Parsed::Error(e) => Err(e.status()),
+        }
+    }
+
+    #[test]
+    fn simple_get() {
+        let r = parse("GET /a%20b?x=1 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!(r.method, Method::Get);
+        assert_eq!(r.path, "/a%20b");
+        assert_eq!(r.query, Some("x=1"));
+        assert!(r.keep_alive);
+        assert_eq!(r.head_len, 36);
+    }
+
+    #[test]
+    fn table() {
+        let long_line = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(9000));
+        let many = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\n{}\r\n",
+            "X-A: b\r\n".repeat(101)
+        );
+        let big = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\nX-A: {}\r\n\r\n",
+            "b".repeat(17000)
+        );
+        let cases: Vec<(&str, &str, i32)> = vec![
+            ("ok", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 200),
+            ("http10", "GET / HTTP/1.0\r\n\r\n", 200),
+            ("partial", "GET / HTTP/1.1\r\nHost: x\r\n", 0),
+            ("partial line", "GET / HT", 0),
+            ("h2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
+            ("http/1.2", "GET / HTTP/1.2\r\nHost: x\r\n\r\n", 505),
+            ("http/3.0", "GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505),
+            ("garbage version", "GET / FOO\r\nHost: x\r\n\r\n", 400),
+            ("no host", "GET / HTTP/1.1\r\n\r\n", 400),
+            ("two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+            ("cl+te", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            ("te chunked", "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 411),
+            ("te gzip", "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
+            ("te 1.0", "GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            ("cl differ", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", 400),
+            ("cl same", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n", 200),
+            ("cl list", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 4\r\n\r\n", 400),
+            ("cl sign", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: +3\r\n\r\n", 400),
+            ("cl huge", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", 400),
+            ("cl too big", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", 413),
+            ("obs-fold", "GET / HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\n\r\n", 400),
+            ("space before colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400),
+            ("bad token", "G(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            ("bad header name", "GET / HTTP/1.1\r\nHo\"st: x\r\n\r\n", 400),
+            ("star not options", "GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            ("options star", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 200),
+            ("absolute form", "GET http://x/a?b HTTP/1.1\r\nHost: x\r\n\r\n", 200),
+            ("relative", "GET a HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (&long_line, "", 414),
+            (&many, "", 431),
+            (&big, "", 431),
+        ];
+        for (name, input, want) in cases {
+            let (name, input) = if input.is_empty() {
+                ("generated", name)
+            } else {
+                (name, input)
+            };
+            let got = match parse(input) {
+                Ok(_) => 200,
+                Err(s) => i32::from(s),
+            };
+            assert_eq!(got, want, "case {name}");
+        }
+    }
+
+    #[test]
+    fn keep_alive_rules() {
+        assert!(!parse("GET / HTTP/1.0\r\n\r\n").unwrap().keep_alive);
+        assert!(
+            parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                .unwrap()
+                .keep_alive
+        );
+        assert!(
+            !parse("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .unwrap()
+                .keep_alive
+        );
+    }
+
+    #[test]
+    fn absolute_form_path() {
+        let r = parse("GET http://x HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!(r.path, "/");
+        let r = parse("GET http://x/a/b?q HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert_eq!((r.path, r.query), ("/a/b", Some("q")));
+    }
+
+    #[test]
+    fn leading_lines() {
+        assert_eq!(leading_empty_lines(b"\r\n\nGET"), 3);
+        assert_eq!(leading_empty_lines(b"\r"), 0);
+    }
+
+    #[test]
+    fn endless_line_is_414_early() {
+        let s = "GET /".to_string() + &"a".repeat(9000);
+        assert_eq!(parse(&s).unwrap_err(), 414);
+    }
+}
