@@ -1,0 +1,184 @@
+# Shared helpers for the bench/ scripts: start and stop servers pinned to a core,
+# wait for readiness, read their CPU time and memory from /proc.
+# Sourced, not run. Every server runs as a child of the script, on a loopback
+# port, with its configuration and logs in $BENCH_TMP; stop_server ends it by PID.
+
+set -u
+
+SERVER_CORE=${SERVER_CORE:-0}
+CLIENT_CORE=${CLIENT_CORE:-1}
+BENCH_TMP=${BENCH_TMP:-$(mktemp -d /tmp/httplab-bench.XXXXXX)}
+chmod 755 "$BENCH_TMP"
+SERVER_PID=""
+SERVER_PORT=""
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# make_corpus DIR: the files every benchmark uses.
+make_corpus() {
+  local d=$1
+  mkdir -p "$d"
+  chmod 755 "$d"
+  head -c 87 /dev/zero | tr '\0' 'a' >"$d/f87.txt"
+  head -c 4096 /dev/zero | tr '\0' 'b' >"$d/f4k.html"
+  [ -f "$d/big32m.bin" ] || head -c $((32 * 1024 * 1024)) /dev/urandom >"$d/big32m.bin"
+  chmod 644 "$d"/*
+}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# start_server NAME ROOT: sets SERVER_PID and SERVER_PORT. One worker, pinned.
+start_server() {
+  local name=$1 root=$2 dir="$BENCH_TMP/$1"
+  mkdir -p "$dir"
+  chmod 755 "$dir"
+  SERVER_PORT=$(free_port)
+  case "$name" in
+    httplab)
+      taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
+        --workers 1 --quiet >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
+    httplab-*)
+      # httplab-MODEL, e.g. httplab-threads
+      taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
+        --model "${name#httplab-}" --quiet ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
+    nginx)
+      cat >"$dir/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile 200000;
+daemon off;
+master_process on;
+user root;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 150000; }
+http {
+  include /etc/nginx/mime.types;
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  tcp_nodelay on;
+  open_file_cache max=10000 inactive=60s;
+  open_file_cache_valid 60s;
+  keepalive_requests 100000000;
+  keepalive_timeout 75s;
+  server {
+    listen 127.0.0.1:$SERVER_PORT backlog=4096;
+    root $root;
+  }
+}
+EOF
+      taskset -c "$SERVER_CORE" nginx -c "$dir/nginx.conf" -p "$dir" >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
+    h2o)
+      cat >"$dir/h2o.conf" <<EOF
+listen:
+  host: 127.0.0.1
+  port: $SERVER_PORT
+num-threads: 1
+max-connections: 150000
+user: root
+pid-file: $dir/h2o.pid
+error-log: $dir/error.log
+http1-request-timeout: 75
+hosts:
+  default:
+    paths:
+      /:
+        file.dir: $root
+EOF
+      taskset -c "$SERVER_CORE" h2o -c "$dir/h2o.conf" >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
+    lighttpd)
+      cat >"$dir/lighttpd.conf" <<EOF
+server.document-root = "$root"
+server.bind = "127.0.0.1"
+server.port = $SERVER_PORT
+server.pid-file = "$dir/lighttpd.pid"
+server.errorlog = "$dir/error.log"
+server.max-connections = 10000
+server.max-fds = 20000
+server.max-keep-alive-requests = 100000000
+server.max-keep-alive-idle = 75
+server.network-backend = "sendfile"
+server.stat-cache-engine = "simple"
+mimetype.assign = ( ".html" => "text/html", ".txt" => "text/plain", ".bin" => "application/octet-stream" )
+EOF
+      taskset -c "$SERVER_CORE" lighttpd -D -f "$dir/lighttpd.conf" >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
+    *)
+      echo "unknown server $name" >&2
+      return 1
+      ;;
+  esac
+  local i
+  for i in $(seq 1 100); do
+    if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$SERVER_PORT/f87.txt"; then
+      return 0
+    fi
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      echo "$name exited at start-up:" >&2
+      cat "$dir/out.log" "$dir/error.log" 2>/dev/null >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "$name did not answer on port $SERVER_PORT" >&2
+  return 1
+}
+
+stop_server() {
+  [ -n "$SERVER_PID" ] || return 0
+  kill -TERM "$SERVER_PID" 2>/dev/null
+  local i
+  for i in $(seq 1 50); do
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$SERVER_PID" 2>/dev/null
+  wait "$SERVER_PID" 2>/dev/null
+  SERVER_PID=""
+}
+
+# The server's process tree: the PID and its descendants.
+server_pids() {
+  local p=$1
+  echo "$p"
+  local c
+  for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+    server_pids "$c"
+  done
+}
+
+# CPU clock ticks (user+system) of the server tree.
+server_ticks() {
+  local t=0 p
+  for p in $(server_pids "$SERVER_PID"); do
+    t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+# Resident memory of the server tree, KiB.
+server_rss_kb() {
+  local t=0 p
+  for p in $(server_pids "$SERVER_PID"); do
+    t=$((t + $(awk '/^VmRSS/{print $2}' /proc/"$p"/status 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+cleanup_bench() {
+  stop_server
+  [ -n "${KEEP_BENCH_TMP:-}" ] || rm -rf "$BENCH_TMP"
+}
