@@ -39,57 +39,82 @@ const COMMANDS: &[(&str, &str, Entry)] = &[
     ),
 ];
 
-fn usage() -> String {
-    let mut s = String::from(
-        "httplab — a web-server performance laboratory\n\n\
-         Usage: httplab <COMMAND> [ARGS...]\n\nCommands:\n",
+fn cli() -> clap::Command {
+    use clap::{Arg, Command};
+    let mut cmd = Command::new("httplab")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("httplab — a web-server performance laboratory")
+        .long_about(
+            "httplab — a web-server performance laboratory.\n\n\
+             One tool to serve, load, sweep and compare HTTP servers: a fast static-file server \
+             with several concurrency models, an httperf-compatible open/closed-loop load \
+             generator, autobench-style sweeps with charts, and whole studies against nginx, \
+             Apache, lighttpd and h2o.",
+        )
+        .after_help("Run `httplab <COMMAND> --help` for the options of a command.")
+        .disable_help_subcommand(true)
+        .subcommand_required(true)
+        .arg_required_else_help(true);
+    cmd = cmd.subcommand(
+        Command::new("help")
+            .about("Print this message or the help of the given command")
+            .arg(
+                Arg::new("command").value_parser(COMMANDS.iter().map(|c| c.0).collect::<Vec<_>>()),
+            ),
     );
     for (name, about, _) in COMMANDS {
-        s.push_str(&format!("  {name:<8} {about}\n"));
+        cmd = cmd.subcommand(
+            Command::new(*name)
+                .about(*about)
+                .disable_help_flag(true)
+                .disable_version_flag(true)
+                .arg(
+                    Arg::new("args")
+                        .num_args(0..)
+                        .trailing_var_arg(true)
+                        .allow_hyphen_values(true)
+                        .value_parser(clap::value_parser!(OsString)),
+                ),
+        );
     }
-    s.push_str("  help     Print this message or the help of the given command\n\n");
-    s.push_str("Run `httplab <COMMAND> --help` for the options of a command.\n");
-    s
+    cmd
 }
 
 fn main() -> ExitCode {
-    let mut args: Vec<OsString> = std::env::args_os().collect();
-    if args.len() < 2 {
-        eprint!("{}", usage());
+    let matches = match cli().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let Some((mut name, sub_m)) = matches.subcommand() else {
         return ExitCode::from(2);
-    }
-    let mut cmd = args[1].to_string_lossy().into_owned();
-    if cmd == "help" {
-        match args.get(2) {
+    };
+    let mut forwarded: Vec<OsString> = sub_m
+        .try_get_many::<OsString>("args")
+        .ok()
+        .flatten()
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    if name == "help" {
+        match sub_m.get_one::<String>("command") {
             Some(c) => {
-                cmd = c.to_string_lossy().into_owned();
-                args = vec![args[0].clone(), c.clone(), OsString::from("--help")];
+                name = COMMANDS.iter().find(|x| x.0 == c).map_or("", |x| x.0);
+                forwarded = vec![OsString::from("--help")];
             }
             None => {
-                print!("{}", usage());
+                let _ = cli().print_long_help();
                 return ExitCode::SUCCESS;
             }
         }
     }
-    match cmd.as_str() {
-        "-h" | "--help" => {
-            print!("{}", usage());
-            return ExitCode::SUCCESS;
-        }
-        "-V" | "--version" => {
-            println!("httplab {}", env!("CARGO_PKG_VERSION"));
-            return ExitCode::SUCCESS;
-        }
-        _ => {}
-    }
-    let Some((name, _, entry)) = COMMANDS.iter().find(|(n, _, _)| *n == cmd) else {
-        eprintln!("error: unknown command '{cmd}'\n");
-        eprint!("{}", usage());
+    let Some((_, _, entry)) = COMMANDS.iter().find(|(n, _, _)| *n == name) else {
         return ExitCode::from(2);
     };
     // The crate sees "httplab <name>" as its program name, then its own args.
     let mut sub = vec![OsString::from(format!("httplab {name}"))];
-    sub.extend(args.drain(2..));
+    sub.extend(forwarded);
     match entry(sub) {
         Ok(code) => code,
         Err(e) => {
