@@ -114,6 +114,42 @@ EOF
       taskset -c "$SERVER_CORE" lighttpd -D -f "$dir/lighttpd.conf" >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
+    apache-event | apache-worker | apache-prefork)
+      local mpm=${name#apache-}
+      cat >"$dir/apache.conf" <<EOF
+ServerRoot "$dir"
+ServerName localhost
+LoadModule mpm_${mpm}_module /usr/lib/apache2/modules/mod_mpm_${mpm}.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule dir_module /usr/lib/apache2/modules/mod_dir.so
+LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so
+User nobody
+Group nogroup
+Listen 127.0.0.1:$SERVER_PORT
+PidFile $dir/apache.pid
+ErrorLog $dir/error.log
+LogLevel warn
+DocumentRoot "$root"
+<Directory "$root">
+  Require all granted
+</Directory>
+TypesConfig /etc/mime.types
+KeepAlive On
+MaxKeepAliveRequests 0
+KeepAliveTimeout 5
+EnableSendfile On
+EnableMMAP On
+ServerLimit 64
+MaxRequestWorkers ${APACHE_WORKERS:-256}
+ListenBacklog 4096
+EOF
+      if [ "$mpm" != prefork ]; then
+        echo "ThreadsPerChild 64" >>"$dir/apache.conf"
+        echo "ThreadLimit 64" >>"$dir/apache.conf"
+      fi
+      taskset -c "$SERVER_CORE" apache2 -f "$dir/apache.conf" -DFOREGROUND >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
     *)
       echo "unknown server $name" >&2
       return 1
