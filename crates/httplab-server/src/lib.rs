@@ -1,10 +1,358 @@
-//! Static-file HTTP/1.1 server with several concurrency models.
+//! `httplab serve`: a static-file HTTP/1.1 server with several concurrency
+//! models sharing one request handler.
+//!
+//! # Library use
+//!
+//! ```no_run
+//! use httplab_server::{Model, Server, ServerConfig};
+//! use std::time::Duration;
+//!
+//! let mut cfg = ServerConfig::for_root("site"); // 127.0.0.1, port 0
+//! cfg.model = Model::Event;
+//! cfg.workers = 1;
+//! cfg.idle_timeout = Duration::from_millis(200);
+//! let server = Server::start(cfg)?;
+//! println!("listening on http://{}/", server.local_addr());
+//! // ... drive load against it ...
+//! let stats = server.stats();
+//! println!("{} requests", stats.requests);
+//! server.shutdown(); // graceful; dropping the handle does the same
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+//!
+//! # Layout
+//!
+//! - [`config`]: [`ServerConfig`] (public fields, `Default`) and [`Model`].
+//! - `session`: one connection's protocol state machine, without I/O.
+//! - `handler`: request → response (files, ranges, conditionals, errors).
+//! - `files`: safe path resolution and the per-worker file cache.
+//! - `event`: the mio reactor (default model); `blocking`: `single`,
+//!   `threads` and `fork`.
+//! - `cli`: the clap parser behind [`cli_main`].
+
+pub mod config;
+pub mod stats;
+
+mod blocking;
+mod cli;
+mod event;
+mod files;
+mod handler;
+mod log;
+mod out;
+mod session;
+mod sys;
 
 use std::ffi::OsString;
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context;
+
+pub use config::{AccessLog, Limits, Model, ServerConfig};
+pub use stats::Snapshot;
+
+use blocking::Stop;
+use handler::Handler;
+use stats::SharedStats;
 
 /// Entry point of `httplab serve`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("`httplab serve` is not implemented yet")
+    cli::main(args)
+}
+
+/// A way to start a server.
+#[derive(Debug)]
+pub struct Server;
+
+/// A running server. Dropping it shuts the server down gracefully (as
+/// [`ServerHandle::shutdown`] does) and waits for its threads.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    root: PathBuf,
+    model: Model,
+    workers: usize,
+    stop: Stop,
+    wakers: Vec<Arc<mio::Waker>>,
+    threads: Vec<JoinHandle<()>>,
+    stats: SharedStats,
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("addr", &self.addr)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Binds, starts the configured model and returns at once. Errors
+    /// (root missing, port in use, permission denied) are reported here.
+    pub fn start(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
+        let root = std::fs::canonicalize(&cfg.root)
+            .with_context(|| format!("root directory {} is not usable", cfg.root.display()))?;
+        if !root.is_dir() {
+            anyhow::bail!("root {} is not a directory", root.display());
+        }
+        std::fs::read_dir(&root)
+            .with_context(|| format!("cannot read root directory {}", root.display()))?;
+        let _ = sys::raise_nofile_limit();
+        let log_sink = match &cfg.access_log {
+            Some(t) => {
+                Some(log::Sink::open(t).with_context(|| format!("cannot open access log {t:?}"))?)
+            }
+            None => None,
+        };
+        let stats = stats::shared().context("cannot map shared statistics")?;
+        let stop = Stop {
+            flag: Arc::new(AtomicBool::new(false)),
+            wake: Arc::new(sys::WakePipe::new().context("cannot create wake pipe")?),
+        };
+        let cfg = Arc::new(cfg);
+        let make_handler = {
+            let cfg = Arc::clone(&cfg);
+            let root = root.clone();
+            let stats = Arc::clone(&stats);
+            move || {
+                Handler::new(
+                    Arc::clone(&cfg),
+                    root.clone(),
+                    log_sink.clone().map(log::AccessLog::new),
+                    Arc::clone(&stats),
+                )
+            }
+        };
+        let mut handle = ServerHandle {
+            addr: cfg.listen,
+            root,
+            model: cfg.model,
+            workers: 1,
+            stop: stop.clone(),
+            wakers: Vec::new(),
+            threads: Vec::new(),
+            stats: Arc::clone(&stats),
+        };
+        match cfg.model {
+            Model::Event => {
+                let n = cfg.effective_workers();
+                let listeners = bind_listeners(cfg.listen, n, true)?;
+                handle.addr = listeners[0].local_addr()?;
+                handle.workers = n;
+                let per_worker = cfg.max_connections.div_ceil(n);
+                for (i, l) in listeners.into_iter().enumerate() {
+                    let (w, waker) =
+                        event::Worker::new(l, make_handler(), per_worker, Arc::clone(&stop.flag))
+                            .context("cannot create event loop")?;
+                    handle.wakers.push(waker);
+                    handle.threads.push(
+                        std::thread::Builder::new()
+                            .name(format!("httplab-ev-{i}"))
+                            .spawn(move || w.run())
+                            .context("cannot spawn worker thread")?,
+                    );
+                }
+            }
+            Model::Threads => {
+                let l = bind_listeners(cfg.listen, 1, false)?.remove(0);
+                handle.addr = l.local_addr()?;
+                handle.workers = cfg.threads.max(1);
+                let queue = if cfg.queue == 0 {
+                    cfg.threads
+                } else {
+                    cfg.queue
+                };
+                handle.threads =
+                    blocking::spawn_threads(l, &make_handler, cfg.threads, queue, stop.clone())
+                        .context("cannot spawn worker threads")?;
+            }
+            Model::Fork | Model::Single => {
+                let l = bind_listeners(cfg.listen, 1, false)?.remove(0);
+                handle.addr = l.local_addr()?;
+                let h = make_handler();
+                let stop2 = stop.clone();
+                let model = cfg.model;
+                let max_children = cfg.max_children;
+                handle.threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("httplab-{}", model.name()))
+                        .spawn(move || {
+                            if model == Model::Fork {
+                                blocking::run_fork(l, h, max_children, stop2)
+                            } else {
+                                blocking::run_single(l, h, stop2)
+                            }
+                        })
+                        .context("cannot spawn acceptor thread")?,
+                );
+            }
+        }
+        if let Some(period) = cfg.stats_interval.filter(|d| !d.is_zero()) {
+            let json = match &cfg.stats_json {
+                Some(p) => Some(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(p)
+                        .with_context(|| format!("cannot open stats file {}", p.display()))?,
+                ),
+                None => None,
+            };
+            let stats = Arc::clone(&stats);
+            let stop = stop.clone();
+            let print = !cfg.quiet || cfg.stats_json.is_none();
+            handle.threads.push(
+                std::thread::Builder::new()
+                    .name("httplab-stats".into())
+                    .spawn(move || stats_loop(&stats, &stop, period, print, json))
+                    .context("cannot spawn stats thread")?,
+            );
+        }
+        Ok(handle)
+    }
+}
+
+fn stats_loop(
+    stats: &SharedStats,
+    stop: &Stop,
+    period: Duration,
+    print: bool,
+    mut json: Option<std::fs::File>,
+) {
+    use std::io::Write;
+    let mut rep = stats::Reporter::new();
+    let mut next = std::time::Instant::now() + period;
+    loop {
+        let left = next.saturating_duration_since(std::time::Instant::now());
+        let woke = sys::poll_readable(&[stop.wake.read_fd()], Some(left))
+            .map(|v| v[0])
+            .unwrap_or(false);
+        if woke || stop.flag.load(Ordering::Acquire) {
+            return;
+        }
+        if std::time::Instant::now() < next {
+            continue;
+        }
+        next += period;
+        let r = rep.report(stats.snapshot());
+        if print {
+            println!("{}", r.line());
+        }
+        if let Some(f) = &mut json {
+            let _ = writeln!(f, "{}", r.json());
+        }
+    }
+}
+
+/// Binds `n` listeners on `addr` (SO_REUSEPORT when `reuseport`), all on the
+/// same port (the first one's when `addr` has port 0).
+fn bind_listeners(addr: SocketAddr, n: usize, reuseport: bool) -> anyhow::Result<Vec<TcpListener>> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    // With SO_REUSEPORT a second server of the same user could silently
+    // share the port; probe it without the option first so "port in use"
+    // is reported as such.
+    if addr.port() != 0 && reuseport {
+        let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        probe.set_reuse_address(true)?;
+        probe.bind(&addr.into()).map_err(|e| bind_error(addr, e))?;
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut target = addr;
+    for _ in 0..n.max(1) {
+        let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        s.set_reuse_address(true)?;
+        if reuseport {
+            s.set_reuse_port(true)?;
+        }
+        s.set_nonblocking(true)?;
+        s.bind(&target.into()).map_err(|e| bind_error(target, e))?;
+        s.listen(4096).map_err(|e| bind_error(target, e))?;
+        let l: TcpListener = s.into();
+        if target.port() == 0 {
+            target = l.local_addr()?;
+        }
+        out.push(l);
+    }
+    Ok(out)
+}
+
+fn bind_error(addr: SocketAddr, e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            anyhow::anyhow!("cannot listen on {addr}: address already in use")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            anyhow::anyhow!(
+                "cannot listen on {addr}: permission denied (ports below 1024 need privileges)"
+            )
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            anyhow::anyhow!("cannot listen on {addr}: address not available on this host")
+        }
+        _ => anyhow::anyhow!("cannot listen on {addr}: {e}"),
+    }
+}
+
+impl ServerHandle {
+    /// The address actually listened on (port resolved when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Canonical root directory.
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
+    /// Model in use.
+    pub fn model(&self) -> Model {
+        self.model
+    }
+
+    /// Event workers, or worker threads for the threads model (1 otherwise).
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Current counters. Request and byte counts are flushed by workers once
+    /// per loop iteration (blocking models: per connection), so they may lag
+    /// slightly behind the wire.
+    pub fn stats(&self) -> Snapshot {
+        self.stats.snapshot()
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.flag.store(true, Ordering::Release);
+        self.stop.wake.wake();
+        for w in &self.wakers {
+            let _ = w.wake();
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+
+    /// Stops accepting, lets in-flight responses finish (up to the
+    /// configured shutdown timeout), and joins every thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    /// Waits until shutdown was requested by another path (used by the CLI
+    /// together with signals); returns immediately if it already was.
+    pub fn is_stopping(&self) -> bool {
+        self.stop.flag.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
 }

@@ -226,7 +226,11 @@ pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'
             return Parsed::Partial;
         }
         Some(n) => {
-            let line_len = if n > 0 && buf[n - 1] == b'\r' { n - 1 } else { n };
+            let line_len = if n > 0 && buf[n - 1] == b'\r' {
+                n - 1
+            } else {
+                n
+            };
             if line_len > limits.max_request_line {
                 return Parsed::Error(RequestError::UriTooLong);
             }
@@ -494,7 +498,9 @@ fn split_target(target: &str, method: Method) -> Result<(&str, Option<&str>), Re
         // absolute-form: scheme "://" authority path
         let lower_ok = target.len() > 7
             && (target[..7].eq_ignore_ascii_case("http://")
-                || target.get(..8).is_some_and(|s| s.eq_ignore_ascii_case("https://")));
+                || target
+                    .get(..8)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https://")));
         if !lower_ok {
             return Err(RequestError::BadRequest("invalid request target"));
         }

@@ -1,0 +1,320 @@
+//! The blocking models (`single`, `threads`, `fork`): each connection is
+//! served start to end by one thread or process with blocking writes and
+//! `poll`-guarded reads, through the same [`Session`] and [`Handler`] as
+//! the event model.
+
+use std::io::{self, Read};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::handler::Handler;
+use crate::out::Flush;
+use crate::session::Session;
+use crate::sys::{self, WakePipe};
+
+/// What a blocking model needs to notice shutdown.
+#[derive(Clone)]
+pub struct Stop {
+    /// Set once shutdown was requested.
+    pub flag: Arc<AtomicBool>,
+    /// Readable once shutdown was requested.
+    pub wake: Arc<WakePipe>,
+}
+
+impl Stop {
+    fn requested(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+}
+
+/// Serves one connection to the end with blocking I/O.
+pub fn serve_connection(stream: TcpStream, h: &mut Handler, stop: &Stop, rbuf: &mut Vec<u8>) {
+    let now = Instant::now();
+    let peer = stream.peer_addr().ok().map(|a| a.ip());
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_write_timeout(Some(h.config().send_timeout));
+    let mut s = Session::new(peer, now);
+    if rbuf.len() != h.config().pipeline_buffer.max(1024) {
+        *rbuf = vec![0; h.config().pipeline_buffer.max(1024)];
+    }
+    let _ = s.attach_rbuf(std::mem::take(rbuf));
+    run_session(&stream, &mut s, h, stop);
+    if let Some(b) = s.detach_rbuf() {
+        *rbuf = b;
+    }
+    h.stats().closed();
+    h.flush();
+}
+
+fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop) {
+    let fd = stream.as_raw_fd();
+    let mut shutting = false;
+    let mut reader = stream;
+    loop {
+        h.tick();
+        let now = Instant::now();
+        if !shutting && stop.requested() {
+            shutting = true;
+            s.begin_shutdown();
+        }
+        s.process(h, now, shutting);
+        if !s.out.is_empty() {
+            let mut written = 0;
+            let r = s.out.write_to(fd, usize::MAX, &mut written);
+            h.count_bytes(written);
+            s.wrote(Instant::now());
+            match r {
+                Ok(Flush::Done) | Ok(Flush::Yield) => continue,
+                // SO_SNDTIMEO expired: the peer is not reading.
+                Ok(Flush::Blocked) | Err(_) => return,
+            }
+        }
+        if s.finished() {
+            if s.needs_linger() {
+                linger(stream, h.config().idle_timeout.min(Duration::from_secs(2)));
+            }
+            return;
+        }
+        let deadline = s.deadline(h);
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let fds: Vec<i32> = if shutting {
+            vec![fd]
+        } else {
+            vec![fd, stop.wake.read_fd()]
+        };
+        let ready = match sys::poll_readable(&fds, Some(wait)) {
+            Ok(r) => r,
+            Err(_) => return,
+        };
+        if ready.len() > 1 && ready[1] {
+            // Shutdown (a forked child cannot see the parent's flag, only
+            // the pipe).
+            shutting = true;
+            s.begin_shutdown();
+            continue;
+        }
+        if !ready[0] {
+            if Instant::now() >= deadline && s.on_timeout(h, Instant::now()).is_some() {
+                return;
+            }
+            continue;
+        }
+        let Some(slot) = s.read_slot() else {
+            // Nothing may be read (backed up or closing): wait for the
+            // output, which the loop writes first.
+            if s.out.is_empty() && !s.finished() {
+                return;
+            }
+            continue;
+        };
+        match reader.read(slot) {
+            Ok(0) => s.on_eof(),
+            Ok(n) => s.filled(n, Instant::now()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Shuts the write side and drains input until EOF or `limit`, so the close
+/// does not reset a response the peer has not read yet.
+fn linger(stream: &TcpStream, limit: Duration) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let until = Instant::now() + limit;
+    let mut scratch = [0u8; 4096];
+    let mut r = stream;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        match sys::poll_readable(&[stream.as_raw_fd()], Some(left)) {
+            Ok(v) if v[0] => match r.read(&mut scratch) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+            _ => return,
+        }
+    }
+}
+
+/// Waits until the listener is readable or shutdown is requested; then
+/// accepts one connection (None on shutdown).
+fn accept_one(listener: &TcpListener, stop: &Stop, extra: &[i32]) -> Option<io::Result<TcpStream>> {
+    loop {
+        if stop.requested() {
+            return None;
+        }
+        let mut fds = vec![listener.as_raw_fd(), stop.wake.read_fd()];
+        fds.extend_from_slice(extra);
+        match sys::poll_readable(&fds, Some(Duration::from_millis(500))) {
+            Ok(r) if r[0] => {}
+            Ok(r) if r[2..].iter().any(|&b| b) => {
+                return Some(Err(io::ErrorKind::Interrupted.into()))
+            }
+            Ok(_) => continue,
+            Err(e) => return Some(Err(e)),
+        }
+        match listener.accept() {
+            Ok((s, _)) => return Some(Ok(s)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
+                // Out of descriptors: back off instead of spinning.
+                let _ =
+                    sys::poll_readable(&[stop.wake.read_fd()], Some(Duration::from_millis(100)));
+                continue;
+            }
+            Err(e) => return Some(Err(e)),
+        }
+    }
+}
+
+/// `--model single`: one thread, one connection at a time.
+pub fn run_single(listener: TcpListener, mut h: Handler, stop: Stop) {
+    let mut rbuf = Vec::new();
+    while let Some(r) = accept_one(&listener, &stop, &[]) {
+        if let Ok(stream) = r {
+            h.stats().accepted();
+            serve_connection(stream, &mut h, &stop, &mut rbuf);
+        }
+    }
+    h.flush();
+}
+
+/// `--model threads`: spawns `threads` workers fed by a bounded queue of
+/// `queue` connections; the acceptor blocks while the queue is full, so
+/// further clients wait in the listen backlog.
+pub fn spawn_threads(
+    listener: TcpListener,
+    make_handler: &dyn Fn() -> Handler,
+    threads: usize,
+    queue: usize,
+    stop: Stop,
+) -> io::Result<Vec<std::thread::JoinHandle<()>>> {
+    let (tx, rx) = mpsc::sync_channel::<TcpStream>(queue.max(1));
+    let rx = Arc::new(Mutex::new(rx));
+    let mut joins = Vec::new();
+    for i in 0..threads.max(1) {
+        let rx = Arc::clone(&rx);
+        let mut h = make_handler();
+        let stop = stop.clone();
+        joins.push(
+            std::thread::Builder::new()
+                .name(format!("httplab-thr-{i}"))
+                .spawn(move || {
+                    let mut rbuf = Vec::new();
+                    loop {
+                        let next = match rx.lock() {
+                            Ok(guard) => guard.recv(),
+                            Err(_) => break,
+                        };
+                        match next {
+                            Ok(stream) => serve_connection(stream, &mut h, &stop, &mut rbuf),
+                            Err(_) => break,
+                        }
+                    }
+                    h.flush();
+                })?,
+        );
+    }
+    let stats_h = make_handler();
+    let stop2 = stop.clone();
+    joins.push(
+        std::thread::Builder::new()
+            .name("httplab-accept".into())
+            .spawn(move || {
+                while let Some(r) = accept_one(&listener, &stop2, &[]) {
+                    if let Ok(stream) = r {
+                        stats_h.stats().accepted();
+                        if tx.send(stream).is_err() {
+                            break;
+                        }
+                    }
+                }
+                drop(tx);
+            })?,
+    );
+    Ok(joins)
+}
+
+/// `--model fork`: the calling thread accepts; each connection is served by
+/// a child process. At most `max_children` run at once (the parent stops
+/// accepting at the cap); children are reaped as they exit, via pidfds.
+pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop: Stop) {
+    let mut children: Vec<(libc::pid_t, OwnedFd)> = Vec::new();
+    let mut rbuf = Vec::new();
+    let max_children = max_children.max(1);
+    loop {
+        reap_ready(&mut children);
+        if stop.requested() {
+            break;
+        }
+        if children.len() >= max_children {
+            // At the cap: wait for a child to exit (or shutdown), leaving new
+            // clients in the listen backlog.
+            let mut fds: Vec<i32> = children.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
+            fds.push(stop.wake.read_fd());
+            let _ = sys::poll_readable(&fds, Some(Duration::from_millis(500)));
+            continue;
+        }
+        let pidfds: Vec<i32> = children.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
+        let stream = match accept_one(&listener, &stop, &pidfds) {
+            None => break,
+            Some(Ok(s)) => s,
+            Some(Err(_)) => continue,
+        };
+        h.stats().accepted();
+        match sys::fork() {
+            Ok(sys::Forked::Child) => {
+                drop(listener);
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    serve_connection(stream, &mut h, &stop, &mut rbuf);
+                }));
+                sys::exit_now(if r.is_ok() { 0 } else { 1 });
+            }
+            Ok(sys::Forked::Parent(pid)) => {
+                drop(stream);
+                match sys::pidfd_open(pid) {
+                    Ok(fd) => children.push((pid, fd)),
+                    Err(_) => sys::wait_child(pid),
+                }
+            }
+            Err(e) => {
+                eprintln!("httplab serve: fork failed: {e}; closing the connection");
+                h.stats().refused();
+                h.stats().closed();
+                drop(stream);
+                let _ =
+                    sys::poll_readable(&[stop.wake.read_fd()], Some(Duration::from_millis(100)));
+            }
+        }
+    }
+    drop(listener);
+    // Graceful: children see the wake pipe and finish; cut them off at the
+    // shutdown timeout.
+    let deadline = Instant::now() + h.config().shutdown_timeout;
+    while !children.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            for (pid, _) in &children {
+                sys::kill_child(*pid);
+                sys::wait_child(*pid);
+            }
+            children.clear();
+            break;
+        }
+        let fds: Vec<i32> = children.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
+        let _ = sys::poll_readable(&fds, Some(left));
+        reap_ready(&mut children);
+    }
+    h.flush();
+}
+
+fn reap_ready(children: &mut Vec<(libc::pid_t, OwnedFd)>) {
+    children.retain(|(pid, _)| !sys::reap(*pid));
+}

@@ -1,0 +1,311 @@
+//! Command line of `httplab serve` (clap derive) and the signal-driven
+//! foreground run.
+
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::config::{AccessLog, Model, ServerConfig};
+use crate::{sys, Server};
+
+/// Serve a directory over HTTP/1.1.
+#[derive(Debug, Parser)]
+#[command(
+    about = "Serve a directory over HTTP/1.1 (event, threads, fork or single model)",
+    long_about = None,
+    after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB/KB, m/MiB/MB suffixes."
+)]
+pub struct Args {
+    /// Directory to serve
+    #[arg(long, short = 'r', default_value = ".")]
+    pub root: PathBuf,
+    /// Address to listen on (port 0 picks a free port)
+    #[arg(long, short = 'l', default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Concurrency model
+    #[arg(long, value_enum, default_value_t = Model::Event)]
+    pub model: Model,
+    /// Event-model reactor threads (default: number of cores)
+    #[arg(long, short = 'w')]
+    pub workers: Option<usize>,
+    /// Worker threads of the threads model
+    #[arg(long, default_value_t = 8)]
+    pub threads: usize,
+    /// Queue length between acceptor and workers (threads model; default = --threads)
+    #[arg(long)]
+    pub queue: Option<usize>,
+    /// Most concurrent child processes (fork model)
+    #[arg(long, default_value_t = 256)]
+    pub max_children: usize,
+    /// Persistent connections (off: every response carries Connection: close)
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub keep_alive: OnOff,
+    /// Batch the responses to all buffered requests into as few writes as possible
+    /// (off: one request is answered and flushed before the next is parsed)
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub pipelining: OnOff,
+    /// Per-connection read buffer, bounds pipelined input
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    pub pipeline_buffer: usize,
+    /// Close keep-alive connections idle this long
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// A request head must arrive within this time (else 408)
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// Close connections whose peer reads nothing for this long
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub send_timeout: Duration,
+    /// Requests per connection before closing it (default: no cap)
+    #[arg(long)]
+    pub max_requests_per_conn: Option<u64>,
+    /// Most open connections
+    #[arg(long, default_value_t = 100_000)]
+    pub max_connections: usize,
+    /// Files up to this size are cached in memory with pre-rendered heads
+    #[arg(long, default_value = "64KiB", value_parser = parse_size)]
+    pub small_file_max: usize,
+    /// Memory budget of each worker's file cache
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    pub cache_size: usize,
+    /// HTML listing for directories without index.html
+    #[arg(long)]
+    pub list_dirs: bool,
+    /// Common Log Format access log: a file, or - for standard output
+    #[arg(long, value_name = "FILE|-")]
+    pub access_log: Option<String>,
+    /// No start-up or exit messages
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Longest graceful shutdown after SIGINT/SIGTERM
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+    /// Print a statistics line (connections, requests, bytes, RSS, CPU) every interval
+    #[arg(long, value_parser = parse_duration)]
+    pub stats_interval: Option<Duration>,
+    /// Also write the statistics as JSON lines to FILE
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+}
+
+/// `on` / `off` switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+impl Args {
+    /// The library configuration these arguments describe.
+    pub fn to_config(&self) -> ServerConfig {
+        let d = ServerConfig::default();
+        ServerConfig {
+            root: self.root.clone(),
+            listen: self.listen,
+            model: self.model,
+            workers: self.workers.unwrap_or(0),
+            threads: self.threads.max(1),
+            queue: self.queue.unwrap_or(0),
+            max_children: self.max_children.max(1),
+            keep_alive: self.keep_alive == OnOff::On,
+            pipelining: self.pipelining == OnOff::On,
+            pipeline_buffer: self.pipeline_buffer,
+            idle_timeout: self.idle_timeout,
+            header_timeout: self.header_timeout,
+            send_timeout: self.send_timeout,
+            max_requests_per_conn: self.max_requests_per_conn.filter(|&n| n > 0),
+            max_connections: self.max_connections.max(1),
+            small_file_max: self.small_file_max as u64,
+            cache_bytes: self.cache_size,
+            list_dirs: self.list_dirs,
+            access_log: self.access_log.as_deref().map(|s| {
+                if s == "-" {
+                    AccessLog::Stdout
+                } else {
+                    AccessLog::File(PathBuf::from(s))
+                }
+            }),
+            quiet: self.quiet,
+            shutdown_timeout: self.shutdown_timeout,
+            stats_interval: self.stats_interval,
+            stats_json: self.stats_json.clone(),
+            ..d
+        }
+    }
+}
+
+/// Parses `200ms`, `5s`, `1m`, `1.5s` or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid duration '{s}' (use e.g. 200ms, 5s, 1m)"))?;
+    if !v.is_finite() || v < 0.0 || v * mult > 1e9 {
+        return Err(format!("invalid duration '{s}'"));
+    }
+    Ok(Duration::from_secs_f64(v * mult))
+}
+
+/// Parses `65536`, `64k`, `64KiB`, `50KB`, `1m`, `1MiB`.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(digits_end);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("invalid size '{t}' (use e.g. 64KiB, 50KB, 1m)"))?;
+    let mult = match unit.trim() {
+        "" | "b" => 1,
+        "k" | "kib" => 1024,
+        "kb" => 1000,
+        "m" | "mib" => 1024 * 1024,
+        "mb" => 1_000_000,
+        "g" | "gib" => 1024 * 1024 * 1024,
+        _ => return Err(format!("invalid size unit in '{t}'")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{t}' too large"))
+}
+
+/// Runs `httplab serve` in the foreground until SIGINT or SIGTERM.
+pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    let args = match Args::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let cfg = args.to_config();
+    // Block the termination signals before any thread exists, so every
+    // thread inherits the mask and only the wait below receives them.
+    sys::block_term_signals()?;
+    let quiet = cfg.quiet;
+    let server = Server::start(cfg)?;
+    if !quiet {
+        let extra = match server.model() {
+            Model::Event => format!("event model, {} workers", server.workers()),
+            Model::Threads => format!("threads model, {} threads", server.workers()),
+            m => format!("{} model", m.name()),
+        };
+        println!(
+            "httplab serve: serving {} at http://{}/ ({extra})",
+            server.root().display(),
+            server.local_addr()
+        );
+    }
+    let sig = loop {
+        if let Some(s) = sys::wait_for_signal(Duration::from_secs(3600)) {
+            break s;
+        }
+    };
+    if !quiet {
+        let name = if sig == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
+        eprintln!("httplab serve: {name} received, finishing responses in flight");
+    }
+    let stats = server.stats();
+    server.shutdown();
+    let (peak, _) = sys::rusage(false);
+    let (peak_children, _) = sys::rusage(true);
+    if !quiet {
+        let children = if peak_children > 0 {
+            format!(", largest child {} KiB", peak_children / 1024)
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "httplab serve: stopped after {} connections, {} requests; peak RSS {} KiB{children}",
+            stats.accepted,
+            stats.requests,
+            peak / 1024
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("5"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("50KB"), Ok(50_000));
+        assert_eq!(parse_size("64k"), Ok(65536));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("1x").is_err());
+    }
+
+    #[test]
+    fn defaults_match_library() {
+        let a = Args::try_parse_from(["serve"]).unwrap();
+        let c = a.to_config();
+        let d = ServerConfig::default();
+        assert_eq!(c.listen, d.listen);
+        assert_eq!(c.idle_timeout, d.idle_timeout);
+        assert_eq!(c.header_timeout, d.header_timeout);
+        assert_eq!(c.pipeline_buffer, d.pipeline_buffer);
+        assert_eq!(c.max_connections, d.max_connections);
+        assert!(c.keep_alive && c.pipelining && !c.quiet);
+    }
+
+    #[test]
+    fn modes() {
+        let a = Args::try_parse_from([
+            "serve",
+            "--model",
+            "fork",
+            "--keep-alive",
+            "off",
+            "--pipelining",
+            "off",
+            "--pipeline-buffer",
+            "50KB",
+            "--idle-timeout",
+            "200ms",
+        ])
+        .unwrap();
+        let c = a.to_config();
+        assert_eq!(c.model, Model::Fork);
+        assert!(!c.keep_alive && !c.pipelining);
+        assert_eq!(c.pipeline_buffer, 50_000);
+        assert_eq!(c.idle_timeout, Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,412 @@
+//! The event model: one reactor thread per worker, each with its own mio
+//! `Poll`, its own SO_REUSEPORT listener, its own file cache and Date cache.
+//! Nothing is shared on the request path except relaxed counters flushed
+//! once per loop iteration.
+//!
+//! Connections live in a slab; their read and write buffers are borrowed
+//! from the worker's pool while there is work and returned when the
+//! connection goes idle, so an idle keep-alive connection costs its socket,
+//! a `Session` and a slab slot, not 64 KiB of buffers.
+
+use std::collections::VecDeque;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::handler::Handler;
+use crate::out::Flush;
+use crate::session::Session;
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX - 2);
+/// Reads per connection per turn before yielding to others.
+const READS_PER_TURN: usize = 16;
+/// Spare buffers kept per worker.
+const SPARE_BUFFERS: usize = 64;
+/// How long a paused accept waits before retrying on its own.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+struct Conn {
+    stream: TcpStream,
+    session: Session,
+    /// Lingering close: output done, write side shut, draining input until
+    /// EOF or this instant.
+    linger_until: Option<Instant>,
+}
+
+/// A worker ready to run on its own thread.
+pub struct Worker {
+    poll: Poll,
+    listener: Option<TcpListener>,
+    handler: Handler,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    open: usize,
+    max_conns: usize,
+    rbufs: Vec<Vec<u8>>,
+    wbufs: Vec<Vec<u8>>,
+    rbuf_size: usize,
+    ready: VecDeque<usize>,
+    accept_paused_until: Option<Instant>,
+    shutdown: Arc<AtomicBool>,
+    shutting_down: Option<Instant>,
+    sweep_every: Duration,
+    linger: Duration,
+}
+
+impl Worker {
+    /// Builds a worker around `listener` (already bound and listening,
+    /// non-blocking). Returns the worker and a waker for shutdown.
+    pub fn new(
+        listener: std::net::TcpListener,
+        handler: Handler,
+        max_conns: usize,
+        shutdown: Arc<AtomicBool>,
+    ) -> io::Result<(Worker, Arc<Waker>)> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let mut listener = TcpListener::from_std(listener);
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let cfg = handler.config();
+        let shortest = cfg
+            .idle_timeout
+            .min(cfg.header_timeout)
+            .min(cfg.send_timeout)
+            .min(Duration::from_secs(1));
+        let sweep_every =
+            (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
+        let linger = cfg.idle_timeout.min(Duration::from_secs(2));
+        let rbuf_size = cfg.pipeline_buffer.max(1024);
+        Ok((
+            Worker {
+                poll,
+                listener: Some(listener),
+                handler,
+                conns: Vec::new(),
+                free: Vec::new(),
+                open: 0,
+                max_conns: max_conns.max(1),
+                rbufs: Vec::new(),
+                wbufs: Vec::new(),
+                rbuf_size,
+                ready: VecDeque::new(),
+                accept_paused_until: None,
+                shutdown,
+                shutting_down: None,
+                sweep_every,
+                linger,
+            },
+            waker,
+        ))
+    }
+
+    /// Runs until shutdown completes.
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut next_sweep = Instant::now() + self.sweep_every;
+        loop {
+            let now = Instant::now();
+            let timeout = if self.ready.is_empty() {
+                let until = match self.accept_paused_until {
+                    Some(t) if self.listener.is_some() => t.min(next_sweep),
+                    _ => next_sweep,
+                };
+                until.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    eprintln!("httplab serve: poll failed: {e}");
+                    break;
+                }
+            }
+            self.handler.tick();
+            let mut accept = false;
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => accept = true,
+                    WAKER => {}
+                    Token(i) => self.drive(i),
+                }
+            }
+            if accept
+                || self
+                    .accept_paused_until
+                    .is_some_and(|t| Instant::now() >= t)
+            {
+                self.accept_loop();
+            }
+            let n = self.ready.len();
+            for _ in 0..n {
+                if let Some(i) = self.ready.pop_front() {
+                    self.drive(i);
+                }
+            }
+            let now = Instant::now();
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + self.sweep_every;
+            }
+            if self.shutdown.load(Ordering::Acquire) && self.shutting_down.is_none() {
+                self.begin_shutdown(now);
+            }
+            self.handler.flush();
+            if let Some(deadline) = self.shutting_down {
+                if self.open == 0 || now >= deadline {
+                    break;
+                }
+            }
+        }
+        for i in 0..self.conns.len() {
+            self.close(i);
+        }
+        self.handler.flush();
+    }
+
+    fn begin_shutdown(&mut self, now: Instant) {
+        let timeout = self.handler.config().shutdown_timeout;
+        self.shutting_down = Some(now + timeout);
+        if let Some(mut l) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        for i in 0..self.conns.len() {
+            if let Some(c) = self.conns[i].as_mut() {
+                c.session.begin_shutdown();
+                self.drive(i);
+            }
+        }
+    }
+
+    fn accept_loop(&mut self) {
+        if self.listener.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        if let Some(t) = self.accept_paused_until {
+            if now < t {
+                return;
+            }
+            self.accept_paused_until = None;
+        }
+        loop {
+            if self.open >= self.max_conns {
+                // At the cap: leave connections in the backlog; resumed when
+                // one closes (or by the sweep).
+                self.accept_paused_until = Some(now + ACCEPT_RETRY);
+                return;
+            }
+            let Some(listener) = self.listener.as_ref() else {
+                return;
+            };
+            match listener.accept() {
+                Ok((stream, addr)) => {
+                    let _ = stream.set_nodelay(true);
+                    self.handler.stats().accepted();
+                    self.insert(stream, Some(addr.ip()), now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE)
+                            | Some(libc::ENFILE)
+                            | Some(libc::ENOBUFS)
+                            | Some(libc::ENOMEM)
+                    ) =>
+                {
+                    // Out of descriptors: stop accepting (no busy loop) until
+                    // a connection closes or the retry interval passes.
+                    self.accept_paused_until = Some(now + ACCEPT_RETRY);
+                    return;
+                }
+                Err(_) => continue,
+            }
+        }
+    }
+
+    fn insert(&mut self, mut stream: TcpStream, peer: Option<std::net::IpAddr>, now: Instant) {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        if self
+            .poll
+            .registry()
+            .register(
+                &mut stream,
+                Token(idx),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            self.free.push(idx);
+            self.handler.stats().closed();
+            return;
+        }
+        self.conns[idx] = Some(Conn {
+            stream,
+            session: Session::new(peer, now),
+            linger_until: None,
+        });
+        self.open += 1;
+        self.drive(idx);
+    }
+
+    fn close(&mut self, idx: usize) {
+        if let Some(mut c) = self.conns.get_mut(idx).and_then(Option::take) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            self.give_back(&mut c.session);
+            self.free.push(idx);
+            self.open -= 1;
+            self.handler.stats().closed();
+            if self.accept_paused_until.is_some() {
+                // A descriptor was freed: retry accepting on the next turn.
+                self.accept_paused_until = Some(Instant::now());
+            }
+        }
+    }
+
+    fn give_back(&mut self, s: &mut Session) {
+        if let Some(b) = s.detach_rbuf() {
+            if self.rbufs.len() < SPARE_BUFFERS {
+                self.rbufs.push(b);
+            }
+        }
+        if let Some(mut b) = s.detach_wbuf() {
+            if self.wbufs.len() < SPARE_BUFFERS && b.capacity() <= 1 << 20 {
+                b.clear();
+                self.wbufs.push(b);
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let Some(c) = self.conns[i].as_mut() else {
+                continue;
+            };
+            if let Some(t) = c.linger_until {
+                if now >= t {
+                    self.close(i);
+                }
+                continue;
+            }
+            if now >= c.session.deadline(&self.handler) {
+                match c.session.on_timeout(&mut self.handler, now) {
+                    Some(_) => self.close(i),
+                    None => self.drive(i),
+                }
+            }
+        }
+    }
+
+    /// Advances one connection as far as it can go without blocking.
+    fn drive(&mut self, idx: usize) {
+        let Some(Some(mut c)) = self.conns.get_mut(idx).map(Option::take) else {
+            return;
+        };
+        let keep = self.step(&mut c, idx);
+        self.give_back(&mut c.session);
+        self.conns[idx] = Some(c);
+        if !keep {
+            self.close(idx);
+        }
+    }
+
+    /// Returns false when the connection must be closed.
+    fn step(&mut self, c: &mut Conn, idx: usize) -> bool {
+        let now = Instant::now();
+        let fd = c.stream.as_raw_fd();
+        let shutting = self.shutting_down.is_some();
+        let mut reads = 0;
+        if let Some(b) = self.wbufs.pop() {
+            if let Some(b) = c.session.attach_wbuf(b) {
+                self.wbufs.push(b);
+            }
+        }
+        loop {
+            if c.linger_until.is_some() {
+                return self.linger_drain(c, idx);
+            }
+            if !c.session.out.is_empty() {
+                let mut written = 0;
+                let r =
+                    c.session
+                        .out
+                        .write_to(fd, self.handler.config().sendfile_chunk, &mut written);
+                self.handler.count_bytes(written);
+                if written > 0 {
+                    c.session.wrote(now);
+                }
+                match r {
+                    Ok(Flush::Done) => {}
+                    Ok(Flush::Blocked) => return true,
+                    Ok(Flush::Yield) => {
+                        self.ready.push_back(idx);
+                        return true;
+                    }
+                    Err(_) => return false,
+                }
+            }
+            c.session.process(&mut self.handler, now, shutting);
+            if !c.session.out.is_empty() {
+                continue;
+            }
+            if c.session.finished() {
+                if !c.session.needs_linger() {
+                    return false;
+                }
+                let _ = c.stream.shutdown(std::net::Shutdown::Write);
+                c.linger_until = Some(now + self.linger);
+                continue;
+            }
+            if reads >= READS_PER_TURN {
+                self.ready.push_back(idx);
+                return true;
+            }
+            if !c.session.has_rbuf() {
+                let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
+                if let Some(b) = c.session.attach_rbuf(b) {
+                    self.rbufs.push(b);
+                }
+            }
+            let Some(slot) = c.session.read_slot() else {
+                return true;
+            };
+            reads += 1;
+            match c.stream.read(slot) {
+                Ok(0) => c.session.on_eof(),
+                Ok(n) => c.session.filled(n, now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    fn linger_drain(&mut self, c: &mut Conn, idx: usize) -> bool {
+        let mut scratch = [0u8; 4096];
+        for _ in 0..64 {
+            match c.stream.read(&mut scratch) {
+                Ok(0) => return false,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        // Still more to drain: come back after the others had a turn.
+        self.ready.push_back(idx);
+        true
+    }
+}

@@ -1,0 +1,390 @@
+//! Mapping request paths to files under the root, safely, with a cache.
+//!
+//! Path safety (checked in this order, every step required):
+//! 1. the path is percent-decoded once; a decoded NUL is rejected (400);
+//! 2. it is split on `/` *after* decoding, `.` and empty segments dropped and
+//!    `..` segments resolved lexically; a `..` above the root → 404;
+//! 3. the joined path is canonicalised (`realpath`), which resolves every
+//!    symlink; a result outside the canonical root → 404;
+//! 4. the final file is opened with `O_NOFOLLOW` and must be a regular file
+//!    (FIFOs, devices and sockets → 403), so a symlink swapped in after step 3
+//!    is not followed.
+//!
+//! The cache ([`FileCache`]) belongs to one worker (no locks). It maps the raw
+//! request path to a resolution: small files keep their bytes and a
+//! pre-rendered response head, larger ones an open descriptor for sendfile.
+//! An entry is revalidated with one `stat` of its canonical path at most once
+//! per `revalidate` interval (default 1 s); a changed identity, size or mtime
+//! reloads it. Negative results are not cached.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::{File, Metadata};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Body storage of a file.
+#[derive(Debug)]
+pub enum Body {
+    /// Small file held in memory.
+    Mem(Arc<[u8]>),
+    /// Larger file, sent with sendfile from this descriptor.
+    Fd(Arc<File>),
+}
+
+/// A servable regular file with its pre-rendered header fields.
+#[derive(Debug)]
+pub struct FileInfo {
+    /// Length in bytes.
+    pub len: u64,
+    /// Modification time, whole seconds since the epoch.
+    pub mtime_secs: u64,
+    /// Strong entity tag, quotes included.
+    pub etag: String,
+    /// Content-Type value.
+    pub content_type: String,
+    /// `Content-Type`, `Last-Modified`, `ETag` and `Accept-Ranges` lines,
+    /// each ending in CRLF.
+    pub fields: Vec<u8>,
+    /// A full 200 head up to (not including) the `Date` value: status line,
+    /// Server, `fields`, Content-Length, then `Date: `.
+    pub head_200: Vec<u8>,
+    /// The bytes.
+    pub body: Body,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+impl Identity {
+    fn of(m: &Metadata) -> Self {
+        Identity {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: m.mtime(),
+            mtime_nsec: m.mtime_nsec(),
+        }
+    }
+}
+
+/// What a request path resolves to.
+#[derive(Debug, Clone)]
+pub enum Resolved {
+    /// A regular file.
+    File(Arc<FileInfo>),
+    /// A directory requested without its trailing slash: redirect here
+    /// (path only, still encoded, with the slash added).
+    Redirect(String),
+    /// A directory without index.html, listing enabled.
+    Listing(PathBuf),
+}
+
+/// Why a path could not be served (maps to a status code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// 400: malformed path (NUL byte).
+    BadPath,
+    /// 403: exists but may not be read.
+    Forbidden,
+    /// 404: not there (or outside the root).
+    NotFound,
+}
+
+impl Miss {
+    /// Status code.
+    pub fn status(self) -> u16 {
+        match self {
+            Miss::BadPath => 400,
+            Miss::Forbidden => 403,
+            Miss::NotFound => 404,
+        }
+    }
+}
+
+struct Entry {
+    resolved: Resolved,
+    /// Canonical path whose stat validates the entry.
+    check_path: PathBuf,
+    identity: Identity,
+    checked: Instant,
+    cost: usize,
+}
+
+/// Per-worker cache of resolved paths.
+pub struct FileCache {
+    root: PathBuf,
+    server_name: String,
+    small_max: u64,
+    budget: usize,
+    used: usize,
+    revalidate: Duration,
+    list_dirs: bool,
+    map: HashMap<Box<str>, Entry>,
+}
+
+impl FileCache {
+    /// A cache for the canonical root `root`.
+    pub fn new(
+        root: PathBuf,
+        server_name: &str,
+        small_max: u64,
+        budget: usize,
+        revalidate: Duration,
+        list_dirs: bool,
+    ) -> Self {
+        FileCache {
+            root,
+            server_name: server_name.to_string(),
+            small_max,
+            budget,
+            used: 0,
+            revalidate,
+            list_dirs,
+            map: HashMap::new(),
+        }
+    }
+
+    /// Resolves a raw (percent-encoded) request path.
+    pub fn lookup(&mut self, raw: &str, now: Instant) -> Result<Resolved, Miss> {
+        if let Some(e) = self.map.get_mut(raw) {
+            if now.saturating_duration_since(e.checked) < self.revalidate {
+                return Ok(e.resolved.clone());
+            }
+            if let Ok(m) = std::fs::metadata(&e.check_path) {
+                if Identity::of(&m) == e.identity {
+                    e.checked = now;
+                    return Ok(e.resolved.clone());
+                }
+            }
+            if let Some(old) = self.map.remove(raw) {
+                self.used -= old.cost;
+            }
+        }
+        let (resolved, check_path, identity) = self.resolve(raw)?;
+        let cost = match &resolved {
+            Resolved::File(f) => match f.body {
+                Body::Mem(_) => f.len as usize + f.head_200.len() + raw.len() + 256,
+                Body::Fd(_) => f.head_200.len() + raw.len() + 256,
+            },
+            Resolved::Redirect(s) => s.len() + raw.len() + 256,
+            Resolved::Listing(_) => usize::MAX,
+        };
+        if cost <= self.budget.saturating_sub(self.used) {
+            self.used += cost;
+            self.map.insert(
+                raw.into(),
+                Entry {
+                    resolved: resolved.clone(),
+                    check_path,
+                    identity,
+                    checked: now,
+                    cost,
+                },
+            );
+        }
+        Ok(resolved)
+    }
+
+    fn resolve(&self, raw: &str) -> Result<(Resolved, PathBuf, Identity), Miss> {
+        let decoded: Vec<u8> = percent_encoding::percent_decode_str(raw).collect();
+        if decoded.contains(&0) {
+            return Err(Miss::BadPath);
+        }
+        let trailing_slash = decoded.last() == Some(&b'/');
+        let mut segs: Vec<&[u8]> = Vec::new();
+        for seg in decoded.split(|&b| b == b'/') {
+            match seg {
+                b"" | b"." => {}
+                b".." => {
+                    if segs.pop().is_none() {
+                        return Err(Miss::NotFound);
+                    }
+                }
+                s => segs.push(s),
+            }
+        }
+        let mut full = self.root.clone();
+        for s in &segs {
+            full.push(OsStr::from_bytes(s));
+        }
+        let canon = self.confine(&full)?;
+        let meta = std::fs::metadata(&canon).map_err(io_miss)?;
+        if meta.is_dir() {
+            if !trailing_slash && !segs.is_empty() {
+                let mut loc = raw.to_string();
+                loc.push('/');
+                return Ok((Resolved::Redirect(loc), canon, Identity::of(&meta)));
+            }
+            let index = canon.join("index.html");
+            match std::fs::symlink_metadata(&index) {
+                Ok(_) => {
+                    let icanon = self.confine(&index)?;
+                    let (info, id) = self.load(&icanon)?;
+                    return Ok((Resolved::File(Arc::new(info)), icanon, id));
+                }
+                Err(_) if self.list_dirs => {
+                    return Ok((Resolved::Listing(canon.clone()), canon, Identity::of(&meta)))
+                }
+                Err(_) => return Err(Miss::NotFound),
+            }
+        }
+        let (info, id) = self.load(&canon)?;
+        Ok((Resolved::File(Arc::new(info)), canon, id))
+    }
+
+    /// Canonicalises and checks the result stays under the root.
+    fn confine(&self, p: &Path) -> Result<PathBuf, Miss> {
+        let canon = std::fs::canonicalize(p).map_err(io_miss)?;
+        if canon.starts_with(&self.root) {
+            Ok(canon)
+        } else {
+            Err(Miss::NotFound)
+        }
+    }
+
+    fn load(&self, canon: &Path) -> Result<(FileInfo, Identity), Miss> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(canon)
+            .map_err(io_miss)?;
+        let meta = file.metadata().map_err(io_miss)?;
+        if !meta.is_file() {
+            return Err(Miss::Forbidden);
+        }
+        let identity = Identity::of(&meta);
+        let (body, len) = if meta.len() <= self.small_max {
+            let mut buf = Vec::with_capacity(meta.len() as usize);
+            let mut f = &file;
+            std::io::Read::read_to_end(&mut f, &mut buf).map_err(io_miss)?;
+            let len = buf.len() as u64;
+            (Body::Mem(Arc::from(buf.into_boxed_slice())), len)
+        } else {
+            (Body::Fd(Arc::new(file)), meta.len())
+        };
+        let mtime_secs = u64::try_from(meta.mtime()).unwrap_or(0);
+        let etag = format!(
+            "\"{:x}.{:x}-{:x}\"",
+            mtime_secs,
+            meta.mtime_nsec().max(0) / 1000,
+            len
+        );
+        let content_type = content_type_for(canon);
+        let last_modified = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(mtime_secs));
+        let mut fields = Vec::with_capacity(160);
+        fields.extend_from_slice(b"Content-Type: ");
+        fields.extend_from_slice(content_type.as_bytes());
+        fields.extend_from_slice(b"\r\nLast-Modified: ");
+        fields.extend_from_slice(last_modified.as_bytes());
+        fields.extend_from_slice(b"\r\nETag: ");
+        fields.extend_from_slice(etag.as_bytes());
+        fields.extend_from_slice(b"\r\nAccept-Ranges: bytes\r\n");
+        let mut head_200 = Vec::with_capacity(fields.len() + 80);
+        head_200.extend_from_slice(b"HTTP/1.1 200 OK\r\nServer: ");
+        head_200.extend_from_slice(self.server_name.as_bytes());
+        head_200.extend_from_slice(b"\r\n");
+        head_200.extend_from_slice(&fields);
+        head_200.extend_from_slice(format!("Content-Length: {len}\r\nDate: ").as_bytes());
+        Ok((
+            FileInfo {
+                len,
+                mtime_secs,
+                etag,
+                content_type,
+                fields,
+                head_200,
+                body,
+            },
+            identity,
+        ))
+    }
+}
+
+impl FileInfo {
+    /// Last-Modified as a SystemTime.
+    pub fn modified(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.mtime_secs)
+    }
+}
+
+fn io_miss(e: std::io::Error) -> Miss {
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => Miss::Forbidden,
+        _ if e.raw_os_error() == Some(libc::ELOOP) => Miss::Forbidden,
+        _ => Miss::NotFound,
+    }
+}
+
+/// Content-Type by extension, with `charset=utf-8` for text types.
+pub fn content_type_for(p: &Path) -> String {
+    let mime = mime_guess::from_path(p).first_raw();
+    match mime {
+        Some(m)
+            if m.starts_with("text/")
+                || m == "application/javascript"
+                || m == "application/json" =>
+        {
+            format!("{m}; charset=utf-8")
+        }
+        Some(m) => m.to_string(),
+        None => "application/octet-stream".to_string(),
+    }
+}
+
+/// Renders an HTML listing of `dir` (the request path `shown` is the
+/// heading).
+pub fn render_listing(dir: &Path, shown: &str) -> Vec<u8> {
+    let mut names: Vec<(String, bool)> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .map(|e| {
+                let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                (e.file_name().to_string_lossy().into_owned(), is_dir)
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    let title = html_escape(&String::from_utf8_lossy(
+        &percent_encoding::percent_decode_str(shown).collect::<Vec<u8>>(),
+    ));
+    let mut s = format!(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Index of {title}</title></head>\n<body><h1>Index of {title}</h1>\n<ul>\n<li><a href=\"../\">../</a></li>\n"
+    );
+    for (n, is_dir) in names {
+        let slash = if is_dir { "/" } else { "" };
+        let href: String =
+            percent_encoding::utf8_percent_encode(&n, percent_encoding::NON_ALPHANUMERIC).collect();
+        s.push_str(&format!(
+            "<li><a href=\"{href}{slash}\">{}{slash}</a></li>\n",
+            html_escape(&n)
+        ));
+    }
+    s.push_str("</ul></body></html>\n");
+    s.into_bytes()
+}
+
+fn html_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}

@@ -1,0 +1,120 @@
+//! The per-connection output queue: response bytes in one contiguous buffer
+//! (so pipelined responses leave in as few `send` calls as possible), with
+//! file segments (sent by `sendfile`) spliced in at recorded positions.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+
+use crate::sys;
+
+/// A file range to send after `at` bytes of the memory buffer.
+#[derive(Debug)]
+pub struct FileSeg {
+    at: usize,
+    file: Arc<File>,
+    off: u64,
+    end: u64,
+}
+
+/// Queued output of one connection.
+#[derive(Debug, Default)]
+pub struct OutQueue {
+    /// Memory bytes (heads and small bodies).
+    pub buf: Vec<u8>,
+    pos: usize,
+    files: VecDeque<FileSeg>,
+}
+
+/// Result of [`OutQueue::write_to`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flush {
+    /// Everything queued was written.
+    Done,
+    /// The socket would block; wait for writability.
+    Blocked,
+    /// The byte budget for this turn was used up; come back later.
+    Yield,
+}
+
+impl OutQueue {
+    /// Nothing left to write.
+    pub fn is_empty(&self) -> bool {
+        self.pos == self.buf.len() && self.files.is_empty()
+    }
+
+    /// Memory bytes not yet written.
+    pub fn mem_pending(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Number of queued file segments.
+    pub fn files_pending(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Queues `file[off..end]` after the bytes queued so far.
+    pub fn push_file(&mut self, file: &Arc<File>, off: u64, end: u64) {
+        if end > off {
+            self.files.push_back(FileSeg {
+                at: self.buf.len(),
+                file: Arc::clone(file),
+                off,
+                end,
+            });
+        }
+    }
+
+    /// Writes to socket `fd` until done, blocked, or `budget` bytes were
+    /// sent; `written` is increased by the bytes sent.
+    pub fn write_to(&mut self, fd: RawFd, budget: usize, written: &mut u64) -> io::Result<Flush> {
+        let mut sent = 0usize;
+        loop {
+            let next_at = self.files.front().map_or(self.buf.len(), |f| f.at);
+            if self.pos < next_at {
+                let chunk = &self.buf[self.pos..next_at];
+                let more = !self.files.is_empty();
+                match sys::send(fd, chunk, more) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => {
+                        self.pos += n;
+                        sent += n;
+                        *written += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
+            if let Some(f) = self.files.front_mut() {
+                if f.off >= f.end {
+                    self.files.pop_front();
+                    continue;
+                }
+                if sent >= budget {
+                    return Ok(Flush::Yield);
+                }
+                let want = (f.end - f.off).min((budget - sent) as u64).min(1 << 30) as usize;
+                match sys::sendfile(fd, f.file.as_raw_fd(), &mut f.off, want) {
+                    // The file shrank under us: the promised length cannot be
+                    // delivered, so the connection must end.
+                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    Ok(n) => {
+                        sent += n;
+                        *written += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+                continue;
+            }
+            self.buf.clear();
+            self.pos = 0;
+            return Ok(Flush::Done);
+        }
+    }
+}

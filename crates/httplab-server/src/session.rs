@@ -1,0 +1,310 @@
+//! One connection's HTTP/1.1 state machine, without I/O.
+//!
+//! A driver (the event reactor, or a blocking thread/process) moves bytes:
+//! it reads into [`Session::read_slot`], reports them with
+//! [`Session::filled`], calls [`Session::process`] to turn complete request
+//! heads into queued responses, writes [`Session::out`] to the socket, and
+//! asks [`Session::deadline`] when to call [`Session::on_timeout`]. All
+//! protocol rules (keep-alive, pipelining on/off, body draining, limits,
+//! timeouts) live here once, for every concurrency model.
+
+use std::net::IpAddr;
+use std::time::Instant;
+
+use httplab_wire::request::{leading_empty_lines, parse_head, Parsed, Version};
+
+use crate::handler::{ConnHeader, Handler};
+use crate::out::OutQueue;
+
+/// Stop turning requests into responses while more than this many response
+/// bytes wait in memory (the client is not reading).
+const OUT_HIGH_WATER: usize = 256 * 1024;
+/// Same, for queued file segments.
+const FILES_HIGH_WATER: usize = 16;
+
+/// Why a connection should be closed now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// Idle or write timeout: close without a response.
+    Timeout,
+}
+
+/// Per-connection protocol state.
+#[derive(Debug)]
+pub struct Session {
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    /// Responses waiting to be written.
+    pub out: OutQueue,
+    skip: u64,
+    served: u64,
+    closing: bool,
+    eof: bool,
+    head_started: Option<Instant>,
+    last_activity: Instant,
+    peer: Option<IpAddr>,
+    failed: bool,
+}
+
+impl Session {
+    /// A new connection from `peer`, accepted at `now`.
+    pub fn new(peer: Option<IpAddr>, now: Instant) -> Self {
+        Session {
+            rbuf: Vec::new(),
+            rstart: 0,
+            rend: 0,
+            out: OutQueue::default(),
+            skip: 0,
+            served: 0,
+            closing: false,
+            eof: false,
+            head_started: None,
+            last_activity: now,
+            peer,
+            failed: false,
+        }
+    }
+
+    /// Whether closing should drain the peer's input first (it may still be
+    /// sending: unread request bytes, an undrained body, or an error), so
+    /// that the close does not turn into a reset that destroys the response.
+    pub fn needs_linger(&self) -> bool {
+        self.rstart < self.rend || self.skip > 0 || self.failed
+    }
+
+    /// Gives the session a read buffer (zero-filled, its length is the
+    /// capacity used) if it has none.
+    pub fn attach_rbuf(&mut self, buf: Vec<u8>) -> Option<Vec<u8>> {
+        if self.rbuf.is_empty() {
+            self.rbuf = buf;
+            self.rstart = 0;
+            self.rend = 0;
+            None
+        } else {
+            Some(buf)
+        }
+    }
+
+    /// Takes the read buffer back when it holds no unread bytes (so idle
+    /// connections hold no buffer).
+    pub fn detach_rbuf(&mut self) -> Option<Vec<u8>> {
+        if self.rstart == self.rend && !self.rbuf.is_empty() {
+            self.rstart = 0;
+            self.rend = 0;
+            Some(std::mem::take(&mut self.rbuf))
+        } else {
+            None
+        }
+    }
+
+    /// Gives the session an output buffer if its queue is empty.
+    pub fn attach_wbuf(&mut self, buf: Vec<u8>) -> Option<Vec<u8>> {
+        if self.out.is_empty() && self.out.buf.capacity() < buf.capacity() {
+            Some(std::mem::replace(&mut self.out.buf, buf))
+        } else {
+            Some(buf)
+        }
+    }
+
+    /// Takes the output buffer back when everything was written.
+    pub fn detach_wbuf(&mut self) -> Option<Vec<u8>> {
+        if self.out.is_empty() && self.out.buf.capacity() > 0 {
+            Some(std::mem::take(&mut self.out.buf))
+        } else {
+            None
+        }
+    }
+
+    /// Whether the session has a read buffer.
+    pub fn has_rbuf(&self) -> bool {
+        !self.rbuf.is_empty()
+    }
+
+    /// Space to read into, or None when the session must not read now
+    /// (closing, output backed up, or buffer full of unanswered requests).
+    pub fn read_slot(&mut self) -> Option<&mut [u8]> {
+        if self.closing || self.eof || self.backed_up() {
+            return None;
+        }
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+        } else if self.rend == self.rbuf.len() && self.rstart > 0 {
+            self.rbuf.copy_within(self.rstart..self.rend, 0);
+            self.rend -= self.rstart;
+            self.rstart = 0;
+        }
+        if self.rend == self.rbuf.len() {
+            return None;
+        }
+        Some(&mut self.rbuf[self.rend..])
+    }
+
+    /// Records `n` bytes read into the slot.
+    pub fn filled(&mut self, n: usize, now: Instant) {
+        self.rend = (self.rend + n).min(self.rbuf.len());
+        self.last_activity = now;
+    }
+
+    /// The peer closed its sending side.
+    pub fn on_eof(&mut self) {
+        self.eof = true;
+    }
+
+    /// Records write progress (for the send timeout).
+    pub fn wrote(&mut self, now: Instant) {
+        self.last_activity = now;
+    }
+
+    /// Nothing buffered, nothing to write, no request in progress.
+    pub fn is_idle(&self) -> bool {
+        self.rstart == self.rend && self.out.is_empty() && self.skip == 0
+    }
+
+    /// The connection is done: close it (after a lingering drain).
+    pub fn finished(&self) -> bool {
+        self.out.is_empty() && (self.closing || (self.eof && !self.can_progress()))
+    }
+
+    fn can_progress(&self) -> bool {
+        !self.closing && self.rstart < self.rend
+    }
+
+    fn backed_up(&self) -> bool {
+        self.out.mem_pending() > OUT_HIGH_WATER || self.out.files_pending() > FILES_HIGH_WATER
+    }
+
+    /// Asks the session to stop after what is in flight (graceful shutdown):
+    /// an idle connection finishes at once.
+    pub fn begin_shutdown(&mut self) {
+        if self.is_idle() {
+            self.closing = true;
+        }
+    }
+
+    /// When the driver must call [`Session::on_timeout`].
+    pub fn deadline(&self, h: &Handler) -> Instant {
+        let cfg = h.config();
+        if !self.out.is_empty() {
+            self.last_activity + cfg.send_timeout
+        } else if let Some(t) = self.head_started {
+            t + cfg.header_timeout
+        } else if self.skip > 0 {
+            self.last_activity + cfg.header_timeout
+        } else {
+            self.last_activity + cfg.idle_timeout
+        }
+    }
+
+    /// A deadline passed. Returns `Some` when the connection must be closed
+    /// at once; otherwise a 408 was queued and the connection closes after
+    /// writing it.
+    pub fn on_timeout(&mut self, h: &mut Handler, now: Instant) -> Option<CloseReason> {
+        if now < self.deadline(h) {
+            return None;
+        }
+        if self.out.is_empty() && !self.closing && self.head_started.is_some() {
+            self.head_started = None;
+            self.rstart = self.rend;
+            self.closing = true;
+            self.failed = true;
+            h.respond_error(408, self.peer, &mut self.out);
+            self.last_activity = now;
+            return None;
+        }
+        Some(CloseReason::Timeout)
+    }
+
+    /// Turns complete buffered requests into queued responses. With
+    /// pipelining on, all of them (up to the output high-water mark); with
+    /// pipelining off, at most one, and only when the previous response has
+    /// been written. `shutting_down` makes the next response the last.
+    pub fn process(&mut self, h: &mut Handler, now: Instant, shutting_down: bool) {
+        let pipelining = h.config().pipelining;
+        loop {
+            if self.closing || self.backed_up() {
+                return;
+            }
+            if !pipelining && !self.out.is_empty() {
+                return;
+            }
+            if self.skip > 0 {
+                let n = (self.skip.min((self.rend - self.rstart) as u64)) as usize;
+                self.rstart += n;
+                self.skip -= n as u64;
+                if self.skip > 0 {
+                    return;
+                }
+            }
+            let skip = leading_empty_lines(&self.rbuf[self.rstart..self.rend]);
+            self.rstart += skip;
+            if self.rstart == self.rend {
+                self.head_started = None;
+                if shutting_down {
+                    self.closing = true;
+                }
+                return;
+            }
+            let cfg = h.config();
+            let limits = cfg.limits;
+            let max_body = cfg.max_body_drain;
+            let keep_alive_cfg = cfg.keep_alive;
+            let max_req = cfg.max_requests_per_conn;
+            let full = self.rend - self.rstart == self.rbuf.len();
+            match parse_head(&self.rbuf[self.rstart..self.rend], &limits, max_body) {
+                Parsed::Partial => {
+                    if self.head_started.is_none() {
+                        self.head_started = Some(now);
+                    }
+                    if full {
+                        // The configured buffer is smaller than the head.
+                        let has_line = self.rbuf[self.rstart..self.rend].contains(&b'\n');
+                        let st = if has_line { 431 } else { 414 };
+                        self.fail(h, st);
+                    } else if self.eof {
+                        // Incomplete request and the peer stopped sending.
+                        self.rstart = self.rend;
+                        self.closing = true;
+                    }
+                    return;
+                }
+                Parsed::Error(e) => {
+                    self.fail(h, e.status());
+                    return;
+                }
+                Parsed::Complete(req) => {
+                    self.head_started = None;
+                    self.served += 1;
+                    let cap_hit = max_req.is_some_and(|m| self.served >= m);
+                    let keep = keep_alive_cfg && req.keep_alive && !cap_hit && !shutting_down;
+                    let conn = if !keep {
+                        ConnHeader::Close
+                    } else if req.version == Version::Http10 {
+                        ConnHeader::KeepAlive
+                    } else {
+                        ConnHeader::None
+                    };
+                    let answer = h.respond(&req, conn, self.peer, &mut self.out, now);
+                    self.rstart += req.head_len;
+                    self.skip = req.content_length;
+                    if !keep || answer.status == 400 {
+                        self.closing = true;
+                        return;
+                    }
+                    if !pipelining {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, h: &mut Handler, status: u16) {
+        self.failed = true;
+        self.head_started = None;
+        self.rstart = self.rend;
+        self.closing = true;
+        h.respond_error(status, self.peer, &mut self.out);
+    }
+}

@@ -1,0 +1,168 @@
+//! Server-wide counters. They live in a shared anonymous mapping so that
+//! forked children update the same numbers as threads do; workers add to
+//! them in batches, not per request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Counters (all monotonic except `open`).
+#[derive(Debug, Default)]
+pub struct Stats {
+    accepted: AtomicU64,
+    closed: AtomicU64,
+    requests: AtomicU64,
+    bytes_out: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// A point-in-time copy of [`Stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Connections currently open.
+    pub open: u64,
+    /// Connections accepted since start.
+    pub accepted: u64,
+    /// Requests answered since start.
+    pub requests: u64,
+    /// Bytes written since start.
+    pub bytes_out: u64,
+    /// Connections closed at once because a cap was reached.
+    pub refused: u64,
+}
+
+impl Stats {
+    /// Counts an accepted connection.
+    pub fn accepted(&self) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts a closed connection.
+    pub fn closed(&self) {
+        self.closed.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts a connection refused at a cap.
+    pub fn refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Adds answered requests and bytes written.
+    pub fn add_requests(&self, requests: u64, bytes: u64) {
+        if requests > 0 {
+            self.requests.fetch_add(requests, Ordering::Relaxed);
+        }
+        if bytes > 0 {
+            self.bytes_out.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+    /// Reads all counters.
+    pub fn snapshot(&self) -> Snapshot {
+        let accepted = self.accepted.load(Ordering::Relaxed);
+        let closed = self.closed.load(Ordering::Relaxed);
+        Snapshot {
+            open: accepted.saturating_sub(closed),
+            accepted,
+            requests: self.requests.load(Ordering::Relaxed),
+            bytes_out: self.bytes_out.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// One statistics report line's worth of numbers.
+#[derive(Debug, Clone, Copy)]
+pub struct Report {
+    /// Seconds since start.
+    pub t: f64,
+    /// Counters.
+    pub snap: Snapshot,
+    /// Requests per second over the interval.
+    pub rps: f64,
+    /// Current resident set size (bytes), children included for fork.
+    pub rss: u64,
+    /// CPU use over the interval, percent of one core.
+    pub cpu_pct: f64,
+}
+
+impl Report {
+    /// Human-readable line.
+    pub fn line(&self) -> String {
+        format!(
+            "stats t={:.1}s open={} accepted={} requests={} rps={:.0} bytes_out={} rss_kib={} cpu={:.1}%",
+            self.t,
+            self.snap.open,
+            self.snap.accepted,
+            self.snap.requests,
+            self.rps,
+            self.snap.bytes_out,
+            self.rss / 1024,
+            self.cpu_pct
+        )
+    }
+
+    /// JSON object (one line).
+    pub fn json(&self) -> String {
+        format!(
+            "{{\"t\":{:.3},\"open\":{},\"accepted\":{},\"requests\":{},\"rps\":{:.1},\"bytes_out\":{},\"rss\":{},\"cpu_pct\":{:.1}}}",
+            self.t,
+            self.snap.open,
+            self.snap.accepted,
+            self.snap.requests,
+            self.rps,
+            self.snap.bytes_out,
+            self.rss,
+            self.cpu_pct
+        )
+    }
+}
+
+/// Computes reports from successive snapshots.
+#[derive(Debug)]
+pub struct Reporter {
+    start: std::time::Instant,
+    last_t: Duration,
+    last_cpu: Duration,
+    last_requests: u64,
+}
+
+impl Default for Reporter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Reporter {
+    /// Starts timing now.
+    pub fn new() -> Self {
+        Reporter {
+            start: std::time::Instant::now(),
+            last_t: Duration::ZERO,
+            last_cpu: crate::sys::rusage(false).1,
+            last_requests: 0,
+        }
+    }
+
+    /// A report for the interval since the previous call.
+    pub fn report(&mut self, snap: Snapshot) -> Report {
+        let t = self.start.elapsed();
+        let cpu = crate::sys::rusage(false).1 + crate::sys::rusage(true).1;
+        let dt = (t - self.last_t).as_secs_f64().max(1e-6);
+        let cpu_pct = (cpu.saturating_sub(self.last_cpu)).as_secs_f64() / dt * 100.0;
+        let rps = snap.requests.saturating_sub(self.last_requests) as f64 / dt;
+        self.last_t = t;
+        self.last_cpu = cpu;
+        self.last_requests = snap.requests;
+        Report {
+            t: t.as_secs_f64(),
+            snap,
+            rps,
+            rss: crate::sys::rss_bytes(),
+            cpu_pct,
+        }
+    }
+}
+
+/// Statistics shared by all workers, threads and forked children.
+pub type SharedStats = std::sync::Arc<crate::sys::Shared<Stats>>;
+
+/// Allocates fresh shared statistics.
+pub fn shared() -> std::io::Result<SharedStats> {
+    Ok(std::sync::Arc::new(crate::sys::Shared::new()?))
+}

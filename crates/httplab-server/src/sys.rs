@@ -1,0 +1,349 @@
+//! Small wrappers around the few system calls std does not expose.
+//! Every `unsafe` block of the crate lives here, each with its reason.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// `sendfile(2)` from `file` at `*offset` (advanced) to socket `sock`.
+pub fn sendfile(sock: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::Result<usize> {
+    let mut off = *offset as libc::off_t;
+    // SAFETY: both descriptors are open for the duration of the call (the
+    // callers hold them), and `off` is a valid, exclusively borrowed off_t.
+    let n = cvt_size(unsafe { libc::sendfile(sock, file, &mut off, count) })?;
+    *offset = off as u64;
+    Ok(n)
+}
+
+/// `send(2)` with MSG_NOSIGNAL, plus MSG_MORE when `more` (more data follows,
+/// e.g. a sendfile body, so the kernel holds a partial segment back).
+pub fn send(sock: RawFd, buf: &[u8], more: bool) -> io::Result<usize> {
+    let flags = if more {
+        libc::MSG_MORE | libc::MSG_NOSIGNAL
+    } else {
+        libc::MSG_NOSIGNAL
+    };
+    // SAFETY: `buf` is a valid readable slice for its length.
+    cvt_size(unsafe { libc::send(sock, buf.as_ptr().cast(), buf.len(), flags) })
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft
+/// limit.
+pub fn raise_nofile_limit() -> io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit struct.
+    cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
+    if lim.rlim_cur < lim.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: `want` is a valid rlimit struct, read only.
+        if cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) }).is_ok() {
+            return Ok(want.rlim_cur as u64);
+        }
+    }
+    Ok(lim.rlim_cur as u64)
+}
+
+/// A pipe used to wake threads (and child processes) blocked in `poll`.
+/// Once [`WakePipe::wake`] has written a byte nobody reads it, so the read
+/// end stays readable for every poller.
+#[derive(Debug)]
+pub struct WakePipe {
+    read: OwnedFd,
+    write: OwnedFd,
+}
+
+impl WakePipe {
+    /// Creates the pipe (close-on-exec).
+    pub fn new() -> io::Result<Self> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        cvt(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) })?;
+        // SAFETY: pipe2 succeeded, so both descriptors are open and ours.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok(WakePipe { read, write })
+    }
+
+    /// Makes the read end readable (idempotent enough: a full pipe is fine).
+    pub fn wake(&self) {
+        let b = [1u8];
+        // SAFETY: writing one byte from a valid buffer to our own pipe.
+        let _ = unsafe { libc::write(self.write.as_raw_fd(), b.as_ptr().cast(), 1) };
+    }
+
+    /// The descriptor to poll for readability.
+    pub fn read_fd(&self) -> RawFd {
+        self.read.as_raw_fd()
+    }
+}
+
+/// Waits until one of `fds` is readable (or hung up) or the timeout passes.
+/// Returns, per descriptor, whether it is ready.
+pub fn poll_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<Vec<bool>> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = match timeout {
+        None => -1,
+        Some(d) => d.as_millis().clamp(0, i32::MAX as u128) as libc::c_int,
+    };
+    // A timeout of 0 ms for a sub-millisecond remainder would spin; round up.
+    let ms = match timeout {
+        Some(d) if ms == 0 && !d.is_zero() => 1,
+        _ => ms,
+    };
+    // SAFETY: `pfds` is a valid array of pollfd of the given length.
+    let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![false; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(pfds.iter().map(|p| p.revents != 0).collect())
+}
+
+/// Outcome of [`fork`].
+pub enum Forked {
+    /// In the parent; the child's pid.
+    Parent(libc::pid_t),
+    /// In the child.
+    Child,
+}
+
+/// `fork(2)`.
+pub fn fork() -> io::Result<Forked> {
+    // SAFETY: fork has no memory-safety preconditions; the child only runs
+    // the connection code and then leaves with `exit_now`, never returning
+    // into the caller's threads.
+    let pid = cvt(unsafe { libc::fork() })?;
+    Ok(if pid == 0 {
+        Forked::Child
+    } else {
+        Forked::Parent(pid)
+    })
+}
+
+/// Leaves the process immediately (no atexit handlers, no unwinding): what a
+/// forked child must do.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and has no preconditions.
+    unsafe { libc::_exit(code) }
+}
+
+/// Non-blocking `waitpid` on one child: true once it has been reaped.
+pub fn reap(pid: libc::pid_t) -> bool {
+    let mut status = 0;
+    // SAFETY: `status` is a valid writable int.
+    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    // r == pid: reaped; r < 0 (ECHILD): already gone; 0: still running.
+    r != 0
+}
+
+/// Blocking `waitpid` on one child.
+pub fn wait_child(pid: libc::pid_t) {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid writable int.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
+/// Sends SIGKILL to a child.
+pub fn kill_child(pid: libc::pid_t) {
+    // SAFETY: signalling a pid we forked and have not reaped yet.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
+/// `pidfd_open(2)`: a descriptor that becomes readable when the child exits.
+pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with integer arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the syscall returned a fresh descriptor we now own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Resident set size of this process in bytes (from /proc/self/statm).
+pub fn rss_bytes() -> u64 {
+    let Ok(s) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    pages * page_size()
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
+/// Peak RSS (bytes) and CPU time (user + system) of this process, or of its
+/// reaped children when `children` is set.
+pub fn rusage(children: bool) -> (u64, Duration) {
+    // SAFETY: rusage is plain old data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let who = if children {
+        libc::RUSAGE_CHILDREN
+    } else {
+        libc::RUSAGE_SELF
+    };
+    // SAFETY: `ru` is a valid writable rusage.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return (0, Duration::ZERO);
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    (
+        (ru.ru_maxrss as u64) * 1024,
+        tv(ru.ru_utime) + tv(ru.ru_stime),
+    )
+}
+
+/// Blocks SIGINT and SIGTERM in the calling thread (threads spawned later
+/// inherit the mask), so that [`wait_for_signal`] can take them.
+pub fn block_term_signals() -> io::Result<()> {
+    let set = term_set();
+    // SAFETY: `set` is an initialised sigset_t; old set not requested.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// Waits for SIGINT or SIGTERM (blocked with [`block_term_signals`]) or
+/// until `timeout`; returns the signal number, if any.
+pub fn wait_for_signal(timeout: Duration) -> Option<i32> {
+    let set = term_set();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `set` and `ts` are valid; siginfo pointer may be null.
+    let r = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+    if r > 0 {
+        Some(r)
+    } else {
+        None
+    }
+}
+
+fn term_set() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset before use.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+    }
+    set
+}
+
+/// A value in a shared anonymous mapping: visible to, and updated by,
+/// forked children as well as threads. Only for types made of atomics.
+pub struct Shared<T: Default + Sync> {
+    ptr: std::ptr::NonNull<T>,
+}
+
+// SAFETY: the pointee is Sync (atomics) and lives until Drop; sharing the
+// pointer across threads is as safe as sharing &T.
+unsafe impl<T: Default + Sync> Send for Shared<T> {}
+// SAFETY: as above, only &T is ever handed out.
+unsafe impl<T: Default + Sync> Sync for Shared<T> {}
+
+impl<T: Default + Sync> Shared<T> {
+    /// Maps a fresh shared region holding `T::default()`.
+    pub fn new() -> io::Result<Self> {
+        let size = std::mem::size_of::<T>().max(1);
+        // SAFETY: anonymous shared mapping, no file descriptor; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = p.cast::<T>();
+        // SAFETY: the mapping is page-aligned (enough for any T), writable and
+        // at least size_of::<T>() bytes; we initialise it before any read.
+        unsafe { ptr.write(T::default()) };
+        std::ptr::NonNull::new(ptr)
+            .map(|ptr| Shared { ptr })
+            .ok_or_else(|| io::Error::other("mmap returned null"))
+    }
+}
+
+impl<T: Default + Sync> std::ops::Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: initialised in `new`, unmapped only in Drop.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: Default + Sync> Drop for Shared<T> {
+    fn drop(&mut self) {
+        // SAFETY: drops the value written in `new`, then unmaps the region we
+        // mapped; no references outlive `self`.
+        unsafe {
+            std::ptr::drop_in_place(self.ptr.as_ptr());
+            libc::munmap(self.ptr.as_ptr().cast(), std::mem::size_of::<T>().max(1));
+        }
+    }
+}
+
+impl<T: Default + Sync + std::fmt::Debug> std::fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
