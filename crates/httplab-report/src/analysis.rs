@@ -1,0 +1,381 @@
+//! Saturation analysis: which steps of a sweep were sustained, the maximum
+//! sustainable rate, the knee of the response-time curve, and the adaptive
+//! `--find-max` search (bracket, then bisect).
+//!
+//! A step is *sustained* when
+//! - its reply rate is at least 99 % of the demanded request rate (within 1 %),
+//! - fewer than 0.1 % of its operations failed (httperf error classes plus
+//!   5xx replies, over connections or requests, whichever is larger), and
+//! - its p99 response time (coordinated-omission corrected) is within the SLO.
+//!
+//! The reply rate used here is the run's replies divided by its duration less
+//! the median response time: a count-bounded open-loop run lasts the send span
+//! plus the time the last replies take, and that tail would otherwise make any
+//! short run miss the 1 % band. When the server falls behind, the run stretches
+//! by the backlog, which this does not hide (the backlog is about twice the
+//! median wait).
+
+use anyhow::Result;
+use httplab_model::{RunResult, Saturation, SweepStep};
+
+/// Fraction of the demanded rate a step's reply rate must reach.
+pub const RATE_TOLERANCE: f64 = 0.01;
+/// Largest error fraction of a sustained step (0.1 %).
+pub const MAX_ERROR_FRACTION: f64 = 0.001;
+/// Relative width at which `--find-max` stops bisecting (2 %).
+pub const FIND_MAX_PRECISION: f64 = 0.02;
+
+/// The numbers of one run that sweeps chart and judge.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepMetrics {
+    /// Demanded connection rate (the sweep's step rate).
+    pub demanded_conn_rate: f64,
+    /// Demanded request rate: connection rate × calls per connection.
+    pub demanded_req_rate: f64,
+    /// Achieved request rate (httperf "Request rate").
+    pub req_rate: f64,
+    /// Achieved connection rate.
+    pub conn_rate: f64,
+    /// Sustained reply rate (see the module docs).
+    pub reply_rate: f64,
+    /// httperf's sampled reply rate: min, avg, max, stddev, samples.
+    pub rep_min: f64,
+    /// Average sampled reply rate.
+    pub rep_avg: f64,
+    /// Maximum sampled reply rate.
+    pub rep_max: f64,
+    /// Standard deviation of the sampled reply rate.
+    pub rep_stddev: f64,
+    /// Number of reply-rate samples.
+    pub rep_samples: u64,
+    /// Median response time (corrected), ms, if known.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile response time (corrected), ms, if known.
+    pub p99_ms: Option<f64>,
+    /// Mean response time (corrected), ms, if known.
+    pub mean_ms: Option<f64>,
+    /// Failed operations (errors + 5xx) in percent of attempted ones.
+    pub error_pct: f64,
+    /// The generator flagged itself as the bottleneck.
+    pub client_bound: bool,
+    /// Whether the step met every criterion (given the SLO it was judged with).
+    pub sustained: bool,
+}
+
+/// Response latency of a run: the corrected one when present, else the
+/// uncorrected one.
+fn response(run: &RunResult) -> &httplab_model::Latency {
+    if run.latency.response.count > 0 {
+        &run.latency.response
+    } else {
+        &run.latency.response_uncorrected
+    }
+}
+
+/// p-th percentile of a run's response time, ms: from the stored list, else
+/// from the histogram, else `None`.
+pub fn percentile_ms(run: &RunResult, pct: f64) -> Option<f64> {
+    let lat = response(run);
+    if lat.count == 0 {
+        return None;
+    }
+    if let Some(v) = lat.at(pct) {
+        return Some(v);
+    }
+    match lat.histogram() {
+        Ok(Some(h)) => Some(h.value_at_quantile(pct / 100.0) as f64 / 1000.0),
+        _ => None,
+    }
+}
+
+/// Failed operations of a run in percent: (errors + 5xx) / max(connections, requests).
+pub fn error_pct(run: &RunResult) -> f64 {
+    let failed = run.errors.total + run.reply.status[4];
+    let attempted = run.totals.connections.max(run.totals.requests);
+    if attempted == 0 {
+        return if failed > 0 { 100.0 } else { 0.0 };
+    }
+    100.0 * failed as f64 / attempted as f64
+}
+
+/// The sustained reply rate of a run (see the module docs).
+pub fn reply_rate(run: &RunResult) -> f64 {
+    let d = run.totals.test_duration_s;
+    let replies = run.totals.replies as f64;
+    if replies <= 0.0 {
+        return 0.0;
+    }
+    if !(d.is_finite() && d > 0.0) {
+        return run.reply.rate.avg;
+    }
+    let tail = percentile_ms(run, 50.0).unwrap_or(0.0) / 1000.0;
+    let span = if d - tail > d * 0.5 { d - tail } else { d };
+    replies / span
+}
+
+/// Computes the metrics of one step and judges it against `slo_ms`.
+pub fn metrics(step_rate: f64, run: &RunResult, slo_ms: f64) -> StepMetrics {
+    let calls = run.config.num_calls.unwrap_or(1).max(1) as f64;
+    let demanded_req_rate = step_rate * calls;
+    let p99 = percentile_ms(run, 99.0);
+    let lat = response(run);
+    let mut m = StepMetrics {
+        demanded_conn_rate: step_rate,
+        demanded_req_rate,
+        req_rate: run.request.rate_per_s,
+        conn_rate: run.connection.rate_per_s,
+        reply_rate: reply_rate(run),
+        rep_min: run.reply.rate.min,
+        rep_avg: run.reply.rate.avg,
+        rep_max: run.reply.rate.max,
+        rep_stddev: run.reply.rate.stddev,
+        rep_samples: run.reply.rate.count,
+        p50_ms: percentile_ms(run, 50.0),
+        p99_ms: p99,
+        mean_ms: if lat.count > 0 {
+            Some(lat.mean_ms)
+        } else if run.totals.replies > 0 {
+            Some(run.reply.response_ms + run.reply.transfer_ms)
+        } else {
+            None
+        },
+        error_pct: error_pct(run),
+        client_bound: run.self_check.client_bound,
+        sustained: false,
+    };
+    let p99_ok = match p99 {
+        Some(v) => v <= slo_ms,
+        None => run.totals.replies > 0 && run.reply.response_ms <= slo_ms,
+    };
+    m.sustained = run.totals.replies > 0
+        && m.reply_rate >= demanded_req_rate * (1.0 - RATE_TOLERANCE)
+        && m.error_pct < MAX_ERROR_FRACTION * 100.0
+        && p99_ok;
+    m
+}
+
+/// Metrics of every step, in the steps' order.
+pub fn step_metrics(steps: &[SweepStep], slo_ms: f64) -> Vec<StepMetrics> {
+    steps
+        .iter()
+        .map(|s| metrics(s.demanded_rate, &s.run, slo_ms))
+        .collect()
+}
+
+/// The knee: the highest demanded rate before the mean response time first
+/// rises above twice its low-load baseline (and at least 1 ms above it).
+/// The baseline is the smallest mean of the three lowest-rate steps.
+/// `None` when the curve never climbs or there are fewer than three steps.
+pub fn knee(metrics: &[StepMetrics]) -> Option<f64> {
+    let mut pts: Vec<(f64, f64)> = metrics
+        .iter()
+        .filter_map(|m| m.mean_ms.map(|t| (m.demanded_conn_rate, t)))
+        .filter(|(r, t)| r.is_finite() && t.is_finite())
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if pts.len() < 3 {
+        return None;
+    }
+    let baseline = pts
+        .iter()
+        .take(3)
+        .map(|p| p.1)
+        .fold(f64::INFINITY, f64::min);
+    let threshold = (baseline * 2.0).max(baseline + 1.0);
+    let first_high = pts.iter().position(|p| p.1 > threshold)?;
+    if first_high == 0 {
+        return None;
+    }
+    Some(pts[first_high - 1].0)
+}
+
+/// Saturation analysis of a plain (stepped) sweep of one target.
+pub fn analyze(steps: &[SweepStep], slo_ms: f64) -> Saturation {
+    let ms = step_metrics(steps, slo_ms);
+    let max = ms
+        .iter()
+        .filter(|m| m.sustained)
+        .map(|m| m.demanded_conn_rate)
+        .fold(None, |acc: Option<f64>, r| {
+            Some(acc.map_or(r, |a| a.max(r)))
+        });
+    Saturation {
+        max_sustainable_rate: max,
+        knee_rate: knee(&ms),
+        slo_ms,
+        runs: steps.len() as u32,
+        method: "steps".into(),
+    }
+}
+
+/// Bounds and limits of a `--find-max` search.
+#[derive(Debug, Clone, Copy)]
+pub struct FindMax {
+    /// First rate tried (connections per second).
+    pub start: f64,
+    /// Never try above this rate, if set.
+    pub ceiling: Option<f64>,
+    /// Stop when (high − low) / low is at most this (default 2 %).
+    pub precision: f64,
+    /// Give up after this many runs.
+    pub max_runs: u32,
+    /// The SLO, ms.
+    pub slo_ms: f64,
+}
+
+impl Default for FindMax {
+    fn default() -> Self {
+        FindMax {
+            start: 10.0,
+            ceiling: None,
+            precision: FIND_MAX_PRECISION,
+            max_runs: 40,
+            slo_ms: 1000.0,
+        }
+    }
+}
+
+fn round_rate(r: f64) -> f64 {
+    if r >= 100.0 {
+        r.round()
+    } else {
+        (r * 10.0).round() / 10.0
+    }
+}
+
+/// Adaptive search for the maximum sustainable rate: start at `cfg.start`,
+/// double while sustained (bracket), halve while not, then bisect between
+/// the highest sustained and the lowest failed rate until they are within
+/// `cfg.precision` of each other. `run` is called with each rate tried and
+/// returns the step result; every step is returned in the order tried, with
+/// the analysis (method "find-max", `runs` = number of runs).
+pub fn find_max<F>(cfg: &FindMax, mut run: F) -> Result<(Vec<SweepStep>, Saturation)>
+where
+    F: FnMut(f64) -> Result<RunResult>,
+{
+    let mut steps: Vec<SweepStep> = Vec::new();
+    let mut lo: Option<f64> = None; // highest sustained
+    let mut hi: Option<f64> = None; // lowest failed
+    let mut rate = round_rate(cfg.start.max(0.1));
+    let mut try_rate = |rate: f64, steps: &mut Vec<SweepStep>| -> Result<bool> {
+        let r = run(rate)?;
+        let ok = metrics(rate, &r, cfg.slo_ms).sustained;
+        steps.push(SweepStep {
+            demanded_rate: rate,
+            run: r,
+        });
+        Ok(ok)
+    };
+    // Bracket.
+    loop {
+        if steps.len() as u32 >= cfg.max_runs {
+            break;
+        }
+        let ok = try_rate(rate, &mut steps)?;
+        if ok {
+            lo = Some(rate);
+            if hi.is_some() {
+                break;
+            }
+            if let Some(c) = cfg.ceiling {
+                if rate >= c {
+                    break;
+                }
+                rate = round_rate((rate * 2.0).min(c));
+            } else {
+                rate = round_rate(rate * 2.0);
+            }
+        } else {
+            hi = Some(rate);
+            if lo.is_some() {
+                break;
+            }
+            let next = round_rate(rate / 2.0);
+            if next < 0.1 || next >= rate {
+                break;
+            }
+            rate = next;
+        }
+    }
+    // Bisect.
+    while let (Some(l), Some(h)) = (lo, hi) {
+        if (h - l) / l <= cfg.precision || steps.len() as u32 >= cfg.max_runs {
+            break;
+        }
+        let mid = round_rate((l + h) / 2.0);
+        if mid <= l || mid >= h {
+            break;
+        }
+        if try_rate(mid, &mut steps)? {
+            lo = Some(mid);
+        } else {
+            hi = Some(mid);
+        }
+    }
+    let mut sorted = steps.clone();
+    sorted.sort_by(|a, b| a.demanded_rate.total_cmp(&b.demanded_rate));
+    let ms = step_metrics(&sorted, cfg.slo_ms);
+    let sat = Saturation {
+        max_sustainable_rate: lo,
+        knee_rate: knee(&ms),
+        slo_ms: cfg.slo_ms,
+        runs: steps.len() as u32,
+        method: "find-max".into(),
+    };
+    Ok((sorted, sat))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{self, SynthServer};
+
+    #[test]
+    fn steps_find_capacity_within_one_step() {
+        let s = SynthServer::new("a", 5_000.0, 0.5);
+        let rates: Vec<f64> = (1..=10).map(|i| i as f64 * 1000.0).collect();
+        let sw = synth::sweep(&[s], &rates, 1, 5.0);
+        let sat = &sw.targets[0].saturation;
+        let max = sat.max_sustainable_rate.expect("some step sustained");
+        assert!((4000.0..=5000.0).contains(&max), "max {max}");
+        let knee = sat.knee_rate.expect("knee");
+        assert!((3000.0..=5000.0).contains(&knee), "knee {knee}");
+    }
+
+    #[test]
+    fn find_max_brackets_and_bisects() {
+        let s = SynthServer::new("a", 7_300.0, 0.5);
+        let cfg = FindMax {
+            start: 1000.0,
+            ..Default::default()
+        };
+        let (steps, sat) = find_max(&cfg, |r| Ok(synth::run(&s, r, 1, 5.0))).unwrap();
+        let max = sat.max_sustainable_rate.unwrap();
+        assert!((max - 7300.0).abs() / 7300.0 < 0.05, "max {max}");
+        assert_eq!(sat.runs as usize, steps.len());
+        assert!(steps.len() < 15);
+        assert!(steps
+            .windows(2)
+            .all(|w| w[0].demanded_rate <= w[1].demanded_rate));
+    }
+
+    #[test]
+    fn find_max_goes_down_when_start_fails() {
+        let s = SynthServer::new("a", 300.0, 0.5);
+        let cfg = FindMax {
+            start: 5000.0,
+            ..Default::default()
+        };
+        let (_, sat) = find_max(&cfg, |r| Ok(synth::run(&s, r, 1, 5.0))).unwrap();
+        let max = sat.max_sustainable_rate.unwrap();
+        assert!((max - 300.0).abs() / 300.0 < 0.05, "max {max}");
+    }
+
+    #[test]
+    fn zero_reply_run_is_not_sustained() {
+        let r = RunResult::default();
+        let m = metrics(100.0, &r, 1000.0);
+        assert!(!m.sustained);
+        assert_eq!(m.reply_rate, 0.0);
+    }
+}

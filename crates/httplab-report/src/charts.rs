@@ -1,0 +1,834 @@
+//! SVG charts drawn with plotters' SVG backend (no fonts needed: text is
+//! emitted as `<text>` elements in a generic sans-serif family).
+//!
+//! - [`reply_rate_chart`]: reply rate vs demanded request rate (seed 002's
+//!   chart 1, left), the ideal diagonal, sample min–max whiskers and the
+//!   saturation point marked.
+//! - [`response_time_chart`]: p50 and p99 vs demanded rate (log scale), SLO and
+//!   saturation marked (seed 002's chart 1, right).
+//! - [`errors_chart`]: failed operations vs demanded rate.
+//! - [`spectrum_chart`]: HDR percentile spectrum on a log "nines" axis.
+//! - [`timeseries_chart`]: per-interval reply rate and latency of one run.
+//!
+//! Several sweep targets (servers) are overlaid in one chart. Client-bound runs
+//! are circled and crossed in red on every chart, with a legend entry.
+
+use crate::analysis::StepMetrics;
+use crate::data::{RunItem, SweepSeries};
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+
+/// Default chart size, pixels.
+pub const SIZE: (u32, u32) = (760, 440);
+const FONT: &str = "sans-serif";
+/// Okabe–Ito colour-blind-safe palette (yellow left out: too light on white).
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(60, 60, 60),
+];
+/// Colour of the client-bound marker.
+pub const CLIENT_BOUND_COLOR: RGBColor = RGBColor(200, 0, 40);
+const GRID: RGBColor = RGBColor(232, 232, 232);
+const AXIS: RGBColor = RGBColor(90, 90, 90);
+
+/// The colour of the n-th series.
+pub fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Short number for axis labels: 950, 1.5k, 20k, 1.2M.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if a >= 1e6 {
+        format!("{}M", trim(format!("{:.2}", v / 1e6)))
+    } else if a >= 1e3 {
+        format!("{}k", trim(format!("{:.2}", v / 1e3)))
+    } else if a >= 1.0 || a == 0.0 {
+        trim(format!("{:.1}", v))
+    } else {
+        trim(format!("{:.3}", v))
+    }
+}
+
+/// Latency label: 250 µs, 1.5 ms, 2 s.
+pub fn ms_label(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{} s", si(v / 1000.0))
+    } else if v >= 1.0 {
+        format!("{} ms", si(v))
+    } else {
+        format!("{} µs", si(v * 1000.0))
+    }
+}
+
+fn render<F>(size: (u32, u32), draw: F) -> Result<String>
+where
+    F: FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
+{
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, size).into_drawing_area();
+        root.fill(&WHITE)?;
+        draw(&root)?;
+        root.present()?;
+    }
+    Ok(s)
+}
+
+fn nice_max(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 1.0;
+    }
+    let p = 10f64.powf(v.log10().floor());
+    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
+        if m * p >= v {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+fn caption_style() -> TextStyle<'static> {
+    (FONT, 19).into_font().color(&BLACK)
+}
+
+/// Draws a "no data" placeholder.
+fn empty(root: &DrawingArea<SVGBackend, Shift>, title: &str, msg: &str) -> Result<()> {
+    root.draw(&Text::new(title.to_string(), (20, 20), caption_style()))?;
+    root.draw(&Text::new(
+        msg.to_string(),
+        (20, 60),
+        (FONT, 15).into_font().color(&AXIS),
+    ))?;
+    Ok(())
+}
+
+fn cb_points(s: &SweepSeries, y: impl Fn(&StepMetrics) -> Option<f64>) -> Vec<(f64, f64)> {
+    s.metrics
+        .iter()
+        .filter(|m| m.client_bound)
+        .filter_map(|m| y(m).map(|v| (m.demanded_req_rate, v)))
+        .collect()
+}
+
+/// Reply rate vs demanded request rate, one line per sweep target.
+pub fn reply_rate_chart(series: &[SweepSeries]) -> Result<String> {
+    render(SIZE, |root| {
+        let title = "Reply rate vs demanded request rate";
+        if series.iter().all(|s| s.metrics.is_empty()) {
+            return empty(root, title, "no sweep steps");
+        }
+        let xmax = nice_max(
+            series
+                .iter()
+                .flat_map(|s| s.metrics.iter().map(|m| m.demanded_req_rate))
+                .fold(0.0, f64::max)
+                * 1.04,
+        );
+        let ymax = nice_max(
+            series
+                .iter()
+                .flat_map(|s| {
+                    s.metrics
+                        .iter()
+                        .map(|m| m.reply_rate.max(m.rep_max).max(m.demanded_req_rate))
+                })
+                .fold(0.0, f64::max)
+                * 1.06,
+        );
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, caption_style())
+            .margin(14)
+            .x_label_area_size(48)
+            .y_label_area_size(68)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
+        chart
+            .configure_mesh()
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .x_desc("demanded request rate (requests/s)")
+            .y_desc("reply rate (replies/s)")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_label_formatter(&|v| si(*v))
+            .y_label_formatter(&|v| si(*v))
+            .draw()?;
+        let ideal = vec![(0.0, 0.0), (xmax.min(ymax), xmax.min(ymax))];
+        chart
+            .draw_series(DashedLineSeries::new(
+                ideal,
+                6,
+                5,
+                RGBColor(160, 160, 160).stroke_width(1),
+            ))?
+            .label("ideal (reply = demand)")
+            .legend(|(x, y)| {
+                DashedPathElement::new(
+                    vec![(x, y), (x + 22, y)],
+                    5,
+                    4,
+                    RGBColor(160, 160, 160).stroke_width(1),
+                )
+            });
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            let pts: Vec<(f64, f64)> = s
+                .metrics
+                .iter()
+                .map(|m| (m.demanded_req_rate, m.reply_rate))
+                .collect();
+            // Whiskers: min..max of the per-interval samples.
+            chart.draw_series(s.metrics.iter().filter(|m| m.rep_samples > 0).map(|m| {
+                PathElement::new(
+                    vec![
+                        (m.demanded_req_rate, m.rep_min),
+                        (m.demanded_req_rate, m.rep_max),
+                    ],
+                    c.mix(0.45).stroke_width(1),
+                )
+            }))?;
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                .label(s.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
+                });
+            chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+            mark_saturation(&mut chart, s, c, i, false)?;
+        }
+        draw_client_bound(
+            &mut chart,
+            series
+                .iter()
+                .flat_map(|s| cb_points(s, |m| Some(m.reply_rate)))
+                .collect(),
+        )?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Draws the max-sustainable line (dashed, series colour, labelled) and the
+/// knee (triangle) of one series on a chart whose y runs up to `ytop`.
+fn mark_saturation<'a, 'b: 'a, Y>(
+    chart: &mut ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, Y>,
+    >,
+    s: &SweepSeries,
+    c: RGBColor,
+    index: usize,
+    log: bool,
+) -> Result<()>
+where
+    Y: Ranged<ValueType = f64>,
+{
+    let (ylo, yhi) = {
+        let r = chart.y_range();
+        (r.start, r.end)
+    };
+    if let Some(x) = s.max_req_rate() {
+        chart.draw_series(DashedLineSeries::new(
+            vec![(x, ylo), (x, yhi)],
+            8,
+            4,
+            c.stroke_width(2),
+        ))?;
+        // Stagger the labels of several series so they do not overlap.
+        let frac = 0.93 - 0.07 * index as f64;
+        let y = y_at_fraction(ylo, yhi, frac, log);
+        chart.draw_series(std::iter::once(Text::new(
+            format!(" max sustainable {}/s", si(x)),
+            (x, y),
+            (FONT, 13).into_font().color(&c),
+        )))?;
+    }
+    if let Some(k) = s.knee_req_rate() {
+        let y = y_at_fraction(ylo, yhi, 0.03, log);
+        chart.draw_series(std::iter::once(TriangleMarker::new((k, y), 7, c.filled())))?;
+        chart.draw_series(std::iter::once(Text::new(
+            " knee",
+            (k, y_at_fraction(ylo, yhi, 0.06, log)),
+            (FONT, 12).into_font().color(&c),
+        )))?;
+    }
+    Ok(())
+}
+
+fn y_at_fraction(lo: f64, hi: f64, f: f64, log: bool) -> f64 {
+    if log && lo > 0.0 {
+        (lo.ln() + (hi.ln() - lo.ln()) * f).exp()
+    } else {
+        lo + (hi - lo) * f
+    }
+}
+
+/// Red ring and cross at each client-bound point, with one legend entry.
+fn draw_client_bound<'a, 'b: 'a, X, Y>(
+    chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    pts: Vec<(f64, f64)>,
+) -> Result<()>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    if pts.is_empty() {
+        return Ok(());
+    }
+    chart
+        .draw_series(
+            pts.iter()
+                .map(|p| Circle::new(*p, 8, CLIENT_BOUND_COLOR.stroke_width(2))),
+        )?
+        .label("client-bound run (generator limit)")
+        .legend(|(x, y)| {
+            EmptyElement::at((x + 11, y))
+                + Circle::new((0, 0), 6, CLIENT_BOUND_COLOR.stroke_width(2))
+                + Cross::new((0, 0), 4, CLIENT_BOUND_COLOR.stroke_width(2))
+        });
+    chart.draw_series(
+        pts.iter()
+            .map(|p| Cross::new(*p, 5, CLIENT_BOUND_COLOR.stroke_width(2))),
+    )?;
+    Ok(())
+}
+
+/// Response time (p50 solid, p99 dashed) vs demanded request rate, log scale,
+/// with the SLO and the saturation point marked.
+pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
+    render(SIZE, |root| {
+        let title = "Response time vs demanded request rate";
+        let vals: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.metrics.iter().flat_map(|m| [m.p50_ms, m.p99_ms]))
+            .flatten()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .collect();
+        if vals.is_empty() {
+            return empty(root, title, "no latency data");
+        }
+        let slo = series.iter().map(|s| s.slo_ms).fold(0.0, f64::max);
+        let lo = vals
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+            .max(0.001);
+        let hi = vals.iter().copied().fold(0.0, f64::max).max(slo);
+        let ylo = 10f64.powf((lo * 0.8).log10().floor());
+        let yhi = 10f64.powf((hi * 1.3).log10().ceil());
+        let xmax = nice_max(
+            series
+                .iter()
+                .flat_map(|s| s.metrics.iter().map(|m| m.demanded_req_rate))
+                .fold(0.0, f64::max)
+                * 1.04,
+        );
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, caption_style())
+            .margin(14)
+            .x_label_area_size(48)
+            .y_label_area_size(74)
+            .build_cartesian_2d(0f64..xmax, (ylo..yhi).log_scale())?;
+        chart
+            .configure_mesh()
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .x_desc("demanded request rate (requests/s)")
+            .y_desc("response time (log scale)")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_label_formatter(&|v| si(*v))
+            .y_label_formatter(&|v| ms_label(*v))
+            .draw()?;
+        if slo > 0.0 {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(0.0, slo), (xmax, slo)],
+                    3,
+                    4,
+                    RGBColor(120, 120, 120).stroke_width(1),
+                ))?
+                .label(format!("p99 SLO ({})", ms_label(slo)))
+                .legend(|(x, y)| {
+                    DashedPathElement::new(
+                        vec![(x, y), (x + 22, y)],
+                        3,
+                        3,
+                        RGBColor(120, 120, 120).stroke_width(1),
+                    )
+                });
+        }
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            let p50: Vec<(f64, f64)> = s
+                .metrics
+                .iter()
+                .filter_map(|m| m.p50_ms.map(|v| (m.demanded_req_rate, v.max(ylo))))
+                .collect();
+            let p99: Vec<(f64, f64)> = s
+                .metrics
+                .iter()
+                .filter_map(|m| m.p99_ms.map(|v| (m.demanded_req_rate, v.max(ylo))))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(p50.clone(), c.stroke_width(2)))?
+                .label(format!("{} p50", s.label))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
+                });
+            chart.draw_series(p50.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+            chart
+                .draw_series(DashedLineSeries::new(p99.clone(), 7, 4, c.stroke_width(2)))?
+                .label(format!("{} p99", s.label))
+                .legend(move |(x, y)| {
+                    DashedPathElement::new(vec![(x, y), (x + 22, y)], 6, 3, c.stroke_width(2))
+                });
+            chart.draw_series(
+                p99.iter()
+                    .map(|p| Rectangle::new([(p.0, p.1), (p.0, p.1)], c.stroke_width(5))),
+            )?;
+            mark_saturation(&mut chart, s, c, i, true)?;
+        }
+        draw_client_bound(
+            &mut chart,
+            series
+                .iter()
+                .flat_map(|s| cb_points(s, |m| m.p99_ms.map(|v| v.max(ylo))))
+                .collect(),
+        )?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Failed operations (errors + 5xx, % of attempts) vs demanded request rate.
+pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
+    render(SIZE, |root| {
+        let title = "Errors vs demanded request rate";
+        if series.iter().all(|s| s.metrics.is_empty()) {
+            return empty(root, title, "no sweep steps");
+        }
+        let xmax = nice_max(
+            series
+                .iter()
+                .flat_map(|s| s.metrics.iter().map(|m| m.demanded_req_rate))
+                .fold(0.0, f64::max)
+                * 1.04,
+        );
+        let emax = series
+            .iter()
+            .flat_map(|s| s.metrics.iter().map(|m| m.error_pct))
+            .fold(0.0, f64::max);
+        let ymax = nice_max((emax * 1.1).max(1.0));
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, caption_style())
+            .margin(14)
+            .x_label_area_size(48)
+            .y_label_area_size(68)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
+        chart
+            .configure_mesh()
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .x_desc("demanded request rate (requests/s)")
+            .y_desc("failed operations (% of attempts)")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_label_formatter(&|v| si(*v))
+            .y_label_formatter(&|v| format!("{}%", si(*v)))
+            .draw()?;
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(0.0, 0.1), (xmax, 0.1)],
+                3,
+                4,
+                RGBColor(120, 120, 120).stroke_width(1),
+            ))?
+            .label("0.1 % threshold")
+            .legend(|(x, y)| {
+                DashedPathElement::new(
+                    vec![(x, y), (x + 22, y)],
+                    3,
+                    3,
+                    RGBColor(120, 120, 120).stroke_width(1),
+                )
+            });
+        for (i, s) in series.iter().enumerate() {
+            let c = color(i);
+            let pts: Vec<(f64, f64)> = s
+                .metrics
+                .iter()
+                .map(|m| (m.demanded_req_rate, m.error_pct))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                .label(s.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
+                });
+            chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+            mark_saturation(&mut chart, s, c, i, false)?;
+        }
+        draw_client_bound(
+            &mut chart,
+            series
+                .iter()
+                .flat_map(|s| cb_points(s, |m| Some(m.error_pct)))
+                .collect(),
+        )?;
+        if emax == 0.0 {
+            chart.draw_series(std::iter::once(Text::new(
+                "no errors at any rate",
+                (xmax * 0.62, ymax * 0.5),
+                (FONT, 15).into_font().color(&AXIS),
+            )))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// One curve of a percentile spectrum.
+#[derive(Debug, Clone)]
+pub struct SpectrumCurve {
+    /// Legend label.
+    pub label: String,
+    /// (percentile 0–100, latency ms), increasing percentile.
+    pub points: Vec<(f64, f64)>,
+    /// Drawn with the client-bound marker.
+    pub client_bound: bool,
+}
+
+/// The percentile spectrum of a run's response time (corrected), from its
+/// HDR histogram when present, else from the stored percentiles.
+pub fn spectrum_of(label: &str, run: &httplab_model::RunResult) -> SpectrumCurve {
+    let lat = if run.latency.response.count > 0 {
+        &run.latency.response
+    } else {
+        &run.latency.response_uncorrected
+    };
+    let mut points = Vec::new();
+    if let Ok(Some(h)) = lat.histogram() {
+        for v in h.iter_quantiles(5) {
+            let q = v.quantile_iterated_to();
+            if q >= 1.0 {
+                break;
+            }
+            points.push((
+                q * 100.0,
+                h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
+            ));
+        }
+        points.push((100.0, h.max() as f64 / 1000.0));
+    } else {
+        points.push((0.0, lat.min_ms));
+        for p in &lat.percentiles {
+            points.push((p.pct, p.ms));
+        }
+        if lat.count > 0 {
+            points.push((100.0, lat.max_ms));
+        }
+    }
+    points.retain(|p| p.0.is_finite() && p.1.is_finite());
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points.dedup_by(|a, b| a.0 == b.0);
+    SpectrumCurve {
+        label: if run.self_check.client_bound {
+            format!("{label} [client-bound]")
+        } else {
+            label.to_string()
+        },
+        points,
+        client_bound: run.self_check.client_bound,
+    }
+}
+
+/// The "nines" transform: percentile → 1 / (1 − p).
+fn nines(pct: f64, cap: f64) -> f64 {
+    let q = (pct / 100.0).min(1.0);
+    if q >= 1.0 {
+        cap
+    } else {
+        (1.0 / (1.0 - q)).min(cap)
+    }
+}
+
+/// HDR percentile spectrum: latency (log) vs percentile on a log "nines" axis.
+/// The maximum (p100) is drawn at the right edge.
+pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
+    render(SIZE, |root| {
+        let vals: Vec<f64> = curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.1))
+            .filter(|v| *v > 0.0)
+            .collect();
+        if vals.is_empty() {
+            return empty(root, title, "no latency histogram");
+        }
+        // Right edge: one more nine than the deepest finite percentile, ≤ 10^6.
+        let deepest = curves
+            .iter()
+            .flat_map(|c| c.points.iter().map(|p| p.0))
+            .filter(|p| *p < 100.0)
+            .fold(0.0, f64::max);
+        let cap = 10f64
+            .powf((nines(deepest, 1e6).log10().ceil() + 1.0).max(2.0))
+            .min(1e6);
+        let lo = vals
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+            .max(0.001);
+        let hi = vals.iter().copied().fold(0.0, f64::max);
+        let ylo = 10f64.powf((lo * 0.9).log10().floor());
+        let yhi = 10f64.powf((hi * 1.1).log10().ceil());
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, caption_style())
+            .margin(14)
+            .x_label_area_size(48)
+            .y_label_area_size(74)
+            .build_cartesian_2d((1f64..cap).log_scale(), (ylo..yhi).log_scale())?;
+        chart
+            .configure_mesh()
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .x_desc("percentile")
+            .y_desc("response time (log scale)")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_label_formatter(&|v| {
+                let p = 100.0 * (1.0 - 1.0 / v);
+                if p <= 0.0 {
+                    "0%".into()
+                } else {
+                    let s = format!("{p:.4}");
+                    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+                }
+            })
+            .y_label_formatter(&|v| ms_label(*v))
+            .draw()?;
+        for (i, c) in curves.iter().enumerate() {
+            let col = color(i);
+            let pts: Vec<(f64, f64)> = c
+                .points
+                .iter()
+                .map(|(p, v)| (nines(*p, cap), v.max(ylo)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
+                .label(c.label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], col.stroke_width(2))
+                });
+            if c.client_bound {
+                if let Some(last) = pts.last() {
+                    draw_client_bound(&mut chart, vec![*last])?;
+                }
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Per-interval time series of one run: reply rate (top) and p50/p99 response
+/// time (bottom) against elapsed time.
+pub fn timeseries_chart(item: &RunItem) -> Result<String> {
+    let run = item.run;
+    render((SIZE.0, 560), |root| {
+        let title = format!("Time series — {}", item.label);
+        if run.series.is_empty() {
+            return empty(root, &title, "no per-interval data in this run");
+        }
+        let (top, bottom) = root.split_vertically(290);
+        let tmax = run
+            .series
+            .iter()
+            .map(|i| i.t_s)
+            .fold(0.0, f64::max)
+            .max(1e-3);
+        let calls = run.config.num_calls.unwrap_or(1).max(1) as f64;
+        let demanded = run.config.rate.map(|r| r * calls);
+        let rmax = nice_max(
+            run.series
+                .iter()
+                .map(|i| i.reply_rate)
+                .fold(demanded.unwrap_or(0.0), f64::max)
+                * 1.1,
+        );
+        let cap = if run.self_check.client_bound {
+            format!("{title}  [client-bound]")
+        } else {
+            title.clone()
+        };
+        let mut c1 = ChartBuilder::on(&top)
+            .caption(cap, caption_style())
+            .margin(14)
+            .x_label_area_size(30)
+            .y_label_area_size(68)
+            .build_cartesian_2d(0f64..tmax, 0f64..rmax)?;
+        c1.configure_mesh()
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .y_desc("replies/s")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_label_formatter(&|v| format!("{} s", si(*v)))
+            .y_label_formatter(&|v| si(*v))
+            .draw()?;
+        if let Some(d) = demanded {
+            c1.draw_series(DashedLineSeries::new(
+                vec![(0.0, d), (tmax, d)],
+                6,
+                5,
+                RGBColor(150, 150, 150).stroke_width(1),
+            ))?
+            .label("demanded")
+            .legend(|(x, y)| {
+                DashedPathElement::new(
+                    vec![(x, y), (x + 22, y)],
+                    5,
+                    4,
+                    RGBColor(150, 150, 150).stroke_width(1),
+                )
+            });
+        }
+        let c = color(0);
+        c1.draw_series(LineSeries::new(
+            run.series.iter().map(|i| (i.t_s, i.reply_rate)),
+            c.stroke_width(2),
+        ))?
+        .label("reply rate")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2)));
+        let errs: Vec<(f64, f64)> = run
+            .series
+            .iter()
+            .filter(|i| i.errors > 0 && i.len_s > 0.0)
+            .map(|i| (i.t_s, i.errors as f64 / i.len_s))
+            .collect();
+        if !errs.is_empty() {
+            let e = color(1);
+            c1.draw_series(LineSeries::new(errs, e.stroke_width(2)))?
+                .label("errors/s")
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], e.stroke_width(2))
+                });
+        }
+        if run.self_check.client_bound {
+            let mid = run.series[run.series.len() / 2];
+            draw_client_bound(&mut c1, vec![(mid.t_s, mid.reply_rate)])?;
+        }
+        c1.configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font((FONT, 13))
+            .draw()?;
+
+        let lmax = nice_max(
+            run.series
+                .iter()
+                .map(|i| i.p99_ms.max(i.p50_ms))
+                .fold(0.0, f64::max)
+                * 1.1,
+        );
+        let mut c2 = ChartBuilder::on(&bottom)
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(68)
+            .build_cartesian_2d(0f64..tmax, 0f64..lmax)?;
+        c2.configure_mesh()
+            .light_line_style(GRID)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .x_desc("elapsed time")
+            .y_desc("response time")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .x_label_formatter(&|v| format!("{} s", si(*v)))
+            .y_label_formatter(&|v| ms_label(*v))
+            .draw()?;
+        let c50 = color(0);
+        let c99 = color(1);
+        c2.draw_series(LineSeries::new(
+            run.series.iter().map(|i| (i.t_s, i.p50_ms)),
+            c50.stroke_width(2),
+        ))?
+        .label("p50")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c50.stroke_width(2)));
+        c2.draw_series(LineSeries::new(
+            run.series.iter().map(|i| (i.t_s, i.p99_ms)),
+            c99.stroke_width(2),
+        ))?
+        .label("p99")
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c99.stroke_width(2)));
+        c2.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(200, 200, 200))
+            .label_font((FONT, 13))
+            .draw()?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert_eq!(si(1500.0), "1.5k");
+        assert_eq!(si(20000.0), "20k");
+        assert_eq!(si(0.0), "0");
+        assert_eq!(si(250.0), "250");
+        assert_eq!(ms_label(0.25), "250 µs");
+        assert_eq!(ms_label(1500.0), "1.5 s");
+        assert_eq!(nice_max(7.3), 8.0);
+        assert_eq!(nice_max(1000.0), 1000.0);
+    }
+}

@@ -1,0 +1,1058 @@
+//! `httplab sweep`: autobench's rate sweep on top of `httplab load`.
+//!
+//! Command line: autobench's options in either spelling (`--low_rate 10` or
+//! `--low-rate=10`, `--host1=www.example.com`, `--single_host`, `--num_call`,
+//! `--const_test_time`), httperf's (`--num-conns`, `--num-calls`, `--timeout`),
+//! target URLs as positional arguments, and an `~/.autobench.conf`-style
+//! config file (`--config FILE`; `~/.autobench.conf` is read when present
+//! unless `--no-config`). Command-line values override the file, as in
+//! autobench. Any other option — or everything after `--` — is passed to the
+//! load generator unchanged (the file's `httperf_*` keys too, as autobench does).
+
+use crate::analysis::{self, FindMax};
+use crate::csv::{self as abcsv, Format};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use httplab_model::{RunResult, SweepResult, SweepStep, SweepTarget, ToolInfo, SWEEP_SCHEMA};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Default seconds per step when neither `--num-conns` nor `--const-test-time` is given.
+pub const DEFAULT_STEP_SECONDS: f64 = 5.0;
+
+#[derive(Parser, Debug, Default)]
+#[command(
+    name = "httplab sweep",
+    about = "Run `httplab load` at rising rates (autobench-style) and find the saturation point",
+    long_about = None,
+    after_help = "autobench spellings are accepted too: --single_host, --low_rate, --high_rate, --rate_step, \
+--num_conn, --num_call, --const_test_time, --output_fmt, --host1=HOST. Unknown options, and everything \
+after `--`, are passed to `httplab load` for every step.\n\n\
+Example (seed 003): httplab sweep --single_host --host1=www.example.com --file=example.com.csv"
+)]
+struct Cli {
+    /// Target URLs (http://host[:port]/path), in addition to --host1/--host2.
+    urls: Vec<String>,
+    /// First server under test.
+    #[arg(long)]
+    host1: Option<String>,
+    /// Second server under test (compared side by side).
+    #[arg(long)]
+    host2: Option<String>,
+    /// URI to fetch from host1.
+    #[arg(long)]
+    uri1: Option<String>,
+    /// URI to fetch from host2.
+    #[arg(long)]
+    uri2: Option<String>,
+    /// Port of host1 (default 80).
+    #[arg(long)]
+    port1: Option<u16>,
+    /// Port of host2 (default 80).
+    #[arg(long)]
+    port2: Option<u16>,
+    /// Test host1 only.
+    #[arg(long)]
+    single_host: bool,
+    /// First rate (connections per second).
+    #[arg(long)]
+    low_rate: Option<f64>,
+    /// Last rate (connections per second).
+    #[arg(long)]
+    high_rate: Option<f64>,
+    /// Rate increment between steps.
+    #[arg(long)]
+    rate_step: Option<f64>,
+    /// Connections per step (httperf --num-conns; autobench num_conn).
+    #[arg(long)]
+    num_conns: Option<u64>,
+    /// Requests per connection (httperf --num-calls; autobench num_call).
+    #[arg(long)]
+    num_calls: Option<u64>,
+    /// Seconds per step: connections = rate × seconds (autobench --const_test_time).
+    #[arg(long)]
+    const_test_time: Option<f64>,
+    /// Reply timeout, seconds.
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// Write autobench's CSV/TSV here (default: standard output).
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// csv or tsv.
+    #[arg(long)]
+    output_fmt: Option<String>,
+    /// Write every step's full result here (default: next to --file, else DIR/sweep.json with --report, else sweep.json).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the HTML report into this directory at the end.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// autobench configuration file (key = value lines).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Do not read ~/.autobench.conf.
+    #[arg(long)]
+    no_config: bool,
+    /// Do not print each step's result.
+    #[arg(long)]
+    quiet: bool,
+    /// p99 response-time objective of a sustained step (e.g. 1s, 250ms; bare numbers are seconds).
+    #[arg(long)]
+    slo: Option<String>,
+    /// Search the maximum sustainable rate adaptively (bracket, then bisect to 2 %) instead of stepping.
+    #[arg(long)]
+    find_max: bool,
+    /// Upper bound on the runs of --find-max per target.
+    #[arg(long)]
+    max_runs: Option<u32>,
+    /// Accepted for autobench compatibility; no effect.
+    #[arg(long, hide = true)]
+    debug: bool,
+}
+
+/// One server under test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// Host name or address.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// Request URI.
+    pub uri: String,
+}
+
+impl Target {
+    /// `http://host:port/uri`.
+    pub fn url(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("http://{host}:{}{}", self.port, self.uri)
+    }
+
+    /// Label used in charts: `host:port/uri`.
+    pub fn label(&self) -> String {
+        format!("{}:{}{}", self.host, self.port, self.uri)
+    }
+
+    /// Parses `http://host[:port][/path]`.
+    pub fn from_url(url: &str) -> Result<Target> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| anyhow!("target URL '{url}' must start with http://"))?;
+        let (hostport, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = if let Some(r) = hostport.strip_prefix('[') {
+            let (h, after) = r
+                .split_once(']')
+                .ok_or_else(|| anyhow!("bad IPv6 host in '{url}'"))?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => p.parse().with_context(|| format!("bad port in '{url}'"))?,
+                None => 80,
+            };
+            (h.to_string(), port)
+        } else {
+            match hostport.rsplit_once(':') {
+                Some((h, p)) => (
+                    h.to_string(),
+                    p.parse().with_context(|| format!("bad port in '{url}'"))?,
+                ),
+                None => (hostport.to_string(), 80),
+            }
+        };
+        if host.is_empty() {
+            bail!("target URL '{url}' has no host");
+        }
+        Ok(Target {
+            host,
+            port,
+            uri: path.to_string(),
+        })
+    }
+}
+
+/// How many connections each step opens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StepSize {
+    /// A fixed count (autobench num_conn).
+    Conns(u64),
+    /// rate × seconds (autobench const_test_time).
+    Seconds(f64),
+}
+
+/// A fully resolved sweep.
+#[derive(Debug, Clone)]
+pub struct SweepPlan {
+    /// Servers under test, in autobench's order (host1, host2, then URLs).
+    pub targets: Vec<Target>,
+    /// First rate, connections per second.
+    pub low_rate: f64,
+    /// Last rate.
+    pub high_rate: f64,
+    /// Step.
+    pub rate_step: f64,
+    /// Connections per step.
+    pub size: StepSize,
+    /// Requests per connection.
+    pub num_calls: u64,
+    /// Reply timeout, seconds.
+    pub timeout_s: f64,
+    /// p99 objective, ms.
+    pub slo_ms: f64,
+    /// Adaptive search instead of steps.
+    pub find_max: bool,
+    /// Run limit of the adaptive search.
+    pub max_runs: u32,
+    /// Options passed to every load run.
+    pub passthrough: Vec<String>,
+    /// CSV destination (None: stdout).
+    pub file: Option<PathBuf>,
+    /// csv or tsv.
+    pub format: Format,
+    /// JSON destination.
+    pub json: PathBuf,
+    /// Report directory.
+    pub report: Option<PathBuf>,
+    /// No per-step output.
+    pub quiet: bool,
+    /// The arguments as given (after `httplab sweep`).
+    pub command_line: Vec<String>,
+}
+
+impl SweepPlan {
+    /// The stepped rates, low to high inclusive.
+    pub fn rates(&self) -> Vec<f64> {
+        if self.rate_step <= 0.0 || self.high_rate < self.low_rate {
+            return vec![self.low_rate];
+        }
+        let n = ((self.high_rate - self.low_rate) / self.rate_step + 1e-9).floor() as u64;
+        (0..=n)
+            .map(|i| self.low_rate + i as f64 * self.rate_step)
+            .collect()
+    }
+
+    /// Connections to open at `rate`.
+    pub fn conns_at(&self, rate: f64) -> u64 {
+        match self.size {
+            StepSize::Conns(n) => n.max(1),
+            StepSize::Seconds(s) => (rate * s).round().max(1.0) as u64,
+        }
+    }
+
+    /// The `httplab load` arguments of one step (httperf spelling, as autobench builds them).
+    pub fn load_args(&self, t: &Target, rate: f64) -> Vec<String> {
+        let mut a = vec![
+            "httplab load".to_string(),
+            "--server".into(),
+            t.host.clone(),
+            "--port".into(),
+            t.port.to_string(),
+            "--uri".into(),
+            t.uri.clone(),
+            "--rate".into(),
+            fmt_rate(rate),
+            "--num-conns".into(),
+            self.conns_at(rate).to_string(),
+            "--num-calls".into(),
+            self.num_calls.to_string(),
+            "--timeout".into(),
+            abcsv::perl_number(self.timeout_s),
+        ];
+        a.extend(self.passthrough.iter().cloned());
+        a
+    }
+}
+
+fn fmt_rate(r: f64) -> String {
+    abcsv::perl_number(r)
+}
+
+/// Parses an SLO: `1s`, `250ms`, `500us`, or a bare number of seconds. Returns ms.
+pub fn parse_duration_ms(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let (num, mult) = if let Some(v) = t.strip_suffix("ms") {
+        (v, 1.0)
+    } else if let Some(v) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+        (v, 0.001)
+    } else if let Some(v) = t.strip_suffix('s') {
+        (v, 1000.0)
+    } else if let Some(v) = t.strip_suffix('m') {
+        (v, 60_000.0)
+    } else {
+        (t, 1000.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("bad duration '{s}' (try 1s or 250ms)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        bail!("duration '{s}' must be positive");
+    }
+    Ok(v * mult)
+}
+
+/// Reads an autobench configuration file: `key = value` lines, `#` comments.
+/// The first definition of a key wins, as in autobench.
+pub fn parse_config(text: &str) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut map = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let Some((k, v)) = l.split_once('=') else {
+            warnings.push(format!("line {}: not a 'key = value' line: '{l}'", n + 1));
+            continue;
+        };
+        let k = k.trim();
+        let v = v.trim();
+        let key_ok = k.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && k.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !key_ok || v.is_empty() {
+            warnings.push(format!("line {}: not a 'key = value' line: '{l}'", n + 1));
+            continue;
+        }
+        if map.contains_key(k) {
+            warnings.push(format!(
+                "line {}: '{k}' defined more than once, keeping the first",
+                n + 1
+            ));
+            continue;
+        }
+        map.insert(k.to_string(), v.to_string());
+    }
+    (map, warnings)
+}
+
+const FLAGS: &[&str] = &[
+    "single-host",
+    "no-config",
+    "quiet",
+    "find-max",
+    "debug",
+    "help",
+    "version",
+];
+const VALUED: &[&str] = &[
+    "host1",
+    "host2",
+    "uri1",
+    "uri2",
+    "port1",
+    "port2",
+    "low-rate",
+    "high-rate",
+    "rate-step",
+    "num-conns",
+    "num-calls",
+    "const-test-time",
+    "timeout",
+    "file",
+    "output-fmt",
+    "json",
+    "report",
+    "config",
+    "slo",
+    "max-runs",
+];
+
+fn canonical(name: &str) -> String {
+    let n = name.replace('_', "-");
+    match n.as_str() {
+        "num-conn" => "num-conns".into(),
+        "num-call" => "num-calls".into(),
+        "single" => "single-host".into(),
+        _ => n,
+    }
+}
+
+/// Splits raw arguments into those for the sweep parser (normalised to
+/// hyphenated names) and those passed through to the load generator.
+pub fn split_args(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut mine = Vec::new();
+    let mut pass = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            pass.extend(args[i + 1..].iter().cloned());
+            break;
+        }
+        if let Some(body) = a.strip_prefix("--") {
+            let (name, value) = match body.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (body, None),
+            };
+            let canon = canonical(name);
+            if FLAGS.contains(&canon.as_str()) {
+                mine.push(format!("--{canon}"));
+            } else if VALUED.contains(&canon.as_str()) {
+                match value {
+                    Some(v) => mine.push(format!("--{canon}={v}")),
+                    None => {
+                        mine.push(format!("--{canon}"));
+                        if let Some(v) = args.get(i + 1) {
+                            mine.push(v.clone());
+                            i += 1;
+                        }
+                    }
+                }
+            } else {
+                // Unknown: the load generator's. Its value follows unless it looks like an option.
+                pass.push(a.clone());
+                if value.is_none() {
+                    if let Some(v) = args.get(i + 1) {
+                        if !v.starts_with('-') && !v.starts_with("http://") {
+                            pass.push(v.clone());
+                            i += 1;
+                        }
+                    }
+                }
+            }
+        } else if a == "-h" || a == "-V" || !a.starts_with('-') || a == "-" {
+            mine.push(a.clone());
+        } else {
+            pass.push(a.clone());
+        }
+        i += 1;
+    }
+    (mine, pass)
+}
+
+fn truthy(v: &str) -> bool {
+    !matches!(v.trim(), "" | "0" | "no" | "false" | "off")
+}
+
+/// Resolves a sweep from `httplab sweep` arguments (`args[0]` is the program
+/// name). Returns `Ok(Err(code))` when clap printed help or an error.
+pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, clap::Error>> {
+    let strs: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let (mine, mut pass) = split_args(&strs);
+    let prog = args
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "httplab sweep".into());
+    let cli = match Cli::try_parse_from(std::iter::once(prog).chain(mine)) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
+    let (cfg, cfg_name) = if let Some(p) = &cli.config {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("cannot read config file {}", p.display()))?;
+        (text, Some(p.display().to_string()))
+    } else if !cli.no_config {
+        match std::env::var_os("HOME").map(|h| Path::new(&h).join(".autobench.conf")) {
+            Some(p) if p.is_file() => match std::fs::read_to_string(&p) {
+                Ok(t) => (t, Some(p.display().to_string())),
+                Err(_) => (String::new(), None),
+            },
+            _ => (String::new(), None),
+        }
+    } else {
+        (String::new(), None)
+    };
+    let (conf, warnings) = parse_config(&cfg);
+    if let Some(name) = &cfg_name {
+        if !cli.quiet {
+            eprintln!("httplab sweep: reading configuration from {name}");
+        }
+        for w in &warnings {
+            eprintln!("httplab sweep: warning: {name}: {w}");
+        }
+    }
+    let get = |k: &str| conf.get(k).map(|s| s.as_str());
+    let num = |k: &str| -> Result<Option<f64>> {
+        match get(k) {
+            None => Ok(None),
+            Some(v) => v
+                .parse::<f64>()
+                .map(Some)
+                .map_err(|_| anyhow!("config: {k} = '{v}' is not a number")),
+        }
+    };
+    // httperf_* keys and add_header pass through, as autobench does.
+    let mut cfg_pass = Vec::new();
+    for (k, v) in &conf {
+        if let Some(opt) = k.strip_prefix("httperf_") {
+            cfg_pass.push(format!("--{}", opt.replace('_', "-")));
+            if v != "NULL" {
+                cfg_pass.push(v.clone());
+            }
+        }
+    }
+    if let Some(h) = get("add_header") {
+        if !h.trim().is_empty() {
+            cfg_pass.push("--add-header".into());
+            cfg_pass.push(h.to_string());
+        }
+    }
+    cfg_pass.append(&mut pass);
+    let pass = cfg_pass;
+
+    let single = cli.single_host || get("single_host").is_some_and(truthy);
+    let mut targets = Vec::new();
+    let host1 = cli.host1.clone().or(get("host1").map(String::from));
+    if let Some(h) = host1 {
+        targets.push(Target {
+            host: h,
+            port: match cli.port1 {
+                Some(p) => p,
+                None => num("port1")?.map(|p| p as u16).unwrap_or(80),
+            },
+            uri: cli
+                .uri1
+                .clone()
+                .or(get("uri1").map(String::from))
+                .unwrap_or_else(|| "/".into()),
+        });
+        if !single {
+            let host2 = cli.host2.clone().or(get("host2").map(String::from));
+            if let Some(h2) = host2 {
+                targets.push(Target {
+                    host: h2,
+                    port: match cli.port2 {
+                        Some(p) => p,
+                        None => num("port2")?.map(|p| p as u16).unwrap_or(80),
+                    },
+                    uri: cli
+                        .uri2
+                        .clone()
+                        .or(get("uri2").map(String::from))
+                        .unwrap_or_else(|| "/".into()),
+                });
+            }
+        }
+    }
+    for u in &cli.urls {
+        targets.push(Target::from_url(u)?);
+    }
+    if targets.is_empty() {
+        bail!("no target: give --host1 HOST [--port1 P --uri1 /path] (autobench style) or a URL");
+    }
+    let low = cli.low_rate.or(num("low_rate")?);
+    let high = cli.high_rate.or(num("high_rate")?);
+    let step = cli.rate_step.or(num("rate_step")?);
+    let (low_rate, high_rate, rate_step) = if cli.find_max {
+        let l = low.unwrap_or(10.0);
+        (l, high.unwrap_or(f64::INFINITY), step.unwrap_or(0.0))
+    } else {
+        let mut missing = Vec::new();
+        if low.is_none() {
+            missing.push("--low-rate");
+        }
+        if high.is_none() {
+            missing.push("--high-rate");
+        }
+        if step.is_none() {
+            missing.push("--rate-step");
+        }
+        if !missing.is_empty() {
+            bail!(
+                "missing {} (on the command line or in the config file), or use --find-max",
+                missing.join(", ")
+            );
+        }
+        (
+            low.unwrap_or_default(),
+            high.unwrap_or_default(),
+            step.unwrap_or_default(),
+        )
+    };
+    if !(low_rate.is_finite() && low_rate > 0.0) {
+        bail!("--low-rate must be a positive number");
+    }
+    if !cli.find_max {
+        if !(rate_step.is_finite() && rate_step > 0.0) {
+            bail!("--rate-step must be positive");
+        }
+        if high_rate < low_rate {
+            bail!("--high-rate ({high_rate}) is below --low-rate ({low_rate})");
+        }
+        if (high_rate - low_rate) / rate_step > 10_000.0 {
+            bail!("more than 10 000 steps: raise --rate-step");
+        }
+    }
+    let const_time = cli.const_test_time.or(num("const_test_time")?);
+    let num_conns = cli.num_conns.or(num("num_conn")?.map(|v| v as u64));
+    let size = match (const_time, num_conns) {
+        (Some(t), _) if t > 0.0 => StepSize::Seconds(t),
+        (Some(_), _) => bail!("--const-test-time must be positive"),
+        (None, Some(n)) => StepSize::Conns(n),
+        (None, None) => StepSize::Seconds(DEFAULT_STEP_SECONDS),
+    };
+    let num_calls = cli
+        .num_calls
+        .or(num("num_call")?.map(|v| v as u64))
+        .unwrap_or(1)
+        .max(1);
+    let timeout_s = cli.timeout.or(num("timeout")?).unwrap_or(5.0);
+    let fmt_s = cli
+        .output_fmt
+        .clone()
+        .or(get("output_fmt").map(String::from))
+        .unwrap_or_else(|| "csv".into());
+    let format = Format::parse(&fmt_s)
+        .ok_or_else(|| anyhow!("output format '{fmt_s}' not supported (csv or tsv)"))?;
+    let file = cli.file.clone().or(get("file").map(PathBuf::from));
+    let json = match (&cli.json, &file, &cli.report) {
+        (Some(j), _, _) => j.clone(),
+        (None, Some(f), _) => f.with_extension("json"),
+        (None, None, Some(r)) => r.join("sweep.json"),
+        (None, None, None) => PathBuf::from("sweep.json"),
+    };
+    let slo_ms = match &cli.slo {
+        Some(s) => parse_duration_ms(s)?,
+        None => 1000.0,
+    };
+    Ok(Ok(SweepPlan {
+        targets,
+        low_rate,
+        high_rate,
+        rate_step,
+        size,
+        num_calls,
+        timeout_s,
+        slo_ms,
+        find_max: cli.find_max,
+        max_runs: cli.max_runs.unwrap_or(40).max(1),
+        passthrough: pass,
+        file,
+        format,
+        json,
+        report: cli.report.clone(),
+        quiet: cli.quiet || get("quiet").is_some_and(truthy),
+        command_line: strs,
+    }))
+}
+
+/// Runs a whole sweep with `runner(target, rate)` doing each load run. Steps
+/// are taken in autobench's order (at each rate, every target); `--find-max`
+/// searches each target in turn. `on_step` sees every finished step.
+pub fn run_sweep<R, S>(plan: &SweepPlan, mut runner: R, mut on_step: S) -> Result<SweepResult>
+where
+    R: FnMut(&Target, f64) -> Result<RunResult>,
+    S: FnMut(&Target, f64, &RunResult),
+{
+    let mut steps: Vec<Vec<SweepStep>> = vec![Vec::new(); plan.targets.len()];
+    let mut sats = Vec::new();
+    if plan.find_max {
+        for (ti, t) in plan.targets.iter().enumerate() {
+            let cfg = FindMax {
+                start: plan.low_rate,
+                ceiling: plan.high_rate.is_finite().then_some(plan.high_rate),
+                max_runs: plan.max_runs,
+                slo_ms: plan.slo_ms,
+                ..Default::default()
+            };
+            let (st, sat) = analysis::find_max(&cfg, |rate| {
+                let r = runner(t, rate)?;
+                on_step(t, rate, &r);
+                Ok(r)
+            })?;
+            steps[ti] = st;
+            sats.push(sat);
+        }
+    } else {
+        for rate in plan.rates() {
+            for (ti, t) in plan.targets.iter().enumerate() {
+                let r = runner(t, rate).with_context(|| {
+                    format!("load run at rate {} against {}", fmt_rate(rate), t.label())
+                })?;
+                on_step(t, rate, &r);
+                steps[ti].push(SweepStep {
+                    demanded_rate: rate,
+                    run: r,
+                });
+            }
+        }
+        for s in &steps {
+            sats.push(analysis::analyze(s, plan.slo_ms));
+        }
+    }
+    let environment = steps
+        .iter()
+        .flatten()
+        .next()
+        .map(|s| s.run.environment.clone())
+        .unwrap_or_default();
+    let started_at = steps
+        .iter()
+        .flatten()
+        .map(|s| s.run.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    Ok(SweepResult {
+        schema: SWEEP_SCHEMA.into(),
+        tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        started_at,
+        command_line: plan.command_line.clone(),
+        targets: plan
+            .targets
+            .iter()
+            .zip(steps)
+            .zip(sats)
+            .map(|((t, steps), saturation)| SweepTarget {
+                label: t.label(),
+                url: t.url(),
+                steps,
+                saturation,
+            })
+            .collect(),
+        environment,
+    })
+}
+
+/// One line per finished step, for the terminal.
+pub fn step_line(t: &Target, rate: f64, r: &RunResult, slo_ms: f64) -> String {
+    let m = analysis::metrics(rate, r, slo_ms);
+    format!(
+        "{} @ {} req/s: reply {:.1}/s, p50 {}, p99 {}, errors {:.2}%{}{}",
+        t.label(),
+        abcsv::perl_number(m.demanded_req_rate),
+        m.reply_rate,
+        m.p50_ms
+            .map(crate::charts::ms_label)
+            .unwrap_or_else(|| "–".into()),
+        m.p99_ms
+            .map(crate::charts::ms_label)
+            .unwrap_or_else(|| "–".into()),
+        m.error_pct,
+        if m.sustained {
+            ""
+        } else {
+            " — not sustained"
+        },
+        if m.client_bound {
+            " [client-bound]"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The default runner: `httplab load` as a library, one run per step.
+pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunResult> + '_ {
+    move |t: &Target, rate: f64| {
+        let args = plan.load_args(t, rate);
+        let mut r = run_load(&args)?;
+        if r.label.is_empty() {
+            r.label = t.label();
+        }
+        Ok(r)
+    }
+}
+
+/// Runs `httplab load` with `args` (`args[0]` is the program name) in process.
+pub fn run_load(args: &[String]) -> Result<RunResult> {
+    let _ = args;
+    bail!("the httplab-load library API (parse_args/run) is not available in this build")
+}
+
+/// Writes the CSV, the JSON and (if asked) the report of a finished sweep.
+pub fn write_outputs(plan: &SweepPlan, result: &SweepResult) -> Result<()> {
+    let csv = abcsv::write_sweep(result, plan.num_calls, plan.format);
+    match &plan.file {
+        Some(f) => {
+            std::fs::write(f, &csv).with_context(|| format!("cannot write {}", f.display()))?
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout().write_all(csv.as_bytes())?;
+        }
+    }
+    if let Some(dir) = plan.json.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+    }
+    let json = serde_json::to_string_pretty(result)?;
+    std::fs::write(&plan.json, json)
+        .with_context(|| format!("cannot write {}", plan.json.display()))?;
+    if let Some(dir) = &plan.report {
+        let docs = vec![httplab_model::Document::Sweep(Box::new(result.clone()))];
+        let opts = crate::html::ReportOptions {
+            title: "httplab sweep report".into(),
+            sources: vec![plan
+                .json
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()],
+        };
+        crate::html::render_report_with(&docs, dir, &opts)?;
+    }
+    Ok(())
+}
+
+/// A human summary of the saturation analysis.
+pub fn summary(result: &SweepResult, num_calls: u64) -> String {
+    let mut s = String::new();
+    for t in &result.targets {
+        let sat = &t.saturation;
+        let calls = num_calls.max(1) as f64;
+        let max = match sat.max_sustainable_rate {
+            Some(r) if num_calls > 1 => format!(
+                "{} req/s ({} conn/s)",
+                abcsv::perl_number(r * calls),
+                abcsv::perl_number(r)
+            ),
+            Some(r) => format!("{} req/s", abcsv::perl_number(r)),
+            None => "none of the rates tried".into(),
+        };
+        let knee = sat
+            .knee_rate
+            .map(|k| format!("{} req/s", abcsv::perl_number(k * calls)))
+            .unwrap_or_else(|| "not reached".into());
+        let cb = t
+            .steps
+            .iter()
+            .filter(|s| s.run.self_check.client_bound)
+            .count();
+        s.push_str(&format!(
+            "{}: max sustainable {max}; knee {knee}; p99 SLO {}; {} {}{}\n",
+            t.label,
+            crate::charts::ms_label(sat.slo_ms),
+            sat.runs,
+            if sat.method == "find-max" {
+                "runs (find-max)"
+            } else {
+                "steps"
+            },
+            if cb > 0 {
+                format!("; WARNING: {cb} client-bound step(s), the generator limited them")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    s
+}
+
+/// `httplab sweep` with a caller-supplied runner (tests, study runner).
+pub fn sweep_main_with<R>(args: Vec<OsString>, runner: R) -> Result<ExitCode>
+where
+    R: FnMut(&Target, f64) -> Result<RunResult>,
+{
+    let plan = match parse_plan(&args)? {
+        Ok(p) => p,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let result = execute(&plan, runner)?;
+    let _ = result;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `plan` with progress on stderr, writes every output, prints the summary.
+pub fn execute<R>(plan: &SweepPlan, runner: R) -> Result<SweepResult>
+where
+    R: FnMut(&Target, f64) -> Result<RunResult>,
+{
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    let total = if plan.find_max {
+        0
+    } else {
+        (plan.rates().len() * plan.targets.len()) as u64
+    };
+    let pb = if plan.find_max {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::new(total)
+    };
+    pb.set_draw_target(ProgressDrawTarget::stderr());
+    let style = if plan.find_max {
+        ProgressStyle::with_template("{spinner} find-max: {pos} runs [{elapsed}] {msg}")
+    } else {
+        ProgressStyle::with_template("{bar:30} {pos}/{len} steps [{elapsed} < {eta}] {msg}")
+    };
+    if let Ok(st) = style {
+        pb.set_style(st);
+    }
+    let mut runner = runner;
+    let pb2 = pb.clone();
+    let result = run_sweep(
+        plan,
+        |t, rate| {
+            pb2.set_message(format!(
+                "{} @ {}/s",
+                t.label(),
+                fmt_rate(rate * plan.num_calls as f64)
+            ));
+            runner(t, rate)
+        },
+        |t, rate, r| {
+            pb.inc(1);
+            if !plan.quiet {
+                pb.suspend(|| eprintln!("{}", step_line(t, rate, r, plan.slo_ms)));
+            }
+        },
+    );
+    pb.finish_and_clear();
+    let result = result?;
+    write_outputs(plan, &result)?;
+    eprint!("{}", summary(&result, plan.num_calls));
+    eprintln!("httplab sweep: results in {}", plan.json.display());
+    if let Some(f) = &plan.file {
+        eprintln!(
+            "httplab sweep: {} in {}",
+            if plan.format == Format::Tsv {
+                "TSV"
+            } else {
+                "CSV"
+            },
+            f.display()
+        );
+    }
+    if let Some(d) = &plan.report {
+        eprintln!(
+            "httplab sweep: report in {}",
+            d.join("index.html").display()
+        );
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn seed_003_with_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("autobench.conf");
+        std::fs::write(
+            &conf,
+            "# Autobench Configuration File\nhost1 = testhost1\nhost2 = testhost2\nuri1 = /\nuri2 = /\nport1 = 80\nport2 = 80\nlow_rate = 10\nhigh_rate = 50\nrate_step = 10\nnum_conn = 200\n#num_call = 10\nnum_call = 1\ntimeout = 60\noutput_fmt = csv\nclients = localhost:4600\nhttperf_hog = NULL\n",
+        )
+        .unwrap();
+        let p = parse_plan(&os(&[
+            "httplab sweep",
+            "--single_host",
+            "--host1=www.example.com",
+            "--file=example.com.csv",
+            "--config",
+            conf.to_str().unwrap(),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.targets.len(), 1);
+        assert_eq!(p.targets[0].host, "www.example.com");
+        assert_eq!(p.rates(), vec![10.0, 20.0, 30.0, 40.0, 50.0]);
+        assert_eq!(p.size, StepSize::Conns(200));
+        assert_eq!(p.num_calls, 1);
+        assert_eq!(p.timeout_s, 60.0);
+        assert_eq!(p.file, Some(PathBuf::from("example.com.csv")));
+        assert_eq!(p.json, PathBuf::from("example.com.json"));
+        assert_eq!(p.passthrough, vec!["--hog".to_string()]);
+        let a = p.load_args(&p.targets[0], 20.0);
+        assert_eq!(
+            a[1..].join(" "),
+            "--server www.example.com --port 80 --uri / --rate 20 --num-conns 200 --num-calls 1 --timeout 60 --hog"
+        );
+    }
+
+    #[test]
+    fn spellings_and_passthrough() {
+        let p = parse_plan(&os(&[
+            "x",
+            "--no-config",
+            "--host1",
+            "127.0.0.1",
+            "--port1",
+            "8080",
+            "--uri1",
+            "/x",
+            "--low_rate",
+            "100",
+            "--high-rate=300",
+            "--rate_step",
+            "100",
+            "--num_call",
+            "10",
+            "--const_test_time",
+            "2",
+            "--threads",
+            "2",
+            "--hog",
+            "--slo",
+            "250ms",
+            "--",
+            "--send-buffer",
+            "4096",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.targets[0].url(), "http://127.0.0.1:8080/x");
+        assert_eq!(p.rates(), vec![100.0, 200.0, 300.0]);
+        assert_eq!(p.num_calls, 10);
+        assert_eq!(p.size, StepSize::Seconds(2.0));
+        assert_eq!(p.conns_at(300.0), 600);
+        assert_eq!(p.slo_ms, 250.0);
+        assert_eq!(
+            p.passthrough,
+            vec!["--threads", "2", "--hog", "--send-buffer", "4096"]
+        );
+    }
+
+    #[test]
+    fn urls_and_two_hosts() {
+        let p = parse_plan(&os(&[
+            "x",
+            "--no-config",
+            "--host1=a",
+            "--host2=b",
+            "--port2=81",
+            "http://[::1]:9000/y",
+            "--find-max",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.targets.len(), 3);
+        assert_eq!(p.targets[1].port, 81);
+        assert_eq!(p.targets[2].host, "::1");
+        assert_eq!(p.targets[2].url(), "http://[::1]:9000/y");
+        assert!(p.find_max);
+    }
+
+    #[test]
+    fn missing_rates_is_an_error() {
+        let e = parse_plan(&os(&["x", "--no-config", "--host1=a"])).unwrap_err();
+        assert!(e.to_string().contains("--low-rate"), "{e}");
+        assert!(parse_plan(&os(&["x", "--no-config"])).is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("1s").unwrap(), 1000.0);
+        assert_eq!(parse_duration_ms("250ms").unwrap(), 250.0);
+        assert_eq!(parse_duration_ms("2").unwrap(), 2000.0);
+        assert!(parse_duration_ms("fast").is_err());
+        assert!(parse_duration_ms("-1s").is_err());
+    }
+
+    #[test]
+    fn config_warnings() {
+        let (m, w) = parse_config("a = 1\na = 2\nnonsense\n  # c\n");
+        assert_eq!(m.get("a").map(String::as_str), Some("1"));
+        assert_eq!(w.len(), 2);
+    }
+}
