@@ -66,7 +66,8 @@ fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop
         if !s.out.is_empty() {
             let mut written = 0;
             let r = s.out.write_to(fd, usize::MAX, &mut written);
-            h.count_bytes(written);
+            let writes = std::mem::take(&mut s.out.writes);
+            h.count_io(written, writes);
             s.wrote(Instant::now());
             match r {
                 Ok(Flush::Done) | Ok(Flush::Yield) => continue,

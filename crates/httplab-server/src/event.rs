@@ -264,6 +264,8 @@ impl Worker {
 
     fn close(&mut self, idx: usize) {
         if let Some(mut c) = self.conns.get_mut(idx).and_then(Option::take) {
+            // Counters first, so they are current once the peer sees EOF.
+            self.handler.flush_stats();
             let _ = self.poll.registry().deregister(&mut c.stream);
             self.give_back(&mut c.session);
             self.free.push(idx);
@@ -344,7 +346,8 @@ impl Worker {
                     c.session
                         .out
                         .write_to(fd, self.handler.config().sendfile_chunk, &mut written);
-                self.handler.count_bytes(written);
+                let writes = std::mem::take(&mut c.session.out.writes);
+                self.handler.count_io(written, writes);
                 if written > 0 {
                     c.session.wrote(now);
                 }

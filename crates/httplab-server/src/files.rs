@@ -238,6 +238,10 @@ impl FileCache {
                 Err(_) => return Err(Miss::NotFound),
             }
         }
+        if trailing_slash {
+            // "/file.txt/" names a directory that does not exist.
+            return Err(Miss::NotFound);
+        }
         let (info, id) = self.load(&canon)?;
         Ok((Resolved::File(Arc::new(info)), canon, id))
     }

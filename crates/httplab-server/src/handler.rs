@@ -65,6 +65,7 @@ pub struct Handler {
     stats: SharedStats,
     local_requests: u64,
     local_bytes: u64,
+    local_writes: u64,
 }
 
 /// How the connection is to be labelled in the response.
@@ -102,6 +103,7 @@ impl Handler {
             stats,
             local_requests: 0,
             local_bytes: 0,
+            local_writes: 0,
         }
     }
 
@@ -115,21 +117,28 @@ impl Handler {
         self.date.refresh();
     }
 
-    /// Adds `n` bytes written to the local counter.
-    pub fn count_bytes(&mut self, n: u64) {
-        self.local_bytes += n;
+    /// Adds bytes written and write calls made to the local counters.
+    pub fn count_io(&mut self, bytes: u64, writes: u64) {
+        self.local_bytes += bytes;
+        self.local_writes += writes;
     }
 
     /// Moves local counters into the shared statistics and flushes the log.
     pub fn flush(&mut self) {
-        if self.local_requests > 0 || self.local_bytes > 0 {
-            self.stats
-                .add_requests(self.local_requests, self.local_bytes);
-            self.local_requests = 0;
-            self.local_bytes = 0;
-        }
+        self.flush_stats();
         if let Some(l) = &mut self.log {
             l.flush();
+        }
+    }
+
+    /// Moves local counters into the shared statistics.
+    pub fn flush_stats(&mut self) {
+        if self.local_requests > 0 || self.local_bytes > 0 || self.local_writes > 0 {
+            self.stats
+                .add_io(self.local_requests, self.local_bytes, self.local_writes);
+            self.local_requests = 0;
+            self.local_bytes = 0;
+            self.local_writes = 0;
         }
     }
 

@@ -233,10 +233,8 @@ fn stats_loop(
         let woke = sys::poll_readable(&[stop.wake.read_fd()], Some(left))
             .map(|v| v[0])
             .unwrap_or(false);
-        if woke || stop.flag.load(Ordering::Acquire) {
-            return;
-        }
-        if std::time::Instant::now() < next {
+        let stopping = woke || stop.flag.load(Ordering::Acquire);
+        if !stopping && std::time::Instant::now() < next {
             continue;
         }
         next += period;
@@ -246,6 +244,10 @@ fn stats_loop(
         }
         if let Some(f) = &mut json {
             let _ = writeln!(f, "{}", r.json());
+        }
+        if stopping {
+            // One last report at shutdown, so a run always leaves a line.
+            return;
         }
     }
 }

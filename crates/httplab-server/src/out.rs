@@ -26,6 +26,8 @@ pub struct OutQueue {
     pub buf: Vec<u8>,
     pos: usize,
     files: VecDeque<FileSeg>,
+    /// Successful send/sendfile calls so far (taken by the driver).
+    pub writes: u64,
 }
 
 /// Result of [`OutQueue::write_to`].
@@ -79,6 +81,7 @@ impl OutQueue {
                 match sys::send(fd, chunk, more) {
                     Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                     Ok(n) => {
+                        self.writes += 1;
                         self.pos += n;
                         sent += n;
                         *written += n as u64;
@@ -103,6 +106,7 @@ impl OutQueue {
                     // delivered, so the connection must end.
                     Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                     Ok(n) => {
+                        self.writes += 1;
                         sent += n;
                         *written += n as u64;
                     }

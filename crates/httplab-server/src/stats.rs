@@ -12,6 +12,7 @@ pub struct Stats {
     closed: AtomicU64,
     requests: AtomicU64,
     bytes_out: AtomicU64,
+    writes: AtomicU64,
     refused: AtomicU64,
 }
 
@@ -26,6 +27,8 @@ pub struct Snapshot {
     pub requests: u64,
     /// Bytes written since start.
     pub bytes_out: u64,
+    /// send/sendfile calls that wrote data.
+    pub writes: u64,
     /// Connections closed at once because a cap was reached.
     pub refused: u64,
 }
@@ -43,8 +46,11 @@ impl Stats {
     pub fn refused(&self) {
         self.refused.fetch_add(1, Ordering::Relaxed);
     }
-    /// Adds answered requests and bytes written.
-    pub fn add_requests(&self, requests: u64, bytes: u64) {
+    /// Adds answered requests, bytes written and write calls.
+    pub fn add_io(&self, requests: u64, bytes: u64, writes: u64) {
+        if writes > 0 {
+            self.writes.fetch_add(writes, Ordering::Relaxed);
+        }
         if requests > 0 {
             self.requests.fetch_add(requests, Ordering::Relaxed);
         }
@@ -61,6 +67,7 @@ impl Stats {
             accepted,
             requests: self.requests.load(Ordering::Relaxed),
             bytes_out: self.bytes_out.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
         }
     }

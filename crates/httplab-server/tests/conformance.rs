@@ -1,0 +1,932 @@
+//! The conformance suite: every rule of the server issue, as raw-socket
+//! exchanges, run against every model and protocol mode (see
+//! `support::variants`).
+
+mod support;
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use support::*;
+
+/// Expected response to one request sent on a fresh connection.
+struct Case {
+    name: &'static str,
+    request: String,
+    status: u16,
+    /// The server must close the connection after this response (in every
+    /// mode, not only with keep-alive off).
+    closes: bool,
+    /// Request was HEAD.
+    head: bool,
+    check: Option<Box<dyn Fn(&Resp, &Site)>>,
+}
+
+fn case(name: &'static str, request: String, status: u16) -> Case {
+    Case {
+        name,
+        request,
+        status,
+        closes: false,
+        head: false,
+        check: None,
+    }
+}
+
+impl Case {
+    fn closing(mut self) -> Self {
+        self.closes = true;
+        self
+    }
+    fn head(mut self) -> Self {
+        self.head = true;
+        self
+    }
+    fn check(mut self, f: impl Fn(&Resp, &Site) + 'static) -> Self {
+        self.check = Some(Box::new(f));
+        self
+    }
+}
+
+fn body_is(want: &'static [u8]) -> impl Fn(&Resp, &Site) {
+    move |r, _| assert_eq!(r.body, want)
+}
+
+fn cases() -> Vec<Case> {
+    let far_future = "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n";
+    let long_ago = "Sat, 01 Jan 1994 00:00:00 GMT";
+    vec![
+        case("get small", get("/small.html", ""), 200).check(|r, _| {
+            assert_eq!(r.body, SMALL);
+            assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+            assert_eq!(r.header("content-length"), Some("87"));
+            assert_eq!(r.header("accept-ranges"), Some("bytes"));
+            assert_eq!(r.header("server"), Some("httplab"));
+            assert!(r
+                .header("etag")
+                .is_some_and(|e| e.starts_with('"') && e.ends_with('"')));
+            assert!(r
+                .header("last-modified")
+                .is_some_and(|d| d.ends_with(" GMT")));
+            assert!(r
+                .header("date")
+                .is_some_and(|d| d.ends_with(" GMT") && d.len() == 29));
+        }),
+        case("get 4k text", get("/4k.txt", ""), 200).check(|r, _| {
+            assert_eq!(r.body.len(), 4096);
+            assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+        }),
+        case("json type", get("/data.json", ""), 200).check(|r, _| {
+            assert_eq!(
+                r.header("content-type"),
+                Some("application/json; charset=utf-8")
+            )
+        }),
+        case("unknown type", get("/blob.unknownext", ""), 200)
+            .check(|r, _| assert_eq!(r.header("content-type"), Some("application/octet-stream"))),
+        case(
+            "head small",
+            "HEAD /small.html HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            200,
+        )
+        .head()
+        .check(|r, _| {
+            assert_eq!(r.header("content-length"), Some("87"));
+            assert!(r.body.is_empty());
+        }),
+        case("missing", get("/nope.html", ""), 404),
+        case(
+            "head missing",
+            "HEAD /nope HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            404,
+        )
+        .head(),
+        case(
+            "post",
+            "POST /small.html HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n".into(),
+            405,
+        )
+        .check(|r, _| assert_eq!(r.header("allow"), Some("GET, HEAD, OPTIONS"))),
+        case(
+            "delete",
+            "DELETE /small.html HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            405,
+        )
+        .check(|r, _| assert!(r.header("allow").is_some())),
+        case(
+            "post with body drained",
+            "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello".into(),
+            405,
+        ),
+        case(
+            "options star",
+            "OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            200,
+        )
+        .check(|r, _| assert_eq!(r.header("allow"), Some("GET, HEAD, OPTIONS"))),
+        case(
+            "options path",
+            "OPTIONS /small.html HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            200,
+        ),
+        case(
+            "unknown transfer-encoding",
+            get("/", "Transfer-Encoding: gzip\r\n"),
+            501,
+        )
+        .closing(),
+        case(
+            "chunked body refused",
+            get("/", "Transfer-Encoding: chunked\r\n"),
+            411,
+        )
+        .closing(),
+        case(
+            "http2 preface",
+            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".into(),
+            505,
+        )
+        .closing(),
+        case("http/1.2", "GET / HTTP/1.2\r\nHost: t\r\n\r\n".into(), 505).closing(),
+        case(
+            "http/2.0 line",
+            "GET / HTTP/2.0\r\nHost: t\r\n\r\n".into(),
+            505,
+        )
+        .closing(),
+        case(
+            "garbage version",
+            "GET / HTTX/1.1\r\nHost: t\r\n\r\n".into(),
+            400,
+        )
+        .closing(),
+        case("dir redirect", get("/sub", ""), 301)
+            .check(|r, _| assert_eq!(r.header("location"), Some("/sub/"))),
+        case("dir redirect keeps query", get("/sub?x=1", ""), 301)
+            .check(|r, _| assert_eq!(r.header("location"), Some("/sub/?x=1"))),
+        case("dir index", get("/sub/", ""), 200).check(body_is(b"<h1>sub index</h1>\n")),
+        case("root index", get("/", ""), 200).check(body_is(b"<h1>root</h1>\n")),
+        case("dir without index", get("/noindex/", ""), 404),
+        case("percent-decoded path", get("/a%20b/c%20d.txt", ""), 200).check(body_is(b"spaces\n")),
+        case("query ignored", get("/small.html?v=1&x", ""), 200),
+        case(
+            "absolute form",
+            "GET http://test/small.html HTTP/1.1\r\nHost: test\r\n\r\n".into(),
+            200,
+        ),
+        case("symlink inside root", get("/inside-link.html", ""), 200),
+        case("dot segments inside", get("/sub/../small.html", ""), 200)
+            .check(|r, _| assert_eq!(r.body, SMALL)),
+        case("single dot", get("/./small.html", ""), 200),
+        case("traversal", get("/../outside/secret.txt", ""), 404),
+        case(
+            "deep traversal",
+            get("/sub/../../outside/secret.txt", ""),
+            404,
+        ),
+        case(
+            "encoded traversal",
+            get("/%2e%2e/outside/secret.txt", ""),
+            404,
+        ),
+        case(
+            "encoded slash traversal",
+            get("/sub%2f..%2f..%2foutside%2fsecret.txt", ""),
+            404,
+        ),
+        case(
+            "double-encoded traversal",
+            get("/%252e%252e/outside/secret.txt", ""),
+            404,
+        ),
+        case("symlink escape file", get("/escape.txt", ""), 404),
+        case("symlink escape dir", get("/escape-dir/secret.txt", ""), 404),
+        case(
+            "backslash is a name",
+            get("/..\\outside\\secret.txt", ""),
+            404,
+        ),
+        case("nul byte", get("/small.html%00.txt", ""), 400).closing(),
+        case("trailing slash on file", get("/small.html/", ""), 404),
+        case(
+            "if-none-match star",
+            get("/small.html", "If-None-Match: *\r\n"),
+            304,
+        )
+        .check(|r, _| {
+            assert!(r.body.is_empty());
+            assert!(r.header("etag").is_some());
+        }),
+        case(
+            "if-none-match other",
+            get("/small.html", "If-None-Match: \"nope\"\r\n"),
+            200,
+        ),
+        case(
+            "if-modified-since future",
+            get("/small.html", far_future),
+            304,
+        ),
+        case(
+            "if-modified-since past",
+            get("/small.html", &format!("If-Modified-Since: {long_ago}\r\n")),
+            200,
+        ),
+        case(
+            "if-modified-since garbage",
+            get("/small.html", "If-Modified-Since: yesterday\r\n"),
+            200,
+        ),
+        case(
+            "if-match other",
+            get("/small.html", "If-Match: \"nope\"\r\n"),
+            412,
+        ),
+        case("if-match star", get("/small.html", "If-Match: *\r\n"), 200),
+        case(
+            "if-unmodified-since past",
+            get(
+                "/small.html",
+                &format!("If-Unmodified-Since: {long_ago}\r\n"),
+            ),
+            412,
+        ),
+        case(
+            "range first bytes",
+            get("/small.html", "Range: bytes=0-8\r\n"),
+            206,
+        )
+        .check(|r, _| {
+            assert_eq!(r.body, &SMALL[..9]);
+            assert_eq!(r.header("content-range"), Some("bytes 0-8/87"));
+        }),
+        case(
+            "range suffix",
+            get("/small.html", "Range: bytes=-4\r\n"),
+            206,
+        )
+        .check(|r, _| {
+            assert_eq!(r.body, &SMALL[83..]);
+            assert_eq!(r.header("content-range"), Some("bytes 83-86/87"));
+        }),
+        case(
+            "range open end",
+            get("/small.html", "Range: bytes=80-\r\n"),
+            206,
+        )
+        .check(|r, _| assert_eq!(r.body, &SMALL[80..])),
+        case(
+            "range unsatisfiable",
+            get("/small.html", "Range: bytes=1000-2000\r\n"),
+            416,
+        )
+        .check(|r, _| assert_eq!(r.header("content-range"), Some("bytes */87"))),
+        case(
+            "range bad unit ignored",
+            get("/small.html", "Range: lines=1-2\r\n"),
+            200,
+        ),
+        case(
+            "multiple ranges",
+            get("/small.html", "Range: bytes=0-1,10-11\r\n"),
+            206,
+        )
+        .check(|r, _| {
+            let ct = r.header("content-type").unwrap_or_default();
+            assert!(ct.starts_with("multipart/byteranges; boundary="), "{ct}");
+            let boundary = &ct["multipart/byteranges; boundary=".len()..];
+            let body = String::from_utf8_lossy(&r.body);
+            assert!(
+                body.contains("Content-Range: bytes 0-1/87\r\n\r\n<!\r\n"),
+                "{body}"
+            );
+            assert!(
+                body.contains("Content-Range: bytes 10-11/87\r\n\r\nht\r\n"),
+                "{body}"
+            );
+            assert!(body.ends_with(&format!("--{boundary}--\r\n")));
+        }),
+        case(
+            "if-range mismatch gives full",
+            get("/small.html", "Range: bytes=0-1\r\nIf-Range: \"old\"\r\n"),
+            200,
+        )
+        .check(|r, _| assert_eq!(r.body, SMALL)),
+        case(
+            "range on head ignored",
+            "HEAD /small.html HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1\r\n\r\n".into(),
+            200,
+        )
+        .head(),
+        case(
+            "big range in file",
+            get("/big.bin", "Range: bytes=1000000-1000099\r\n"),
+            206,
+        )
+        .check(|r, s| assert_eq!(r.body, &s.big[1_000_000..1_000_100])),
+        case(
+            "big multiple ranges",
+            get("/big.bin", "Range: bytes=0-9,-10\r\n"),
+            206,
+        )
+        .check(|r, s| {
+            assert!(find(&r.body, &s.big[..10]).is_some());
+            assert!(find(&r.body, &s.big[s.big.len() - 10..]).is_some());
+        }),
+        case(
+            "request line too long",
+            get(&format!("/{}", "a".repeat(9000)), ""),
+            414,
+        )
+        .closing(),
+        case("too many fields", get("/", &"X-A: b\r\n".repeat(101)), 431).closing(),
+        case(
+            "header block too large",
+            get("/", &format!("X-Big: {}\r\n", "b".repeat(17 * 1024))),
+            431,
+        )
+        .closing(),
+        case(
+            "cl and te",
+            get("/", "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n"),
+            400,
+        )
+        .closing(),
+        case(
+            "differing content-length",
+            get("/", "Content-Length: 1\r\nContent-Length: 2\r\n"),
+            400,
+        )
+        .closing(),
+        case("obs-fold", get("/", "X-A: b\r\n  folded\r\n"), 400).closing(),
+        case("space before colon", get("/", "X-A : b\r\n"), 400).closing(),
+        case(
+            "invalid method token",
+            "G@T / HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            400,
+        )
+        .closing(),
+        case("invalid header name", get("/", "X(A): b\r\n"), 400).closing(),
+        case("missing host", "GET / HTTP/1.1\r\n\r\n".into(), 400).closing(),
+        case("two hosts", get("/", "Host: other\r\n"), 400).closing(),
+        case(
+            "relative target",
+            "GET small.html HTTP/1.1\r\nHost: t\r\n\r\n".into(),
+            400,
+        )
+        .closing(),
+        case(
+            "body too large",
+            get("/", "Content-Length: 2000000\r\n"),
+            413,
+        )
+        .closing(),
+        case(
+            "http/1.0 closes",
+            "GET /small.html HTTP/1.0\r\n\r\n".into(),
+            200,
+        )
+        .closing(),
+        case(
+            "connection close",
+            get("/small.html", "Connection: close\r\n"),
+            200,
+        )
+        .closing(),
+        case(
+            "leading empty lines",
+            format!("\r\n\r\n{}", get("/small.html", "")),
+            200,
+        ),
+    ]
+}
+
+/// One case on a fresh connection: status, checks, and whether the
+/// connection stays usable (verified by a second request) or closes.
+fn run_case(c: &Case, v: &Variant, addr: std::net::SocketAddr, site: &Site) {
+    let mut cl = Client::new(addr);
+    cl.send(c.request.as_bytes());
+    let r = cl
+        .read_response(c.head)
+        .unwrap_or_else(|| panic!("[{}] {}: no response", v.name, c.name));
+    assert_eq!(
+        r.status, c.status,
+        "[{}] {}: status ({:?})",
+        v.name, c.name, r.headers
+    );
+    if let Some(check) = &c.check {
+        check(&r, site);
+    }
+    assert!(
+        !find(&r.body, b"TOP-SECRET").is_some(),
+        "[{}] {}: leaked a byte from outside the root",
+        v.name,
+        c.name
+    );
+    let must_close = c.closes || !v.keep_alive;
+    if must_close {
+        assert!(
+            r.closes(),
+            "[{}] {}: Connection: close expected",
+            v.name,
+            c.name
+        );
+        assert!(cl.at_eof(), "[{}] {}: server must close", v.name, c.name);
+    } else {
+        assert!(
+            !r.closes(),
+            "[{}] {}: unexpected Connection: close",
+            v.name,
+            c.name
+        );
+        cl.send(get("/small.html", "").as_bytes());
+        let again = cl
+            .read_response(false)
+            .unwrap_or_else(|| panic!("[{}] {}: connection not reusable", v.name, c.name));
+        assert_eq!(again.status, 200, "[{}] {}: follow-up", v.name, c.name);
+        assert_eq!(again.body, SMALL);
+    }
+}
+
+#[test]
+fn every_rule_on_every_variant() {
+    let site = site();
+    let cases = cases();
+    for v in variants() {
+        let server = start(config(&v, &site.root));
+        for c in &cases {
+            run_case(c, &v, server.local_addr(), &site);
+        }
+        server.shutdown();
+    }
+}
+
+#[test]
+fn pipeline_depth_100_byte_exact_in_order() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let server = start(config(&v, &site.root));
+        let paths = ["/small.html", "/4k.txt", "/sub/", "/nope", "/data.json"];
+        let mut req = Vec::new();
+        for i in 0..100 {
+            let method = if i % 7 == 3 { "HEAD" } else { "GET" };
+            req.extend_from_slice(
+                format!(
+                    "{method} {}?i={i} HTTP/1.1\r\nHost: t\r\n\r\n",
+                    paths[i % paths.len()]
+                )
+                .as_bytes(),
+            );
+        }
+        let mut cl = Client::new(server.local_addr());
+        cl.send(&req);
+        let mut expect = Client::new(server.local_addr());
+        for i in 0..100 {
+            let head = i % 7 == 3;
+            let r = cl.read_response(head).expect("pipelined response");
+            // The same request alone on another connection gives the same
+            // bytes (dates aside).
+            let method = if head { "HEAD" } else { "GET" };
+            expect.send(
+                format!(
+                    "{method} {}?i={i} HTTP/1.1\r\nHost: t\r\n\r\n",
+                    paths[i % paths.len()]
+                )
+                .as_bytes(),
+            );
+            let e = expect.read_response(head).expect("single response");
+            assert_eq!(r.status, e.status, "[{}] response {i} out of order", v.name);
+            assert_eq!(r.body, e.body, "[{}] response {i} body", v.name);
+            assert_eq!(
+                r.header("etag"),
+                e.header("etag"),
+                "[{}] response {i}",
+                v.name
+            );
+        }
+        server.shutdown();
+    }
+}
+
+#[test]
+fn pipelined_requests_split_across_reads() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let server = start(config(&v, &site.root));
+        let mut cl = Client::new(server.local_addr());
+        let req = get("/small.html", "").repeat(3);
+        // One byte at a time: every partial-head path is exercised.
+        for b in req.as_bytes() {
+            cl.send(&[*b]);
+        }
+        for _ in 0..3 {
+            assert_eq!(
+                cl.read_response(false).expect("response").body,
+                SMALL,
+                "[{}]",
+                v.name
+            );
+        }
+        server.shutdown();
+    }
+}
+
+#[test]
+fn keep_alive_reuses_one_connection() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let server = start(config(&v, &site.root));
+        let mut cl = Client::new(server.local_addr());
+        for i in 0..20 {
+            cl.send(get(&format!("/small.html?{i}"), "").as_bytes());
+            let r = cl.read_response(false).expect("response");
+            assert_eq!(r.status, 200);
+        }
+        cl.send(get("/small.html", "Connection: close\r\n").as_bytes());
+        assert!(cl.read_response(false).expect("last").closes());
+        assert!(cl.at_eof());
+        assert_eq!(server.stats().accepted, 1, "[{}]", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn http10_keep_alive_on_request() {
+    let site = site();
+    let server = start(config(&variants()[0], &site.root));
+    let mut cl = Client::new(server.local_addr());
+    cl.send(b"GET /small.html HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    let r = cl.read_response(false).unwrap();
+    assert_eq!(r.header("connection"), Some("keep-alive"));
+    cl.send(b"GET /small.html HTTP/1.0\r\n\r\n");
+    let r = cl.read_response(false).unwrap();
+    assert!(r.closes());
+    assert!(cl.at_eof());
+}
+
+#[test]
+fn keep_alive_off_one_response_per_connection() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| !v.keep_alive) {
+        let server = start(config(&v, &site.root));
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/small.html", "").repeat(3).as_bytes());
+        let r = cl.read_response(false).expect("one response");
+        assert!(r.closes(), "[{}]", v.name);
+        assert!(cl.at_eof(), "[{}] exactly one response, then close", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn pipelining_off_answers_ten_requests_in_ten_writes() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let server = start(config(&v, &site.root));
+        let mut req = get("/small.html", "").repeat(9);
+        req.push_str(&get("/small.html", "Connection: close\r\n"));
+        let mut cl = Client::new(server.local_addr());
+        let before = server.stats().writes;
+        cl.send(req.as_bytes());
+        for _ in 0..10 {
+            assert_eq!(cl.read_response(false).expect("response").body, SMALL);
+        }
+        assert!(cl.at_eof());
+        let writes = server.stats().writes - before;
+        if v.pipelining {
+            assert!(
+                writes < 10,
+                "[{}] batched: {writes} writes for 10 responses",
+                v.name
+            );
+        } else {
+            assert_eq!(writes, 10, "[{}] one write per response", v.name);
+        }
+        server.shutdown();
+    }
+}
+
+#[test]
+fn large_file_byte_exact() {
+    let site = site();
+    for v in variants() {
+        let mut cfg = config(&v, &site.root);
+        // Small chunks: the transfer needs many sendfile turns.
+        cfg.sendfile_chunk = 64 * 1024;
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/big.bin", "").as_bytes());
+        let r = cl.read_response(false).expect("big response");
+        assert_eq!(r.body.len(), site.big.len(), "[{}]", v.name);
+        assert!(r.body == site.big, "[{}] big file differs", v.name);
+        if v.keep_alive {
+            // Head of the next response follows the file directly.
+            cl.send(get("/small.html", "").as_bytes());
+            assert_eq!(cl.read_response(false).unwrap().body, SMALL);
+        }
+        server.shutdown();
+    }
+}
+
+#[test]
+fn client_that_does_not_read_is_not_buffered_without_bound() {
+    let site = site();
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.keep_alive && v.pipelining)
+    {
+        let server = start(config(&v, &site.root));
+        let mut s = connect(server.local_addr());
+        s.set_write_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        // Keep sending requests for the big file without reading: the
+        // server must stop reading (our writes eventually block) rather
+        // than queue gigabytes of responses.
+        let req = get("/big.bin", "");
+        let mut sent = 0usize;
+        for _ in 0..200_000 {
+            match s.write(req.as_bytes()) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        assert!(
+            sent < 200_000 * req.len(),
+            "[{}] server kept reading",
+            v.name
+        );
+        // Reading now gets complete responses in order.
+        s.set_read_timeout(Some(READ_GUARD)).unwrap();
+        let mut cl = Client::wrap(s);
+        let r = cl.read_response(false).expect("first response");
+        assert!(r.body == site.big);
+        drop(cl);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn idle_timeout_closes_quiet_connections() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let mut cfg = config(&v, &site.root);
+        cfg.idle_timeout = Duration::from_millis(200);
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/small.html", "").as_bytes());
+        assert_eq!(cl.read_response(false).unwrap().status, 200);
+        // No further request: the server closes, sending nothing.
+        assert!(cl.at_eof(), "[{}] idle connection closed", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn header_timeout_gives_408() {
+    let site = site();
+    for v in variants() {
+        let mut cfg = config(&v, &site.root);
+        cfg.header_timeout = Duration::from_millis(200);
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(b"GET /small.html HTTP/1.1\r\nHost: t\r\n");
+        let r = cl.read_response(false).expect("408");
+        assert_eq!(r.status, 408, "[{}]", v.name);
+        assert!(r.closes());
+        assert!(cl.at_eof());
+        server.shutdown();
+    }
+}
+
+#[test]
+fn get_with_body_is_drained_and_connection_kept() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let server = start(config(&v, &site.root));
+        let mut cl = Client::new(server.local_addr());
+        let body = "x".repeat(100_000);
+        cl.send(
+            format!(
+                "GET /small.html HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        cl.send(get("/4k.txt", "").as_bytes());
+        assert_eq!(cl.read_response(false).unwrap().body, SMALL, "[{}]", v.name);
+        assert_eq!(
+            cl.read_response(false).unwrap().body.len(),
+            4096,
+            "[{}]",
+            v.name
+        );
+        server.shutdown();
+    }
+}
+
+#[test]
+fn max_requests_per_connection() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let mut cfg = config(&v, &site.root);
+        cfg.max_requests_per_conn = Some(3);
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/small.html", "").repeat(5).as_bytes());
+        for i in 0..3 {
+            let r = cl.read_response(false).expect("response");
+            assert_eq!(r.closes(), i == 2, "[{}] response {i}", v.name);
+        }
+        assert!(cl.at_eof(), "[{}]", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn small_pipeline_buffer_limits_head() {
+    let site = site();
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.keep_alive && v.pipelining)
+    {
+        let mut cfg = config(&v, &site.root);
+        cfg.pipeline_buffer = 2048;
+        let server = start(cfg);
+        // Many small pipelined requests still work with a small buffer.
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/small.html", "").repeat(200).as_bytes());
+        for _ in 0..200 {
+            assert_eq!(cl.read_response(false).unwrap().status, 200);
+        }
+        // A head larger than the buffer is refused.
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/", &format!("X-A: {}\r\n", "b".repeat(3000))).as_bytes());
+        assert_eq!(cl.read_response(false).unwrap().status, 431, "[{}]", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn changed_file_is_served_fresh() {
+    let site = site();
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.keep_alive && v.pipelining)
+    {
+        let mut cfg = config(&v, &site.root);
+        cfg.revalidate = Duration::ZERO;
+        let server = start(cfg);
+        let path = site.root.join("changing.txt");
+        std::fs::write(&path, b"one\n").unwrap();
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/changing.txt", "").as_bytes());
+        assert_eq!(cl.read_response(false).unwrap().body, b"one\n");
+        std::fs::write(&path, b"second\n").unwrap();
+        cl.send(get("/changing.txt", "").as_bytes());
+        assert_eq!(
+            cl.read_response(false).unwrap().body,
+            b"second\n",
+            "[{}]",
+            v.name
+        );
+        std::fs::remove_file(&path).unwrap();
+        cl.send(get("/changing.txt", "").as_bytes());
+        assert_eq!(cl.read_response(false).unwrap().status, 404, "[{}]", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn directory_listing_when_enabled() {
+    let site = site();
+    let mut cfg = config(&variants()[0], &site.root);
+    cfg.list_dirs = true;
+    let server = start(cfg);
+    let mut cl = Client::new(server.local_addr());
+    cl.send(get("/noindex/", "").as_bytes());
+    let r = cl.read_response(false).unwrap();
+    assert_eq!(r.status, 200);
+    assert!(
+        find(&r.body, b"href=\"file%2Etxt\"").is_some() || find(&r.body, b"file.txt").is_some()
+    );
+}
+
+#[test]
+fn access_log_common_format() {
+    let site = site();
+    let log = site.dir.path().join("access.log");
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.keep_alive && v.pipelining)
+    {
+        let _ = std::fs::remove_file(&log);
+        let mut cfg = config(&v, &site.root);
+        cfg.access_log = Some(httplab_server::AccessLog::File(log.clone()));
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/small.html", "Connection: close\r\n").as_bytes());
+        cl.read_response(false).unwrap();
+        assert!(cl.at_eof());
+        server.shutdown();
+        let text = std::fs::read_to_string(&log).unwrap();
+        let line = text.lines().next().unwrap_or_default();
+        assert!(line.starts_with("127.0.0.1 - - ["), "[{}] {line}", v.name);
+        assert!(
+            line.ends_with("\"GET /small.html HTTP/1.1\" 200 87"),
+            "[{}] {line}",
+            v.name
+        );
+    }
+}
+
+#[test]
+fn graceful_shutdown_finishes_response_in_flight() {
+    let site = site();
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.keep_alive && v.pipelining)
+    {
+        let mut cfg = config(&v, &site.root);
+        cfg.sendfile_chunk = 16 * 1024;
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/big.bin", "").as_bytes());
+        // Read the first bytes so the response is in flight, then stop.
+        let mut first = [0u8; 16];
+        cl.stream.read_exact(&mut first).unwrap();
+        let addr = server.local_addr();
+        let t = std::thread::spawn(move || server.shutdown());
+        let mut rest = Vec::new();
+        cl.stream.read_to_end(&mut rest).unwrap();
+        let mut all = first.to_vec();
+        all.extend_from_slice(&rest);
+        let body_at = find(&all, b"\r\n\r\n").unwrap() + 4;
+        assert!(
+            all[body_at..] == site.big[..],
+            "[{}] in-flight response completed",
+            v.name
+        );
+        t.join().unwrap();
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "[{}] not accepting after shutdown",
+            v.name
+        );
+    }
+}
+
+#[test]
+fn startup_errors_are_clear() {
+    let site = site();
+    let mut cfg = httplab_server::ServerConfig::for_root(site.root.join("does-not-exist"));
+    let e = httplab_server::Server::start(cfg.clone()).unwrap_err();
+    assert!(format!("{e:#}").contains("does-not-exist"), "{e:#}");
+    cfg.root = site.root.clone();
+    let first = start(cfg.clone());
+    for model in [httplab_server::Model::Event, httplab_server::Model::Threads] {
+        cfg.listen = first.local_addr();
+        cfg.model = model;
+        let e = httplab_server::Server::start(cfg.clone()).unwrap_err();
+        assert!(format!("{e:#}").contains("address already in use"), "{e:#}");
+    }
+    cfg.root = site.root.join("small.html");
+    cfg.listen = "127.0.0.1:0".parse().unwrap();
+    assert!(httplab_server::Server::start(cfg).is_err());
+}
+
+#[test]
+fn stats_json_lines_parse() {
+    let site = site();
+    let path = site.dir.path().join("stats.jsonl");
+    let mut cfg = config(&variants()[0], &site.root);
+    cfg.stats_interval = Some(Duration::from_secs(3600));
+    cfg.stats_json = Some(path.clone());
+    let server = start(cfg);
+    let mut cl = Client::new(server.local_addr());
+    for _ in 0..5 {
+        cl.send(get("/small.html", "").as_bytes());
+        cl.read_response(false).unwrap();
+    }
+    drop(cl);
+    server.shutdown();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = text.lines().last().expect("a stats line at shutdown");
+    for key in [
+        "\"t\":",
+        "\"open\":",
+        "\"accepted\":",
+        "\"requests\":",
+        "\"bytes_out\":",
+        "\"rss\":",
+        "\"cpu_pct\":",
+    ] {
+        assert!(line.contains(key), "{key} missing in {line}");
+    }
+    let requests: u64 = line
+        .split("\"requests\":")
+        .nth(1)
+        .and_then(|s| s.split(',').next())
+        .and_then(|s| s.parse().ok())
+        .expect("requests number");
+    assert_eq!(requests, 5);
+}

@@ -1,0 +1,281 @@
+//! Shared helpers for the integration tests: a fixture site, the list of
+//! server variants (model × protocol mode) every conformance test runs
+//! against, and a small raw-socket HTTP/1.1 client.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use httplab_server::{Model, Server, ServerConfig, ServerHandle};
+
+/// Safety net for reads: a broken server fails the test instead of hanging
+/// it. Never used to wait for something to happen.
+pub const READ_GUARD: Duration = Duration::from_secs(10);
+
+/// The 87-byte file of the benchmarks.
+pub const SMALL: &[u8] =
+    b"<!DOCTYPE html><html><head><title>small</title></head><body>87 bytes</body></html>\n\n\n\n\n";
+
+/// A fixture site in a temporary directory, plus a secret file outside it.
+pub struct Site {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub secret: PathBuf,
+    pub big: Vec<u8>,
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+pub fn site() -> Site {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("www");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(root.join("noindex")).unwrap();
+    std::fs::create_dir_all(root.join("a b")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = outside.join("secret.txt");
+    std::fs::write(&secret, b"TOP-SECRET-DO-NOT-SERVE\n").unwrap();
+    std::fs::write(root.join("small.html"), SMALL).unwrap();
+    assert_eq!(SMALL.len(), 87);
+    std::fs::write(
+        root.join("4k.txt"),
+        pattern(4096, 7)
+            .iter()
+            .map(|b| b'a' + b % 26)
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    std::fs::write(root.join("sub/index.html"), b"<h1>sub index</h1>\n").unwrap();
+    std::fs::write(root.join("noindex/file.txt"), b"x\n").unwrap();
+    std::fs::write(root.join("a b/c d.txt"), b"spaces\n").unwrap();
+    std::fs::write(root.join("index.html"), b"<h1>root</h1>\n").unwrap();
+    std::fs::write(root.join("data.json"), b"{}\n").unwrap();
+    std::fs::write(root.join("blob.unknownext"), b"??\n").unwrap();
+    let big = pattern(3 * 1024 * 1024 + 17, 42);
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("escape.txt")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("escape-dir")).unwrap();
+    std::os::unix::fs::symlink(root.join("small.html"), root.join("inside-link.html")).unwrap();
+    Site {
+        root,
+        secret,
+        big,
+        dir,
+    }
+}
+
+/// One server configuration the suite runs against.
+#[derive(Debug, Clone, Copy)]
+pub struct Variant {
+    pub name: &'static str,
+    pub model: Model,
+    pub keep_alive: bool,
+    pub pipelining: bool,
+}
+
+/// Every model in every protocol mode.
+pub fn variants() -> Vec<Variant> {
+    let mut v = Vec::new();
+    for (model, mname) in [
+        (Model::Event, "event"),
+        (Model::Threads, "threads"),
+        (Model::Fork, "fork"),
+        (Model::Single, "single"),
+    ] {
+        for (ka, pl, mode) in [
+            (true, true, "default"),
+            (false, true, "keep-alive-off"),
+            (true, false, "pipelining-off"),
+        ] {
+            v.push(Variant {
+                name: Box::leak(format!("{mname}/{mode}").into_boxed_str()),
+                model,
+                keep_alive: ka,
+                pipelining: pl,
+            });
+        }
+    }
+    v
+}
+
+/// Test configuration for `v` serving `root`: short timeouts, two workers.
+pub fn config(v: &Variant, root: &Path) -> ServerConfig {
+    let mut c = ServerConfig::for_root(root);
+    c.model = v.model;
+    c.keep_alive = v.keep_alive;
+    c.pipelining = v.pipelining;
+    c.workers = 2;
+    c.threads = 4;
+    c.max_children = 64;
+    c.idle_timeout = Duration::from_secs(5);
+    c.header_timeout = Duration::from_secs(5);
+    c.shutdown_timeout = Duration::from_secs(2);
+    c
+}
+
+pub fn start(cfg: ServerConfig) -> ServerHandle {
+    Server::start(cfg).expect("server starts")
+}
+
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(READ_GUARD)).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+/// A parsed response.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn closes(&self) -> bool {
+        self.header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+}
+
+/// A buffered reader of responses on one connection.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn new(addr: SocketAddr) -> Self {
+        Client {
+            stream: connect(addr),
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn wrap(stream: TcpStream) -> Self {
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, data: &[u8]) {
+        self.stream.write_all(data).expect("send");
+    }
+
+    fn fill(&mut self) -> usize {
+        let mut tmp = [0u8; 65536];
+        match self.stream.read(&mut tmp) {
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                n
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
+            Err(e) => panic!("read failed (server hung?): {e}"),
+        }
+    }
+
+    /// Reads one response; `head` says the request was HEAD (no body).
+    /// Returns None on a clean EOF before any byte of a response.
+    pub fn read_response(&mut self, head: bool) -> Option<Resp> {
+        let end = loop {
+            if let Some(p) = find(&self.buf, b"\r\n\r\n") {
+                break p + 4;
+            }
+            if self.fill() == 0 {
+                assert!(
+                    self.buf.is_empty(),
+                    "EOF inside a response head: {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                );
+                return None;
+            }
+        };
+        let text = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+        let mut lines = text.split("\r\n");
+        let status_line = lines.next().unwrap_or("");
+        assert!(
+            status_line.starts_with("HTTP/1.1 "),
+            "bad status line {status_line:?}"
+        );
+        let status: u16 = status_line[9..12].parse().expect("status code");
+        let headers: Vec<(String, String)> = lines
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (n, v) = l.split_once(':').expect("header colon");
+                (n.to_string(), v.trim().to_string())
+            })
+            .collect();
+        self.buf.drain(..end);
+        let mut r = Resp {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        let len: usize = if head || status == 304 || status == 204 {
+            0
+        } else {
+            r.header("content-length")
+                .expect("every response has Content-Length")
+                .parse()
+                .expect("numeric Content-Length")
+        };
+        while self.buf.len() < len {
+            if self.fill() == 0 {
+                panic!("EOF inside a body: have {} of {len}", self.buf.len());
+            }
+        }
+        r.body = self.buf.drain(..len).collect();
+        Some(r)
+    }
+
+    /// True when the server closes the connection with nothing more sent.
+    pub fn at_eof(&mut self) -> bool {
+        self.buf.is_empty() && self.fill() == 0
+    }
+}
+
+pub fn find(h: &[u8], n: &[u8]) -> Option<usize> {
+    h.windows(n.len()).position(|w| w == n)
+}
+
+/// `GET path` with a Host header and optional extra header lines.
+pub fn get(path: &str, extra: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: test\r\n{extra}\r\n")
+}
+
+/// Whether a peer binary is usable; under CI=true a missing one fails.
+pub fn require_tool(name: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{name} is required under CI=true but was not found in PATH");
+    }
+    eprintln!("SKIP: {name} not found in PATH (install it, or set CI=true to make this a failure)");
+    false
+}
