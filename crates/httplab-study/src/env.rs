@@ -1,0 +1,76 @@
+//! Machine facts for the report's environment section.
+
+use std::fs;
+
+use httplab_model::Environment;
+
+/// Kernel, CPU, cores and memory of this machine.
+pub fn environment() -> Environment {
+    let osrel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let ostype = fs::read_to_string("/proc/sys/kernel/ostype").unwrap_or_else(|_| "Linux".into());
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| {
+            l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu model")
+        })
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory_bytes = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024);
+    Environment {
+        kernel: format!("{} {}", ostype.trim(), osrel.trim()),
+        cpu_model,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        client_affinity: Vec::new(),
+        memory_bytes,
+        extra: Default::default(),
+    }
+}
+
+/// Seconds of user and system CPU this process has used.
+pub fn self_cpu() -> (f64, f64) {
+    let Ok(s) = fs::read_to_string("/proc/self/stat") else {
+        return (0.0, 0.0);
+    };
+    let Some(rest) = s.rfind(')').map(|i| &s[i + 2..]) else {
+        return (0.0, 0.0);
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let g = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / hz;
+    (g(11), g(12))
+}
+
+/// Current UTC time, RFC 3339 (seconds).
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}

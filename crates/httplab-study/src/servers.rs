@@ -1,0 +1,669 @@
+//! Servers under test: writes each peer's configuration, starts it pinned in
+//! its own process group on a free loopback port, waits until it answers,
+//! and stops it by PID afterwards.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+
+use crate::spec::{ServerInstance, ServerKind};
+
+/// Where a peer lives and which Debian package provides it.
+pub struct PeerBinary {
+    /// Candidate paths, first existing wins; then `$PATH` lookup of `name`.
+    pub paths: &'static [&'static str],
+    /// Program name for a `$PATH` search.
+    pub name: &'static str,
+    /// Debian package.
+    pub package: &'static str,
+}
+
+/// The binary and package of a peer kind (None for httplab and commands).
+pub fn peer_binary(kind: ServerKind) -> Option<PeerBinary> {
+    Some(match kind {
+        ServerKind::Nginx => PeerBinary {
+            paths: &["/usr/sbin/nginx"],
+            name: "nginx",
+            package: "nginx",
+        },
+        ServerKind::Apache => PeerBinary {
+            paths: &["/usr/sbin/apache2", "/usr/sbin/httpd"],
+            name: "apache2",
+            package: "apache2",
+        },
+        ServerKind::Lighttpd => PeerBinary {
+            paths: &["/usr/sbin/lighttpd"],
+            name: "lighttpd",
+            package: "lighttpd",
+        },
+        ServerKind::H2o => PeerBinary {
+            paths: &["/usr/bin/h2o", "/usr/sbin/h2o"],
+            name: "h2o",
+            package: "h2o",
+        },
+        ServerKind::Httplab | ServerKind::Command => return None,
+    })
+}
+
+/// Finds `name` on `$PATH`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn find_peer(b: &PeerBinary) -> Option<PathBuf> {
+    b.paths
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| which(b.name))
+}
+
+/// Apache's module directory (Debian layout first).
+fn apache_modules() -> Option<PathBuf> {
+    [
+        "/usr/lib/apache2/modules",
+        "/usr/lib64/httpd/modules",
+        "/usr/lib/httpd/modules",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.join("mod_authz_core.so").is_file())
+}
+
+/// Why a server cannot run here.
+#[derive(Debug, Clone)]
+pub enum Unavailable {
+    /// The peer binary is missing.
+    NotInstalled {
+        /// Debian package to install.
+        package: String,
+    },
+    /// Something else (e.g. the httplab binary cannot be found).
+    Other(String),
+}
+
+impl Unavailable {
+    /// Text for the report's reason column.
+    pub fn reason(&self) -> String {
+        match self {
+            Unavailable::NotInstalled { package } => {
+                format!("not installed (Debian package: {package})")
+            }
+            Unavailable::Other(s) => s.clone(),
+        }
+    }
+}
+
+/// Everything needed to start one server.
+#[derive(Debug, Clone)]
+pub struct LaunchPlan {
+    /// Report label.
+    pub name: String,
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// Configuration files to write: (file name in the work dir, content).
+    pub files: Vec<(String, String)>,
+    /// Error log to show when it fails (relative to the work dir).
+    pub error_log: Option<String>,
+    /// Port it will listen on.
+    pub port: u16,
+    /// Readiness probe path.
+    pub ready_path: String,
+    /// Readiness deadline.
+    pub ready_timeout: Duration,
+}
+
+/// Inputs shared by every server of a study.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// Document root.
+    pub root: PathBuf,
+    /// Per-server working directory (configs, pid files, logs).
+    pub work: PathBuf,
+    /// The httplab binary (for `kind = "httplab"`).
+    pub httplab_exe: Option<PathBuf>,
+    /// Default readiness path.
+    pub probe_path: String,
+}
+
+/// Picks a free loopback port (the kernel's choice; released before use).
+pub fn free_port() -> Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn subst(s: &str, port: u16, root: &Path, dir: &Path, workers: u32) -> String {
+    s.replace("{port}", &port.to_string())
+        .replace("{root}", &root.to_string_lossy())
+        .replace("{dir}", &dir.to_string_lossy())
+        .replace("{workers}", &workers.to_string())
+}
+
+/// Builds the launch plan of one server (config text, argv), or says why it cannot run.
+pub fn plan(
+    inst: &ServerInstance,
+    ctx: &Context,
+    port: u16,
+) -> std::result::Result<LaunchPlan, Unavailable> {
+    let sv = &inst.spec;
+    let root = ctx.root.to_string_lossy().into_owned();
+    let dir = ctx.work.to_string_lossy().into_owned();
+    let keep_alive = sv.keep_alive.unwrap_or(true);
+    let sendfile = sv.sendfile.unwrap_or(true);
+    let mut p = LaunchPlan {
+        name: inst.name.clone(),
+        argv: Vec::new(),
+        env: Vec::new(),
+        files: Vec::new(),
+        error_log: Some("error.log".into()),
+        port,
+        ready_path: sv
+            .ready_path
+            .clone()
+            .unwrap_or_else(|| ctx.probe_path.clone()),
+        ready_timeout: Duration::from_secs_f64(
+            sv.ready_timeout_s.unwrap_or(15.0).clamp(0.1, 600.0),
+        ),
+    };
+    let bin = match peer_binary(sv.kind) {
+        Some(b) => match find_peer(&b) {
+            Some(path) => Some(path.to_string_lossy().into_owned()),
+            None => {
+                return Err(Unavailable::NotInstalled {
+                    package: b.package.to_string(),
+                })
+            }
+        },
+        None => None,
+    };
+    let bin = bin.unwrap_or_default();
+    match sv.kind {
+        ServerKind::Httplab => {
+            let exe = ctx.httplab_exe.as_ref().ok_or_else(|| {
+                Unavailable::Other(
+                    "httplab binary not found (run inside `httplab study`, or set HTTPLAB_BIN)"
+                        .into(),
+                )
+            })?;
+            let model = sv.model.as_deref().unwrap_or("event");
+            let mut argv = vec![
+                exe.to_string_lossy().into_owned(),
+                "serve".into(),
+                "--root".into(),
+                root.clone(),
+                "--listen".into(),
+                format!("127.0.0.1:{port}"),
+                "--model".into(),
+                model.into(),
+                "--quiet".into(),
+            ];
+            if let Some(w) = inst.workers {
+                let flag = match model {
+                    "threads" => "--threads",
+                    "fork" => "--max-children",
+                    _ => "--workers",
+                };
+                argv.push(flag.into());
+                argv.push(w.to_string());
+            }
+            match sv.mode.as_deref() {
+                Some("close") => argv.push("--no-keep-alive".into()),
+                Some("keep-alive") => argv.push("--no-pipelining".into()),
+                _ if !keep_alive => argv.push("--no-keep-alive".into()),
+                _ => {}
+            }
+            argv.extend(sv.args.iter().cloned());
+            p.argv = argv;
+            p.error_log = None;
+        }
+        ServerKind::Nginx => {
+            let workers = inst.workers.unwrap_or(1);
+            let user = if is_root() { "user root root;\n" } else { "" };
+            let ka = if keep_alive {
+                "keepalive_timeout 75s;\n  keepalive_requests 1000000;"
+            } else {
+                "keepalive_timeout 0;"
+            };
+            let conf = format!(
+                "# written by httplab study\n\
+                 daemon off;\nmaster_process on;\n{user}worker_processes {workers};\n\
+                 worker_rlimit_nofile 65536;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
+                 events {{ worker_connections 16384; }}\n\
+                 http {{\n  access_log off;\n  sendfile {sf};\n  tcp_nopush on;\n  tcp_nodelay on;\n  {ka}\n\
+                 \x20 client_body_temp_path {dir}/client_body;\n  proxy_temp_path {dir}/proxy;\n\
+                 \x20 fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
+                 \x20 types {{ text/html html; text/plain txt; image/gif gif; image/jpeg jpg; }}\n\
+                 \x20 default_type application/octet-stream;\n\
+                 \x20 server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    root {root};\n  }}\n}}\n",
+                sf = if sendfile { "on" } else { "off" },
+            );
+            p.files.push(("nginx.conf".into(), conf));
+            p.argv = vec![
+                bin,
+                "-p".into(),
+                format!("{dir}/"),
+                "-c".into(),
+                format!("{dir}/nginx.conf"),
+                "-e".into(),
+                format!("{dir}/error.log"),
+            ];
+        }
+        ServerKind::Apache => {
+            let mpm = sv.mpm.as_deref().unwrap_or("event");
+            let Some(mods) = apache_modules() else {
+                return Err(Unavailable::NotInstalled {
+                    package: "apache2".into(),
+                });
+            };
+            let mods = mods.to_string_lossy();
+            let workers = inst.workers.unwrap_or(if mpm == "prefork" { 8 } else { 2 });
+            let tpc = sv.threads_per_child.unwrap_or(25).max(1);
+            let mpm_conf = if mpm == "prefork" {
+                let max = workers.max(1);
+                format!(
+                    "StartServers {w}\nMinSpareServers {w}\nMaxSpareServers {w}\nServerLimit {max}\nMaxRequestWorkers {max}\n",
+                    w = workers.max(1)
+                )
+            } else {
+                format!(
+                    "StartServers {w}\nServerLimit {w}\nThreadLimit {tpc}\nThreadsPerChild {tpc}\nMinSpareThreads {tpc}\nMaxSpareThreads {mx}\nMaxRequestWorkers {mx}\n",
+                    w = workers.max(1),
+                    mx = workers.max(1) * tpc
+                )
+            };
+            // Apache refuses to serve as root, so as root it switches to
+            // nobody; the corpus is world-readable for that reason.
+            let user = if is_root() {
+                "User nobody\nGroup nogroup\n"
+            } else {
+                ""
+            };
+            let conf = format!(
+                "# written by httplab study\nServerRoot \"{dir}\"\nServerName 127.0.0.1\n\
+                 LoadModule mpm_{mpm}_module {mods}/mod_mpm_{mpm}.so\n\
+                 LoadModule authz_core_module {mods}/mod_authz_core.so\n\
+                 LoadModule mime_module {mods}/mod_mime.so\n\
+                 {user}Listen 127.0.0.1:{port}\nListenBacklog 4096\nPidFile \"{dir}/apache.pid\"\n\
+                 DefaultRuntimeDir \"{dir}\"\nMutex file:{dir} default\n\
+                 ErrorLog \"{dir}/error.log\"\nLogLevel warn\nDocumentRoot \"{root}\"\n\
+                 <Directory \"{root}\">\n  Require all granted\n  AllowOverride None\n</Directory>\n\
+                 AddType text/html .html\nAddType text/plain .txt\nAddType image/gif .gif\nAddType image/jpeg .jpg\n\
+                 KeepAlive {ka}\nMaxKeepAliveRequests 0\nKeepAliveTimeout 5\nEnableSendfile {sf}\n{mpm_conf}",
+                ka = if keep_alive { "On" } else { "Off" },
+                sf = if sendfile { "On" } else { "Off" },
+            );
+            p.files.push(("apache.conf".into(), conf));
+            p.argv = vec![
+                bin,
+                "-d".into(),
+                dir.clone(),
+                "-f".into(),
+                format!("{dir}/apache.conf"),
+                "-DFOREGROUND".into(),
+            ];
+        }
+        ServerKind::Lighttpd => {
+            let workers = inst.workers.unwrap_or(1);
+            let mut conf = format!(
+                "# written by httplab study\nserver.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\n\
+                 server.port = {port}\nserver.pid-file = \"{dir}/lighttpd.pid\"\nserver.errorlog = \"{dir}/error.log\"\n\
+                 server.max-connections = 8192\nserver.max-fds = 16384\n\
+                 server.max-keep-alive-requests = {kar}\nserver.max-keep-alive-idle = 5\n\
+                 server.network-backend = \"{nb}\"\n\
+                 mimetype.assign = ( \".html\" => \"text/html\", \".txt\" => \"text/plain\", \".gif\" => \"image/gif\", \".jpg\" => \"image/jpeg\", \"\" => \"application/octet-stream\" )\n",
+                kar = if keep_alive { 1_000_000 } else { 0 },
+                nb = if sendfile { "sendfile" } else { "writev" },
+            );
+            if workers > 1 {
+                conf.push_str(&format!("server.max-worker = {workers}\n"));
+            }
+            p.files.push(("lighttpd.conf".into(), conf));
+            p.argv = vec![
+                bin,
+                "-D".into(),
+                "-f".into(),
+                format!("{dir}/lighttpd.conf"),
+            ];
+        }
+        ServerKind::H2o => {
+            let workers = inst.workers.unwrap_or(1);
+            let user = if is_root() { "user: root\n" } else { "" };
+            let conf = format!(
+                "# written by httplab study\nlisten:\n  host: 127.0.0.1\n  port: {port}\n\
+                 num-threads: {workers}\nmax-connections: 16384\n{user}pid-file: {dir}/h2o.pid\n\
+                 error-log: {dir}/error.log\nhttp1-request-timeout: 75\n\
+                 file.send-gzip: OFF\n\
+                 hosts:\n  default:\n    paths:\n      /:\n        file.dir: {root}\n{ka}",
+                ka = if keep_alive {
+                    ""
+                } else {
+                    "        header.set: \"Connection: close\"\n"
+                },
+            );
+            p.files.push(("h2o.conf".into(), conf));
+            p.argv = vec![bin, "-c".into(), format!("{dir}/h2o.conf")];
+        }
+        ServerKind::Command => {
+            let w = inst.workers.unwrap_or(1);
+            p.argv = sv
+                .command
+                .iter()
+                .map(|a| subst(a, port, &ctx.root, &ctx.work, w))
+                .collect();
+            p.env = sv
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), subst(v, port, &ctx.root, &ctx.work, w)))
+                .collect();
+            p.error_log = None;
+            let prog = &p.argv[0];
+            if which(prog).is_none() {
+                return Err(Unavailable::Other(format!("command '{prog}' not found")));
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// A started server.
+pub struct Running {
+    /// Report label.
+    pub name: String,
+    /// Root PID (also its process group).
+    pub pid: i32,
+    /// Listening address.
+    pub addr: SocketAddr,
+    child: Child,
+    work: PathBuf,
+    error_log: Option<String>,
+    stopped: bool,
+}
+
+/// Builds a cpu_set_t from core numbers.
+fn cpu_set(cores: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cores {
+        if c < libc::CPU_SETSIZE as usize {
+            // SAFETY: `c` is below CPU_SETSIZE, so the bit is inside `set`.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+    }
+    set
+}
+
+/// Pins the calling thread to `cores` (no-op when empty).
+pub fn pin_current_thread(cores: &[usize]) -> Result<()> {
+    if cores.is_empty() {
+        return Ok(());
+    }
+    let set = cpu_set(cores);
+    // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        bail!(
+            "sched_setaffinity({cores:?}): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Online CPUs this process may use.
+pub fn allowed_cores() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread; `set` is writable and of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: the index is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Writes the plan's files and starts the server pinned to `cores`, in its own
+/// process group, then waits (bounded) until it answers `ready_path`.
+pub fn start(p: &LaunchPlan, work: &Path, cores: &[usize]) -> Result<Running> {
+    fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
+    crate::corpus::make_world_readable(work)?;
+    for (name, text) in &p.files {
+        fs::write(work.join(name), text).with_context(|| format!("writing {name}"))?;
+    }
+    let out = fs::File::create(work.join("stdout.log"))?;
+    let err = fs::File::create(work.join("stderr.log"))?;
+    let mut cmd = Command::new(&p.argv[0]);
+    cmd.args(&p.argv[1..])
+        .current_dir(work)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0);
+    for (k, v) in &p.env {
+        cmd.env(k, v);
+    }
+    if !cores.is_empty() {
+        let set = cpu_set(cores);
+        // SAFETY: the closure runs in the forked child before exec and only
+        // makes the async-signal-safe sched_setaffinity system call on a
+        // cpu_set_t built before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", p.argv.join(" ")))?;
+    let mut r = Running {
+        name: p.name.clone(),
+        pid: child.id() as i32,
+        addr: SocketAddr::from(([127, 0, 0, 1], p.port)),
+        child,
+        work: work.to_path_buf(),
+        error_log: p.error_log.clone(),
+        stopped: false,
+    };
+    if let Err(e) = r.wait_ready(&p.ready_path, p.ready_timeout) {
+        r.stop();
+        return Err(e);
+    }
+    Ok(r)
+}
+
+/// One GET; Ok(status) when an HTTP response head arrived.
+pub fn probe(addr: SocketAddr, path: &str, timeout: Duration) -> Result<u16> {
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    while n < 12 {
+        let k = s.read(&mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    let head = String::from_utf8_lossy(&buf[..n]);
+    if !head.starts_with("HTTP/1.") || n < 12 {
+        bail!("not an HTTP response: {head:?}");
+    }
+    head[9..12].parse::<u16>().context("bad status code")
+}
+
+impl Running {
+    /// Polls until `path` answers 200, the process exits, or `timeout` passes.
+    pub fn wait_ready(&mut self, path: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut last;
+        loop {
+            if let Some(why) = self.exited() {
+                bail!(
+                    "{} exited at start-up ({why}){}",
+                    self.name,
+                    self.log_tail()
+                );
+            }
+            match probe(self.addr, path, Duration::from_millis(500)) {
+                Ok(200) => return Ok(()),
+                Ok(code) => last = format!("GET {path} answered {code}"),
+                Err(e) => last = e.to_string(),
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} did not answer GET {path} on {} within {:.1} s (last: {last}){}",
+                    self.name,
+                    self.addr,
+                    timeout.as_secs_f64(),
+                    self.log_tail()
+                );
+            }
+            // Bounded readiness poll: the deadline above ends it.
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// `Some(description)` once the root process has exited.
+    pub fn exited(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(Some(st)) => Some(describe_exit(st)),
+            Ok(None) => None,
+            Err(e) => Some(format!("cannot wait: {e}")),
+        }
+    }
+
+    /// Last lines of the server's logs, for error messages.
+    pub fn log_tail(&self) -> String {
+        let mut names = vec!["stderr.log".to_string(), "stdout.log".to_string()];
+        if let Some(e) = &self.error_log {
+            names.push(e.clone());
+        }
+        let mut out = String::new();
+        for n in names {
+            if let Ok(t) = fs::read_to_string(self.work.join(&n)) {
+                let lines: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+                let tail = &lines[lines.len().saturating_sub(3)..];
+                if !tail.is_empty() {
+                    out.push_str(&format!("; {n}: {}", tail.join(" | ")));
+                }
+            }
+        }
+        out
+    }
+
+    /// Stops the server: SIGTERM to its process group, then SIGKILL after 5 s.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let pg = self.pid;
+        // SAFETY: kill() with a negative pid signals the process group this
+        // runner created for the server (process_group(0) at spawn).
+        unsafe { libc::kill(-pg, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Whatever is left of the group (workers, stuck children) goes now.
+        // SAFETY: as above; ESRCH when the group is already gone is fine.
+        unsafe { libc::kill(-pg, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn describe_exit(st: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!(
+            "killed by signal {s}{}",
+            if s == 9 { " (SIGKILL)" } else { "" }
+        ),
+        _ => "exited".into(),
+    }
+}
+
+/// The version string of a server kind, e.g. "nginx/1.22.1" (None if unknown).
+pub fn version(inst: &ServerInstance, httplab_exe: Option<&Path>) -> Option<String> {
+    let (prog, args): (String, Vec<String>) = match inst.spec.kind {
+        ServerKind::Httplab => {
+            return Some(format!("httplab {}", env!("CARGO_PKG_VERSION")))
+                .filter(|_| httplab_exe.is_some())
+        }
+        ServerKind::Command => {
+            let v = &inst.spec.version_command;
+            let (first, rest) = v.split_first()?;
+            (first.clone(), rest.to_vec())
+        }
+        k => {
+            let b = peer_binary(k)?;
+            let path = find_peer(&b)?;
+            let flag = if k == ServerKind::H2o {
+                "--version"
+            } else {
+                "-v"
+            };
+            (path.to_string_lossy().into_owned(), vec![flag.into()])
+        }
+    };
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())?
+        .trim_start_matches("nginx version: ")
+        .trim_start_matches("Server version: ")
+        .to_string();
+    Some(line)
+}

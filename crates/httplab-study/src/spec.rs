@@ -1,0 +1,808 @@
+//! The study file: a TOML document declaring corpus, servers, pinning,
+//! workloads and comparisons. See `docs/study-format.md`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Deserializer};
+
+/// A byte count written as an integer (`12855`) or with a unit (`"87B"`,
+/// `"12.9KB"`, `"2.9MB"`, `"32MiB"`). KB/MB/GB are powers of 1000,
+/// KiB/MiB/GiB powers of 1024.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl Size {
+    /// Parses `"12.9KB"`-style text.
+    pub fn parse(text: &str) -> Result<Size> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let n: f64 = num.parse().with_context(|| {
+            format!("bad size '{text}': expected a number such as 87, \"12.9KB\" or \"32MiB\"")
+        })?;
+        let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1.0,
+            "k" | "kb" => 1e3,
+            "kib" => 1024.0,
+            "m" | "mb" => 1e6,
+            "mib" => 1024.0 * 1024.0,
+            "g" | "gb" => 1e9,
+            "gib" => 1024.0 * 1024.0 * 1024.0,
+            other => {
+                bail!("bad size unit '{other}' in '{text}' (use B, KB, KiB, MB, MiB, GB or GiB)")
+            }
+        };
+        let v = (n * mult).round();
+        if !(0.0..=64e9).contains(&v) {
+            bail!("size '{text}' out of range (0 B to 64 GB)");
+        }
+        Ok(Size(v as u64))
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&human_bytes(self.0))
+    }
+}
+
+/// 87 B, 12.9 KB, 2.9 MB (decimal units, as the seeds write them).
+pub fn human_bytes(b: u64) -> String {
+    let v = b as f64;
+    if b < 1000 {
+        format!("{b} B")
+    } else if v < 1e6 {
+        format!("{:.1} KB", v / 1e3)
+    } else if v < 1e9 {
+        format!("{:.1} MB", v / 1e6)
+    } else {
+        format!("{:.2} GB", v / 1e9)
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Size(n)),
+            Raw::S(s) => Size::parse(&s).map_err(|e| serde::de::Error::custom(format!("{e:#}"))),
+        }
+    }
+}
+
+/// One integer or a list of them (`workers = 4` or `workers = [1, 5, 10]`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// A single value.
+    One(u32),
+    /// Several values: the server entry expands into one server per value.
+    Many(Vec<u32>),
+}
+
+impl OneOrMany {
+    /// The values, in order.
+    pub fn values(&self) -> Vec<u32> {
+        match self {
+            OneOrMany::One(v) => vec![*v],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// A whole study file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyFile {
+    /// Short name (`file-sizes`), used in the report title and file names.
+    pub name: String,
+    /// One-line title.
+    #[serde(default)]
+    pub title: String,
+    /// What the study asks; printed at the top of the report.
+    #[serde(default)]
+    pub description: String,
+    /// Which seed report this reproduces, if any.
+    #[serde(default)]
+    pub seed: String,
+    /// Default repetitions of every workload (seed 004 averaged 5).
+    #[serde(default = "one")]
+    pub repetitions: u32,
+    /// Files to generate.
+    #[serde(default)]
+    pub corpus: Corpus,
+    /// Core assignment.
+    #[serde(default)]
+    pub pinning: Pinning,
+    /// Servers under test, in report order.
+    pub servers: Vec<ServerSpec>,
+    /// Workloads, in run order.
+    pub workloads: Vec<Workload>,
+    /// What the summary compares.
+    #[serde(default)]
+    pub compare: Compare,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The document root to generate.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Corpus {
+    /// Single files: `{ path = "small.txt", size = 87 }`.
+    #[serde(default)]
+    pub files: Vec<FileSpec>,
+    /// File sets: `{ name = "set50", count = 50, size = "68KB" }` →
+    /// `/set50/0000.bin` … `/set50/0049.bin`.
+    #[serde(default)]
+    pub sets: Vec<SetSpec>,
+    /// HTML pages with embedded objects: `{ name = "memes", objects = 20 }` →
+    /// `/memes.html` plus `/memes/obj000.gif` ….
+    #[serde(default)]
+    pub pages: Vec<PageSpec>,
+}
+
+/// One file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// Path under the root, e.g. `small.txt` or `img/big.jpg`.
+    pub path: String,
+    /// Size.
+    pub size: Size,
+}
+
+/// A set of equally sized files.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetSpec {
+    /// Directory name under the root.
+    pub name: String,
+    /// Number of files.
+    pub count: u32,
+    /// Size of each file.
+    pub size: Size,
+}
+
+/// An HTML page with embedded objects.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageSpec {
+    /// Page name: `/NAME.html`, objects under `/NAME/`.
+    pub name: String,
+    /// Number of embedded objects.
+    pub objects: u32,
+    /// Size of each object (default 4 KB).
+    #[serde(default = "default_object_size")]
+    pub object_size: Size,
+    /// Size of the HTML page itself, padded with text (default 4148 B, seed 000's page).
+    #[serde(default = "default_page_size")]
+    pub page_size: Size,
+}
+
+fn default_object_size() -> Size {
+    Size(4096)
+}
+fn default_page_size() -> Size {
+    Size(4148)
+}
+
+/// Which cores the servers and the load generator get. Cores this machine
+/// does not have are dropped (and noted in the report); an empty list means
+/// "not pinned".
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pinning {
+    /// Cores for every server process.
+    #[serde(default)]
+    pub server_cores: Vec<u32>,
+    /// Cores for the load generator's threads.
+    #[serde(default)]
+    pub client_cores: Vec<u32>,
+}
+
+/// Kinds of server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKind {
+    /// `httplab serve`, started as a separate process.
+    Httplab,
+    /// nginx.
+    Nginx,
+    /// Apache httpd 2.4 (`mpm` = event, worker or prefork).
+    Apache,
+    /// lighttpd 1.4.
+    Lighttpd,
+    /// h2o.
+    H2o,
+    /// Any command; `{port}`, `{root}`, `{dir}` and `{workers}` are substituted.
+    Command,
+}
+
+impl ServerKind {
+    /// Name as written in study files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerKind::Httplab => "httplab",
+            ServerKind::Nginx => "nginx",
+            ServerKind::Apache => "apache",
+            ServerKind::Lighttpd => "lighttpd",
+            ServerKind::H2o => "h2o",
+            ServerKind::Command => "command",
+        }
+    }
+}
+
+/// A server entry in the study file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// Label in the report (default derived from kind/model/mpm/workers).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What to run.
+    pub kind: ServerKind,
+    /// httplab: concurrency model (event, threads, fork, single).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// httplab: connection mode (close, keep-alive, pipeline).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// apache: MPM (event, worker, prefork).
+    #[serde(default)]
+    pub mpm: Option<String>,
+    /// Worker processes/threads; a list expands into one server per value.
+    #[serde(default)]
+    pub workers: Option<OneOrMany>,
+    /// apache event/worker: threads per child (default 25).
+    #[serde(default)]
+    pub threads_per_child: Option<u32>,
+    /// Keep-alive on (default true).
+    #[serde(default)]
+    pub keep_alive: Option<bool>,
+    /// sendfile on (default true).
+    #[serde(default)]
+    pub sendfile: Option<bool>,
+    /// command: argv (first element is the program).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// httplab: extra arguments for `httplab serve`.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// command: environment variables for the server.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// command: a command whose output is the version string (e.g. `["myserver", "--version"]`).
+    #[serde(default)]
+    pub version_command: Vec<String>,
+    /// Path fetched to decide the server is ready (default: the first corpus file).
+    #[serde(default)]
+    pub ready_path: Option<String>,
+    /// How long to wait for readiness, seconds (default 15).
+    #[serde(default)]
+    pub ready_timeout_s: Option<f64>,
+}
+
+/// Kinds of workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    /// httperf-style: `num_conns` connections, `num_calls` requests each, at `rate` per second (or back to back).
+    Load,
+    /// Closed loop: `users` each send `requests` requests, waiting for each reply (seed 004's client).
+    Users,
+    /// Rate sweep (autobench): `load` at `low_rate`, `low_rate + rate_step`, … `high_rate`.
+    Sweep,
+}
+
+impl WorkloadKind {
+    /// Name as written in study files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadKind::Load => "load",
+            WorkloadKind::Users => "users",
+            WorkloadKind::Sweep => "sweep",
+        }
+    }
+}
+
+/// Metrics the report can compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Replies per second (higher is better).
+    #[default]
+    ReplyRate,
+    /// Body MB/s received (higher is better).
+    ThroughputMbS,
+    /// Mean response time, ms (lower is better).
+    ResponseMs,
+    /// p99 response time, ms (lower is better).
+    P99Ms,
+    /// Mean connection lifetime, ms (lower is better).
+    ConnectionMs,
+    /// Fraction of expected body bytes received intact, % (higher is better).
+    Accuracy,
+    /// Server CPU seconds per 1000 replies (lower is better).
+    ServerCpuPerKreq,
+    /// Peak server RSS, MB (lower is better).
+    ServerRssMb,
+}
+
+impl Metric {
+    /// Every metric, in table order.
+    pub const ALL: [Metric; 8] = [
+        Metric::ReplyRate,
+        Metric::ThroughputMbS,
+        Metric::ResponseMs,
+        Metric::P99Ms,
+        Metric::ConnectionMs,
+        Metric::Accuracy,
+        Metric::ServerCpuPerKreq,
+        Metric::ServerRssMb,
+    ];
+    /// Column heading.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::ReplyRate => "replies/s",
+            Metric::ThroughputMbS => "MB/s",
+            Metric::ResponseMs => "response ms (mean)",
+            Metric::P99Ms => "response ms (p99)",
+            Metric::ConnectionMs => "connection ms (mean)",
+            Metric::Accuracy => "accuracy %",
+            Metric::ServerCpuPerKreq => "server CPU s / 1000 replies",
+            Metric::ServerRssMb => "server peak RSS MB",
+        }
+    }
+    /// Snake-case key (as in study files and CSV headers).
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::ReplyRate => "reply_rate",
+            Metric::ThroughputMbS => "throughput_mb_s",
+            Metric::ResponseMs => "response_ms",
+            Metric::P99Ms => "p99_ms",
+            Metric::ConnectionMs => "connection_ms",
+            Metric::Accuracy => "accuracy",
+            Metric::ServerCpuPerKreq => "server_cpu_per_kreq",
+            Metric::ServerRssMb => "server_rss_mb",
+        }
+    }
+    /// True when a larger value is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(
+            self,
+            Metric::ReplyRate | Metric::ThroughputMbS | Metric::Accuracy
+        )
+    }
+}
+
+/// A parameter a workload can vary across steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VaryParam {
+    /// Closed-loop users.
+    Users,
+    /// Open-loop rate.
+    Rate,
+    /// Requests per connection.
+    NumCalls,
+    /// Connections.
+    NumConns,
+    /// Pipeline depth.
+    Pipeline,
+    /// Target (`/path`, `set:NAME`, `page:NAME`).
+    Target,
+}
+
+impl VaryParam {
+    /// Name as written in study files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VaryParam::Users => "users",
+            VaryParam::Rate => "rate",
+            VaryParam::NumCalls => "num_calls",
+            VaryParam::NumConns => "num_conns",
+            VaryParam::Pipeline => "pipeline",
+            VaryParam::Target => "target",
+        }
+    }
+}
+
+/// A value of a varied parameter: a number or a target string.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum VaryValue {
+    /// Numeric parameter value.
+    Num(f64),
+    /// Target string.
+    Text(String),
+}
+
+impl fmt::Display for VaryValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VaryValue::Num(n) if n.fract() == 0.0 => write!(f, "{}", *n as i64),
+            VaryValue::Num(n) => write!(f, "{n}"),
+            VaryValue::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// One varied parameter and its values: one step per value.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vary {
+    /// Which parameter.
+    pub param: VaryParam,
+    /// Values, in step order.
+    pub values: Vec<VaryValue>,
+}
+
+/// A workload entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Name (section heading in the report).
+    pub name: String,
+    /// load, users or sweep.
+    pub kind: WorkloadKind,
+    /// What it shows; printed under the heading.
+    #[serde(default)]
+    pub description: String,
+    /// Servers to run it on, by name (default: all).
+    #[serde(default)]
+    pub servers: Vec<String>,
+    /// `/path`, `set:NAME` (every file of a set, in turn) or `page:NAME`
+    /// (the page, then each of its objects, like a browser).
+    pub target: String,
+    /// load/sweep: connections per second (absent: back to back).
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// load/sweep: connections to open.
+    #[serde(default)]
+    pub num_conns: Option<u64>,
+    /// Requests per connection (default 1).
+    #[serde(default)]
+    pub num_calls: Option<u64>,
+    /// Requests in flight per connection (default 1 = no pipelining).
+    #[serde(default)]
+    pub pipeline: Option<u32>,
+    /// users: simultaneous users.
+    #[serde(default)]
+    pub users: Option<u64>,
+    /// users: requests per user.
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// users: think time between requests, ms.
+    #[serde(default)]
+    pub think_ms: Option<f64>,
+    /// sweep: first rate.
+    #[serde(default)]
+    pub low_rate: Option<f64>,
+    /// sweep: last rate.
+    #[serde(default)]
+    pub high_rate: Option<f64>,
+    /// sweep: rate increment.
+    #[serde(default)]
+    pub rate_step: Option<f64>,
+    /// sweep: seconds per step (sets `num_conns = rate × step_s`, default 2).
+    #[serde(default)]
+    pub step_s: Option<f64>,
+    /// Reply timeout, seconds (default 5).
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+    /// Hard limit on one run, seconds (default 60).
+    #[serde(default)]
+    pub max_duration_s: Option<f64>,
+    /// A parameter to vary across steps.
+    #[serde(default)]
+    pub vary: Option<Vary>,
+    /// Repetitions (default: the study's `repetitions`).
+    #[serde(default)]
+    pub repetitions: Option<u32>,
+    /// Metric the summary ranks this workload by (default: the study's).
+    #[serde(default)]
+    pub metric: Option<Metric>,
+}
+
+/// What the report compares.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compare {
+    /// Server everyone is compared against (default: the first server).
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Default metric for the summary (default reply_rate).
+    #[serde(default)]
+    pub metric: Option<Metric>,
+    /// Extra metrics shown in every table (default: all).
+    #[serde(default)]
+    pub metrics: Vec<Metric>,
+}
+
+/// Parses a study file; `origin` names it in errors. Errors name the line.
+pub fn parse(text: &str, origin: &str) -> Result<StudyFile> {
+    let study: StudyFile = toml::from_str(text).map_err(|e| {
+        let (line, col) = match e.span() {
+            Some(span) => line_col(text, span.start),
+            None => (0, 0),
+        };
+        let msg = e.message().to_string();
+        if line > 0 {
+            anyhow::anyhow!("{origin}:{line}:{col}: {msg}")
+        } else {
+            anyhow::anyhow!("{origin}: {msg}")
+        }
+    })?;
+    validate(&study, text).map_err(|e| anyhow::anyhow!("{origin}: {e:#}"))?;
+    Ok(study)
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.len(), |p| before.len() - p - 1)
+        + 1;
+    (line, col)
+}
+
+/// Line of the first occurrence of `needle` (for semantic errors), if any.
+fn line_of(text: &str, needle: &str) -> String {
+    match text.find(needle) {
+        Some(off) => format!("line {}: ", line_col(text, off).0),
+        None => String::new(),
+    }
+}
+
+fn validate(s: &StudyFile, text: &str) -> Result<()> {
+    if s.servers.is_empty() {
+        bail!("no [[servers]]: a study needs at least one server");
+    }
+    if s.workloads.is_empty() {
+        bail!("no [[workloads]]: a study needs at least one workload");
+    }
+    if s.repetitions == 0 {
+        bail!(
+            "{}repetitions must be at least 1",
+            line_of(text, "repetitions")
+        );
+    }
+    let names: Vec<String> = expand_servers(s).into_iter().map(|x| x.name).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for n in &names {
+        if !seen.insert(n) {
+            bail!("two servers are both named '{n}': give them distinct `name`s");
+        }
+    }
+    for sv in &s.servers {
+        let at = sv
+            .name
+            .as_deref()
+            .map(|n| line_of(text, &format!("\"{n}\"")))
+            .unwrap_or_default();
+        match sv.kind {
+            ServerKind::Command if sv.command.is_empty() => {
+                bail!("{at}server of kind \"command\" needs `command = [\"program\", \"arg\", …]`")
+            }
+            ServerKind::Apache => {
+                if let Some(m) = &sv.mpm {
+                    if !["event", "worker", "prefork"].contains(&m.as_str()) {
+                        bail!(
+                            "{}apache mpm '{m}' unknown (event, worker or prefork)",
+                            line_of(text, m)
+                        );
+                    }
+                }
+            }
+            ServerKind::Httplab => {
+                if let Some(m) = &sv.model {
+                    if !["event", "threads", "fork", "single"].contains(&m.as_str()) {
+                        bail!(
+                            "{}httplab model '{m}' unknown (event, threads, fork or single)",
+                            line_of(text, m)
+                        );
+                    }
+                }
+                if let Some(m) = &sv.mode {
+                    if !["close", "keep-alive", "pipeline"].contains(&m.as_str()) {
+                        bail!(
+                            "{}httplab mode '{m}' unknown (close, keep-alive or pipeline)",
+                            line_of(text, m)
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some(OneOrMany::Many(v)) = &sv.workers {
+            if v.is_empty() {
+                bail!("{at}`workers = []` is empty");
+            }
+        }
+    }
+    let corpus_names = corpus_targets(&s.corpus);
+    for w in &s.workloads {
+        let at = line_of(text, &format!("\"{}\"", w.name));
+        for sv in &w.servers {
+            if !names.iter().any(|n| n == sv) {
+                bail!("{at}workload '{}' names server '{sv}', which the study does not declare (have: {})", w.name, names.join(", "));
+            }
+        }
+        check_target(&w.target, &corpus_names)
+            .with_context(|| format!("{at}workload '{}'", w.name))?;
+        if let Some(v) = &w.vary {
+            if v.values.is_empty() {
+                bail!("{at}workload '{}': vary.values is empty", w.name);
+            }
+            for val in &v.values {
+                match (v.param, val) {
+                    (VaryParam::Target, VaryValue::Text(t)) => check_target(t, &corpus_names)
+                        .with_context(|| format!("{at}workload '{}'", w.name))?,
+                    (VaryParam::Target, VaryValue::Num(_)) => {
+                        bail!(
+                            "{at}workload '{}': vary target values must be strings",
+                            w.name
+                        )
+                    }
+                    (_, VaryValue::Text(t)) => {
+                        bail!(
+                            "{at}workload '{}': vary {} values must be numbers, got \"{t}\"",
+                            w.name,
+                            v.param.as_str()
+                        )
+                    }
+                    (_, VaryValue::Num(n)) if *n <= 0.0 => {
+                        bail!(
+                            "{at}workload '{}': vary {} values must be positive",
+                            w.name,
+                            v.param.as_str()
+                        )
+                    }
+                    _ => {}
+                }
+            }
+        }
+        match w.kind {
+            WorkloadKind::Users => {
+                let varied = w.vary.as_ref().is_some_and(|v| v.param == VaryParam::Users);
+                if w.users.is_none() && !varied {
+                    bail!("{at}workload '{}' (users) needs `users = N`", w.name);
+                }
+            }
+            WorkloadKind::Sweep => {
+                let (Some(lo), Some(hi), Some(st)) = (w.low_rate, w.high_rate, w.rate_step) else {
+                    bail!(
+                        "{at}workload '{}' (sweep) needs low_rate, high_rate and rate_step",
+                        w.name
+                    );
+                };
+                if !(lo > 0.0 && hi >= lo && st > 0.0) {
+                    bail!(
+                        "{at}workload '{}': need 0 < low_rate <= high_rate and rate_step > 0",
+                        w.name
+                    );
+                }
+                if (hi - lo) / st > 1000.0 {
+                    bail!("{at}workload '{}': more than 1000 sweep steps", w.name);
+                }
+            }
+            WorkloadKind::Load => {}
+        }
+        if w.rate.is_some_and(|r| r <= 0.0) {
+            bail!("{at}workload '{}': rate must be positive", w.name);
+        }
+        if w.repetitions == Some(0) {
+            bail!("{at}workload '{}': repetitions must be at least 1", w.name);
+        }
+    }
+    if let Some(b) = &s.compare.baseline {
+        if !names.iter().any(|n| n == b) {
+            bail!(
+                "{}compare.baseline '{b}' is not a declared server (have: {})",
+                line_of(text, "baseline"),
+                names.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Target names the corpus provides: `/path`, `set:NAME`, `page:NAME`.
+fn corpus_targets(c: &Corpus) -> Vec<String> {
+    let mut v: Vec<String> = c
+        .files
+        .iter()
+        .map(|f| format!("/{}", f.path.trim_start_matches('/')))
+        .collect();
+    v.extend(c.sets.iter().map(|s| format!("set:{}", s.name)));
+    v.extend(c.pages.iter().map(|p| format!("page:{}", p.name)));
+    v.extend(c.pages.iter().map(|p| format!("/{}.html", p.name)));
+    v
+}
+
+fn check_target(t: &str, known: &[String]) -> Result<()> {
+    if known.iter().any(|k| k == t) {
+        return Ok(());
+    }
+    if t.starts_with('/') {
+        // Any path is allowed (e.g. a 404 probe), but warn-worthy typos of
+        // corpus files are caught when the path is close to one.
+        return Ok(());
+    }
+    bail!(
+        "target '{t}' is not in the corpus (have: {})",
+        known.join(", ")
+    )
+}
+
+/// A server after expanding `workers` lists, with its final name.
+#[derive(Debug, Clone)]
+pub struct ServerInstance {
+    /// Report label.
+    pub name: String,
+    /// The entry it came from.
+    pub spec: ServerSpec,
+    /// Worker count (None: the server's default).
+    pub workers: Option<u32>,
+}
+
+/// Expands `workers = [..]` entries into one server each, with names.
+pub fn expand_servers(s: &StudyFile) -> Vec<ServerInstance> {
+    let mut out = Vec::new();
+    for sv in &s.servers {
+        let values: Vec<Option<u32>> = match &sv.workers {
+            None => vec![None],
+            Some(w) => w.values().into_iter().map(Some).collect(),
+        };
+        let many = values.len() > 1;
+        for w in values {
+            let base = sv.name.clone().unwrap_or_else(|| default_name(sv));
+            let name = match (many, w) {
+                (true, Some(w)) => format!("{base} ×{w}"),
+                _ => base,
+            };
+            out.push(ServerInstance {
+                name,
+                spec: sv.clone(),
+                workers: w,
+            });
+        }
+    }
+    out
+}
+
+fn default_name(sv: &ServerSpec) -> String {
+    match sv.kind {
+        ServerKind::Httplab => {
+            let mut n = format!("httplab {}", sv.model.as_deref().unwrap_or("event"));
+            if let Some(m) = &sv.mode {
+                n.push_str(&format!(" ({m})"));
+            }
+            n
+        }
+        ServerKind::Apache => format!("apache {}", sv.mpm.as_deref().unwrap_or("event")),
+        ServerKind::Command => sv
+            .command
+            .first()
+            .map(|c| {
+                std::path::Path::new(c)
+                    .file_name()
+                    .map_or(c.clone(), |f| f.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| "command".into()),
+        k => k.as_str().to_string(),
+    }
+}
