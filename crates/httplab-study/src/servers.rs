@@ -307,12 +307,16 @@ pub fn plan(
                  DefaultRuntimeDir \"{dir}\"\nMutex file:{dir} default\n\
                  ErrorLog \"{dir}/error.log\"\nLogLevel warn\nDocumentRoot \"{root}\"\n\
                  <Directory \"{root}\">\n  Require all granted\n  AllowOverride None\n</Directory>\n\
-                 AddType text/html .html\nAddType text/plain .txt\nAddType image/gif .gif\nAddType image/jpeg .jpg\n\
+                 TypesConfig \"{dir}/mime.types\"\nAddType text/html .html\nAddType text/plain .txt\nAddType image/gif .gif\nAddType image/jpeg .jpg\n\
                  KeepAlive {ka}\nMaxKeepAliveRequests 0\nKeepAliveTimeout 5\nEnableSendfile {sf}\n{mpm_conf}",
                 ka = if keep_alive { "On" } else { "Off" },
                 sf = if sendfile { "On" } else { "Off" },
             );
             p.files.push(("apache.conf".into(), conf));
+            p.files.push((
+                "mime.types".into(),
+                "# types are set with AddType in apache.conf\n".into(),
+            ));
             p.argv = vec![
                 bin,
                 "-d".into(),

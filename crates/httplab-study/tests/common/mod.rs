@@ -1,0 +1,101 @@
+//! A minimal static-file HTTP/1.1 server run as a *separate process* by the
+//! study (kind = "command"): the test binary re-executes itself with
+//! `--exact helper_http_server` and these environment variables set.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Root directory to serve.
+pub const ENV_ROOT: &str = "HTTPLAB_STUDY_HELPER_ROOT";
+/// Port to listen on (127.0.0.1).
+pub const ENV_PORT: &str = "HTTPLAB_STUDY_HELPER_PORT";
+/// Exit the whole process after answering this many requests.
+pub const ENV_DIE_AFTER: &str = "HTTPLAB_STUDY_HELPER_DIE_AFTER";
+
+/// TOML lines of a `command` server running the helper in this test binary.
+pub fn helper_server_toml(name: &str, die_after: Option<u64>) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let mut t = format!(
+        "[[servers]]\nname = \"{name}\"\nkind = \"command\"\ncommand = [\"{}\", \"--exact\", \"helper_http_server\", \"--nocapture\", \"--test-threads=1\"]\n\
+         version_command = [\"echo\", \"helper 1.0\"]\nready_timeout_s = 30\n[servers.env]\n{ENV_ROOT} = \"{{root}}\"\n{ENV_PORT} = \"{{port}}\"\n",
+        exe.display()
+    );
+    if let Some(n) = die_after {
+        t.push_str(&format!("{ENV_DIE_AFTER} = \"{n}\"\n"));
+    }
+    t
+}
+
+/// Serves forever when the environment says so; returns at once otherwise.
+pub fn maybe_serve() {
+    let (Ok(root), Ok(port)) = (std::env::var(ENV_ROOT), std::env::var(ENV_PORT)) else {
+        return;
+    };
+    let die_after: Option<u64> = std::env::var(ENV_DIE_AFTER)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let l = TcpListener::bind(format!("127.0.0.1:{port}")).expect("bind");
+    let served = Arc::new(AtomicU64::new(0));
+    for s in l.incoming().flatten() {
+        let root = PathBuf::from(&root);
+        let served = Arc::clone(&served);
+        std::thread::spawn(move || {
+            let _ = conn(s, &root, &served, die_after);
+        });
+    }
+}
+
+fn conn(
+    s: TcpStream,
+    root: &Path,
+    served: &AtomicU64,
+    die_after: Option<u64>,
+) -> std::io::Result<()> {
+    let mut r = BufReader::new(s.try_clone()?);
+    let mut w = s;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let mut close = false;
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h)? == 0 {
+                return Ok(());
+            }
+            if h.to_ascii_lowercase().starts_with("connection: close") {
+                close = true;
+            }
+            if h == "\r\n" || h == "\n" {
+                break;
+            }
+        }
+        let n = served.fetch_add(1, Ordering::SeqCst) + 1;
+        if die_after.is_some_and(|d| n > d) {
+            std::process::exit(3);
+        }
+        let file = root.join(path.trim_start_matches('/'));
+        match std::fs::read(&file) {
+            Ok(body) if file.is_file() && !path.contains("..") => {
+                write!(
+                    w,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{}\r\n",
+                    body.len(),
+                    if close { "Connection: close\r\n" } else { "" }
+                )?;
+                w.write_all(&body)?;
+            }
+            _ => write!(w, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?,
+        }
+        if close {
+            return Ok(());
+        }
+    }
+}
