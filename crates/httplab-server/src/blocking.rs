@@ -77,7 +77,16 @@ fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop
         }
         if s.finished() {
             if s.needs_linger() {
-                linger(stream, h.config().idle_timeout.min(Duration::from_secs(2)));
+                let wake = if shutting {
+                    None
+                } else {
+                    Some(stop.wake.read_fd())
+                };
+                linger(
+                    stream,
+                    h.config().idle_timeout.min(Duration::from_secs(2)),
+                    wake,
+                );
             }
             return;
         }
@@ -123,8 +132,9 @@ fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop
 }
 
 /// Shuts the write side and drains input until EOF or `limit`, so the close
-/// does not reset a response the peer has not read yet.
-fn linger(stream: &TcpStream, limit: Duration) {
+/// does not reset a response the peer has not read yet. Ends early at
+/// shutdown (`wake` readable).
+fn linger(stream: &TcpStream, limit: Duration, wake: Option<i32>) {
     let _ = stream.shutdown(Shutdown::Write);
     let until = Instant::now() + limit;
     let mut scratch = [0u8; 4096];
@@ -134,7 +144,10 @@ fn linger(stream: &TcpStream, limit: Duration) {
         if left.is_zero() {
             return;
         }
-        match sys::poll_readable(&[stream.as_raw_fd()], Some(left)) {
+        let mut fds = vec![stream.as_raw_fd()];
+        fds.extend(wake);
+        match sys::poll_readable(&fds, Some(left)) {
+            Ok(v) if v.len() > 1 && v[1] => return,
             Ok(v) if v[0] => match r.read(&mut scratch) {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}

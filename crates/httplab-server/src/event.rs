@@ -178,6 +178,11 @@ impl Worker {
         }
         for i in 0..self.conns.len() {
             if let Some(c) = self.conns[i].as_mut() {
+                if c.linger_until.is_some() {
+                    // Its response is complete; nothing is in flight.
+                    self.close(i);
+                    continue;
+                }
                 c.session.begin_shutdown();
                 self.drive(i);
             }
