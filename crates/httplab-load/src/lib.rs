@@ -1,10 +1,254 @@
-//! Open- and closed-loop HTTP load generator, httperf-compatible.
+//! `httplab load`: an httperf-compatible HTTP/1.1 load generator that is
+//! accurate where httperf, wrk and oha are not.
+//!
+//! - **httperf compatible**: every httperf 0.9 command line runs with
+//!   `httperf` replaced by `httplab load` (same options, prefixes, meaning),
+//!   and the report has httperf's sections, labels and units.
+//! - **Open loop done right**: connections/sessions start on a schedule
+//!   (deterministic, uniform, exponential) whatever the server does; latency
+//!   is measured from the *scheduled* start (coordinated-omission corrected)
+//!   and from the actual send; late starts are counted, never shifted.
+//! - **Closed loop**: `--users N --requests-per-user M | --duration T --think T`.
+//! - **HDR histograms** everywhere (connect, first byte, response corrected
+//!   and uncorrected, schedule lag), a per-interval time series, body-length
+//!   accuracy and `--verify-root`, and a self-check that says when the
+//!   generator, not the server, was the bottleneck.
+//!
+//! # Library API
+//!
+//! Other crates (sweep, study) call the generator in process:
+//!
+//! ```no_run
+//! let spec = httplab_load::parse_args(["--server", "127.0.0.1", "--port", "8080",
+//!     "--rate", "100", "--num-conns", "500", "--timeout", "5"])?;
+//! let result = httplab_load::run(&spec, false)?;          // never prints
+//! print!("{}", httplab_load::render_httperf_report(&result));
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+//!
+//! - [`parse_args`] parses httperf-style arguments (without the program name) into a [`LoadSpec`].
+//! - [`LoadSpec::new`] builds a spec directly (httperf defaults); fill its public fields.
+//! - [`run`] runs it and returns an [`httplab_model::RunResult`]; [`run_with_stop`]
+//!   takes a flag that ends the run early (the result then has `interrupted: true`).
+//! - [`render_httperf_report`] renders a result (also one read back from JSON).
+//! - [`cli_main`] is the whole command (`httplab load ...`).
+//!
+//! # JSON
+//!
+//! `--json FILE` writes [`httplab_model::RunResult`] (schema `httplab.run/1`,
+//! documented in the model crate): config, counters, the four latency HDR
+//! histograms (V2-deflate, base64), the time series, accuracy, self-check and
+//! environment. Keys this crate adds under `config.extra`:
+//! `normalized_command`, `max_connect_burst`, `lag_threshold_ms`,
+//! `session_stats` (JSON of [`SessionStats`], session workloads only),
+//! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`.
+//!
+//! # Meaning of the numbers
+//!
+//! - *Connections* are connection attempts (sockets that reached `connect`).
+//! - `max_concurrent_connections` with `--threads N` is the sum of each thread's maximum.
+//! - Reply-rate samples use `--sample-interval` (default 1 s, httperf used 5 s);
+//!   only full intervals count as samples.
+//! - Errors use httperf's classes: a timeout of `--timeout` is `client-timo`,
+//!   a kernel ETIMEDOUT `socket-timo`, ECONNREFUSED `connrefused`, a reset or a
+//!   close before any reply byte `connreset`, EMFILE/ENFILE `fd-unavail`,
+//!   EADDRNOTAVAIL `addrunavail`; malformed replies, truncated bodies and data
+//!   nobody asked for are `other`.
+
+#![warn(missing_docs)]
+
+mod cli;
+mod engine;
+mod plan;
+mod report;
+mod spec;
+mod stats;
+mod sys;
 
 use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use httplab_model::RunResult;
+
+pub use report::{
+    environment, render_httperf_report, write_csv, EXTRA_ABANDONED, EXTRA_COMMAND,
+    EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_SESSIONS,
+};
+pub use spec::{
+    parse_session_log, parse_time, Arrival, Dist, LoadSpec, LogBurst, LogCall, LogSession,
+    PrintWhat, Workload,
+};
+pub use stats::SessionStats;
+
+/// Parses httperf-style arguments (without the program name) into a spec.
+/// `--help`/`--version` are errors here; use [`cli_main`] for those.
+pub fn parse_args<I, S>(args: I) -> Result<LoadSpec>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    let mut v: Vec<OsString> = vec!["httplab load".into()];
+    v.extend(args.into_iter().map(Into::into));
+    match cli::parse(&v)? {
+        cli::Parsed::Run(s) => Ok(*s),
+        cli::Parsed::Text(t) => bail!("{t}"),
+    }
+}
+
+/// Runs `spec` and returns its result. Never prints, except a live progress
+/// line on stderr when `progress` is true and stderr is a terminal.
+pub fn run(spec: &LoadSpec, progress: bool) -> Result<RunResult> {
+    let stop = AtomicBool::new(false);
+    run_with_stop(spec, progress, &stop)
+}
+
+fn resolve(spec: &LoadSpec) -> Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = (spec.server.as_str(), spec.port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve server '{}'", spec.server))?
+        .collect();
+    let want_v6 = spec.local_addrs.first().is_some_and(|a| a.is_ipv6());
+    addrs
+        .iter()
+        .find(|a| a.is_ipv6() == want_v6)
+        .or_else(|| addrs.first())
+        .copied()
+        .with_context(|| format!("server '{}' has no address", spec.server))
+}
+
+/// Like [`run`], but ends early (reporting what ran so far) once `stop` is set.
+pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Result<RunResult> {
+    spec.validate()?;
+    let _ = sys::raise_nofile_limit();
+    let addr = resolve(spec)?;
+    let plan = plan::Plan::build(spec);
+    // Sequential httperf runs (no --rate) are one stream: one thread.
+    let threads = match (spec.arrival, &spec.workload) {
+        (Arrival::Concurrent(k), _) => spec.threads.min(k.clamp(1, u64::from(u32::MAX)) as u32),
+        _ => spec.threads,
+    }
+    .max(1);
+    let mut spec_eff = spec.clone();
+    spec_eff.threads = threads;
+    let spec = &spec_eff;
+    let collector = stats::Collector::new(threads, spec.sample_interval);
+    let started_at = report::now_rfc3339();
+    let wall0 = Instant::now();
+    // Start a little in the future so every worker is set up before its first send.
+    let t0 = Instant::now() + Duration::from_millis(5);
+    let show = progress && !spec.no_progress && std::io::stderr().is_terminal();
+    let ctxs: Vec<engine::WorkerCtx<'_>> = (0..threads)
+        .map(|i| engine::WorkerCtx {
+            thread: i,
+            threads,
+            t0,
+            spec,
+            plan: &plan,
+            addr,
+            stop,
+            collector: &collector,
+        })
+        .collect();
+    let results: Vec<std::io::Result<stats::WorkerStats>> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for ctx in &ctxs {
+            let h = std::thread::Builder::new()
+                .name(format!("httplab-load-{}", ctx.thread))
+                .spawn_scoped(scope, move || engine::Worker::new(ctx)?.run());
+            handles.push(h);
+        }
+        if show {
+            let mut last = Instant::now();
+            loop {
+                let all_done = handles
+                    .iter()
+                    .all(|h| h.as_ref().map_or(true, |h| h.is_finished()));
+                if all_done {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+                if last.elapsed() >= Duration::from_millis(500) {
+                    last = Instant::now();
+                    let p = collector.progress();
+                    let mut e = std::io::stderr().lock();
+                    let _ = write!(
+                        e,
+                        "\r\x1b[K[{:>7.1}s] sent {} replies {} rate {:.1}/s errors {} p99 {:.3} ms",
+                        wall0.elapsed().as_secs_f64(),
+                        p.sent,
+                        p.replies,
+                        p.last_rate,
+                        p.errors,
+                        p.p99_ms
+                    );
+                    let _ = e.flush();
+                }
+            }
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[K");
+            let _ = e.flush();
+        }
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("worker thread panicked"))),
+                Err(e) => Err(e),
+            })
+            .collect()
+    });
+    let mut total = stats::WorkerStats::new();
+    for r in results {
+        let st = r.context("load worker failed")?;
+        total.merge(&st);
+    }
+    let series = collector.finish();
+    let interrupted = stop.load(Ordering::Relaxed);
+    Ok(report::build_result(
+        spec,
+        &total,
+        series,
+        started_at,
+        wall0.elapsed().as_secs_f64(),
+        interrupted,
+    ))
+}
 
 /// Entry point of `httplab load`: `args[0]` is the program name.
-pub fn cli_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    let _ = args;
-    anyhow::bail!("`httplab load` is not implemented yet")
+pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
+    let spec = match cli::parse(&args)? {
+        cli::Parsed::Text(t) => {
+            print!("{t}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        cli::Parsed::Run(s) => *s,
+    };
+    sys::install_sigint();
+    let stop = sys::interrupted();
+    let result = run_with_stop(&spec, true, stop)?;
+    if !spec.quiet {
+        let mut out = std::io::stdout().lock();
+        out.write_all(render_httperf_report(&result).as_bytes())?;
+        out.flush()?;
+    }
+    if let Some(path) = &spec.json {
+        let text = serde_json::to_string_pretty(&result)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write --json file {}", path.display()))?;
+    }
+    if let Some(path) = &spec.csv {
+        write_csv(&result, path)
+            .with_context(|| format!("cannot write --csv file {}", path.display()))?;
+    }
+    Ok(if result.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

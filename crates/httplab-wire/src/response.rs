@@ -101,7 +101,9 @@ impl fmt::Display for ResponseError {
             ResponseError::Malformed(m) => write!(f, "malformed response head: {m}"),
             ResponseError::HeadTooLarge => write!(f, "response head too large"),
             ResponseError::BadChunk(m) => write!(f, "bad chunked framing: {m}"),
-            ResponseError::Truncated => write!(f, "connection closed before the response was complete"),
+            ResponseError::Truncated => {
+                write!(f, "connection closed before the response was complete")
+            }
             ResponseError::Unexpected => write!(f, "data received with no request outstanding"),
         }
     }
@@ -126,11 +128,24 @@ pub struct Step {
 enum State {
     Idle,
     Head,
-    Length { remaining: u64 },
-    ChunkSize { value: u64, digits: u32, in_ext: bool, saw_cr: bool },
-    ChunkData { remaining: u64 },
-    ChunkDataEnd { seen: u8 },
-    Trailer { line_len: u64 },
+    Length {
+        remaining: u64,
+    },
+    ChunkSize {
+        value: u64,
+        digits: u32,
+        in_ext: bool,
+        saw_cr: bool,
+    },
+    ChunkData {
+        remaining: u64,
+    },
+    ChunkDataEnd {
+        seen: u8,
+    },
+    Trailer {
+        line_len: u64,
+    },
     UntilClose,
     Done,
 }
@@ -495,7 +510,9 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, ResponseE
         Err(httparse::Error::Version) => return Err(ResponseError::Malformed("bad HTTP version")),
         Err(_) => return Err(ResponseError::Malformed("bad header")),
     };
-    let status = resp.code.ok_or(ResponseError::Malformed("no status code"))?;
+    let status = resp
+        .code
+        .ok_or(ResponseError::Malformed("no status code"))?;
     let minor = resp.version.unwrap_or(1);
     let mut content_length: Option<u64> = None;
     let mut chunked = false;
@@ -545,8 +562,14 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, ResponseE
 }
 
 fn trim_ascii(s: &[u8]) -> &[u8] {
-    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
-    let end = s.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &s[start..end.max(start)]
 }
 
@@ -677,9 +700,17 @@ mod tests {
 
     #[test]
     fn connection_tokens() {
-        let (i, _, _) = run(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 100, &[]);
+        let (i, _, _) = run(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            100,
+            &[],
+        );
         assert!(!i[0].keep_alive);
-        let (i, _, _) = run(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", 100, &[]);
+        let (i, _, _) = run(
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+            100,
+            &[],
+        );
         assert!(i[0].keep_alive);
         let (i, _, _) = run(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 100, &[]);
         assert!(!i[0].keep_alive);

@@ -1,0 +1,677 @@
+//! The command line: httperf 0.9's options with httperf's meaning (and its
+//! unambiguous-prefix spellings), plus httplab's own.
+
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+
+use crate::spec::{parse_session_log, parse_time, Arrival, Dist, LoadSpec, PrintWhat, Workload};
+
+const AFTER_HELP: &str = "\
+Any httperf command line works with `httperf` replaced by `httplab load`; long
+options may be abbreviated to any unambiguous prefix (--num-conn, --ra) and take
+their value as `--opt=value` or `--opt value`.
+
+Examples:
+  httplab load --server localhost --port 8080 --uri /index.html --rate 100 --num-conns 1000 --timeout 5
+  httplab load http://127.0.0.1:8080/x --rate 1000 --duration 10s --json run.json
+  httplab load http://127.0.0.1:8080/ --users 50 --requests-per-user 200 --think 10ms
+  httplab load --server h --wsesslog 100,1,sessions.txt --rate 10
+
+Latency is measured both from the scheduled start (coordinated-omission
+corrected) and from the actual send. See the crate documentation for the JSON schema.";
+
+/// `httplab load`: an httperf-compatible open/closed-loop HTTP/1.1 load generator.
+#[derive(Parser, Debug, Default)]
+#[command(
+    name = "httplab load",
+    version,
+    infer_long_args = true,
+    disable_help_subcommand = true,
+    after_help = AFTER_HELP,
+    max_term_width = 100
+)]
+struct Cli {
+    /// Target URL (http://host[:port]/path); sets --server, --port and --uri.
+    #[arg(value_name = "URL")]
+    url: Option<String>,
+
+    // ---- httperf: target and request ----
+    /// Server host name or address [default: localhost].
+    #[arg(long, value_name = "S", help_heading = "Target")]
+    server: Option<String>,
+    /// Host header value instead of the --server name.
+    #[arg(long, value_name = "S", help_heading = "Target")]
+    server_name: Option<String>,
+    /// Server port [default: 80].
+    #[arg(long, value_name = "N", help_heading = "Target")]
+    port: Option<u16>,
+    /// Request URI (the prefix of the file names with --wset) [default: /].
+    #[arg(long, value_name = "S", help_heading = "Target")]
+    uri: Option<String>,
+    /// Request method [default: GET].
+    #[arg(long, value_name = "S", help_heading = "Target")]
+    method: Option<String>,
+    /// HTTP version of the requests: 1.1 or 1.0 [default: 1.1].
+    #[arg(long, value_name = "S", help_heading = "Target")]
+    http_version: Option<String>,
+    /// Extra header(s); repeatable; "\n" separates several headers in one value.
+    #[arg(long, value_name = "S", action = ArgAction::Append, help_heading = "Target")]
+    add_header: Vec<String>,
+    /// Leave out the Host header.
+    #[arg(long, help_heading = "Target")]
+    no_host_hdr: bool,
+    /// Request body sent with every request-oriented call (httplab extension).
+    #[arg(long, value_name = "S", help_heading = "Target")]
+    body: Option<String>,
+
+    // ---- httperf: workload ----
+    /// Connections (or sessions) created per second; 0 = one after another.
+    #[arg(long, value_name = "X", help_heading = "Workload (httperf)")]
+    rate: Option<f64>,
+    /// Inter-arrival time [d|u|e]T1[,T2] seconds: deterministic, uniform [T1,T2), exponential.
+    #[arg(long, value_name = "[D]T1[,T2]", help_heading = "Workload (httperf)")]
+    period: Option<String>,
+    /// Total connections to create [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
+    num_conns: Option<u64>,
+    /// Calls (requests) per connection [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
+    num_calls: Option<u64>,
+    /// Calls per burst; a burst's calls are pipelined on the connection.
+    #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
+    burst_length: Option<u32>,
+    /// Sessions: N1 sessions of N2 calls, X seconds of think time between bursts.
+    #[arg(long, value_name = "N1,N2,X", help_heading = "Workload (httperf)")]
+    wsess: Option<String>,
+    /// Sessions from FILE (httperf format: bursts, think=, method=, contents=), N sessions, default think X.
+    #[arg(long, value_name = "N,X,FILE", help_heading = "Workload (httperf)")]
+    wsesslog: Option<String>,
+    /// File set: walk N files named <uri>/d/d/d.html, moving to the next file with probability X.
+    #[arg(long, value_name = "N,X", help_heading = "Workload (httperf)")]
+    wset: Option<String>,
+    /// Sessions: at most N connections per session (httplab uses one connection per session).
+    #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
+    max_connections: Option<u32>,
+    /// Sessions: at most N pipelined calls outstanding per connection.
+    #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
+    max_piped_calls: Option<u32>,
+    /// Sessions: retry a call answered with --failure-status instead of failing the session.
+    #[arg(long, help_heading = "Workload (httperf)")]
+    retry_on_failure: bool,
+    /// Sessions: a reply with this status code fails the session.
+    #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
+    failure_status: Option<u16>,
+    /// This machine is client I of N (biases --wset and the random schedules).
+    #[arg(long, value_name = "I/N", help_heading = "Workload (httperf)")]
+    client: Option<String>,
+
+    // ---- httperf: connections and timing ----
+    /// Seconds to wait for progress (connect, send, reply) before counting client-timo [default: forever].
+    #[arg(long, value_name = "X", help_heading = "Connections (httperf)")]
+    timeout: Option<String>,
+    /// Seconds added to --timeout while waiting for a reply to start.
+    #[arg(long, value_name = "X", help_heading = "Connections (httperf)")]
+    think_timeout: Option<String>,
+    /// SO_SNDBUF of each connection in bytes (httperf's 4096 is shown but only set when given).
+    #[arg(long, value_name = "N", help_heading = "Connections (httperf)")]
+    send_buffer: Option<usize>,
+    /// SO_RCVBUF of each connection in bytes (httperf's 16384 is shown but only set when given).
+    #[arg(long, value_name = "N", help_heading = "Connections (httperf)")]
+    recv_buffer: Option<usize>,
+    /// Use the whole port range (always the case in httplab; accepted for compatibility).
+    #[arg(long, help_heading = "Connections (httperf)")]
+    hog: bool,
+    /// Close connections with a TCP RST instead of FIN.
+    #[arg(long, help_heading = "Connections (httperf)")]
+    close_with_reset: bool,
+
+    // ---- httperf: output ----
+    /// Print replies to stdout (RH/RB/RS lines): all, header or body.
+    #[arg(long, value_name = "WHAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "all", help_heading = "Output")]
+    print_reply: Option<String>,
+    /// Print requests to stdout (SH/SB/SS lines): all, header or body.
+    #[arg(long, value_name = "WHAT", num_args = 0..=1, require_equals = true,
+          default_missing_value = "all", help_heading = "Output")]
+    print_request: Option<String>,
+    /// Verbose report: every reply-rate sample and the connection-lifetime histogram.
+    #[arg(short, long, action = ArgAction::Count, help_heading = "Output")]
+    verbose: u8,
+    /// httperf debug level (accepted, ignored).
+    #[arg(short = 'd', long, value_name = "N", help_heading = "Output")]
+    debug: Option<u32>,
+    /// Write the complete result (schema httplab.run/1) as JSON to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    json: Option<PathBuf>,
+    /// Write the per-interval time series as CSV to FILE.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    csv: Option<PathBuf>,
+    /// Length of the time-series intervals and reply-rate samples [default: 1s].
+    #[arg(long, value_name = "TIME", help_heading = "Output")]
+    sample_interval: Option<String>,
+    /// Do not print the report (use with --json).
+    #[arg(short, long, help_heading = "Output")]
+    quiet: bool,
+    /// No live progress line, even on a terminal.
+    #[arg(long, help_heading = "Output")]
+    no_progress: bool,
+    /// Label stored in the JSON result.
+    #[arg(long, value_name = "S", help_heading = "Output")]
+    label: Option<String>,
+
+    // ---- httplab extensions ----
+    /// Run for this long (e.g. 10s) instead of a count; with --rate the schedule runs this long.
+    #[arg(long, value_name = "TIME", help_heading = "httplab")]
+    duration: Option<String>,
+    /// Seed of the random schedules (default derived from --client, like httperf).
+    #[arg(long, value_name = "N", help_heading = "httplab")]
+    seed: Option<u64>,
+    /// Worker threads; the schedule is split between them [default: 1].
+    #[arg(long, value_name = "N", help_heading = "httplab")]
+    threads: Option<u32>,
+    /// Closed loop: N users, each sends, waits for the reply, thinks, repeats.
+    #[arg(long, value_name = "N", help_heading = "httplab")]
+    users: Option<u64>,
+    /// Closed loop: requests each user sends (or use --duration).
+    #[arg(long, value_name = "M", help_heading = "httplab")]
+    requests_per_user: Option<u64>,
+    /// Closed loop: think time between a reply and the user's next request (e.g. 100ms).
+    #[arg(long, value_name = "TIME", help_heading = "httplab")]
+    think: Option<String>,
+    /// Source addresses to spread connections over (repeatable or comma-separated), e.g. 127.0.0.2,127.0.0.3.
+    #[arg(long, value_name = "IP[,IP...]", action = ArgAction::Append, help_heading = "httplab")]
+    local_addr: Vec<String>,
+    /// Compare every 200 reply body with the file of the same path under DIR.
+    #[arg(long, value_name = "DIR", help_heading = "httplab")]
+    verify_root: Option<PathBuf>,
+    /// Sends later than this count as late; a p99 schedule lag above it marks the run client-bound [default: 2ms].
+    #[arg(long, value_name = "TIME", help_heading = "httplab")]
+    lag_threshold: Option<String>,
+
+    // ---- httperf options httplab does not implement ----
+    /// Not supported (no TLS in httplab).
+    #[arg(long, hide = true)]
+    ssl: bool,
+    #[arg(long, hide = true)]
+    ssl_ciphers: Option<String>,
+    #[arg(long, hide = true)]
+    ssl_no_reuse: bool,
+    #[arg(long, hide = true)]
+    session_cookie: bool,
+    #[arg(long, hide = true)]
+    wlog: Option<String>,
+    #[arg(long, hide = true)]
+    use_timer_cache: bool,
+}
+
+/// Outcome of parsing a command line.
+#[derive(Debug)]
+pub enum Parsed {
+    /// A run to do.
+    Run(Box<LoadSpec>),
+    /// Help or version text to print.
+    Text(String),
+}
+
+/// Parses `httplab load` arguments (`args[0]` is the program name).
+pub fn parse(args: &[OsString]) -> Result<Parsed> {
+    let cmd = Cli::command();
+    let matches = match cmd.try_get_matches_from(args.iter()) {
+        Ok(m) => m,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    return Ok(Parsed::Text(e.render().to_string()))
+                }
+                _ => bail!("{}", e.render().to_string().trim_end()),
+            }
+        }
+    };
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let command_line: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    Ok(Parsed::Run(Box::new(to_spec(cli, command_line)?)))
+}
+
+fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
+    if cli.ssl || cli.ssl_ciphers.is_some() || cli.ssl_no_reuse {
+        bail!("--ssl is not supported: httplab load speaks plain HTTP/1.1 only");
+    }
+    if cli.session_cookie {
+        bail!("--session-cookie is not supported");
+    }
+    if cli.wlog.is_some() {
+        bail!("--wlog is not supported; use --wsesslog or --wset");
+    }
+    let mut spec = LoadSpec::new("localhost", 80);
+    spec.command_line = command_line;
+    if let Some(url) = &cli.url {
+        let (host, port, path) = parse_url(url)?;
+        spec.server = host;
+        spec.port = port;
+        spec.uri = path;
+    }
+    if let Some(s) = cli.server {
+        spec.server = s;
+    }
+    if let Some(p) = cli.port {
+        spec.port = p;
+    }
+    if let Some(u) = cli.uri {
+        spec.uri = u;
+    }
+    spec.host_header = cli.server_name;
+    if let Some(m) = cli.method {
+        spec.method = m;
+    }
+    if let Some(v) = cli.http_version {
+        if v != "1.0" && v != "1.1" {
+            bail!("--http-version must be 1.0 or 1.1");
+        }
+        spec.http_version = v;
+    }
+    for h in &cli.add_header {
+        for line in h.replace("\\r", "").split("\\n") {
+            let line = line.trim_end_matches(['\r', '\n']);
+            if !line.is_empty() {
+                if !line.contains(':') {
+                    bail!("--add-header '{line}' is not a 'Name: value' header");
+                }
+                spec.headers.push(line.to_string());
+            }
+        }
+    }
+    spec.no_host_hdr = cli.no_host_hdr;
+    spec.body = cli.body.map(String::into_bytes);
+
+    // Arrivals.
+    let mut open: Option<Dist> = None;
+    if let Some(r) = cli.rate {
+        if !r.is_finite() || r < 0.0 {
+            bail!("--rate must be a non-negative number");
+        }
+        if r > 0.0 {
+            open = Some(Dist::Deterministic(1.0 / r));
+        }
+    }
+    if let Some(p) = &cli.period {
+        open = Dist::parse_period(p)?;
+    }
+    spec.arrival = match open {
+        Some(d) => Arrival::Open(d),
+        None => Arrival::Concurrent(1),
+    };
+    if let Some(d) = &cli.duration {
+        spec.duration = Some(parse_time(d).context("--duration")?);
+    }
+    if let Some(t) = &cli.timeout {
+        spec.timeout = Some(parse_time(t).context("--timeout")?);
+    }
+    if let Some(t) = &cli.think_timeout {
+        spec.think_timeout = parse_time(t).context("--think-timeout")?;
+    }
+    spec.send_buffer = cli.send_buffer;
+    spec.recv_buffer = cli.recv_buffer;
+    spec.close_with_reset = cli.close_with_reset;
+    spec.retry_on_failure = cli.retry_on_failure;
+    spec.failure_status = cli.failure_status;
+    spec.max_connections = cli.max_connections;
+    spec.max_piped_calls = cli.max_piped_calls;
+    if spec.max_piped_calls == Some(0) {
+        bail!("--max-piped-calls must be at least 1");
+    }
+    spec.print_reply = parse_print(cli.print_reply.as_deref(), "--print-reply")?;
+    spec.print_request = parse_print(cli.print_request.as_deref(), "--print-request")?;
+    spec.verbose = cli.verbose > 0;
+    let _ = (cli.debug, cli.hog, cli.use_timer_cache);
+    if let Some(c) = &cli.client {
+        let (i, n) = c
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)))
+            .with_context(|| format!("bad --client '{c}': expected I/N"))?;
+        spec.client = (i, n);
+    }
+    spec.seed = cli
+        .seed
+        .unwrap_or(0x5eed_0000_0000_0000 ^ (u64::from(spec.client.0) << 16));
+    spec.threads = cli.threads.unwrap_or(1);
+    if let Some(s) = &cli.sample_interval {
+        spec.sample_interval = parse_time(s).context("--sample-interval")?;
+    }
+    if let Some(s) = &cli.lag_threshold {
+        spec.lag_threshold = parse_time(s).context("--lag-threshold")?;
+    }
+    for a in &cli.local_addr {
+        for part in a.split(',').filter(|p| !p.trim().is_empty()) {
+            let ip: IpAddr = part
+                .trim()
+                .parse()
+                .with_context(|| format!("bad --local-addr '{part}'"))?;
+            spec.local_addrs.push(ip);
+        }
+    }
+    spec.verify_root = cli.verify_root;
+    spec.json = cli.json;
+    spec.csv = cli.csv;
+    spec.quiet = cli.quiet;
+    spec.no_progress = cli.no_progress;
+    spec.label = cli.label.unwrap_or_default();
+
+    if let Some(w) = &cli.wset {
+        let parts: Vec<&str> = w.split(',').collect();
+        let bad = || format!("bad --wset '{w}': expected N,X");
+        if parts.len() != 2 {
+            bail!(bad());
+        }
+        let n: u64 = parts[0].trim().parse().with_context(bad)?;
+        let x: f64 = parts[1].trim().parse().with_context(bad)?;
+        spec.wset = Some((n, x));
+    }
+
+    // Workload.
+    let burst = cli.burst_length.unwrap_or(1);
+    let modes = [
+        cli.wsess.is_some(),
+        cli.wsesslog.is_some(),
+        cli.users.is_some(),
+    ]
+    .iter()
+    .filter(|&&b| b)
+    .count();
+    if modes > 1 {
+        bail!("choose one of --wsess, --wsesslog and --users");
+    }
+    if let Some(ws) = &cli.wsess {
+        let p: Vec<&str> = ws.split(',').collect();
+        let bad = || format!("bad --wsess '{ws}': expected N1,N2,X");
+        if p.len() != 3 {
+            bail!(bad());
+        }
+        let n1: u64 = p[0].trim().parse().with_context(bad)?;
+        let n2: u64 = p[1].trim().parse().with_context(bad)?;
+        let x = parse_time(p[2]).with_context(bad)?;
+        spec.workload = Workload::Sessions {
+            num_sessions: if n1 == 0 && spec.duration.is_some() {
+                None
+            } else {
+                Some(n1)
+            },
+            calls: n2,
+            burst,
+            think: x,
+        };
+    } else if let Some(wl) = &cli.wsesslog {
+        let mut it = wl.splitn(3, ',');
+        let bad = || format!("bad --wsesslog '{wl}': expected N,X,FILE");
+        let n: u64 = it.next().unwrap_or("").trim().parse().with_context(bad)?;
+        let x = parse_time(it.next().unwrap_or("")).with_context(bad)?;
+        let file = it.next().with_context(bad)?.to_string();
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read --wsesslog file '{file}'"))?;
+        let sessions = parse_session_log(&text).with_context(|| format!("in '{file}'"))?;
+        spec.workload = Workload::SessionLog {
+            num_sessions: if n == 0 && spec.duration.is_some() {
+                None
+            } else {
+                Some(n)
+            },
+            think: x,
+            sessions,
+            file,
+        };
+    } else if let Some(users) = cli.users {
+        if open.is_some() {
+            bail!("--users is closed loop; it cannot be combined with --rate or --period");
+        }
+        let think = match &cli.think {
+            Some(t) => parse_time(t).context("--think")?,
+            None => 0.0,
+        };
+        spec.workload = Workload::Users {
+            users,
+            requests_per_user: cli.requests_per_user.or(if spec.duration.is_some() {
+                None
+            } else {
+                Some(1)
+            }),
+            think,
+        };
+        spec.arrival = Arrival::Concurrent(users);
+    } else {
+        if cli.requests_per_user.is_some() || cli.think.is_some() {
+            bail!("--requests-per-user and --think need --users");
+        }
+        let num_conns = match (cli.num_conns, spec.duration) {
+            (Some(n), _) => Some(n),
+            (None, Some(_)) => None,
+            (None, None) => Some(1),
+        };
+        spec.workload = Workload::Requests {
+            num_conns,
+            num_calls: cli.num_calls.unwrap_or(1),
+            burst,
+        };
+    }
+    spec.validate()?;
+    Ok(spec)
+}
+
+fn parse_print(v: Option<&str>, name: &str) -> Result<PrintWhat> {
+    Ok(match v {
+        None => PrintWhat::None,
+        Some("all") | Some("") => PrintWhat::All,
+        Some("header") => PrintWhat::Header,
+        Some("body") => PrintWhat::Body,
+        Some(o) => bail!("{name} takes header or body, not '{o}'"),
+    })
+}
+
+/// Splits `http://host[:port][/path]` into its parts.
+pub fn parse_url(url: &str) -> Result<(String, u16, String)> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("URL '{url}' must start with http:// (https is not supported)"))?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], rest[i..].to_string()),
+        None => (rest, "/".to_string()),
+    };
+    if authority.is_empty() {
+        bail!("URL '{url}' has no host");
+    }
+    let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {
+        let end = stripped
+            .find(']')
+            .with_context(|| format!("bad IPv6 host in '{url}'"))?;
+        let host = &stripped[..end];
+        let port = match stripped[end + 1..].strip_prefix(':') {
+            Some(p) => p.parse().with_context(|| format!("bad port in '{url}'"))?,
+            None => 80,
+        };
+        (host.to_string(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (
+                h.to_string(),
+                p.parse().with_context(|| format!("bad port in '{url}'"))?,
+            ),
+            None => (authority.to_string(), 80),
+        }
+    };
+    Ok((host, port, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(line: &str) -> LoadSpec {
+        let mut args: Vec<OsString> = vec!["httplab load".into()];
+        args.extend(line.split_whitespace().map(OsString::from));
+        match parse(&args) {
+            Ok(Parsed::Run(s)) => *s,
+            Ok(Parsed::Text(t)) => panic!("unexpected text {t}"),
+            Err(e) => panic!("{line}: {e:#}"),
+        }
+    }
+
+    #[test]
+    fn seed_000_prefixes() {
+        let s = spec("--server localhost --port 18000 --uri /www.cs.toronto.edu/~ylzhang/csc258/memes.html --rate 10 --num-conn 100 --num-call 10 --timeout 5");
+        assert_eq!(s.server, "localhost");
+        assert_eq!(s.port, 18000);
+        assert_eq!(s.arrival, Arrival::Open(Dist::Deterministic(0.1)));
+        assert_eq!(
+            s.workload,
+            Workload::Requests {
+                num_conns: Some(100),
+                num_calls: 10,
+                burst: 1
+            }
+        );
+        assert_eq!(s.timeout, Some(5.0));
+        let s = spec("--server localhost --port 18000 --uri /x --rate 1000 --num-conn 1000 --num-call 1 --timeout 5");
+        assert_eq!(s.arrival, Arrival::Open(Dist::Deterministic(0.001)));
+    }
+
+    #[test]
+    fn seed_002_equals_forms() {
+        let s = spec("--timeout=5 --client=0/1 --server=ckc-110-92.reshall.berkeley.edu --port=80 --uri=/testme.htm --rate=100 --send-buffer=4096 --recv-buffer=16384 --num-conns=6000 --num-calls=1");
+        assert_eq!(s.client, (0, 1));
+        assert_eq!(s.send_buffer, Some(4096));
+        assert_eq!(s.recv_buffer, Some(16384));
+        assert_eq!(s.uri, "/testme.htm");
+        assert_eq!(
+            s.workload,
+            Workload::Requests {
+                num_conns: Some(6000),
+                num_calls: 1,
+                burst: 1
+            }
+        );
+    }
+
+    #[test]
+    fn seed_003_lines() {
+        let s = spec("--server=www.example.com --rate=10 --num-conns=500");
+        assert_eq!(s.port, 80);
+        assert_eq!(s.uri, "/");
+        let s = spec("--client=0/1 --server=www.example.com --port=80 --uri=/ --rate=10 --send-buffer=4096 --recv-buffer=16384 --num-conns=500 --num-calls=1");
+        assert_eq!(s.arrival, Arrival::Open(Dist::Deterministic(0.1)));
+        let s = spec("--server 192.168.4.2 --uri /test1.pdf --port 80 --num-conns 10");
+        assert_eq!(s.arrival, Arrival::Concurrent(1));
+        // the comment's wsesslog line (quotes already removed by the shell)
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("httperf-test");
+        std::fs::write(&f, "/testurl method=POST contents='data here'\n").unwrap();
+        let mut args: Vec<OsString> = vec![
+            "httplab load".into(),
+            "--server".into(),
+            "server.example.com".into(),
+            "--add-header=content-type: text/xml\\n".into(),
+            "--wsesslog".into(),
+            format!("1,2,{}", f.display()).into(),
+        ];
+        let s = match parse(&args).unwrap() {
+            Parsed::Run(s) => s,
+            _ => panic!(),
+        };
+        assert_eq!(s.headers, vec!["content-type: text/xml".to_string()]);
+        assert!(matches!(
+            s.workload,
+            Workload::SessionLog {
+                num_sessions: Some(1),
+                ..
+            }
+        ));
+        args.push("--bogus".into());
+        assert!(parse(&args).is_err());
+    }
+
+    #[test]
+    fn seed_004_closed_loop_and_file_sets() {
+        let s =
+            spec("http://127.0.0.1:8080/files --users 50 --requests-per-user 200 --wset 500,1.0");
+        assert_eq!(s.arrival, Arrival::Concurrent(50));
+        assert_eq!(s.wset, Some((500, 1.0)));
+        assert_eq!(
+            s.workload,
+            Workload::Users {
+                users: 50,
+                requests_per_user: Some(200),
+                think: 0.0
+            }
+        );
+    }
+
+    #[test]
+    fn extras_and_errors() {
+        let s = spec("http://127.0.0.1:8080/x --rate 1000 --duration 10s --threads 2 --local-addr 127.0.0.2,127.0.0.3");
+        assert_eq!(s.duration, Some(10.0));
+        assert_eq!(s.threads, 2);
+        assert_eq!(s.local_addrs.len(), 2);
+        assert_eq!(
+            s.workload,
+            Workload::Requests {
+                num_conns: None,
+                num_calls: 1,
+                burst: 1
+            }
+        );
+        let s = spec("--ra 5 --num-conns 3 --period e0.5 --print-reply=header --print-request -v");
+        assert_eq!(s.arrival, Arrival::Open(Dist::Exponential(0.5)));
+        assert_eq!(s.print_reply, PrintWhat::Header);
+        assert_eq!(s.print_request, PrintWhat::All);
+        assert!(s.verbose);
+        let bad = |l: &str| {
+            let mut a: Vec<OsString> = vec!["httplab load".into()];
+            a.extend(l.split_whitespace().map(OsString::from));
+            parse(&a).is_err()
+        };
+        assert!(bad("--r 5"));
+        assert!(bad("--rate abc"));
+        assert!(bad("--num-calls 0"));
+        assert!(bad("--client 2/1"));
+        assert!(bad("--ssl"));
+        assert!(bad("--users 3 --rate 5"));
+        assert!(bad("ftp://x/"));
+        assert!(bad("--period u3,1"));
+        assert!(bad("--rate 10 --num-conns 5 --duration -3"));
+        let help = parse(&["httplab load".into(), "--help".into()]).unwrap();
+        match help {
+            Parsed::Text(t) => {
+                for opt in [
+                    "--num-conns",
+                    "--wsesslog",
+                    "--users",
+                    "--json",
+                    "--burst-length",
+                ] {
+                    assert!(t.contains(opt), "help lacks {opt}");
+                }
+            }
+            _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            parse_url("http://h:81/a?b").unwrap(),
+            ("h".into(), 81, "/a?b".into())
+        );
+        assert_eq!(parse_url("http://h").unwrap(), ("h".into(), 80, "/".into()));
+        assert_eq!(
+            parse_url("http://[::1]:9/").unwrap(),
+            ("::1".into(), 9, "/".into())
+        );
+        assert!(parse_url("http://h:x/").is_err());
+    }
+}

@@ -1,0 +1,1155 @@
+//! The event loop of one worker thread: mio (epoll, edge-triggered),
+//! non-blocking connects, a slab of pre-allocated connection slots, a timer
+//! heap with lazy re-arming, and a timerfd for sub-millisecond wake-ups.
+//!
+//! A *session* is what the workload starts: one connection's calls
+//! (request-oriented), an httperf session, or a closed-loop user. Each
+//! session owns one slot and at most one connection at a time.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use httplab_wire::response::{Framing, ResponseParser};
+use mio::net::TcpStream;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::plan::{share, Plan, ReqSel, Schedule};
+use crate::spec::{Arrival, LoadSpec};
+use crate::stats::{interval_hist, rec, Collector, ErrClass, IntervalPart, WorkerStats};
+use crate::sys;
+
+const TIMER_TOKEN: Token = Token(usize::MAX - 1);
+const READ_BUF: usize = 64 * 1024;
+/// Longest the loop sleeps without checking the stop flag.
+const MAX_SLEEP: Duration = Duration::from_millis(50);
+/// Grace for in-flight calls after a --duration run ends, when no --timeout is set.
+const DEFAULT_DRAIN: f64 = 10.0;
+
+/// Everything a worker needs; shared read-only between threads.
+pub(crate) struct WorkerCtx<'a> {
+    pub thread: u32,
+    pub threads: u32,
+    pub t0: Instant,
+    pub spec: &'a LoadSpec,
+    pub plan: &'a Plan,
+    pub addr: SocketAddr,
+    pub stop: &'a AtomicBool,
+    pub collector: &'a Collector,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    req: u32,
+    sent: Instant,
+    intended: Instant,
+    serial: u64,
+}
+
+#[derive(Debug)]
+struct Slot {
+    gen: u32,
+    in_use: bool,
+    // connection
+    sock: Option<TcpStream>,
+    connecting: bool,
+    conn_start: Instant,
+    conn_replies: u64,
+    conn_failed: bool,
+    out: Vec<u8>,
+    out_pos: usize,
+    pending: VecDeque<Pending>,
+    parser: ResponseParser,
+    resp_first: Option<Instant>,
+    print_buf: Vec<u8>,
+    verify_off: u64,
+    verify_bad: bool,
+    verify_on: bool,
+    // timers
+    deadline: Option<Instant>,
+    think_until: Option<Instant>,
+    armed: Option<Instant>,
+    // session
+    tmpl: usize,
+    sess_start: Instant,
+    burst: u64,
+    burst_len: u32,
+    burst_sent: u32,
+    burst_done: u32,
+    intended: Instant,
+    sess_replies: u64,
+    sess_conns: u64,
+    sess_failed: bool,
+}
+
+impl Slot {
+    fn new(now: Instant) -> Slot {
+        Slot {
+            gen: 0,
+            in_use: false,
+            sock: None,
+            connecting: false,
+            conn_start: now,
+            conn_replies: 0,
+            conn_failed: false,
+            out: Vec::new(),
+            out_pos: 0,
+            pending: VecDeque::new(),
+            parser: ResponseParser::new(),
+            resp_first: None,
+            print_buf: Vec::new(),
+            verify_off: 0,
+            verify_bad: false,
+            verify_on: false,
+            deadline: None,
+            think_until: None,
+            armed: None,
+            tmpl: 0,
+            sess_start: now,
+            burst: 0,
+            burst_len: 0,
+            burst_sent: 0,
+            burst_done: 0,
+            intended: now,
+            sess_replies: 0,
+            sess_conns: 0,
+            sess_failed: false,
+        }
+    }
+
+    fn wake(&self) -> Option<Instant> {
+        match (self.deadline, self.think_until) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Files for --verify-root, loaded lazily per request index.
+struct Verifier {
+    root: PathBuf,
+    files: Vec<Option<Option<Vec<u8>>>>,
+}
+
+impl Verifier {
+    fn file(&mut self, req: u32, path: &str) -> Option<&[u8]> {
+        let i = req as usize;
+        if self.files.len() <= i {
+            self.files.resize(i + 1, None);
+        }
+        if self.files[i].is_none() {
+            let p = path.split(['?', '#']).next().unwrap_or("/");
+            let mut rel = p.trim_start_matches('/').to_string();
+            if rel.is_empty() || rel.ends_with('/') {
+                rel.push_str("index.html");
+            }
+            let full = self.root.join(rel);
+            self.files[i] = Some(std::fs::read(full).ok());
+        }
+        self.files[i].as_ref().and_then(|o| o.as_deref())
+    }
+}
+
+pub(crate) struct Worker<'a> {
+    ctx: &'a WorkerCtx<'a>,
+    poll: Poll,
+    timer: sys::TimerFd,
+    timer_target: Option<Instant>,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    heap: BinaryHeap<Reverse<(Instant, usize, u32)>>,
+    rbuf: Vec<u8>,
+    st: WorkerStats,
+    // schedule
+    schedule: Option<Schedule>,
+    sessions_left: Option<u64>,
+    concurrency: u64,
+    active: u64,
+    open_conns: u64,
+    end_at: Option<Instant>,
+    drain_until: Option<Instant>,
+    // wset walk
+    wset_idx: u64,
+    wset_acc: f64,
+    // local addresses
+    local_next: usize,
+    serial: u64,
+    // intervals
+    interval: Duration,
+    interval_k: u64,
+    next_tick: Instant,
+    part: IntervalPart,
+    ihist: Histogram<u64>,
+    verifier: Option<Verifier>,
+    timeout: Option<Duration>,
+    reply_timeout: Option<Duration>,
+    lag_threshold_us: u64,
+}
+
+fn dur(s: f64) -> Duration {
+    Duration::from_secs_f64(s.clamp(0.0, 1e9))
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros().min(u128::from(u64::MAX)) as u64
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(ctx: &'a WorkerCtx<'a>) -> io::Result<Worker<'a>> {
+        let poll = Poll::new()?;
+        let timer = sys::TimerFd::new()?;
+        poll.registry().register(
+            &mut SourceFd(&timer.as_raw_fd()),
+            TIMER_TOKEN,
+            Interest::READABLE,
+        )?;
+        let spec = ctx.spec;
+        let plan = ctx.plan;
+        let (schedule, concurrency) = match plan.arrival {
+            Arrival::Open(d) => (
+                Some(Schedule::new(d, ctx.thread, ctx.threads, spec.seed)),
+                0,
+            ),
+            Arrival::Concurrent(k) => (None, share(k, ctx.thread, ctx.threads)),
+        };
+        let sessions_left = if plan.is_users {
+            Some(concurrency)
+        } else {
+            plan.sessions_total
+                .map(|n| share(n, ctx.thread, ctx.threads))
+        };
+        let mut st = WorkerStats::new();
+        st.planned_sessions = sessions_left.unwrap_or(0);
+        let wset_idx = match plan.wset {
+            Some((n, _)) => {
+                let (ci, cn) = spec.client;
+                let bias = n * u64::from(ci) / u64::from(cn.max(1));
+                (bias + n * u64::from(ctx.thread) / u64::from(ctx.threads.max(1))) % n.max(1)
+            }
+            None => 0,
+        };
+        let interval = dur(spec.sample_interval);
+        let timeout = spec.timeout.map(dur);
+        let reply_timeout = spec.timeout.map(|t| dur(t + spec.think_timeout));
+        Ok(Worker {
+            ctx,
+            poll,
+            timer,
+            timer_target: None,
+            slots: Vec::new(),
+            free: Vec::new(),
+            heap: BinaryHeap::new(),
+            rbuf: vec![0u8; READ_BUF],
+            st,
+            schedule,
+            sessions_left,
+            concurrency,
+            active: 0,
+            open_conns: 0,
+            end_at: spec.duration.map(|d| ctx.t0 + dur(d)),
+            drain_until: None,
+            wset_idx,
+            wset_acc: 0.0,
+            local_next: ctx.thread as usize,
+            serial: 0,
+            interval,
+            interval_k: 0,
+            next_tick: ctx.t0 + interval,
+            part: IntervalPart::default(),
+            ihist: interval_hist(),
+            verifier: spec.verify_root.clone().map(|root| Verifier {
+                root,
+                files: Vec::new(),
+            }),
+            timeout,
+            reply_timeout,
+            lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
+        })
+    }
+
+    fn more_sessions(&self, now: Instant) -> bool {
+        if self.sessions_left == Some(0) {
+            return false;
+        }
+        match self.end_at {
+            Some(e) => now < e,
+            None => true,
+        }
+    }
+
+    /// Runs the thread's share of the load; returns its statistics.
+    pub fn run(mut self) -> io::Result<WorkerStats> {
+        let (u0, s0) = sys::thread_cpu();
+        let mut events = Events::with_capacity(1024);
+        let t0 = self.ctx.t0;
+        let now = Instant::now();
+        if t0 > now {
+            std::thread::sleep(t0 - now);
+        }
+        // Closed loop / sequential: start the concurrent sessions.
+        if self.schedule.is_none() {
+            let now = Instant::now();
+            let n = self.concurrency;
+            let mut started = 0u64;
+            while started < n && self.more_sessions(now) {
+                self.start_session(t0, now);
+                started += 1;
+            }
+            self.st.max_burst = self.st.max_burst.max(started);
+        }
+        let mut last_event = Instant::now();
+        loop {
+            let now = Instant::now();
+            if self.ctx.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            // Open-loop arrivals due now.
+            self.start_due_arrivals(now);
+            // Timers.
+            self.fire_timers(now);
+            // Interval ticks.
+            while now >= self.next_tick {
+                self.flush_interval(self.interval.as_secs_f64());
+            }
+            // Drain after --duration.
+            if let Some(e) = self.end_at {
+                if now >= e && self.drain_until.is_none() {
+                    let grace = self
+                        .reply_timeout
+                        .unwrap_or(Duration::from_secs_f64(DEFAULT_DRAIN));
+                    self.drain_until = Some(e + grace);
+                    self.schedule = None;
+                }
+            }
+            if let Some(d) = self.drain_until {
+                if now >= d {
+                    self.abandon_all(now);
+                    break;
+                }
+            }
+            if self.active == 0 && self.schedule.is_none() {
+                break;
+            }
+            // Sleep until the next thing to do.
+            let mut next = self.next_tick;
+            if let Some(s) = &self.schedule {
+                next = next.min(t0 + dur(s.peek()));
+            }
+            if let Some(Reverse((t, _, _))) = self.heap.peek() {
+                next = next.min(*t);
+            }
+            if let Some(d) = self.drain_until {
+                next = next.min(d);
+            }
+            let now2 = Instant::now();
+            let timeout = if next <= now2 {
+                Some(Duration::ZERO)
+            } else {
+                if self.timer_target != Some(next) {
+                    self.timer.arm(next - now2)?;
+                    self.timer_target = Some(next);
+                }
+                Some(MAX_SLEEP)
+            };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for ev in events.iter() {
+                let tok = ev.token();
+                if tok == TIMER_TOKEN {
+                    self.timer.drain();
+                    self.timer_target = None;
+                    continue;
+                }
+                let idx = tok.0;
+                let now = Instant::now();
+                last_event = now;
+                if idx >= self.slots.len() || !self.slots[idx].in_use {
+                    continue;
+                }
+                self.on_event(
+                    idx,
+                    ev.is_readable() || ev.is_read_closed(),
+                    ev.is_writable() || ev.is_error() || ev.is_write_closed(),
+                    now,
+                );
+            }
+        }
+        let end = Instant::now();
+        let interrupted = self.ctx.stop.load(Ordering::Relaxed);
+        if interrupted {
+            self.abandon_all(end);
+        }
+        // Final partial interval.
+        let k_start = self.ctx.t0 + self.interval * (self.interval_k as u32);
+        let part_len = end.saturating_duration_since(k_start).as_secs_f64();
+        if part_len > 0.0 || self.part.replies > 0 {
+            self.flush_interval(part_len.max(1e-9));
+        }
+        self.ctx.collector.thread_finished();
+        let (u1, s1) = sys::thread_cpu();
+        self.st.cpu_user = u1 - u0;
+        self.st.cpu_sys = s1 - s0;
+        self.st.end_s = last_event.saturating_duration_since(t0).as_secs_f64();
+        Ok(self.st)
+    }
+
+    fn start_due_arrivals(&mut self, now: Instant) {
+        let t0 = self.ctx.t0;
+        let mut burst = 0u64;
+        loop {
+            let Some(sched) = self.schedule.as_mut() else {
+                break;
+            };
+            let at = t0 + dur(sched.peek());
+            if at > now {
+                break;
+            }
+            if self.sessions_left == Some(0) || self.end_at.is_some_and(|e| at >= e) {
+                self.schedule = None;
+                break;
+            }
+            sched.advance();
+            let lag = us(now.saturating_duration_since(at));
+            rec(&mut self.st.lag, lag);
+            if lag > self.lag_threshold_us {
+                self.st.late_starts += 1;
+            }
+            burst += 1;
+            self.start_session(at, now);
+        }
+        self.st.max_burst = self.st.max_burst.max(burst);
+    }
+
+    fn flush_interval(&mut self, len_s: f64) {
+        let mut part = std::mem::take(&mut self.part);
+        part.len_s = len_s;
+        part.open = self.open_conns;
+        self.ctx
+            .collector
+            .report(self.interval_k, part, &self.ihist);
+        self.ihist.reset();
+        self.interval_k += 1;
+        self.next_tick = self.ctx.t0 + self.interval * ((self.interval_k + 1) as u32);
+    }
+
+    fn arm(&mut self, idx: usize) {
+        let s = &mut self.slots[idx];
+        if let Some(w) = s.wake() {
+            if s.armed.is_none_or(|a| w < a) {
+                s.armed = Some(w);
+                self.heap.push(Reverse((w, idx, s.gen)));
+            }
+        }
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(Reverse((t, idx, gen))) = self.heap.peek().copied() {
+            if t > now {
+                break;
+            }
+            self.heap.pop();
+            let s = &mut self.slots[idx];
+            if !s.in_use || s.gen != gen || s.armed != Some(t) {
+                continue;
+            }
+            s.armed = None;
+            let Some(w) = s.wake() else { continue };
+            if w > now {
+                s.armed = Some(w);
+                self.heap.push(Reverse((w, idx, gen)));
+                continue;
+            }
+            if s.deadline.is_some_and(|d| d <= now) {
+                self.fail(idx, ErrClass::ClientTimo, now);
+            } else if s.think_until.is_some_and(|d| d <= now) {
+                s.think_until = None;
+                self.next_burst(idx, now);
+            }
+        }
+    }
+
+    fn alloc_slot(&mut self, now: Instant) -> usize {
+        match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot::new(now));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn start_session(&mut self, sched: Instant, now: Instant) {
+        if let Some(n) = self.sessions_left.as_mut() {
+            *n = n.saturating_sub(1);
+        }
+        let tmpl = (self.st.sessions.started as usize * self.ctx.threads as usize
+            + self.ctx.thread as usize)
+            % self.ctx.plan.templates();
+        self.st.sessions.started += 1;
+        self.active += 1;
+        let idx = self.alloc_slot(now);
+        let s = &mut self.slots[idx];
+        s.in_use = true;
+        s.tmpl = tmpl;
+        s.sess_start = sched;
+        s.burst = 0;
+        s.burst_len = 0;
+        s.intended = sched;
+        s.sess_replies = 0;
+        s.sess_conns = 0;
+        s.sess_failed = false;
+        s.deadline = None;
+        s.think_until = None;
+        s.armed = None;
+        self.next_burst(idx, now);
+    }
+
+    /// Starts burst `slot.burst`, or ends the session when there is none.
+    fn next_burst(&mut self, idx: usize, now: Instant) {
+        let plan = self.ctx.plan;
+        let s = &mut self.slots[idx];
+        let over = self.end_at.is_some_and(|e| now >= e) && s.burst > 0;
+        match plan.burst_len(s.tmpl, s.burst) {
+            Some(len) if !over && !self.ctx.stop.load(Ordering::Relaxed) => {
+                s.burst_len = len;
+                s.burst_sent = 0;
+                s.burst_done = 0;
+                self.pump(idx, now);
+            }
+            _ => self.end_session(idx, now),
+        }
+    }
+
+    fn local_addr(&mut self) -> Option<IpAddr> {
+        let la = &self.ctx.spec.local_addrs;
+        if la.is_empty() {
+            return None;
+        }
+        let a = la[self.local_next % la.len()];
+        self.local_next = self.local_next.wrapping_add(1);
+        Some(a)
+    }
+
+    fn open_conn(&mut self, idx: usize, now: Instant) -> Result<(), ErrClass> {
+        let spec = self.ctx.spec;
+        let addr = self.ctx.addr;
+        let sock = Socket::new(
+            Domain::for_address(addr),
+            Type::STREAM.nonblocking().cloexec(),
+            Some(Protocol::TCP),
+        )
+        .map_err(|e| ErrClass::from_io(&e))?;
+        let _ = sock.set_nodelay(true);
+        if let Some(n) = spec.send_buffer {
+            let _ = sock.set_send_buffer_size(n);
+        }
+        if let Some(n) = spec.recv_buffer {
+            let _ = sock.set_recv_buffer_size(n);
+        }
+        if spec.close_with_reset {
+            let _ = sock.set_linger(Some(Duration::ZERO));
+        }
+        let tries = spec.local_addrs.len().max(1);
+        let mut result = Err(ErrClass::Other);
+        for _ in 0..tries {
+            if let Some(ip) = self.local_addr() {
+                let _ = sys::set_bind_no_port(sock.as_raw_fd());
+                if let Err(e) = sock.bind(&SocketAddr::new(ip, 0).into()) {
+                    result = Err(ErrClass::from_io(&e));
+                    continue;
+                }
+            }
+            result = match sock.connect(&addr.into()) {
+                Ok(()) => Ok(false),
+                Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(true),
+                Err(e) => Err(ErrClass::from_io(&e)),
+            };
+            if result != Err(ErrClass::AddrUnavail) {
+                break;
+            }
+        }
+        self.st.connections += 1;
+        self.part.connections += 1;
+        self.st.sessions.connections += 1;
+        if self.st.first_s.is_none() {
+            self.st.first_s = Some(now.saturating_duration_since(self.ctx.t0).as_secs_f64());
+        }
+        let connecting = result?;
+        let std_stream: std::net::TcpStream = sock.into();
+        let mut stream = TcpStream::from_std(std_stream);
+        self.poll
+            .registry()
+            .register(
+                &mut stream,
+                Token(idx),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .map_err(|e| ErrClass::from_io(&e))?;
+        self.open_conns += 1;
+        self.st.max_open = self.st.max_open.max(self.open_conns);
+        let s = &mut self.slots[idx];
+        s.sock = Some(stream);
+        s.connecting = connecting;
+        s.conn_start = now;
+        s.conn_replies = 0;
+        s.conn_failed = false;
+        s.out.clear();
+        s.out_pos = 0;
+        s.sess_conns += 1;
+        s.deadline = self.timeout.map(|t| now + t);
+        if !connecting {
+            rec(&mut self.st.connect, 1);
+        }
+        self.arm(idx);
+        Ok(())
+    }
+
+    fn next_req(&mut self, sel: ReqSel) -> u32 {
+        match sel {
+            ReqSel::Fixed(r) => r,
+            ReqSel::Wset => {
+                let plan = self.ctx.plan;
+                let (n, x) = plan.wset.unwrap_or((1, 0.0));
+                self.wset_acc += x;
+                if self.wset_acc >= 1.0 {
+                    self.wset_acc -= 1.0;
+                    self.wset_idx = (self.wset_idx + 1) % n.max(1);
+                }
+                plan.wset_base + self.wset_idx as u32
+            }
+        }
+    }
+
+    /// Makes sure the session has a connection and sends what the burst allows.
+    fn pump(&mut self, idx: usize, now: Instant) {
+        if self.slots[idx].sock.is_none() {
+            if let Err(c) = self.open_conn(idx, now) {
+                self.fail(idx, c, now);
+                return;
+            }
+        }
+        if self.slots[idx].connecting {
+            return;
+        }
+        let plan = self.ctx.plan;
+        let spec = self.ctx.spec;
+        let max_piped = spec.max_piped_calls.unwrap_or(u32::MAX);
+        loop {
+            let s = &self.slots[idx];
+            let allowed = if plan.first_alone && s.burst_done == 0 {
+                1
+            } else {
+                s.burst_len
+            };
+            let outstanding = s.burst_sent - s.burst_done;
+            if s.burst_sent >= allowed || outstanding >= max_piped {
+                break;
+            }
+            let sel = plan.call(s.tmpl, s.burst, s.burst_sent);
+            let req = self.next_req(sel);
+            self.serial += 1;
+            let serial = self.serial;
+            let r = &plan.requests[req as usize];
+            let s = &mut self.slots[idx];
+            if s.pending.is_empty() {
+                s.parser.start(r.is_head);
+                s.resp_first = None;
+            }
+            s.out.extend_from_slice(&r.bytes);
+            s.pending.push_back(Pending {
+                req,
+                sent: now,
+                intended: s.intended.min(now),
+                serial,
+            });
+            s.burst_sent += 1;
+            self.st.requests += 1;
+            self.part.requests += 1;
+            if spec.print_request.any() {
+                print_request(spec.print_request, serial, &r.bytes, r.head_len);
+            }
+        }
+        let s = &mut self.slots[idx];
+        if !s.pending.is_empty() && s.deadline.is_none() {
+            s.deadline = self.reply_timeout.map(|t| now + t);
+        }
+        self.arm(idx);
+        self.flush(idx, now);
+    }
+
+    fn flush(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.slots[idx];
+        let Some(sock) = s.sock.as_mut() else { return };
+        while s.out_pos < s.out.len() {
+            match sock.write(&s.out[s.out_pos..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    s.out_pos += n;
+                    self.st.bytes_sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let c = ErrClass::from_io(&e);
+                    self.fail(idx, c, now);
+                    return;
+                }
+            }
+        }
+        s.out.clear();
+        s.out_pos = 0;
+    }
+
+    fn on_event(&mut self, idx: usize, readable: bool, writable: bool, now: Instant) {
+        if self.slots[idx].connecting {
+            let s = &mut self.slots[idx];
+            let Some(sock) = s.sock.as_ref() else { return };
+            match sock.take_error() {
+                Ok(Some(e)) | Err(e) => {
+                    let c = ErrClass::from_io(&e);
+                    self.fail(idx, c, now);
+                    return;
+                }
+                Ok(None) => {}
+            }
+            match sock.peer_addr() {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                    if readable || writable {
+                        // Spurious or still in progress; wait for the next event.
+                    }
+                    return;
+                }
+                Err(e) => {
+                    let c = ErrClass::from_io(&e);
+                    self.fail(idx, c, now);
+                    return;
+                }
+            }
+            s.connecting = false;
+            let ct = us(now.saturating_duration_since(s.conn_start));
+            rec(&mut self.st.connect, ct);
+            s.deadline = None;
+            self.pump(idx, now);
+            if !self.slots[idx].in_use {
+                return;
+            }
+        } else if writable {
+            self.flush(idx, now);
+        }
+        if readable && self.slots[idx].in_use && self.slots[idx].sock.is_some() {
+            self.read(idx, now);
+        }
+    }
+
+    fn read(&mut self, idx: usize, now: Instant) {
+        let mut buf = std::mem::take(&mut self.rbuf);
+        let gen = self.slots[idx].gen;
+        loop {
+            let s = &mut self.slots[idx];
+            if !s.in_use || s.gen != gen {
+                break;
+            }
+            let Some(sock) = s.sock.as_mut() else { break };
+            match sock.read(&mut buf) {
+                Ok(0) => {
+                    self.on_eof(idx, now);
+                    break;
+                }
+                Ok(n) => {
+                    self.st.bytes_recv += n as u64;
+                    self.part.bytes_in += n as u64;
+                    if !self.process(idx, &buf[..n], now) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let c = ErrClass::from_io(&e);
+                    self.fail(idx, c, now);
+                    break;
+                }
+            }
+        }
+        self.rbuf = buf;
+    }
+
+    /// Feeds received bytes to the parser. Returns false when the connection
+    /// is gone (closed, failed) and reading must stop.
+    fn process(&mut self, idx: usize, data: &[u8], now: Instant) -> bool {
+        let spec = self.ctx.spec;
+        let mut pos = 0;
+        while pos < data.len() {
+            let s = &mut self.slots[idx];
+            if s.pending.is_empty() {
+                self.st.framing_errors += 1;
+                self.fail(idx, ErrClass::Other, now);
+                return false;
+            }
+            if s.resp_first.is_none() {
+                s.resp_first = Some(now);
+            }
+            let step = match s.parser.feed(&data[pos..]) {
+                Ok(st) => st,
+                Err(_) => {
+                    self.st.framing_errors += 1;
+                    self.fail(idx, ErrClass::Other, now);
+                    return false;
+                }
+            };
+            if spec.print_reply.any() {
+                s.print_buf
+                    .extend_from_slice(&data[pos..pos + step.consumed]);
+            }
+            if step.head_done {
+                let info = s.parser.info();
+                s.verify_on = self.verifier.is_some() && info.status == 200;
+                s.verify_off = 0;
+                s.verify_bad = false;
+            }
+            if let Some((off, len)) = step.body {
+                if s.verify_on {
+                    let front = s.pending.front().map_or(0, |p| p.req);
+                    let body = &data[pos + off..pos + off + len];
+                    let path = &self.ctx.plan.requests[front as usize].path;
+                    let vo = s.verify_off as usize;
+                    let ok = match self.verifier.as_mut().and_then(|v| v.file(front, path)) {
+                        Some(f) => f.get(vo..vo + len) == Some(body),
+                        None => false,
+                    };
+                    let s = &mut self.slots[idx];
+                    if !ok {
+                        s.verify_bad = true;
+                    }
+                    s.verify_off += len as u64;
+                }
+            }
+            pos += step.consumed;
+            // Progress: push the deadline out.
+            let s = &mut self.slots[idx];
+            s.deadline = self.timeout.map(|t| now + t);
+            if step.complete {
+                if !self.on_reply(idx, now) {
+                    return false;
+                }
+            } else if step.consumed == 0 {
+                break;
+            }
+        }
+        true
+    }
+
+    fn on_eof(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.slots[idx];
+        if s.pending.is_empty() {
+            // Idle keep-alive connection closed by the server: reconnect on demand.
+            self.close_conn(idx, true);
+            let s = &self.slots[idx];
+            if s.think_until.is_none() && s.burst_sent < s.burst_len {
+                self.pump(idx, now);
+            }
+            return;
+        }
+        match s.parser.eof() {
+            Ok(true) => {
+                self.on_reply(idx, now);
+                let s = &self.slots[idx];
+                if s.in_use && s.sock.is_some() {
+                    self.close_conn(idx, true);
+                    if self.slots[idx].burst_sent < self.slots[idx].burst_len
+                        && self.slots[idx].think_until.is_none()
+                    {
+                        self.pump(idx, now);
+                    }
+                }
+            }
+            Ok(false) => self.fail(idx, ErrClass::ConnReset, now),
+            Err(_) => {
+                let info = s.parser.info();
+                if info.framing == Framing::Length {
+                    self.st.bytes_expected += info.content_length.unwrap_or(0);
+                    self.st.body_received += info.body_bytes;
+                }
+                self.st.framing_errors += 1;
+                self.fail(idx, ErrClass::Other, now);
+            }
+        }
+    }
+
+    /// A reply completed. Returns false when the connection is gone.
+    fn on_reply(&mut self, idx: usize, now: Instant) -> bool {
+        let spec = self.ctx.spec;
+        let plan = self.ctx.plan;
+        let s = &mut self.slots[idx];
+        let Some(p) = s.pending.pop_front() else {
+            return false;
+        };
+        let info = s.parser.info();
+        let first = s.resp_first.unwrap_or(now);
+        s.resp_first = None;
+        let st = &mut self.st;
+        st.replies += 1;
+        self.part.replies += 1;
+        let class = (info.status / 100) as usize;
+        if (1..=5).contains(&class) {
+            st.status[class - 1] += 1;
+        }
+        st.header_bytes += info.header_bytes;
+        st.body_bytes += info.body_bytes;
+        st.footer_bytes += info.footer_bytes;
+        st.body_received += info.body_bytes;
+        st.bytes_expected += match info.framing {
+            Framing::Length => info.content_length.unwrap_or(0),
+            _ => info.body_bytes,
+        };
+        let resp_us = us(first.saturating_duration_since(p.sent));
+        let xfer_us = us(now.saturating_duration_since(first));
+        st.response_sum_us += resp_us as f64;
+        st.transfer_sum_us += xfer_us as f64;
+        rec(&mut st.first_byte, resp_us);
+        let total_unc = us(now.saturating_duration_since(p.sent));
+        rec(&mut st.response_unc, total_unc);
+        rec(
+            &mut st.response,
+            us(now.saturating_duration_since(p.intended)),
+        );
+        rec(&mut self.ihist, total_unc);
+        if s.verify_on {
+            st.verified += 1;
+            let len = self
+                .verifier
+                .as_mut()
+                .and_then(|v| v.file(p.req, &plan.requests[p.req as usize].path))
+                .map(|f| f.len() as u64);
+            if s.verify_bad || len != Some(s.verify_off) {
+                st.mismatches += 1;
+            }
+            s.verify_on = false;
+        }
+        if spec.print_reply.any() {
+            print_reply(spec.print_reply, p.serial, &s.print_buf, &info);
+            s.print_buf.clear();
+        }
+        s.conn_replies += 1;
+        s.sess_replies += 1;
+        let failed_status = plan.is_session && spec.failure_status == Some(info.status);
+        s.burst_done += 1;
+        if failed_status && spec.retry_on_failure {
+            // Send the same call again.
+            s.burst_done -= 1;
+            s.burst_sent -= 1;
+        }
+        if let Some(front) = s.pending.front() {
+            let is_head = plan.requests[front.req as usize].is_head;
+            s.parser.start(is_head);
+            s.deadline = self.reply_timeout.map(|t| now + t);
+        } else {
+            s.deadline = None;
+        }
+        if failed_status && !spec.retry_on_failure {
+            s.sess_failed = true;
+            self.end_session(idx, now);
+            return false;
+        }
+        let keep = info.keep_alive;
+        if !keep {
+            // The server closes after this reply; unsent or unanswered calls go on a new connection.
+            let s = &mut self.slots[idx];
+            let lost = s.pending.len() as u32;
+            s.burst_sent -= lost;
+            s.pending.clear();
+            self.close_conn(idx, true);
+        }
+        let s = &mut self.slots[idx];
+        if s.burst_done >= s.burst_len {
+            let think = plan.think_after(s.tmpl, s.burst);
+            s.burst += 1;
+            let has_more =
+                plan.burst_len(s.tmpl, s.burst).is_some() && !self.end_at.is_some_and(|e| now >= e);
+            if has_more && think > 0.0 {
+                let until = now + dur(think);
+                s.think_until = Some(until);
+                s.intended = until;
+                self.arm(idx);
+            } else {
+                s.intended = now;
+                self.next_burst(idx, now);
+            }
+        } else {
+            s.intended = now;
+            self.pump(idx, now);
+        }
+        keep && self.slots[idx].in_use && self.slots[idx].sock.is_some()
+    }
+
+    fn close_conn(&mut self, idx: usize, ok: bool) {
+        let s = &mut self.slots[idx];
+        if let Some(sock) = s.sock.take() {
+            drop(sock);
+            self.open_conns = self.open_conns.saturating_sub(1);
+            if ok && !s.connecting && s.conn_replies > 0 {
+                let life = us(Instant::now().saturating_duration_since(s.conn_start));
+                rec(&mut self.st.lifetime, life);
+                self.st.conns_ok += 1;
+            }
+        }
+        s.connecting = false;
+        s.out.clear();
+        s.out_pos = 0;
+        s.pending.clear();
+        s.deadline = None;
+    }
+
+    /// A connection failed with `class`: count it, close, and end or continue the session.
+    fn fail(&mut self, idx: usize, class: ErrClass, now: Instant) {
+        self.st.error(class);
+        self.part.errors += 1;
+        self.close_conn(idx, false);
+        let plan = self.ctx.plan;
+        let s = &mut self.slots[idx];
+        if plan.is_users {
+            // A closed-loop user moves on to its next request on a new connection.
+            s.burst += 1;
+            s.burst_done = 0;
+            s.burst_sent = 0;
+            s.intended = now;
+            let think = plan.think_after(s.tmpl, s.burst);
+            if think > 0.0 {
+                s.think_until = Some(now + dur(think));
+                self.arm(idx);
+            } else {
+                self.next_burst(idx, now);
+            }
+            return;
+        }
+        s.sess_failed = true;
+        self.end_session(idx, now);
+    }
+
+    fn end_session(&mut self, idx: usize, now: Instant) {
+        if !self.slots[idx].in_use {
+            return;
+        }
+        self.close_conn(idx, true);
+        let s = &mut self.slots[idx];
+        let life = now.saturating_duration_since(s.sess_start).as_secs_f64();
+        let ss = &mut self.st.sessions;
+        if s.sess_failed {
+            ss.failed += 1;
+            ss.failtime_sum_s += life;
+        } else {
+            ss.completed += 1;
+            ss.lifetime_sum_s += life;
+            self.part.sessions_done += 1;
+        }
+        let n = s.sess_replies as usize;
+        if ss.length_histogram.len() <= n {
+            ss.length_histogram.resize(n + 1, 0);
+        }
+        ss.length_histogram[n] += 1;
+        s.in_use = false;
+        s.gen = s.gen.wrapping_add(1);
+        s.think_until = None;
+        s.armed = None;
+        self.free.push(idx);
+        self.active -= 1;
+        if self.schedule.is_none()
+            && matches!(self.ctx.plan.arrival, Arrival::Concurrent(_))
+            && !self.ctx.plan.is_users
+            && self.more_sessions(now)
+            && !self.ctx.stop.load(Ordering::Relaxed)
+        {
+            self.start_session(now, now);
+        }
+    }
+
+    /// Ends everything still running (Ctrl-C, or the drain after --duration).
+    fn abandon_all(&mut self, now: Instant) {
+        let interrupted = self.ctx.stop.load(Ordering::Relaxed);
+        for idx in 0..self.slots.len() {
+            if !self.slots[idx].in_use {
+                continue;
+            }
+            let waiting = !self.slots[idx].pending.is_empty() || self.slots[idx].connecting;
+            if waiting {
+                if interrupted {
+                    self.st.abandoned += 1;
+                } else {
+                    self.st.error(ErrClass::ClientTimo);
+                    self.part.errors += 1;
+                }
+            }
+            self.close_conn(idx, !waiting);
+            self.slots[idx].sess_failed = waiting;
+            self.sessions_left = Some(0);
+            self.end_session(idx, now);
+        }
+        self.schedule = None;
+    }
+}
+
+fn print_request(what: crate::spec::PrintWhat, serial: u64, bytes: &[u8], head_len: usize) {
+    let mut out = String::new();
+    let head = String::from_utf8_lossy(&bytes[..head_len.min(bytes.len())]);
+    let body = &bytes[head_len.min(bytes.len())..];
+    if what.header() {
+        for line in head.split("\r\n").take_while(|l| !l.is_empty()) {
+            out.push_str(&format!("SH{serial}:{line}\n"));
+        }
+        out.push_str(&format!("SH{serial}:\n"));
+    }
+    if what.body() && !body.is_empty() {
+        for line in String::from_utf8_lossy(body).lines() {
+            out.push_str(&format!("SB{serial}:{line}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "SS{serial}: header {} content {}\n",
+        head_len,
+        body.len()
+    ));
+    let mut so = io::stdout().lock();
+    let _ = so.write_all(out.as_bytes());
+}
+
+fn print_reply(
+    what: crate::spec::PrintWhat,
+    serial: u64,
+    raw: &[u8],
+    info: &httplab_wire::response::ResponseInfo,
+) {
+    let mut out = String::new();
+    let hl = (info.header_bytes as usize).min(raw.len());
+    if what.header() {
+        for line in String::from_utf8_lossy(&raw[..hl])
+            .split("\r\n")
+            .take_while(|l| !l.is_empty())
+        {
+            out.push_str(&format!("RH{serial}:{line}\n"));
+        }
+        out.push_str(&format!("RH{serial}:\n"));
+    }
+    if what.body() && raw.len() > hl {
+        for line in String::from_utf8_lossy(&raw[hl..]).lines() {
+            out.push_str(&format!("RB{serial}:{line}\n"));
+        }
+    }
+    out.push_str(&format!(
+        "RS{serial}: header {} content {} footer {}\n",
+        info.header_bytes, info.body_bytes, info.footer_bytes
+    ));
+    let mut so = io::stdout().lock();
+    let _ = so.write_all(out.as_bytes());
+}

@@ -1,0 +1,704 @@
+//! Turning worker statistics into a [`RunResult`], and a [`RunResult`] into
+//! httperf's report (plus httplab's own block) and CSV.
+
+use std::fmt::Write as _;
+
+use httplab_model::{
+    Accuracy, ConnectionStats, Environment, Errors, Interval, Latencies, Latency, LoadMode,
+    ReplyStats, RequestStats, Resources, RunConfig, RunResult, SelfCheck, Summary, ToolInfo,
+    Totals, RUN_SCHEMA,
+};
+
+use crate::spec::{Arrival, LoadSpec, Workload};
+use crate::stats::{SessionStats, WorkerStats};
+use crate::sys;
+
+/// Key of `config.extra` holding the httperf-style normalised command line.
+pub const EXTRA_COMMAND: &str = "normalized_command";
+/// Key of `config.extra` holding the largest number of connections started at once.
+pub const EXTRA_MAX_BURST: &str = "max_connect_burst";
+/// Key of `config.extra` holding [`SessionStats`] as JSON (session workloads only).
+pub const EXTRA_SESSIONS: &str = "session_stats";
+/// Key of `config.extra` with the late-start threshold, ms.
+pub const EXTRA_LAG_THRESHOLD: &str = "lag_threshold_ms";
+/// Key of `config.extra` counting calls abandoned when the run was interrupted.
+pub const EXTRA_ABANDONED: &str = "abandoned_calls";
+
+fn summary_of_hist(h: &hdrhistogram::Histogram<u64>) -> Summary {
+    if h.is_empty() {
+        return Summary::default();
+    }
+    let ms = |v: f64| v / 1000.0;
+    Summary {
+        count: h.len(),
+        min: ms(h.min() as f64),
+        avg: ms(h.mean()),
+        max: ms(h.max() as f64),
+        median: ms(h.value_at_quantile(0.5) as f64),
+        stddev: ms(h.stdev()),
+    }
+}
+
+/// Builds the complete result of a run.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_result(
+    spec: &LoadSpec,
+    st: &WorkerStats,
+    series_sessions: Vec<(Interval, u64)>,
+    started_at: String,
+    wall_s: f64,
+    interrupted: bool,
+) -> RunResult {
+    let dur = if st.end_s > 0.0 {
+        (st.end_s - st.first_s.unwrap_or(0.0)).max(1e-9)
+    } else {
+        wall_s.max(1e-9)
+    };
+    let per = |n: u64| n as f64 / dur;
+    let interval = spec.sample_interval;
+    let full: Vec<&(Interval, u64)> = series_sessions
+        .iter()
+        .filter(|(i, _)| i.len_s >= interval * 0.999)
+        .collect();
+    let rate_samples: Vec<f64> = full.iter().map(|(i, _)| i.reply_rate).collect();
+    let series: Vec<Interval> = series_sessions.iter().map(|(i, _)| *i).collect();
+    let replies = st.replies.max(1) as f64;
+    let has_replies = st.replies > 0;
+    let avg = |x: f64| if has_replies { x / replies } else { 0.0 };
+
+    let (mode, rate, distribution) = match spec.arrival {
+        Arrival::Open(d) => (
+            LoadMode::OpenLoop,
+            Some(1.0 / d.mean()),
+            Some(d.name().to_string()),
+        ),
+        Arrival::Concurrent(_) => match spec.workload {
+            Workload::Users { .. } => (LoadMode::ClosedLoop, None, None),
+            _ => (LoadMode::Sequential, None, None),
+        },
+    };
+    let (num_conns, num_calls, users, think_ms) = match &spec.workload {
+        Workload::Requests {
+            num_conns,
+            num_calls,
+            ..
+        } => (*num_conns, Some(*num_calls), None, None),
+        Workload::Sessions {
+            num_sessions,
+            calls,
+            think,
+            ..
+        } => (*num_sessions, Some(*calls), None, Some(think * 1000.0)),
+        Workload::SessionLog {
+            num_sessions,
+            think,
+            ..
+        } => (*num_sessions, None, None, Some(think * 1000.0)),
+        Workload::Users {
+            users,
+            requests_per_user,
+            think,
+        } => (None, *requests_per_user, Some(*users), Some(think * 1000.0)),
+    };
+    let mut extra = std::collections::BTreeMap::new();
+    extra.insert(EXTRA_COMMAND.to_string(), spec.normalized_command());
+    extra.insert(EXTRA_MAX_BURST.to_string(), st.max_burst.to_string());
+    extra.insert(
+        EXTRA_LAG_THRESHOLD.to_string(),
+        format!("{}", spec.lag_threshold * 1000.0),
+    );
+    if st.abandoned > 0 {
+        extra.insert(EXTRA_ABANDONED.to_string(), st.abandoned.to_string());
+    }
+    if !spec.local_addrs.is_empty() {
+        let v: Vec<String> = spec.local_addrs.iter().map(|a| a.to_string()).collect();
+        extra.insert("local_addrs".into(), v.join(","));
+    }
+    if let Some((n, x)) = spec.wset {
+        extra.insert("wset".into(), format!("{n},{x}"));
+    }
+    if let Workload::Requests { burst, .. } | Workload::Sessions { burst, .. } = spec.workload {
+        if burst > 1 {
+            extra.insert("burst_length".into(), burst.to_string());
+        }
+    }
+    let is_session = matches!(
+        spec.workload,
+        Workload::Sessions { .. } | Workload::SessionLog { .. }
+    );
+    if is_session {
+        let mut ss: SessionStats = st.sessions.clone();
+        ss.rate_samples = full.iter().map(|(i, s)| *s as f64 / i.len_s).collect();
+        if let Ok(j) = serde_json::to_string(&ss) {
+            extra.insert(EXTRA_SESSIONS.to_string(), j);
+        }
+    }
+    let targets = match &spec.workload {
+        Workload::SessionLog { sessions, .. } => {
+            let mut t: Vec<String> = sessions
+                .iter()
+                .flatten()
+                .flat_map(|b| b.calls.iter())
+                .map(|c| format!("{}{}", spec.base_url(), c.uri))
+                .collect();
+            t.sort();
+            t.dedup();
+            t
+        }
+        _ => vec![format!("{}{}", spec.base_url(), spec.uri)],
+    };
+    let config = RunConfig {
+        command_line: spec.command_line.clone(),
+        targets,
+        mode,
+        rate,
+        distribution,
+        num_conns,
+        num_calls,
+        duration_s: spec.duration,
+        users,
+        think_ms,
+        timeout_s: spec.timeout,
+        threads: spec.threads,
+        method: spec.method.clone(),
+        extra,
+    };
+    let errors = Errors {
+        total: st.errors_total(),
+        client_timo: st.errors[0],
+        socket_timo: st.errors[1],
+        connrefused: st.errors[2],
+        connreset: st.errors[3],
+        fd_unavail: st.errors[4],
+        addrunavail: st.errors[5],
+        ftab_full: 0,
+        other: st.errors[6],
+    };
+    let conn_rate = per(st.connections);
+    let req_rate = per(st.requests);
+    let cpu = st.cpu_user + st.cpu_sys;
+    let cpu_pct = 100.0 * cpu / dur;
+    let lag = |q: f64| {
+        if st.lag.is_empty() {
+            0.0
+        } else {
+            st.lag.value_at_quantile(q) as f64 / 1000.0
+        }
+    };
+    let mut self_check = SelfCheck {
+        client_cpu_pct: cpu_pct,
+        schedule_lag_p50_ms: lag(0.5),
+        schedule_lag_p99_ms: lag(0.99),
+        schedule_lag_max_ms: if st.lag.is_empty() {
+            0.0
+        } else {
+            st.lag.max() as f64 / 1000.0
+        },
+        late_starts: st.late_starts,
+        client_bound: false,
+        warnings: Vec::new(),
+    };
+    let threads = f64::from(spec.threads.max(1));
+    if cpu_pct >= 95.0 * threads {
+        self_check.warnings.push(format!(
+            "generator CPU at {cpu_pct:.0}% of its {} thread(s): the client, not the server, may have limited this run (add --threads or a client core)",
+            spec.threads
+        ));
+    }
+    let thr_ms = spec.lag_threshold * 1000.0;
+    if matches!(spec.arrival, Arrival::Open(_)) && self_check.schedule_lag_p99_ms > thr_ms {
+        self_check.warnings.push(format!(
+            "schedule lag p99 {:.3} ms exceeds {:.3} ms ({} late starts): the generator could not keep the schedule",
+            self_check.schedule_lag_p99_ms, thr_ms, st.late_starts
+        ));
+    }
+    if errors.fd_unavail > 0 {
+        self_check.warnings.push(format!(
+            "ran out of file descriptors {} times: raise the hard RLIMIT_NOFILE (ulimit -Hn)",
+            errors.fd_unavail
+        ));
+    }
+    if errors.addrunavail > 0 {
+        self_check.warnings.push(format!(
+            "ran out of local ports {} times: spread connections with --local-addr 127.0.0.2,127.0.0.3,...",
+            errors.addrunavail
+        ));
+    }
+    self_check.client_bound = !self_check.warnings.is_empty();
+    RunResult {
+        schema: RUN_SCHEMA.into(),
+        tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        label: spec.label.clone(),
+        started_at,
+        config,
+        totals: Totals {
+            connections: st.connections,
+            requests: st.requests,
+            replies: st.replies,
+            test_duration_s: dur,
+            max_concurrent_connections: st.max_open,
+        },
+        connection: ConnectionStats {
+            rate_per_s: conn_rate,
+            ms_per_conn: if conn_rate > 0.0 {
+                1000.0 / conn_rate
+            } else {
+                0.0
+            },
+            lifetime_ms: summary_of_hist(&st.lifetime),
+            connect_ms: if st.connect.is_empty() {
+                0.0
+            } else {
+                st.connect.mean() / 1000.0
+            },
+            replies_per_conn: if st.conns_ok > 0 {
+                st.replies as f64 / st.conns_ok as f64
+            } else {
+                0.0
+            },
+        },
+        request: RequestStats {
+            rate_per_s: req_rate,
+            ms_per_req: if req_rate > 0.0 {
+                1000.0 / req_rate
+            } else {
+                0.0
+            },
+            size_bytes: if st.requests > 0 {
+                st.bytes_sent as f64 / st.requests as f64
+            } else {
+                0.0
+            },
+        },
+        reply: ReplyStats {
+            rate: Summary::of(&rate_samples),
+            sample_interval_s: interval,
+            response_ms: avg(st.response_sum_us) / 1000.0,
+            transfer_ms: avg(st.transfer_sum_us) / 1000.0,
+            header_bytes: avg(st.header_bytes as f64),
+            content_bytes: avg(st.body_bytes as f64),
+            footer_bytes: avg(st.footer_bytes as f64),
+            status: st.status,
+        },
+        resources: Resources {
+            user_s: st.cpu_user,
+            system_s: st.cpu_sys,
+            bytes_sent: st.bytes_sent,
+            bytes_received: st.bytes_recv,
+            net_kb_per_s: (st.bytes_sent + st.bytes_recv) as f64 / 1024.0 / dur,
+            net_mbit_per_s: (st.bytes_sent + st.bytes_recv) as f64 * 8.0 / 1e6 / dur,
+        },
+        errors,
+        latency: Latencies {
+            connect: Latency::from_histogram(&st.connect),
+            first_byte: Latency::from_histogram(&st.first_byte),
+            response: Latency::from_histogram(&st.response),
+            response_uncorrected: Latency::from_histogram(&st.response_unc),
+        },
+        series,
+        accuracy: Accuracy {
+            bytes_expected: st.bytes_expected,
+            bytes_received: st.body_received,
+            framing_errors: st.framing_errors,
+            verified: st.verified,
+            mismatches: st.mismatches,
+        },
+        self_check,
+        environment: environment(),
+        interrupted,
+        server: None,
+    }
+}
+
+/// Facts about this machine.
+pub fn environment() -> Environment {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    let cores = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count() as u32;
+    let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024);
+    Environment {
+        kernel: sys::kernel(),
+        cpu_model,
+        cores,
+        client_affinity: sys::affinity(),
+        memory_bytes,
+        extra: Default::default(),
+    }
+}
+
+/// Current UTC time as RFC 3339.
+pub(crate) fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn fmt_pct_row(out: &mut String, name: &str, l: &Latency) {
+    if l.count == 0 {
+        let _ = writeln!(out, "  {name:<24} (none)");
+        return;
+    }
+    let p = |x: f64| l.at(x).unwrap_or(0.0);
+    let _ = writeln!(
+        out,
+        "  {name:<24}{:>10.3}{:>10.3}{:>10.3}{:>10.3}{:>10.3}{:>10.3}",
+        p(50.0),
+        p(90.0),
+        p(99.0),
+        p(99.9),
+        p(99.99),
+        l.max_ms
+    );
+}
+
+/// Renders the httperf report (same sections, labels and units as httperf
+/// 0.9) followed by httplab's block (percentiles, samples, accuracy,
+/// self-check). Works on any [`RunResult`], including one read from JSON.
+pub fn render_httperf_report(r: &RunResult) -> String {
+    let mut o = String::new();
+    let x = &r.config.extra;
+    if let Some(c) = x.get(EXTRA_COMMAND) {
+        let _ = writeln!(o, "{c}");
+    }
+    let _ = writeln!(
+        o,
+        "Maximum connect burst length: {}",
+        x.get(EXTRA_MAX_BURST).map_or("0", |s| s.as_str())
+    );
+    let t = &r.totals;
+    let c = &r.connection;
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "Total: connections {} requests {} replies {} test-duration {:.3} s",
+        t.connections, t.requests, t.replies, t.test_duration_s
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "Connection rate: {:.1} conn/s ({:.1} ms/conn, <={} concurrent connections)",
+        c.rate_per_s, c.ms_per_conn, t.max_concurrent_connections
+    );
+    let l = &c.lifetime_ms;
+    let _ = writeln!(
+        o,
+        "Connection time [ms]: min {:.1} avg {:.1} max {:.1} median {:.1} stddev {:.1}",
+        l.min, l.avg, l.max, l.median, l.stddev
+    );
+    let _ = writeln!(o, "Connection time [ms]: connect {:.1}", c.connect_ms);
+    let _ = writeln!(
+        o,
+        "Connection length [replies/conn]: {:.3}",
+        c.replies_per_conn
+    );
+    let _ = writeln!(o);
+    let q = &r.request;
+    let _ = writeln!(
+        o,
+        "Request rate: {:.1} req/s ({:.1} ms/req)",
+        q.rate_per_s, q.ms_per_req
+    );
+    let _ = writeln!(o, "Request size [B]: {:.1}", q.size_bytes);
+    let _ = writeln!(o);
+    let p = &r.reply;
+    let _ = writeln!(
+        o,
+        "Reply rate [replies/s]: min {:.1} avg {:.1} max {:.1} stddev {:.1} ({} samples)",
+        p.rate.min, p.rate.avg, p.rate.max, p.rate.stddev, p.rate.count
+    );
+    let _ = writeln!(
+        o,
+        "Reply time [ms]: response {:.1} transfer {:.1}",
+        p.response_ms, p.transfer_ms
+    );
+    let _ = writeln!(
+        o,
+        "Reply size [B]: header {:.1} content {:.1} footer {:.1} (total {:.1})",
+        p.header_bytes,
+        p.content_bytes,
+        p.footer_bytes,
+        p.header_bytes + p.content_bytes + p.footer_bytes
+    );
+    let s = p.status;
+    let _ = writeln!(
+        o,
+        "Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}",
+        s[0], s[1], s[2], s[3], s[4]
+    );
+    let _ = writeln!(o);
+    let res = &r.resources;
+    let d = t.test_duration_s.max(1e-9);
+    let _ = writeln!(
+        o,
+        "CPU time [s]: user {:.2} system {:.2} (user {:.1}% system {:.1}% total {:.1}%)",
+        res.user_s,
+        res.system_s,
+        100.0 * res.user_s / d,
+        100.0 * res.system_s / d,
+        100.0 * (res.user_s + res.system_s) / d
+    );
+    let _ = writeln!(
+        o,
+        "Net I/O: {:.1} KB/s ({:.1}*10^6 bps)",
+        res.net_kb_per_s, res.net_mbit_per_s
+    );
+    let _ = writeln!(o);
+    let e = &r.errors;
+    let _ = writeln!(
+        o,
+        "Errors: total {} client-timo {} socket-timo {} connrefused {} connreset {}",
+        e.total, e.client_timo, e.socket_timo, e.connrefused, e.connreset
+    );
+    let _ = writeln!(
+        o,
+        "Errors: fd-unavail {} addrunavail {} ftab-full {} other {}",
+        e.fd_unavail, e.addrunavail, e.ftab_full, e.other
+    );
+    if let Some(ss) = x
+        .get(EXTRA_SESSIONS)
+        .and_then(|j| serde_json::from_str::<SessionStats>(j).ok())
+    {
+        let rs = Summary::of(&ss.rate_samples);
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "Session rate [sess/s]: min {:.2} avg {:.2} max {:.2} stddev {:.2} ({}/{})",
+            rs.min,
+            ss.completed as f64 / d,
+            rs.max,
+            rs.stddev,
+            ss.completed,
+            ss.started
+        );
+        let _ = writeln!(
+            o,
+            "Session: avg {:.2} connections/session",
+            if ss.started > 0 {
+                ss.connections as f64 / ss.started as f64
+            } else {
+                0.0
+            }
+        );
+        let _ = writeln!(
+            o,
+            "Session lifetime [s]: {:.1}",
+            if ss.completed > 0 {
+                ss.lifetime_sum_s / ss.completed as f64
+            } else {
+                0.0
+            }
+        );
+        let _ = writeln!(
+            o,
+            "Session failtime [s]: {:.1}",
+            if ss.failed > 0 {
+                ss.failtime_sum_s / ss.failed as f64
+            } else {
+                0.0
+            }
+        );
+        let h: Vec<String> = ss.length_histogram.iter().map(|v| v.to_string()).collect();
+        let _ = writeln!(o, "Session length histogram: {}", h.join(" "));
+    }
+
+    // ---- httplab's own block ----
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "httplab latency [ms]:             p50       p90       p99     p99.9    p99.99       max"
+    );
+    fmt_pct_row(&mut o, "connect", &r.latency.connect);
+    fmt_pct_row(&mut o, "first byte", &r.latency.first_byte);
+    fmt_pct_row(&mut o, "response (corrected)", &r.latency.response);
+    fmt_pct_row(
+        &mut o,
+        "response (uncorrected)",
+        &r.latency.response_uncorrected,
+    );
+    let iv = p.sample_interval_s;
+    let full: Vec<&Interval> = r.series.iter().filter(|i| i.len_s >= iv * 0.999).collect();
+    if full.is_empty() {
+        let _ = writeln!(
+            o,
+            "httplab reply rate: run too short for a {iv:.3} s sample ({:.3} s); see the averages above",
+            t.test_duration_s
+        );
+    } else {
+        let show = if r.config.mode == LoadMode::ClosedLoop
+            || full.len() <= 12
+            || r.config.extra.contains_key("verbose")
+        {
+            full.len()
+        } else {
+            12
+        };
+        let vals: Vec<String> = full
+            .iter()
+            .take(show)
+            .map(|i| format!("{:.1}", i.reply_rate))
+            .collect();
+        let _ = writeln!(
+            o,
+            "httplab reply rate [replies/s] every {iv} s ({} samples): {}{}",
+            full.len(),
+            vals.join(" "),
+            if show < full.len() { " ..." } else { "" }
+        );
+    }
+    if r.config.mode == LoadMode::ClosedLoop {
+        let _ = writeln!(
+            o,
+            "httplab closed loop: {} users, think {:.1} ms",
+            r.config.users.unwrap_or(0),
+            r.config.think_ms.unwrap_or(0.0)
+        );
+        let _ = writeln!(
+            o,
+            "  {:>8} {:>10} {:>10} {:>10} {:>8}",
+            "t [s]", "TPS", "p50 [ms]", "p99 [ms]", "errors"
+        );
+        for i in &r.series {
+            let _ = writeln!(
+                o,
+                "  {:>8.1} {:>10.1} {:>10.3} {:>10.3} {:>8}",
+                i.t_s, i.reply_rate, i.p50_ms, i.p99_ms, i.errors
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  total TPS {:.1}, avg response {:.3} ms, max response {:.3} ms, requests {}, errors {}",
+            t.replies as f64 / d,
+            r.latency.response_uncorrected.mean_ms,
+            r.latency.response_uncorrected.max_ms,
+            t.requests,
+            e.total
+        );
+    }
+    let a = &r.accuracy;
+    let pct = if a.bytes_expected > 0 {
+        100.0 * a.bytes_received as f64 / a.bytes_expected as f64
+    } else {
+        100.0
+    };
+    let _ = write!(
+        o,
+        "httplab accuracy: body bytes expected {} received {} ({:.3}%), framing errors {}",
+        a.bytes_expected, a.bytes_received, pct, a.framing_errors
+    );
+    if a.verified > 0 {
+        let _ = write!(o, ", verified {} mismatches {}", a.verified, a.mismatches);
+    }
+    let _ = writeln!(o);
+    let sc = &r.self_check;
+    let _ = writeln!(
+        o,
+        "httplab self-check: client CPU {:.1}% ({} thread{}), schedule lag p50 {:.3} ms p99 {:.3} ms max {:.3} ms, late starts {} (> {} ms)",
+        sc.client_cpu_pct,
+        r.config.threads,
+        if r.config.threads == 1 { "" } else { "s" },
+        sc.schedule_lag_p50_ms,
+        sc.schedule_lag_p99_ms,
+        sc.schedule_lag_max_ms,
+        sc.late_starts,
+        x.get(EXTRA_LAG_THRESHOLD).map_or("?", |s| s.as_str())
+    );
+    if sc.client_bound {
+        for w in &sc.warnings {
+            let _ = writeln!(o, "httplab WARNING: {w}");
+        }
+        let _ = writeln!(
+            o,
+            "httplab verdict: CLIENT-BOUND: the load generator limited this run; do not read it as the server's capacity"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "httplab verdict: ok: the generator kept up (it was not the bottleneck)"
+        );
+    }
+    if r.interrupted {
+        let _ = writeln!(o, "httplab: interrupted; the report covers what ran so far");
+    }
+    o
+}
+
+/// Writes the time series as CSV.
+pub fn write_csv(r: &RunResult, path: &std::path::Path) -> anyhow::Result<()> {
+    let mut w = csv::Writer::from_path(path)?;
+    for i in &r.series {
+        w.serialize(i)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_shape() {
+        let s = now_rfc3339();
+        assert_eq!(s.len(), 20);
+        assert!(s.ends_with('Z'));
+        assert_eq!(&s[4..5], "-");
+    }
+
+    #[test]
+    fn report_labels_match_httperf() {
+        let r = RunResult::default();
+        let text = render_httperf_report(&r);
+        for label in [
+            "Total: connections ",
+            "Connection rate: ",
+            "Connection time [ms]: min ",
+            "Connection time [ms]: connect ",
+            "Connection length [replies/conn]: ",
+            "Request rate: ",
+            "Request size [B]: ",
+            "Reply rate [replies/s]: min ",
+            "Reply time [ms]: response ",
+            "Reply size [B]: header ",
+            "Reply status: 1xx=",
+            "CPU time [s]: user ",
+            "Net I/O: ",
+            "Errors: total ",
+            "Errors: fd-unavail ",
+            "run too short",
+        ] {
+            assert!(text.contains(label), "missing {label}");
+        }
+    }
+}

@@ -1,0 +1,692 @@
+//! What a run should do: [`LoadSpec`], built by [`crate::parse_args`] or by hand.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+/// Inter-arrival distribution of connections or sessions (httperf `--period`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Dist {
+    /// Fixed period, seconds.
+    Deterministic(f64),
+    /// Uniform over `[lo, hi)` seconds.
+    Uniform(f64, f64),
+    /// Exponential (Poisson arrivals) with this mean, seconds.
+    Exponential(f64),
+}
+
+impl Dist {
+    /// Mean inter-arrival time, seconds.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            Dist::Deterministic(p) | Dist::Exponential(p) => p,
+            Dist::Uniform(a, b) => (a + b) / 2.0,
+        }
+    }
+
+    /// Name used in the result model.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Dist::Deterministic(_) => "deterministic",
+            Dist::Uniform(..) => "uniform",
+            Dist::Exponential(_) => "exponential",
+        }
+    }
+
+    /// Parses httperf's `--period=[d|u|e]T1[,T2]`.
+    pub fn parse_period(s: &str) -> Result<Option<Dist>> {
+        let s = s.trim();
+        let (kind, rest) = match s.chars().next() {
+            Some(c @ ('d' | 'u' | 'e')) => (c, &s[1..]),
+            Some('v') => bail!("--period v (variable) is not supported; use d, u or e"),
+            _ => ('d', s),
+        };
+        let nums: Vec<f64> = rest
+            .split(',')
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<std::result::Result<_, _>>()
+            .with_context(|| format!("bad --period '{s}': expected [d|u|e]T1[,T2]"))?;
+        let finite = nums.iter().all(|x| x.is_finite() && *x >= 0.0);
+        if !finite {
+            bail!("bad --period '{s}': times must be non-negative seconds");
+        }
+        let d = match (kind, nums.as_slice()) {
+            ('d', [t]) => Dist::Deterministic(*t),
+            ('e', [t]) => Dist::Exponential(*t),
+            ('u', [a, b]) if b > a => Dist::Uniform(*a, *b),
+            ('u', _) => bail!("bad --period '{s}': u needs T1,T2 with T1 < T2"),
+            _ => bail!("bad --period '{s}': expected [d|u|e]T1[,T2]"),
+        };
+        if d.mean() == 0.0 {
+            return Ok(None);
+        }
+        Ok(Some(d))
+    }
+}
+
+/// How sessions (connections, httperf sessions, users) are started.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Arrival {
+    /// Open loop: sessions start on a schedule regardless of the server.
+    Open(Dist),
+    /// A fixed number of sessions run at once; a new one starts as soon as
+    /// one ends (httperf without `--rate` is `Concurrent(1)`).
+    Concurrent(u64),
+}
+
+/// One call of a session-log session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogCall {
+    /// Request target.
+    pub uri: String,
+    /// Method (default the run's method).
+    pub method: Option<String>,
+    /// Request body.
+    pub body: Option<Vec<u8>>,
+}
+
+/// A burst of a session-log session: the first call, then the rest pipelined.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogBurst {
+    /// Calls, first one sent alone.
+    pub calls: Vec<LogCall>,
+    /// Think time after the burst, seconds (None: the default X).
+    pub think: Option<f64>,
+}
+
+/// A session of a `--wsesslog` file.
+pub type LogSession = Vec<LogBurst>;
+
+/// What each session does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    /// httperf's request-oriented workload: each session is one connection
+    /// carrying `num_calls` calls in pipelined bursts of `burst` calls.
+    Requests {
+        /// Connections to create; None with `--duration`.
+        num_conns: Option<u64>,
+        /// Calls per connection.
+        num_calls: u64,
+        /// Calls per pipelined burst.
+        burst: u32,
+    },
+    /// `--wsess=N1,N2,X`: sessions of N2 calls in bursts, think X between bursts.
+    Sessions {
+        /// Sessions to create (N1).
+        num_sessions: Option<u64>,
+        /// Calls per session (N2).
+        calls: u64,
+        /// Burst length.
+        burst: u32,
+        /// Think time between bursts, seconds.
+        think: f64,
+    },
+    /// `--wsesslog=N,X,FILE`: sessions replayed round-robin from a file.
+    SessionLog {
+        /// Sessions to create.
+        num_sessions: Option<u64>,
+        /// Default think time, seconds.
+        think: f64,
+        /// Parsed sessions.
+        sessions: Vec<LogSession>,
+        /// File name (for the report).
+        file: String,
+    },
+    /// Closed loop: `users` users each send, wait, think, repeat.
+    Users {
+        /// Number of users.
+        users: u64,
+        /// Requests per user; None with `--duration`.
+        requests_per_user: Option<u64>,
+        /// Think time between a reply and the next request, seconds.
+        think: f64,
+    },
+}
+
+/// What `--print-request` / `--print-reply` print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PrintWhat {
+    /// Nothing.
+    #[default]
+    None,
+    /// Head lines only.
+    Header,
+    /// Body lines only.
+    Body,
+    /// Head, body and summary.
+    All,
+}
+
+impl PrintWhat {
+    /// Whether header lines are printed.
+    pub fn header(self) -> bool {
+        matches!(self, PrintWhat::Header | PrintWhat::All)
+    }
+    /// Whether body lines are printed.
+    pub fn body(self) -> bool {
+        matches!(self, PrintWhat::Body | PrintWhat::All)
+    }
+    /// Whether anything is printed.
+    pub fn any(self) -> bool {
+        self != PrintWhat::None
+    }
+}
+
+/// A complete description of a load run. Build it with [`crate::parse_args`]
+/// (httperf-style arguments) or fill it directly; [`LoadSpec::new`] gives
+/// httperf's defaults for a target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadSpec {
+    /// Arguments as given (for the report and the JSON config).
+    pub command_line: Vec<String>,
+    /// Host name or address of the server.
+    pub server: String,
+    /// Port.
+    pub port: u16,
+    /// Host header value (default `server`, or `server:port` when the port is not 80).
+    pub host_header: Option<String>,
+    /// Request target, or the prefix of `--wset` targets.
+    pub uri: String,
+    /// Method.
+    pub method: String,
+    /// "1.1" or "1.0".
+    pub http_version: String,
+    /// Leave out the Host header.
+    pub no_host_hdr: bool,
+    /// Extra header lines (no CRLF).
+    pub headers: Vec<String>,
+    /// Request body for every request-oriented call.
+    pub body: Option<Vec<u8>>,
+    /// Sessions and their calls.
+    pub workload: Workload,
+    /// How sessions start.
+    pub arrival: Arrival,
+    /// `--wset=N,X`: walk N files under `uri` with miss ratio X.
+    pub wset: Option<(u64, f64)>,
+    /// Reply timeout, seconds (None: wait forever, like httperf).
+    pub timeout: Option<f64>,
+    /// Added to `timeout` while waiting for a reply to start.
+    pub think_timeout: f64,
+    /// SO_SNDBUF, when given.
+    pub send_buffer: Option<usize>,
+    /// SO_RCVBUF, when given.
+    pub recv_buffer: Option<usize>,
+    /// Close connections with RST.
+    pub close_with_reset: bool,
+    /// Sessions: retry a call whose reply has `failure_status`.
+    pub retry_on_failure: bool,
+    /// Sessions: a reply with this status fails the session.
+    pub failure_status: Option<u16>,
+    /// Sessions: connections per session (httplab uses one; kept for the record).
+    pub max_connections: Option<u32>,
+    /// Sessions: most pipelined calls outstanding on a connection.
+    pub max_piped_calls: Option<u32>,
+    /// Print requests to stdout.
+    pub print_request: PrintWhat,
+    /// Print replies to stdout.
+    pub print_reply: PrintWhat,
+    /// Verbose report (httperf `-v`).
+    pub verbose: bool,
+    /// `--client=I/N`.
+    pub client: (u32, u32),
+    /// Seed of the random schedules and file-set walks.
+    pub seed: u64,
+    /// Worker threads.
+    pub threads: u32,
+    /// Run for this long instead of a count, seconds.
+    pub duration: Option<f64>,
+    /// Interval of the time series and of the reply-rate samples, seconds.
+    pub sample_interval: f64,
+    /// Source addresses to spread connections over.
+    pub local_addrs: Vec<IpAddr>,
+    /// Compare bodies with the files under this directory.
+    pub verify_root: Option<PathBuf>,
+    /// Sends later than this (seconds) count as late starts; a p99 lag above it marks the run client-bound.
+    pub lag_threshold: f64,
+    /// Free-form label copied into the result.
+    pub label: String,
+    /// Write the result as JSON here (CLI only).
+    pub json: Option<PathBuf>,
+    /// Write the time series as CSV here (CLI only).
+    pub csv: Option<PathBuf>,
+    /// Do not print the report (CLI only).
+    pub quiet: bool,
+    /// Suppress live progress even on a terminal (CLI only).
+    pub no_progress: bool,
+}
+
+impl LoadSpec {
+    /// httperf's defaults against `server:port` (one connection, one call, GET /).
+    pub fn new(server: &str, port: u16) -> LoadSpec {
+        LoadSpec {
+            command_line: Vec::new(),
+            server: server.to_string(),
+            port,
+            host_header: None,
+            uri: "/".into(),
+            method: "GET".into(),
+            http_version: "1.1".into(),
+            no_host_hdr: false,
+            headers: Vec::new(),
+            body: None,
+            workload: Workload::Requests {
+                num_conns: Some(1),
+                num_calls: 1,
+                burst: 1,
+            },
+            arrival: Arrival::Concurrent(1),
+            wset: None,
+            timeout: None,
+            think_timeout: 0.0,
+            send_buffer: None,
+            recv_buffer: None,
+            close_with_reset: false,
+            retry_on_failure: false,
+            failure_status: None,
+            max_connections: None,
+            max_piped_calls: None,
+            print_request: PrintWhat::None,
+            print_reply: PrintWhat::None,
+            verbose: false,
+            client: (0, 1),
+            seed: 1,
+            threads: 1,
+            duration: None,
+            sample_interval: 1.0,
+            local_addrs: Vec::new(),
+            verify_root: None,
+            lag_threshold: 0.002,
+            label: String::new(),
+            json: None,
+            csv: None,
+            quiet: false,
+            no_progress: false,
+        }
+    }
+
+    /// The base URL (`http://server:port`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}:{}", self.server, self.port)
+    }
+
+    /// Checks the combination of options; called by [`crate::run`].
+    pub fn validate(&self) -> Result<()> {
+        if self.threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        if !(self.sample_interval > 0.0 && self.sample_interval.is_finite()) {
+            bail!("--sample-interval must be a positive time");
+        }
+        if let Some(d) = self.duration {
+            if !(d > 0.0 && d.is_finite()) {
+                bail!("--duration must be a positive time");
+            }
+        }
+        if let Some(t) = self.timeout {
+            if !(t > 0.0 && t.is_finite()) {
+                bail!("--timeout must be a positive number of seconds");
+            }
+        }
+        if self.method.is_empty() || self.method.bytes().any(|b| b.is_ascii_whitespace()) {
+            bail!("--method must be a single token");
+        }
+        if self.uri.is_empty() || self.uri.bytes().any(|b| b.is_ascii_whitespace()) {
+            bail!("--uri must be non-empty and contain no spaces");
+        }
+        let (i, n) = self.client;
+        if n == 0 || i >= n {
+            bail!("--client I/N needs 0 <= I < N");
+        }
+        let counted = match &self.workload {
+            Workload::Requests {
+                num_conns,
+                num_calls,
+                burst,
+            } => {
+                if *num_calls == 0 || *burst == 0 {
+                    bail!("--num-calls and --burst-length must be at least 1");
+                }
+                num_conns.is_some()
+            }
+            Workload::Sessions {
+                num_sessions,
+                calls,
+                burst,
+                ..
+            } => {
+                if *calls == 0 || *burst == 0 {
+                    bail!("--wsess needs at least one call per session and a burst length of at least 1");
+                }
+                num_sessions.is_some()
+            }
+            Workload::SessionLog {
+                num_sessions,
+                sessions,
+                ..
+            } => {
+                if sessions.is_empty() {
+                    bail!("--wsesslog file defines no session");
+                }
+                num_sessions.is_some()
+            }
+            Workload::Users {
+                users,
+                requests_per_user,
+                ..
+            } => {
+                if *users == 0 {
+                    bail!("--users must be at least 1");
+                }
+                if matches!(self.arrival, Arrival::Open(_)) {
+                    bail!("--users (closed loop) cannot be combined with --rate/--period");
+                }
+                requests_per_user.is_some()
+            }
+        };
+        if !counted && self.duration.is_none() {
+            bail!("the run needs a count (--num-conns, --requests-per-user, ...) or --duration");
+        }
+        if let Some((n, x)) = self.wset {
+            if n == 0 || !(0.0..=1.0).contains(&x) {
+                bail!("--wset N,X needs N >= 1 and 0 <= X <= 1");
+            }
+        }
+        Ok(())
+    }
+
+    /// The normalised httperf-style command line printed at the top of the report.
+    pub fn normalized_command(&self) -> String {
+        let mut s = String::from("httplab load");
+        if self.verbose {
+            s.push_str(" --verbose");
+        }
+        if self.print_reply.any() {
+            s.push_str(" --print-reply");
+        }
+        if self.print_request.any() {
+            s.push_str(" --print-request");
+        }
+        if let Some(t) = self.timeout {
+            s.push_str(&format!(" --timeout={}", fmt_num(t)));
+        }
+        s.push_str(&format!(
+            " --client={}/{} --server={} --port={} --uri={}",
+            self.client.0, self.client.1, self.server, self.port, self.uri
+        ));
+        if let Arrival::Open(d) = self.arrival {
+            match d {
+                Dist::Deterministic(p) => s.push_str(&format!(" --rate={}", fmt_num(1.0 / p))),
+                Dist::Exponential(p) => s.push_str(&format!(" --period=e{}", fmt_num(p))),
+                Dist::Uniform(a, b) => {
+                    s.push_str(&format!(" --period=u{},{}", fmt_num(a), fmt_num(b)))
+                }
+            }
+        }
+        s.push_str(&format!(
+            " --send-buffer={} --recv-buffer={}",
+            self.send_buffer.unwrap_or(4096),
+            self.recv_buffer.unwrap_or(16384)
+        ));
+        if self.think_timeout > 0.0 {
+            s.push_str(&format!(" --think-timeout={}", fmt_num(self.think_timeout)));
+        }
+        for h in &self.headers {
+            s.push_str(&format!(" --add-header='{}\\n'", h));
+        }
+        if self.method != "GET" {
+            s.push_str(&format!(" --method={}", self.method));
+        }
+        match &self.workload {
+            Workload::Requests {
+                num_conns,
+                num_calls,
+                burst,
+            } => {
+                if let Some(n) = num_conns {
+                    s.push_str(&format!(" --num-conns={n}"));
+                }
+                s.push_str(&format!(" --num-calls={num_calls}"));
+                if *burst > 1 {
+                    s.push_str(&format!(" --burst-length={burst}"));
+                }
+            }
+            Workload::Sessions {
+                num_sessions,
+                calls,
+                burst,
+                think,
+            } => {
+                s.push_str(&format!(
+                    " --wsess={},{},{:.3}",
+                    num_sessions.unwrap_or(0),
+                    calls,
+                    think
+                ));
+                if *burst > 1 {
+                    s.push_str(&format!(" --burst-length={burst}"));
+                }
+            }
+            Workload::SessionLog {
+                num_sessions,
+                think,
+                file,
+                ..
+            } => s.push_str(&format!(
+                " --wsesslog={},{:.3},{}",
+                num_sessions.unwrap_or(0),
+                think,
+                file
+            )),
+            Workload::Users {
+                users,
+                requests_per_user,
+                think,
+            } => {
+                s.push_str(&format!(" --users={users}"));
+                if let Some(r) = requests_per_user {
+                    s.push_str(&format!(" --requests-per-user={r}"));
+                }
+                if *think > 0.0 {
+                    s.push_str(&format!(" --think={}", fmt_num(*think)));
+                }
+            }
+        }
+        if let Some((n, x)) = self.wset {
+            s.push_str(&format!(" --wset={n},{x:.3}"));
+        }
+        if let Some(d) = self.duration {
+            s.push_str(&format!(" --duration={}", fmt_num(d)));
+        }
+        if self.threads > 1 {
+            s.push_str(&format!(" --threads={}", self.threads));
+        }
+        s
+    }
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// Parses a time: plain seconds (`2.5`) or with a unit (`250ms`, `10s`, `2m`, `500us`).
+pub fn parse_time(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .with_context(|| format!("bad time '{s}' (examples: 5, 2.5s, 250ms, 2m)"))?;
+    if !v.is_finite() || v < 0.0 {
+        bail!("bad time '{s}': must be a non-negative number");
+    }
+    Ok(v * mult)
+}
+
+/// Parses a `--wsesslog` file (httperf's format): `#` comments, blank lines
+/// between sessions, one URI per line with optional `method=`, `contents=`
+/// and `think=`; lines starting with whitespace join the previous burst.
+pub fn parse_session_log(text: &str) -> Result<Vec<LogSession>> {
+    let mut sessions: Vec<LogSession> = Vec::new();
+    let mut cur: LogSession = Vec::new();
+    // Join "\<newline>" continuations first.
+    let joined = text.replace("\\\r\n", "\n").replace("\\\n", "\n");
+    let mut lines = joined.lines().enumerate().peekable();
+    while let Some((no, line)) = lines.next() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.trim().is_empty() {
+            if !cur.is_empty() {
+                sessions.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        let in_burst = line.starts_with(' ') || line.starts_with('\t');
+        let (call, think) =
+            parse_log_line(line.trim()).with_context(|| format!("session log line {}", no + 1))?;
+        if in_burst {
+            match cur.last_mut() {
+                Some(b) => {
+                    b.calls.push(call);
+                    if think.is_some() {
+                        b.think = think;
+                    }
+                }
+                None => cur.push(LogBurst {
+                    calls: vec![call],
+                    think,
+                }),
+            }
+        } else {
+            cur.push(LogBurst {
+                calls: vec![call],
+                think,
+            });
+        }
+    }
+    if !cur.is_empty() {
+        sessions.push(cur);
+    }
+    Ok(sessions)
+}
+
+fn parse_log_line(line: &str) -> Result<(LogCall, Option<f64>)> {
+    let mut rest = line;
+    let uri_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let uri = rest[..uri_end].to_string();
+    rest = rest[uri_end..].trim_start();
+    let mut call = LogCall {
+        uri,
+        method: None,
+        body: None,
+    };
+    let mut think = None;
+    while !rest.is_empty() {
+        let eq = rest
+            .find('=')
+            .with_context(|| format!("expected key=value in '{rest}'"))?;
+        let key = rest[..eq].trim();
+        rest = &rest[eq + 1..];
+        let value: String;
+        if rest.starts_with('\'') || rest.starts_with('"') {
+            let q = rest.as_bytes()[0] as char;
+            let end = rest[1..]
+                .find(q)
+                .with_context(|| format!("unterminated quote in '{line}'"))?;
+            value = rest[1..1 + end].to_string();
+            rest = rest[end + 2..].trim_start();
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            value = rest[..end].to_string();
+            rest = rest[end..].trim_start();
+        }
+        match key {
+            "method" => call.method = Some(value),
+            "contents" => call.body = Some(value.replace("\\n", "\n").into_bytes()),
+            "think" => {
+                think = Some(
+                    value
+                        .parse::<f64>()
+                        .with_context(|| format!("bad think time '{value}'"))?,
+                )
+            }
+            other => bail!("unknown session-log attribute '{other}'"),
+        }
+    }
+    Ok((call, think))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn period_forms() {
+        assert_eq!(
+            Dist::parse_period("0.2").unwrap(),
+            Some(Dist::Deterministic(0.2))
+        );
+        assert_eq!(
+            Dist::parse_period("d0.2").unwrap(),
+            Some(Dist::Deterministic(0.2))
+        );
+        assert_eq!(
+            Dist::parse_period("e0.01").unwrap(),
+            Some(Dist::Exponential(0.01))
+        );
+        assert_eq!(
+            Dist::parse_period("u1,3").unwrap(),
+            Some(Dist::Uniform(1.0, 3.0))
+        );
+        assert_eq!(Dist::parse_period("0").unwrap(), None);
+        assert!(Dist::parse_period("u3,1").is_err());
+        assert!(Dist::parse_period("x").is_err());
+        assert!(Dist::parse_period("v1").is_err());
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("5").unwrap(), 5.0);
+        assert_eq!(parse_time("250ms").unwrap(), 0.25);
+        assert_eq!(parse_time("2m").unwrap(), 120.0);
+        assert_eq!(parse_time("10s").unwrap(), 10.0);
+        assert!(parse_time("-1").is_err());
+        assert!(parse_time("abc").is_err());
+    }
+
+    #[test]
+    fn manpage_session_log() {
+        let text = "# comment\n\n/foo.html think=2.0\n     /pict1.gif\n     /pict2.gif\n/foo2.html method=POST contents='Post data'\n     /pict3.gif\n     /pict4.gif\n\n\n# session 2\n/foo3.html method=POST contents=\"Multiline\\ndata\"\n/foo4.html method=HEAD\n";
+        let s = parse_session_log(text).unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].len(), 2);
+        assert_eq!(s[0][0].calls.len(), 3);
+        assert_eq!(s[0][0].think, Some(2.0));
+        assert_eq!(s[0][1].calls[0].method.as_deref(), Some("POST"));
+        assert_eq!(s[0][1].calls[0].body.as_deref(), Some(&b"Post data"[..]));
+        assert_eq!(
+            s[1][0].calls[0].body.as_deref(),
+            Some(&b"Multiline\ndata"[..])
+        );
+        assert_eq!(s[1][1].calls[0].method.as_deref(), Some("HEAD"));
+        assert!(parse_session_log("/a bogus=1\n").is_err());
+        assert!(parse_session_log("/a contents='x\n").is_err());
+    }
+}

@@ -1,0 +1,409 @@
+//! Per-thread counters and histograms, the interval collector shared by the
+//! threads, and the merge into [`httplab_model::RunResult`].
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use hdrhistogram::Histogram;
+use httplab_model::Interval;
+use serde::{Deserialize, Serialize};
+
+/// Histogram of microseconds, 1 µs .. 1 h, 3 significant digits.
+pub(crate) fn hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid")
+}
+
+/// Coarser histogram for per-interval percentiles (2 significant digits).
+pub(crate) fn interval_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 2).expect("constant histogram bounds are valid")
+}
+
+/// Records `us` (clamped to the histogram's range).
+#[inline]
+pub(crate) fn rec(h: &mut Histogram<u64>, us: u64) {
+    h.saturating_record(us.max(1));
+}
+
+/// httperf's error classes, by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ErrClass {
+    ClientTimo,
+    SocketTimo,
+    ConnRefused,
+    ConnReset,
+    FdUnavail,
+    AddrUnavail,
+    Other,
+}
+
+impl ErrClass {
+    pub fn from_io(e: &std::io::Error) -> ErrClass {
+        match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) => ErrClass::ConnRefused,
+            Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ECONNABORTED) => {
+                ErrClass::ConnReset
+            }
+            Some(libc::ETIMEDOUT) => ErrClass::SocketTimo,
+            Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::ENOBUFS) => ErrClass::FdUnavail,
+            Some(libc::EADDRNOTAVAIL) | Some(libc::EADDRINUSE) => ErrClass::AddrUnavail,
+            _ => match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => ErrClass::ConnRefused,
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => {
+                    ErrClass::ConnReset
+                }
+                std::io::ErrorKind::TimedOut => ErrClass::SocketTimo,
+                _ => ErrClass::Other,
+            },
+        }
+    }
+}
+
+/// Session statistics (httperf's session block), stored in the JSON under
+/// `config.extra["session_stats"]` as a JSON string.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SessionStats {
+    /// Sessions started.
+    pub started: u64,
+    /// Sessions that completed every call.
+    pub completed: u64,
+    /// Sessions that failed.
+    pub failed: u64,
+    /// Connections opened by sessions.
+    pub connections: u64,
+    /// Sum of lifetimes of completed sessions, s.
+    pub lifetime_sum_s: f64,
+    /// Sum of lifetimes of failed sessions, s.
+    pub failtime_sum_s: f64,
+    /// Completed sessions per interval (session rate samples).
+    pub rate_samples: Vec<f64>,
+    /// `length_histogram[n]`: sessions that got n replies.
+    pub length_histogram: Vec<u64>,
+}
+
+/// Everything one worker thread measured.
+#[derive(Debug)]
+pub(crate) struct WorkerStats {
+    pub connections: u64,
+    pub conns_ok: u64,
+    pub requests: u64,
+    pub replies: u64,
+    pub bytes_sent: u64,
+    pub bytes_recv: u64,
+    pub status: [u64; 5],
+    pub header_bytes: u64,
+    pub body_bytes: u64,
+    pub footer_bytes: u64,
+    pub response_sum_us: f64,
+    pub transfer_sum_us: f64,
+    pub errors: [u64; 7],
+    pub max_open: u64,
+    pub max_burst: u64,
+    pub late_starts: u64,
+    pub bytes_expected: u64,
+    pub body_received: u64,
+    pub framing_errors: u64,
+    pub verified: u64,
+    pub mismatches: u64,
+    pub abandoned: u64,
+    pub planned_sessions: u64,
+    pub connect: Histogram<u64>,
+    pub first_byte: Histogram<u64>,
+    pub response: Histogram<u64>,
+    pub response_unc: Histogram<u64>,
+    pub lifetime: Histogram<u64>,
+    pub lag: Histogram<u64>,
+    pub cpu_user: f64,
+    pub cpu_sys: f64,
+    /// Seconds from t0 to this thread's last event.
+    pub end_s: f64,
+    /// Seconds from t0 to this thread's first connection.
+    pub first_s: Option<f64>,
+    pub sessions: SessionStats,
+    pub port_exhausted: bool,
+    pub fd_exhausted: bool,
+}
+
+impl WorkerStats {
+    pub fn new() -> WorkerStats {
+        WorkerStats {
+            connections: 0,
+            conns_ok: 0,
+            requests: 0,
+            replies: 0,
+            bytes_sent: 0,
+            bytes_recv: 0,
+            status: [0; 5],
+            header_bytes: 0,
+            body_bytes: 0,
+            footer_bytes: 0,
+            response_sum_us: 0.0,
+            transfer_sum_us: 0.0,
+            errors: [0; 7],
+            max_open: 0,
+            max_burst: 0,
+            late_starts: 0,
+            bytes_expected: 0,
+            body_received: 0,
+            framing_errors: 0,
+            verified: 0,
+            mismatches: 0,
+            abandoned: 0,
+            planned_sessions: 0,
+            connect: hist(),
+            first_byte: hist(),
+            response: hist(),
+            response_unc: hist(),
+            lifetime: hist(),
+            lag: hist(),
+            cpu_user: 0.0,
+            cpu_sys: 0.0,
+            end_s: 0.0,
+            first_s: None,
+            sessions: SessionStats::default(),
+            port_exhausted: false,
+            fd_exhausted: false,
+        }
+    }
+
+    pub fn error(&mut self, c: ErrClass) {
+        self.errors[c as usize] += 1;
+        match c {
+            ErrClass::FdUnavail => self.fd_exhausted = true,
+            ErrClass::AddrUnavail => self.port_exhausted = true,
+            _ => {}
+        }
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Adds `o` into `self`.
+    pub fn merge(&mut self, o: &WorkerStats) {
+        self.connections += o.connections;
+        self.conns_ok += o.conns_ok;
+        self.requests += o.requests;
+        self.replies += o.replies;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_recv += o.bytes_recv;
+        for i in 0..5 {
+            self.status[i] += o.status[i];
+        }
+        self.header_bytes += o.header_bytes;
+        self.body_bytes += o.body_bytes;
+        self.footer_bytes += o.footer_bytes;
+        self.response_sum_us += o.response_sum_us;
+        self.transfer_sum_us += o.transfer_sum_us;
+        for i in 0..7 {
+            self.errors[i] += o.errors[i];
+        }
+        self.max_open += o.max_open;
+        self.max_burst = self.max_burst.max(o.max_burst);
+        self.late_starts += o.late_starts;
+        self.bytes_expected += o.bytes_expected;
+        self.body_received += o.body_received;
+        self.framing_errors += o.framing_errors;
+        self.verified += o.verified;
+        self.mismatches += o.mismatches;
+        self.abandoned += o.abandoned;
+        self.planned_sessions += o.planned_sessions;
+        let _ = self.connect.add(&o.connect);
+        let _ = self.first_byte.add(&o.first_byte);
+        let _ = self.response.add(&o.response);
+        let _ = self.response_unc.add(&o.response_unc);
+        let _ = self.lifetime.add(&o.lifetime);
+        let _ = self.lag.add(&o.lag);
+        self.cpu_user += o.cpu_user;
+        self.cpu_sys += o.cpu_sys;
+        self.end_s = self.end_s.max(o.end_s);
+        self.first_s = match (self.first_s, o.first_s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let s = &mut self.sessions;
+        let t = &o.sessions;
+        s.started += t.started;
+        s.completed += t.completed;
+        s.failed += t.failed;
+        s.connections += t.connections;
+        s.lifetime_sum_s += t.lifetime_sum_s;
+        s.failtime_sum_s += t.failtime_sum_s;
+        if s.length_histogram.len() < t.length_histogram.len() {
+            s.length_histogram.resize(t.length_histogram.len(), 0);
+        }
+        for (i, v) in t.length_histogram.iter().enumerate() {
+            s.length_histogram[i] += v;
+        }
+        self.port_exhausted |= o.port_exhausted;
+        self.fd_exhausted |= o.fd_exhausted;
+    }
+}
+
+/// One thread's contribution to one interval.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct IntervalPart {
+    pub connections: u64,
+    pub requests: u64,
+    pub replies: u64,
+    pub errors: u64,
+    pub bytes_in: u64,
+    pub open: u64,
+    pub sessions_done: u64,
+    /// Length of this part, seconds (shorter for a final partial interval).
+    pub len_s: f64,
+}
+
+struct Pending {
+    part: IntervalPart,
+    hist: Histogram<u64>,
+    reports: u32,
+}
+
+struct Inner {
+    threads: u32,
+    finished: u32,
+    interval_s: f64,
+    pending: BTreeMap<u64, Pending>,
+    done: Vec<(Interval, u64)>,
+    cumulative: Histogram<u64>,
+    sent: u64,
+    replies: u64,
+    errors: u64,
+}
+
+/// Gathers every thread's intervals; finalises an interval once every live
+/// thread reported it, so memory stays bounded however long the run.
+pub(crate) struct Collector {
+    inner: Mutex<Inner>,
+}
+
+/// What the live progress line shows.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Progress {
+    pub sent: u64,
+    pub replies: u64,
+    pub errors: u64,
+    pub last_rate: f64,
+    pub p99_ms: f64,
+}
+
+impl Collector {
+    pub fn new(threads: u32, interval_s: f64) -> Collector {
+        Collector {
+            inner: Mutex::new(Inner {
+                threads,
+                finished: 0,
+                interval_s,
+                pending: BTreeMap::new(),
+                done: Vec::new(),
+                cumulative: interval_hist(),
+                sent: 0,
+                replies: 0,
+                errors: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Thread reports interval `k`.
+    pub fn report(&self, k: u64, part: IntervalPart, h: &Histogram<u64>) {
+        let mut g = self.lock();
+        g.sent += part.requests;
+        g.replies += part.replies;
+        g.errors += part.errors;
+        let _ = g.cumulative.add(h);
+        let e = g.pending.entry(k).or_insert_with(|| Pending {
+            part: IntervalPart::default(),
+            hist: interval_hist(),
+            reports: 0,
+        });
+        e.part.connections += part.connections;
+        e.part.requests += part.requests;
+        e.part.replies += part.replies;
+        e.part.errors += part.errors;
+        e.part.bytes_in += part.bytes_in;
+        e.part.open += part.open;
+        e.part.sessions_done += part.sessions_done;
+        e.part.len_s = e.part.len_s.max(part.len_s);
+        let _ = e.hist.add(h);
+        e.reports += 1;
+        Self::finalize(&mut g, false);
+    }
+
+    /// Thread is done reporting.
+    pub fn thread_finished(&self) {
+        let mut g = self.lock();
+        g.finished += 1;
+        Self::finalize(&mut g, false);
+    }
+
+    fn finalize(g: &mut Inner, all: bool) {
+        let need = g.threads.saturating_sub(g.finished);
+        let ready: Vec<u64> = g
+            .pending
+            .iter()
+            .take_while(|(_, p)| all || p.reports >= need)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in ready {
+            if let Some(p) = g.pending.remove(&k) {
+                let len = if p.part.len_s > 0.0 {
+                    p.part.len_s
+                } else {
+                    g.interval_s
+                };
+                let q = |x: f64| {
+                    if p.hist.is_empty() {
+                        0.0
+                    } else {
+                        p.hist.value_at_quantile(x) as f64 / 1000.0
+                    }
+                };
+                let iv = Interval {
+                    t_s: k as f64 * g.interval_s + len,
+                    len_s: len,
+                    connections: p.part.connections,
+                    requests: p.part.requests,
+                    replies: p.part.replies,
+                    errors: p.part.errors,
+                    bytes_in: p.part.bytes_in,
+                    reply_rate: p.part.replies as f64 / len,
+                    p50_ms: q(0.5),
+                    p99_ms: q(0.99),
+                    open_connections: p.part.open,
+                };
+                g.done.push((iv, p.part.sessions_done));
+            }
+        }
+    }
+
+    pub fn progress(&self) -> Progress {
+        let g = self.lock();
+        Progress {
+            sent: g.sent,
+            replies: g.replies,
+            errors: g.errors,
+            last_rate: g.done.last().map_or(0.0, |(i, _)| i.reply_rate),
+            p99_ms: if g.cumulative.is_empty() {
+                0.0
+            } else {
+                g.cumulative.value_at_quantile(0.99) as f64 / 1000.0
+            },
+        }
+    }
+
+    /// All intervals in order, with completed sessions per interval.
+    pub fn finish(&self) -> Vec<(Interval, u64)> {
+        let mut g = self.lock();
+        Self::finalize(&mut g, true);
+        let mut v = std::mem::take(&mut g.done);
+        v.sort_by(|a, b| a.0.t_s.total_cmp(&b.0.t_s));
+        v
+    }
+}
