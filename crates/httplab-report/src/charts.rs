@@ -19,9 +19,12 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Default chart size, pixels.
-pub const SIZE: (u32, u32) = (760, 440);
+pub const SIZE: (u32, u32) = (980, 450);
+/// Width kept right of the plot for the legend, pixels.
+const LEGEND_W: u32 = 280;
 const FONT: &str = "sans-serif";
 /// Okabe–Ito colour-blind-safe palette (yellow left out: too light on white).
 const PALETTE: [RGBColor; 7] = [
@@ -35,7 +38,8 @@ const PALETTE: [RGBColor; 7] = [
 ];
 /// Colour of the client-bound marker.
 pub const CLIENT_BOUND_COLOR: RGBColor = RGBColor(200, 0, 40);
-const GRID: RGBColor = RGBColor(232, 232, 232);
+const GRID: RGBColor = RGBColor(226, 226, 226);
+const FAINT: RGBColor = RGBColor(244, 244, 244);
 const AXIS: RGBColor = RGBColor(90, 90, 90);
 
 /// The colour of the n-th series.
@@ -75,6 +79,73 @@ pub fn ms_label(v: f64) -> String {
     }
 }
 
+/// How a legend entry is drawn.
+#[derive(Debug, Clone, Copy)]
+enum Glyph {
+    /// Solid line (colour, width).
+    Line(RGBColor, u32),
+    /// Dashed line (colour, width, dash length).
+    Dashed(RGBColor, u32, u32),
+    /// Filled triangle.
+    Triangle(RGBColor),
+    /// The client-bound ring and cross.
+    ClientBound,
+}
+
+/// A legend drawn in the margin right of the plot (plotters clips legend
+/// samples to the plotting area, so it is drawn here on the canvas).
+#[derive(Debug, Default)]
+struct Legend(Vec<(String, Glyph)>);
+
+impl Legend {
+    fn push(&mut self, label: impl Into<String>, g: Glyph) {
+        self.0.push((label.into(), g));
+    }
+
+    fn draw(&self, area: &DrawingArea<SVGBackend, Shift>, x0: i32, y0: i32) -> Result<()> {
+        let style = (FONT, 14)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, (label, g)) in self.0.iter().enumerate() {
+            let y = y0 + 22 * i as i32;
+            match *g {
+                Glyph::Line(c, w) => area.draw(&PathElement::new(
+                    vec![(x0, y), (x0 + 26, y)],
+                    c.stroke_width(w),
+                ))?,
+                Glyph::Dashed(c, w, d) => area.draw(&DashedPathElement::new(
+                    vec![(x0, y), (x0 + 26, y)],
+                    d.min(8),
+                    3,
+                    c.stroke_width(w),
+                ))?,
+                Glyph::Triangle(c) => {
+                    area.draw(&TriangleMarker::new((x0 + 13, y), 6, c.filled()))?
+                }
+                Glyph::ClientBound => {
+                    area.draw(&Circle::new(
+                        (x0 + 13, y),
+                        7,
+                        CLIENT_BOUND_COLOR.stroke_width(2),
+                    ))?;
+                    area.draw(&Cross::new(
+                        (x0 + 13, y),
+                        4,
+                        CLIENT_BOUND_COLOR.stroke_width(2),
+                    ))?;
+                }
+            }
+            area.draw(&Text::new(label.clone(), (x0 + 34, y), style.clone()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the legend starts: right of the plot, below the caption.
+const LEGEND_X: i32 = (SIZE.0 - LEGEND_W) as i32 + 8;
+const LEGEND_Y: i32 = 56;
+
 fn render<F>(size: (u32, u32), draw: F) -> Result<String>
 where
     F: FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>,
@@ -102,8 +173,20 @@ fn nice_max(v: f64) -> f64 {
     10.0 * p
 }
 
+fn x_extent(series: &[SweepSeries]) -> f64 {
+    let m = series
+        .iter()
+        .flat_map(|s| s.metrics.iter().map(|m| m.demanded_req_rate))
+        .fold(0.0, f64::max);
+    if m > 0.0 {
+        m * 1.05
+    } else {
+        1.0
+    }
+}
+
 fn caption_style() -> TextStyle<'static> {
-    (FONT, 19).into_font().color(&BLACK)
+    (FONT, 20).into_font().color(&BLACK)
 }
 
 /// Draws a "no data" placeholder.
@@ -128,17 +211,12 @@ fn cb_points(s: &SweepSeries, y: impl Fn(&StepMetrics) -> Option<f64>) -> Vec<(f
 /// Reply rate vs demanded request rate, one line per sweep target.
 pub fn reply_rate_chart(series: &[SweepSeries]) -> Result<String> {
     render(SIZE, |root| {
+        let mut legend = Legend::default();
         let title = "Reply rate vs demanded request rate";
         if series.iter().all(|s| s.metrics.is_empty()) {
             return empty(root, title, "no sweep steps");
         }
-        let xmax = nice_max(
-            series
-                .iter()
-                .flat_map(|s| s.metrics.iter().map(|m| m.demanded_req_rate))
-                .fold(0.0, f64::max)
-                * 1.04,
-        );
+        let xmax = x_extent(series);
         let ymax = nice_max(
             series
                 .iter()
@@ -153,38 +231,33 @@ pub fn reply_rate_chart(series: &[SweepSeries]) -> Result<String> {
         let mut chart = ChartBuilder::on(root)
             .caption(title, caption_style())
             .margin(14)
+            .margin_right(LEGEND_W)
             .x_label_area_size(48)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .light_line_style(FAINT)
             .bold_line_style(GRID)
             .axis_style(AXIS)
             .x_desc("demanded request rate (requests/s)")
             .y_desc("reply rate (replies/s)")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
             .x_label_formatter(&|v| si(*v))
             .y_label_formatter(&|v| si(*v))
             .draw()?;
         let ideal = vec![(0.0, 0.0), (xmax.min(ymax), xmax.min(ymax))];
-        chart
-            .draw_series(DashedLineSeries::new(
-                ideal,
-                6,
-                5,
-                RGBColor(160, 160, 160).stroke_width(1),
-            ))?
-            .label("ideal (reply = demand)")
-            .legend(|(x, y)| {
-                DashedPathElement::new(
-                    vec![(x, y), (x + 22, y)],
-                    5,
-                    4,
-                    RGBColor(160, 160, 160).stroke_width(1),
-                )
-            });
+        chart.draw_series(DashedLineSeries::new(
+            ideal,
+            6,
+            5,
+            RGBColor(160, 160, 160).stroke_width(1),
+        ))?;
+        legend.push(
+            "ideal (reply = demand)",
+            Glyph::Dashed(RGBColor(160, 160, 160), 1, 5),
+        );
         for (i, s) in series.iter().enumerate() {
             let c = color(i);
             let pts: Vec<(f64, f64)> = s
@@ -202,14 +275,10 @@ pub fn reply_rate_chart(series: &[SweepSeries]) -> Result<String> {
                     c.mix(0.45).stroke_width(1),
                 )
             }))?;
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
-                .label(s.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
+            legend.push(s.label.clone(), Glyph::Line(c, 2));
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
-            mark_saturation(&mut chart, s, c, i, false)?;
+            mark_saturation(&mut chart, s, c, i, false, &mut legend)?;
         }
         draw_client_bound(
             &mut chart,
@@ -217,14 +286,9 @@ pub fn reply_rate_chart(series: &[SweepSeries]) -> Result<String> {
                 .iter()
                 .flat_map(|s| cb_points(s, |m| Some(m.reply_rate)))
                 .collect(),
+            &mut legend,
         )?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend.draw(root, LEGEND_X, LEGEND_Y)?;
         Ok(())
     })
 }
@@ -241,6 +305,7 @@ fn mark_saturation<'a, 'b: 'a, Y>(
     c: RGBColor,
     index: usize,
     log: bool,
+    legend: &mut Legend,
 ) -> Result<()>
 where
     Y: Ranged<ValueType = f64>,
@@ -256,24 +321,17 @@ where
             4,
             c.stroke_width(2),
         ))?;
-        // Stagger the labels of several series so they do not overlap.
-        let frac = 0.93 - 0.07 * index as f64;
-        let y = y_at_fraction(ylo, yhi, frac, log);
-        chart.draw_series(std::iter::once(Text::new(
-            format!(" max sustainable {}/s", si(x)),
-            (x, y),
-            (FONT, 13).into_font().color(&c),
-        )))?;
+        legend.push(
+            format!("{}: max sustainable {}/s", s.label, si(x)),
+            Glyph::Dashed(c, 2, 6),
+        );
     }
     if let Some(k) = s.knee_req_rate() {
-        let y = y_at_fraction(ylo, yhi, 0.03, log);
+        let y = y_at_fraction(ylo, yhi, 0.035, log);
         chart.draw_series(std::iter::once(TriangleMarker::new((k, y), 7, c.filled())))?;
-        chart.draw_series(std::iter::once(Text::new(
-            " knee",
-            (k, y_at_fraction(ylo, yhi, 0.06, log)),
-            (FONT, 12).into_font().color(&c),
-        )))?;
+        legend.push(format!("{}: knee {}/s", s.label, si(k)), Glyph::Triangle(c));
     }
+    let _ = index;
     Ok(())
 }
 
@@ -289,6 +347,7 @@ fn y_at_fraction(lo: f64, hi: f64, f: f64, log: bool) -> f64 {
 fn draw_client_bound<'a, 'b: 'a, X, Y>(
     chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
     pts: Vec<(f64, f64)>,
+    legend: &mut Legend,
 ) -> Result<()>
 where
     X: Ranged<ValueType = f64>,
@@ -297,17 +356,11 @@ where
     if pts.is_empty() {
         return Ok(());
     }
-    chart
-        .draw_series(
-            pts.iter()
-                .map(|p| Circle::new(*p, 8, CLIENT_BOUND_COLOR.stroke_width(2))),
-        )?
-        .label("client-bound run (generator limit)")
-        .legend(|(x, y)| {
-            EmptyElement::at((x + 11, y))
-                + Circle::new((0, 0), 6, CLIENT_BOUND_COLOR.stroke_width(2))
-                + Cross::new((0, 0), 4, CLIENT_BOUND_COLOR.stroke_width(2))
-        });
+    chart.draw_series(
+        pts.iter()
+            .map(|p| Circle::new(*p, 8, CLIENT_BOUND_COLOR.stroke_width(2))),
+    )?;
+    legend.push("client-bound run (generator limit)", Glyph::ClientBound);
     chart.draw_series(
         pts.iter()
             .map(|p| Cross::new(*p, 5, CLIENT_BOUND_COLOR.stroke_width(2))),
@@ -319,6 +372,7 @@ where
 /// with the SLO and the saturation point marked.
 pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
     render(SIZE, |root| {
+        let mut legend = Legend::default();
         let title = "Response time vs demanded request rate";
         let vals: Vec<f64> = series
             .iter()
@@ -338,48 +392,37 @@ pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
         let hi = vals.iter().copied().fold(0.0, f64::max).max(slo);
         let ylo = 10f64.powf((lo * 0.8).log10().floor());
         let yhi = 10f64.powf((hi * 1.3).log10().ceil());
-        let xmax = nice_max(
-            series
-                .iter()
-                .flat_map(|s| s.metrics.iter().map(|m| m.demanded_req_rate))
-                .fold(0.0, f64::max)
-                * 1.04,
-        );
+        let xmax = x_extent(series);
         let mut chart = ChartBuilder::on(root)
             .caption(title, caption_style())
             .margin(14)
+            .margin_right(LEGEND_W)
             .x_label_area_size(48)
             .y_label_area_size(74)
             .build_cartesian_2d(0f64..xmax, (ylo..yhi).log_scale())?;
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .light_line_style(FAINT)
             .bold_line_style(GRID)
             .axis_style(AXIS)
             .x_desc("demanded request rate (requests/s)")
             .y_desc("response time (log scale)")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
             .x_label_formatter(&|v| si(*v))
             .y_label_formatter(&|v| ms_label(*v))
             .draw()?;
         if slo > 0.0 {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(0.0, slo), (xmax, slo)],
-                    3,
-                    4,
-                    RGBColor(120, 120, 120).stroke_width(1),
-                ))?
-                .label(format!("p99 SLO ({})", ms_label(slo)))
-                .legend(|(x, y)| {
-                    DashedPathElement::new(
-                        vec![(x, y), (x + 22, y)],
-                        3,
-                        3,
-                        RGBColor(120, 120, 120).stroke_width(1),
-                    )
-                });
+            chart.draw_series(DashedLineSeries::new(
+                vec![(0.0, slo), (xmax, slo)],
+                3,
+                4,
+                RGBColor(120, 120, 120).stroke_width(1),
+            ))?;
+            legend.push(
+                format!("p99 SLO ({})", ms_label(slo)),
+                Glyph::Dashed(RGBColor(120, 120, 120), 1, 3),
+            );
         }
         for (i, s) in series.iter().enumerate() {
             let c = color(i);
@@ -393,24 +436,16 @@ pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
                 .iter()
                 .filter_map(|m| m.p99_ms.map(|v| (m.demanded_req_rate, v.max(ylo))))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(p50.clone(), c.stroke_width(2)))?
-                .label(format!("{} p50", s.label))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(p50.clone(), c.stroke_width(2)))?;
+            legend.push(format!("{} p50", s.label), Glyph::Line(c, 2));
             chart.draw_series(p50.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
-            chart
-                .draw_series(DashedLineSeries::new(p99.clone(), 7, 4, c.stroke_width(2)))?
-                .label(format!("{} p99", s.label))
-                .legend(move |(x, y)| {
-                    DashedPathElement::new(vec![(x, y), (x + 22, y)], 6, 3, c.stroke_width(2))
-                });
+            chart.draw_series(DashedLineSeries::new(p99.clone(), 7, 4, c.stroke_width(2)))?;
+            legend.push(format!("{} p99", s.label), Glyph::Dashed(c, 2, 6));
             chart.draw_series(
                 p99.iter()
                     .map(|p| Rectangle::new([(p.0, p.1), (p.0, p.1)], c.stroke_width(5))),
             )?;
-            mark_saturation(&mut chart, s, c, i, true)?;
+            mark_saturation(&mut chart, s, c, i, true, &mut legend)?;
         }
         draw_client_bound(
             &mut chart,
@@ -418,14 +453,9 @@ pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
                 .iter()
                 .flat_map(|s| cb_points(s, |m| m.p99_ms.map(|v| v.max(ylo))))
                 .collect(),
+            &mut legend,
         )?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend.draw(root, LEGEND_X, LEGEND_Y)?;
         Ok(())
     })
 }
@@ -433,17 +463,12 @@ pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
 /// Failed operations (errors + 5xx, % of attempts) vs demanded request rate.
 pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
     render(SIZE, |root| {
+        let mut legend = Legend::default();
         let title = "Errors vs demanded request rate";
         if series.iter().all(|s| s.metrics.is_empty()) {
             return empty(root, title, "no sweep steps");
         }
-        let xmax = nice_max(
-            series
-                .iter()
-                .flat_map(|s| s.metrics.iter().map(|m| m.demanded_req_rate))
-                .fold(0.0, f64::max)
-                * 1.04,
-        );
+        let xmax = x_extent(series);
         let emax = series
             .iter()
             .flat_map(|s| s.metrics.iter().map(|m| m.error_pct))
@@ -452,37 +477,32 @@ pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
         let mut chart = ChartBuilder::on(root)
             .caption(title, caption_style())
             .margin(14)
+            .margin_right(LEGEND_W)
             .x_label_area_size(48)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .light_line_style(FAINT)
             .bold_line_style(GRID)
             .axis_style(AXIS)
             .x_desc("demanded request rate (requests/s)")
             .y_desc("failed operations (% of attempts)")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
             .x_label_formatter(&|v| si(*v))
             .y_label_formatter(&|v| format!("{}%", si(*v)))
             .draw()?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(0.0, 0.1), (xmax, 0.1)],
-                3,
-                4,
-                RGBColor(120, 120, 120).stroke_width(1),
-            ))?
-            .label("0.1 % threshold")
-            .legend(|(x, y)| {
-                DashedPathElement::new(
-                    vec![(x, y), (x + 22, y)],
-                    3,
-                    3,
-                    RGBColor(120, 120, 120).stroke_width(1),
-                )
-            });
+        chart.draw_series(DashedLineSeries::new(
+            vec![(0.0, 0.1), (xmax, 0.1)],
+            3,
+            4,
+            RGBColor(120, 120, 120).stroke_width(1),
+        ))?;
+        legend.push(
+            "0.1 % threshold",
+            Glyph::Dashed(RGBColor(120, 120, 120), 1, 3),
+        );
         for (i, s) in series.iter().enumerate() {
             let c = color(i);
             let pts: Vec<(f64, f64)> = s
@@ -490,14 +510,10 @@ pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
                 .iter()
                 .map(|m| (m.demanded_req_rate, m.error_pct))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
-                .label(s.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
+            legend.push(s.label.clone(), Glyph::Line(c, 2));
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
-            mark_saturation(&mut chart, s, c, i, false)?;
+            mark_saturation(&mut chart, s, c, i, false, &mut legend)?;
         }
         draw_client_bound(
             &mut chart,
@@ -505,6 +521,7 @@ pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
                 .iter()
                 .flat_map(|s| cb_points(s, |m| Some(m.error_pct)))
                 .collect(),
+            &mut legend,
         )?;
         if emax == 0.0 {
             chart.draw_series(std::iter::once(Text::new(
@@ -513,13 +530,7 @@ pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
                 (FONT, 15).into_font().color(&AXIS),
             )))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend.draw(root, LEGEND_X, LEGEND_Y)?;
         Ok(())
     })
 }
@@ -533,6 +544,8 @@ pub struct SpectrumCurve {
     pub points: Vec<(f64, f64)>,
     /// Drawn with the client-bound marker.
     pub client_bound: bool,
+    /// Number of recorded values (sets how deep the percentile axis goes).
+    pub count: u64,
 }
 
 /// The percentile spectrum of a run's response time (corrected), from its
@@ -576,6 +589,7 @@ pub fn spectrum_of(label: &str, run: &httplab_model::RunResult) -> SpectrumCurve
         },
         points,
         client_bound: run.self_check.client_bound,
+        count: lat.count,
     }
 }
 
@@ -593,6 +607,7 @@ fn nines(pct: f64, cap: f64) -> f64 {
 /// The maximum (p100) is drawn at the right edge.
 pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
     render(SIZE, |root| {
+        let mut legend = Legend::default();
         let vals: Vec<f64> = curves
             .iter()
             .flat_map(|c| c.points.iter().map(|p| p.1))
@@ -601,15 +616,9 @@ pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
         if vals.is_empty() {
             return empty(root, title, "no latency histogram");
         }
-        // Right edge: one more nine than the deepest finite percentile, ≤ 10^6.
-        let deepest = curves
-            .iter()
-            .flat_map(|c| c.points.iter().map(|p| p.0))
-            .filter(|p| *p < 100.0)
-            .fold(0.0, f64::max);
-        let cap = 10f64
-            .powf((nines(deepest, 1e6).log10().ceil() + 1.0).max(2.0))
-            .min(1e6);
+        // Right edge: the resolution of the largest sample (1 / count), ≤ 10^6.
+        let count = curves.iter().map(|c| c.count).max().unwrap_or(0).max(100);
+        let cap = 10f64.powf((count as f64).log10().ceil()).min(1e6);
         let lo = vals
             .iter()
             .copied()
@@ -621,18 +630,19 @@ pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
         let mut chart = ChartBuilder::on(root)
             .caption(title, caption_style())
             .margin(14)
+            .margin_right(LEGEND_W)
             .x_label_area_size(48)
             .y_label_area_size(74)
             .build_cartesian_2d((1f64..cap).log_scale(), (ylo..yhi).log_scale())?;
         chart
             .configure_mesh()
-            .light_line_style(GRID)
+            .light_line_style(FAINT)
             .bold_line_style(GRID)
             .axis_style(AXIS)
             .x_desc("percentile")
             .y_desc("response time (log scale)")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
             .x_label_formatter(&|v| {
                 let p = 100.0 * (1.0 - 1.0 / v);
                 if p <= 0.0 {
@@ -651,27 +661,22 @@ pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
                 .iter()
                 .map(|(p, v)| (nines(*p, cap), v.max(ylo)))
                 .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
-                .label(c.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 22, y)], col.stroke_width(2))
-                });
+            chart.draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?;
+            legend.push(c.label.clone(), Glyph::Line(col, 2));
             if c.client_bound {
                 if let Some(last) = pts.last() {
-                    draw_client_bound(&mut chart, vec![*last])?;
+                    draw_client_bound(&mut chart, vec![*last], &mut legend)?;
                 }
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend.draw(root, LEGEND_X, LEGEND_Y)?;
         Ok(())
     })
+}
+
+/// Middle of an interval, seconds from the start.
+fn mid(i: &httplab_model::Interval) -> f64 {
+    (i.t_s - i.len_s / 2.0).max(0.0)
 }
 
 /// Per-interval time series of one run: reply rate (top) and p50/p99 response
@@ -679,6 +684,8 @@ pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
 pub fn timeseries_chart(item: &RunItem) -> Result<String> {
     let run = item.run;
     render((SIZE.0, 560), |root| {
+        let mut legend = Legend::default();
+        let mut legend2 = Legend::default();
         let title = format!("Time series — {}", item.label);
         if run.series.is_empty() {
             return empty(root, &title, "no per-interval data in this run");
@@ -707,16 +714,17 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         let mut c1 = ChartBuilder::on(&top)
             .caption(cap, caption_style())
             .margin(14)
+            .margin_right(LEGEND_W)
             .x_label_area_size(30)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..tmax, 0f64..rmax)?;
         c1.configure_mesh()
-            .light_line_style(GRID)
+            .light_line_style(FAINT)
             .bold_line_style(GRID)
             .axis_style(AXIS)
             .y_desc("replies/s")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
             .x_label_formatter(&|v| format!("{} s", si(*v)))
             .y_label_formatter(&|v| si(*v))
             .draw()?;
@@ -726,48 +734,31 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
                 6,
                 5,
                 RGBColor(150, 150, 150).stroke_width(1),
-            ))?
-            .label("demanded")
-            .legend(|(x, y)| {
-                DashedPathElement::new(
-                    vec![(x, y), (x + 22, y)],
-                    5,
-                    4,
-                    RGBColor(150, 150, 150).stroke_width(1),
-                )
-            });
+            ))?;
+            legend.push("demanded", Glyph::Dashed(RGBColor(150, 150, 150), 1, 5));
         }
         let c = color(0);
         c1.draw_series(LineSeries::new(
-            run.series.iter().map(|i| (i.t_s, i.reply_rate)),
+            run.series.iter().map(|i| (mid(i), i.reply_rate)),
             c.stroke_width(2),
-        ))?
-        .label("reply rate")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(2)));
+        ))?;
+        legend.push("reply rate", Glyph::Line(c, 2));
         let errs: Vec<(f64, f64)> = run
             .series
             .iter()
             .filter(|i| i.errors > 0 && i.len_s > 0.0)
-            .map(|i| (i.t_s, i.errors as f64 / i.len_s))
+            .map(|i| (mid(i), i.errors as f64 / i.len_s))
             .collect();
         if !errs.is_empty() {
             let e = color(1);
-            c1.draw_series(LineSeries::new(errs, e.stroke_width(2)))?
-                .label("errors/s")
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 22, y)], e.stroke_width(2))
-                });
+            c1.draw_series(LineSeries::new(errs, e.stroke_width(2)))?;
+            legend.push("errors/s", Glyph::Line(e, 2));
         }
         if run.self_check.client_bound {
-            let mid = run.series[run.series.len() / 2];
-            draw_client_bound(&mut c1, vec![(mid.t_s, mid.reply_rate)])?;
+            let m = run.series[run.series.len() / 2];
+            draw_client_bound(&mut c1, vec![(mid(&m), m.reply_rate)], &mut legend)?;
         }
-        c1.configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()?;
+        legend.draw(&top, LEGEND_X, LEGEND_Y)?;
 
         let lmax = nice_max(
             run.series
@@ -778,40 +769,34 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         );
         let mut c2 = ChartBuilder::on(&bottom)
             .margin(14)
+            .margin_right(LEGEND_W)
             .x_label_area_size(44)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..tmax, 0f64..lmax)?;
         c2.configure_mesh()
-            .light_line_style(GRID)
+            .light_line_style(FAINT)
             .bold_line_style(GRID)
             .axis_style(AXIS)
             .x_desc("elapsed time")
             .y_desc("response time")
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
             .x_label_formatter(&|v| format!("{} s", si(*v)))
             .y_label_formatter(&|v| ms_label(*v))
             .draw()?;
         let c50 = color(0);
         let c99 = color(1);
         c2.draw_series(LineSeries::new(
-            run.series.iter().map(|i| (i.t_s, i.p50_ms)),
+            run.series.iter().map(|i| (mid(i), i.p50_ms)),
             c50.stroke_width(2),
-        ))?
-        .label("p50")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c50.stroke_width(2)));
+        ))?;
+        legend2.push("p50", Glyph::Line(c50, 2));
         c2.draw_series(LineSeries::new(
-            run.series.iter().map(|i| (i.t_s, i.p99_ms)),
+            run.series.iter().map(|i| (mid(i), i.p99_ms)),
             c99.stroke_width(2),
-        ))?
-        .label("p99")
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], c99.stroke_width(2)));
-        c2.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(200, 200, 200))
-            .label_font((FONT, 13))
-            .draw()?;
+        ))?;
+        legend2.push("p99", Glyph::Line(c99, 2));
+        legend2.draw(&bottom, LEGEND_X, 30)?;
         Ok(())
     })
 }

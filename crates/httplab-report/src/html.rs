@@ -438,8 +438,8 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         &opts.title
     };
     let mut h = String::new();
-    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n");
+    h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n");
     h.push_str(&format!(
         "<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n",
         esc_html(title)

@@ -1,0 +1,277 @@
+//! `httplab report`: determinism (snapshot), XML validity of every SVG,
+//! client-bound marking, error messages.
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+fn render(dir: &Path) -> httplab_report::ReportFiles {
+    let docs = common::fixture_docs();
+    let opts = httplab_report::ReportOptions {
+        title: String::new(),
+        sources: vec![
+            "sweep.json".into(),
+            "run.json".into(),
+            "run-client-bound.json".into(),
+        ],
+    };
+    httplab_report::render_report_with(&docs, dir, &opts).expect("render")
+}
+
+/// Replaces RFC 3339 timestamps by `<time>` (timings redacted).
+fn redact(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        let is_ts = i + 20 <= b.len()
+            && b[i..i + 4].iter().all(u8::is_ascii_digit)
+            && b[i + 4] == b'-'
+            && b[i + 7] == b'-'
+            && b[i + 10] == b'T'
+            && b[i + 13] == b':';
+        if is_ts {
+            let mut j = i + 10;
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b":.+-".contains(&b[j])) {
+                j += 1;
+            }
+            out.push_str("<time>");
+            i = j;
+        } else {
+            let ch = s[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+/// index.html with each inline SVG replaced by its length (the SVG files are
+/// compared byte for byte between two renders instead).
+fn html_skeleton(html: &str) -> String {
+    let mut out = String::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<svg") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..]
+            .find("</svg>")
+            .map(|e| start + e + 6)
+            .unwrap_or(rest.len());
+        out.push_str(&format!("<svg …{} bytes…/>", end - start));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn check_snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    let actual = redact(actual);
+    let update = std::env::var("HTTPLAB_UPDATE_SNAPSHOTS").as_deref() == Ok("1");
+    if !path.exists() && std::env::var("CI").as_deref() == Ok("true") && !update {
+        panic!("snapshot {name} is missing (create it with HTTPLAB_UPDATE_SNAPSHOTS=1)");
+    }
+    if update || !path.exists() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &actual).expect("write snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).expect("read snapshot");
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "snapshot {name} differs at line {}:\n expected: {:?}\n   actual: {:?}\n(rerun with HTTPLAB_UPDATE_SNAPSHOTS=1 if the change is intended)",
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+#[test]
+fn fixtures_are_current() {
+    // The fixtures are what the synthetic builders produce: a change in the
+    // builders must come with regenerated fixtures (HTTPLAB_UPDATE_FIXTURES=1).
+    common::maybe_update_fixtures();
+    for (name, text) in common::fixture_files() {
+        let on_disk = std::fs::read_to_string(common::fixtures_dir().join(name)).expect(name);
+        assert!(on_disk == text, "fixture {name} is stale");
+    }
+}
+
+#[test]
+fn report_is_deterministic_and_matches_snapshot() {
+    let d1 = tempfile::tempdir().expect("tmp");
+    let d2 = tempfile::tempdir().expect("tmp");
+    let f1 = render(d1.path());
+    let f2 = render(d2.path());
+    assert_eq!(f1.svgs.len(), f2.svgs.len());
+    let mut names: Vec<String> = std::fs::read_dir(d1.path())
+        .expect("readdir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for n in &names {
+        let a = std::fs::read(d1.path().join(n)).expect("read");
+        let b = std::fs::read(d2.path().join(n)).expect("read");
+        assert!(a == b, "{n} differs between two renders of the same input");
+    }
+    check_snapshot("files.txt", &(names.join("\n") + "\n"));
+    let md = std::fs::read_to_string(&f1.markdown).expect("md");
+    check_snapshot("summary.md", &md);
+    let html = std::fs::read_to_string(&f1.index).expect("html");
+    check_snapshot("index.skeleton.html", &html_skeleton(&html));
+}
+
+#[test]
+fn every_svg_parses_and_has_labels() {
+    let d = tempfile::tempdir().expect("tmp");
+    let files = render(d.path());
+    assert!(files.svgs.len() >= 7, "{} charts", files.svgs.len());
+    for p in &files.svgs {
+        let text = std::fs::read_to_string(p).expect("read svg");
+        let doc = roxmltree::Document::parse(&text)
+            .unwrap_or_else(|e| panic!("{} is not XML: {e}", p.display()));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .collect();
+        assert!(
+            texts.len() > 5,
+            "{}: only {} labels",
+            p.display(),
+            texts.len()
+        );
+    }
+    let reply = std::fs::read_to_string(d.path().join("reply-rate.svg")).expect("svg");
+    for label in [
+        "Reply rate vs demanded request rate",
+        "demanded request rate (requests/s)",
+        "reply rate (replies/s)",
+        "max sustainable",
+        "event",
+        "threads",
+    ] {
+        assert!(reply.contains(label), "reply-rate.svg lacks '{label}'");
+    }
+    // The HTML page, inline SVGs included, is well-formed XML too.
+    let html = std::fs::read_to_string(&files.index).expect("html");
+    let body = html.trim_start_matches("<!DOCTYPE html>\n");
+    roxmltree::Document::parse(body).expect("index.html is well-formed");
+    assert!(!html.contains("<script"), "no JavaScript");
+    assert!(
+        !html.contains("http://") || !html.contains("src=\"http"),
+        "no network"
+    );
+    assert!(!html.contains("<link"), "no external resources");
+}
+
+#[test]
+fn client_bound_runs_are_marked_everywhere() {
+    let d = tempfile::tempdir().expect("tmp");
+    let files = render(d.path());
+    // Charts of the sweep (its top steps are client-bound) and of the client-bound run.
+    for name in [
+        "reply-rate.svg",
+        "response-time.svg",
+        "errors.svg",
+        "percentiles.svg",
+    ] {
+        let s = std::fs::read_to_string(d.path().join(name)).expect(name);
+        assert!(
+            s.contains("client-bound"),
+            "{name} does not mark client-bound runs"
+        );
+    }
+    let ts = files
+        .svgs
+        .iter()
+        .find(|p| p.to_string_lossy().contains("timeseries-client-bound-run"))
+        .expect("time series of the client-bound run");
+    assert!(std::fs::read_to_string(ts)
+        .expect("ts")
+        .contains("client-bound"));
+    let html = std::fs::read_to_string(&files.index).expect("html");
+    // Tables: the sweep table, the percentile table, the spread table and the httperf table.
+    assert!(html.matches("<tr class=\"cb\">").count() >= 4);
+    assert!(html.contains("Client-bound runs"));
+    let md = std::fs::read_to_string(&files.markdown).expect("md");
+    assert!(md.contains("client-bound ⚠"));
+}
+
+#[test]
+fn report_cli_writes_files_and_names_bad_input() {
+    let d = tempfile::tempdir().expect("tmp");
+    let out = d.path().join("out");
+    let mut args: Vec<OsString> = vec!["httplab report".into()];
+    for p in common::fixture_paths() {
+        args.push(p.into());
+    }
+    args.push("--out".into());
+    args.push(out.clone().into());
+    let code = httplab_report::report_main(args).expect("report runs");
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    assert!(out.join("index.html").is_file());
+    assert!(out.join("summary.md").is_file());
+    assert!(out.join("reply-rate.svg").is_file());
+
+    let bad = d.path().join("bad.json");
+    std::fs::write(&bad, "{ not json").expect("write");
+    let e = httplab_report::report_main(vec![
+        "httplab report".into(),
+        bad.clone().into(),
+        "--out".into(),
+        out.clone().into(),
+    ])
+    .expect_err("bad JSON is an error");
+    assert!(e.to_string().contains("bad.json"), "{e}");
+
+    let wrong = d.path().join("wrong.json");
+    std::fs::write(&wrong, "{\"schema\":\"httplab.run/9\"}").expect("write");
+    let e = httplab_report::report_main(vec![
+        "httplab report".into(),
+        wrong.into(),
+        "--out".into(),
+        out.into(),
+    ])
+    .expect_err("unknown schema is an error");
+    assert!(e.to_string().contains("wrong.json"), "{e}");
+
+    let missing = d.path().join("missing.json");
+    let e = httplab_report::report_main(vec!["httplab report".into(), missing.into()])
+        .expect_err("missing file is an error");
+    assert!(e.to_string().contains("missing.json"), "{e}");
+}
+
+#[test]
+fn empty_and_degenerate_documents_render() {
+    // A run with nothing in it, a sweep with no steps: no panic, valid SVG.
+    let run = httplab_model::RunResult {
+        schema: httplab_model::RUN_SCHEMA.into(),
+        ..Default::default()
+    };
+    let sweep = httplab_model::SweepResult {
+        schema: httplab_model::SWEEP_SCHEMA.into(),
+        targets: vec![httplab_model::SweepTarget::default()],
+        ..Default::default()
+    };
+    let docs = vec![
+        httplab_model::Document::Run(Box::new(run)),
+        httplab_model::Document::Sweep(Box::new(sweep)),
+    ];
+    let d = tempfile::tempdir().expect("tmp");
+    let files = httplab_report::render_report(&docs, d.path()).expect("render");
+    for p in &files.svgs {
+        let text = std::fs::read_to_string(p).expect("svg");
+        roxmltree::Document::parse(&text).expect("xml");
+    }
+}
