@@ -864,16 +864,9 @@ impl<'a> Worker<'a> {
         }
         match s.parser.eof() {
             Ok(true) => {
+                // A close-delimited body ended; its reply has keep_alive
+                // false, so on_reply closes and carries on.
                 self.on_reply(idx, now);
-                let s = &self.slots[idx];
-                if s.in_use && s.sock.is_some() {
-                    self.close_conn(idx, true);
-                    if self.slots[idx].burst_sent < self.slots[idx].burst_len
-                        && self.slots[idx].think_until.is_none()
-                    {
-                        self.pump(idx, now);
-                    }
-                }
             }
             Ok(false) => self.fail(idx, ErrClass::ConnReset, now),
             Err(_) => {
