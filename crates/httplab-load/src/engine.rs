@@ -407,10 +407,7 @@ impl<'a> Worker<'a> {
     fn start_due_arrivals(&mut self, now: Instant) {
         let t0 = self.ctx.t0;
         let mut burst = 0u64;
-        loop {
-            let Some(sched) = self.schedule.as_mut() else {
-                break;
-            };
+        while let Some(sched) = self.schedule.as_mut() {
             let at = t0 + dur(sched.peek());
             if at > now {
                 break;
@@ -446,7 +443,7 @@ impl<'a> Worker<'a> {
     fn arm(&mut self, idx: usize) {
         let s = &mut self.slots[idx];
         if let Some(w) = s.wake() {
-            if s.armed.is_none_or(|a| w < a) {
+            if s.armed.map_or(true, |a| w < a) {
                 s.armed = Some(w);
                 self.heap.push(Reverse((w, idx, s.gen)));
             }

@@ -547,8 +547,7 @@ pub fn parse_session_log(text: &str) -> Result<Vec<LogSession>> {
     let mut cur: LogSession = Vec::new();
     // Join "\<newline>" continuations first.
     let joined = text.replace("\\\r\n", "\n").replace("\\\n", "\n");
-    let mut lines = joined.lines().enumerate().peekable();
-    while let Some((no, line)) = lines.next() {
+    for (no, line) in joined.lines().enumerate() {
         if line.starts_with('#') {
             continue;
         }

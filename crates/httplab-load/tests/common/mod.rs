@@ -143,10 +143,7 @@ fn serve(
         buf.extend_from_slice(&tmp[..n]);
         let mut batch = 0u64;
         let mut out: Vec<u8> = Vec::new();
-        loop {
-            let Some(end) = find_head_end(&buf) else {
-                break;
-            };
+        while let Some(end) = find_head_end(&buf) {
             let cl = content_length(&buf[..end]);
             if buf.len() < end + cl {
                 break;
