@@ -264,14 +264,16 @@ impl Worker {
             linger_until: None,
         });
         self.open += 1;
-        self.drive(idx);
+        // No read attempt here: an edge-triggered registration reports data
+        // that is already waiting, and most clients have not sent yet.
     }
 
     fn close(&mut self, idx: usize) {
         if let Some(mut c) = self.conns.get_mut(idx).and_then(Option::take) {
             // Counters first, so they are current once the peer sees EOF.
             self.handler.flush_stats();
-            let _ = self.poll.registry().deregister(&mut c.stream);
+            // Closing the socket removes it from the epoll set; no
+            // deregister call needed.
             self.give_back(&mut c.session);
             self.free.push(idx);
             self.open -= 1;
@@ -336,6 +338,9 @@ impl Worker {
         let fd = c.stream.as_raw_fd();
         let shutting = self.shutting_down.is_some();
         let mut reads = 0;
+        // A short read drained the socket: edge-triggered epoll reports the
+        // next arrival, so another read now would only return EAGAIN.
+        let mut drained = false;
         if let Some(b) = self.wbufs.pop() {
             if let Some(b) = c.session.attach_wbuf(b) {
                 self.wbufs.push(b);
@@ -378,6 +383,9 @@ impl Worker {
                 c.linger_until = Some(now + self.linger);
                 continue;
             }
+            if drained {
+                return true;
+            }
             if reads >= READS_PER_TURN {
                 self.ready.push_back(idx);
                 return true;
@@ -392,9 +400,13 @@ impl Worker {
                 return true;
             };
             reads += 1;
+            let want = slot.len();
             match c.stream.read(slot) {
                 Ok(0) => c.session.on_eof(),
-                Ok(n) => c.session.filled(n, now),
+                Ok(n) => {
+                    drained = n < want;
+                    c.session.filled(n, now);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return false,

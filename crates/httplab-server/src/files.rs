@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs::{File, Metadata};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -129,7 +130,30 @@ pub struct FileCache {
     used: usize,
     revalidate: Duration,
     list_dirs: bool,
-    map: HashMap<Box<str>, Entry>,
+    map: HashMap<Box<str>, Entry, BuildHasherDefault<Fnv>>,
+}
+
+/// FNV-1a: request paths are short, and SipHash's DoS resistance buys
+/// little here because only paths of existing files are ever inserted.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 impl FileCache {
@@ -150,7 +174,7 @@ impl FileCache {
             used: 0,
             revalidate,
             list_dirs,
-            map: HashMap::new(),
+            map: HashMap::default(),
         }
     }
 
