@@ -8,12 +8,15 @@
 //!   5xx replies, over connections or requests, whichever is larger), and
 //! - its p99 response time (coordinated-omission corrected) is within the SLO.
 //!
-//! The reply rate used here is the run's replies divided by its duration less
-//! the median response time: a count-bounded open-loop run lasts the send span
-//! plus the time the last replies take, and that tail would otherwise make any
-//! short run miss the 1 % band. When the server falls behind, the run stretches
-//! by the backlog, which this does not hide (the backlog is about twice the
-//! median wait).
+//! The reply rate used here is the larger of two estimates: the average of the
+//! full per-interval reply-rate samples (a server that falls behind replies at
+//! its capacity in every interval), and the run's replies divided by its
+//! duration less the median response time (a count-bounded open-loop run lasts
+//! the send span plus the time the last replies take; that tail would otherwise
+//! make a short run miss the 1 % band, while a server that falls behind
+//! stretches the run by its backlog, about twice the median wait). Taking the
+//! larger keeps one late interval or one slow last reply from failing a step;
+//! an overload of more than about 2 % fails both.
 
 use anyhow::Result;
 use httplab_model::{RunResult, Saturation, SweepStep};
@@ -36,8 +39,10 @@ pub struct StepMetrics {
     pub req_rate: f64,
     /// Achieved connection rate.
     pub conn_rate: f64,
-    /// Sustained reply rate (see the module docs).
+    /// Reply rate: replies / test duration (what the charts plot).
     pub reply_rate: f64,
+    /// The reply rate the sustain test uses (see the module docs).
+    pub judged_rate: f64,
     /// httperf's sampled reply rate: min, avg, max, stddev, samples.
     pub rep_min: f64,
     /// Average sampled reply rate.
@@ -98,19 +103,37 @@ pub fn error_pct(run: &RunResult) -> f64 {
     100.0 * failed as f64 / attempted as f64
 }
 
-/// The sustained reply rate of a run (see the module docs).
+/// Replies per second over the whole run (replies / test duration); the
+/// sampled average when the duration is unknown.
+pub fn throughput(run: &RunResult) -> f64 {
+    let d = run.totals.test_duration_s;
+    if d.is_finite() && d > 0.0 {
+        run.totals.replies as f64 / d
+    } else {
+        run.reply.rate.avg
+    }
+}
+
+/// The sustained reply rate of a run (see the module docs): the larger of
+/// the per-interval sample average and replies / (duration − median response
+/// time).
 pub fn reply_rate(run: &RunResult) -> f64 {
     let d = run.totals.test_duration_s;
     let replies = run.totals.replies as f64;
     if replies <= 0.0 {
         return 0.0;
     }
+    let sampled = if run.reply.rate.count > 0 && run.reply.rate.avg.is_finite() {
+        run.reply.rate.avg
+    } else {
+        0.0
+    };
     if !(d.is_finite() && d > 0.0) {
-        return run.reply.rate.avg;
+        return sampled;
     }
     let tail = percentile_ms(run, 50.0).unwrap_or(0.0) / 1000.0;
     let span = if d - tail > d * 0.5 { d - tail } else { d };
-    replies / span
+    (replies / span).max(sampled)
 }
 
 /// Computes the metrics of one step and judges it against `slo_ms`.
@@ -124,7 +147,8 @@ pub fn metrics(step_rate: f64, run: &RunResult, slo_ms: f64) -> StepMetrics {
         demanded_req_rate,
         req_rate: run.request.rate_per_s,
         conn_rate: run.connection.rate_per_s,
-        reply_rate: reply_rate(run),
+        reply_rate: throughput(run),
+        judged_rate: reply_rate(run),
         rep_min: run.reply.rate.min,
         rep_avg: run.reply.rate.avg,
         rep_max: run.reply.rate.max,
@@ -148,7 +172,7 @@ pub fn metrics(step_rate: f64, run: &RunResult, slo_ms: f64) -> StepMetrics {
         None => run.totals.replies > 0 && run.reply.response_ms <= slo_ms,
     };
     m.sustained = run.totals.replies > 0
-        && m.reply_rate >= demanded_req_rate * (1.0 - RATE_TOLERANCE)
+        && m.judged_rate >= demanded_req_rate * (1.0 - RATE_TOLERANCE)
         && m.error_pct < MAX_ERROR_FRACTION * 100.0
         && p99_ok;
     m
@@ -162,14 +186,15 @@ pub fn step_metrics(steps: &[SweepStep], slo_ms: f64) -> Vec<StepMetrics> {
         .collect()
 }
 
-/// The knee: the highest demanded rate before the mean response time first
+/// The knee: the highest demanded rate before the median response time first
 /// rises above twice its low-load baseline (and at least 1 ms above it).
-/// The baseline is the smallest mean of the three lowest-rate steps.
+/// The baseline is the smallest median of the three lowest-rate steps; the
+/// mean stands in when a step has no percentiles.
 /// `None` when the curve never climbs or there are fewer than three steps.
 pub fn knee(metrics: &[StepMetrics]) -> Option<f64> {
     let mut pts: Vec<(f64, f64)> = metrics
         .iter()
-        .filter_map(|m| m.mean_ms.map(|t| (m.demanded_conn_rate, t)))
+        .filter_map(|m| m.p50_ms.or(m.mean_ms).map(|t| (m.demanded_conn_rate, t)))
         .filter(|(r, t)| r.is_finite() && t.is_finite())
         .collect();
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -360,7 +360,13 @@ where
         pts.iter()
             .map(|p| Circle::new(*p, 8, CLIENT_BOUND_COLOR.stroke_width(2))),
     )?;
-    legend.push("client-bound run (generator limit)", Glyph::ClientBound);
+    if !legend
+        .0
+        .iter()
+        .any(|(_, g)| matches!(g, Glyph::ClientBound))
+    {
+        legend.push("client-bound run (generator limit)", Glyph::ClientBound);
+    }
     chart.draw_series(
         pts.iter()
             .map(|p| Cross::new(*p, 5, CLIENT_BOUND_COLOR.stroke_width(2))),

@@ -282,7 +282,7 @@ const CSS: &str = r#"
 :root { color-scheme: light; }
 body { margin: 0; background: #fafafa; color: #1a1a1a;
   font: 16px/1.5 "Charter", "Bitstream Charter", "Georgia", "DejaVu Serif", serif; }
-main { max-width: 980px; margin: 0 auto; padding: 28px 36px 60px; background: #fff;
+main { max-width: 1080px; margin: 0 auto; padding: 28px 36px 60px; background: #fff;
   box-shadow: 0 0 0 1px #e6e6e6; }
 h1 { font-size: 28px; margin: 8px 0 4px; font-weight: 600; }
 h2 { font-size: 21px; margin: 36px 0 10px; border-bottom: 1px solid #ddd; padding-bottom: 4px; font-weight: 600; }
@@ -293,8 +293,8 @@ h3 { font-size: 17px; margin: 22px 0 6px; }
 .findings p { margin: 4px 0; }
 .warn { border-left: 4px solid #c80028; background: #fdf2f4; padding: 10px 16px; margin: 16px 0; }
 figure { margin: 22px 0; page-break-inside: avoid; }
-figure svg { display: block; width: 100%; height: auto; max-width: 760px; margin: 0 auto; }
-figcaption { font-size: 14px; color: #333; margin: 6px auto 0; max-width: 760px; }
+figure svg { display: block; width: 100%; height: auto; max-width: 980px; margin: 0 auto; }
+figcaption { font-size: 14px; color: #333; margin: 6px auto 0; max-width: 900px; }
 figcaption b, caption b { font-weight: 600; }
 table { border-collapse: collapse; margin: 18px auto 4px; font: 13px/1.35 "Helvetica Neue", Arial, "DejaVu Sans", sans-serif;
   border-top: 2px solid #222; border-bottom: 2px solid #222; }
@@ -329,6 +329,16 @@ fn findings(c: &Collected) -> Vec<String> {
             ),
             (Some(r), _) => format!("sustains up to <b>{} requests/s</b>", num(r, 0)),
             _ => "sustained <b>none</b> of the rates tried".to_string(),
+        };
+        let top = s.metrics.last();
+        let all_ok = top.is_some_and(|m| m.sustained)
+            && sat
+                .max_sustainable_rate
+                .is_some_and(|r| top.is_some_and(|m| (m.demanded_conn_rate - r).abs() < 1e-9));
+        let max = if all_ok {
+            format!("{max}, the highest rate tried: its limit lies above the range of this sweep")
+        } else {
+            max
         };
         let knee = s
             .knee_req_rate()
@@ -505,7 +515,7 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         }
     }
     h.push_str("<h2>Method and environment</h2>\n");
-    h.push_str("<p>Load is offered open-loop: requests follow the schedule whatever the server does, and response times are measured from the scheduled send, so a stalled server cannot hide its queue (no coordinated omission). A rate is <i>sustained</i> when the reply rate is within 1 % of the demanded request rate, fewer than 0.1 % of operations fail, and the 99th-percentile response time is under the SLO. The <i>knee</i> is the last rate before the mean response time doubles over its low-load baseline.</p>\n");
+    h.push_str("<p>Load is offered open-loop: requests follow the schedule whatever the server does, and response times are measured from the scheduled send, so a stalled server cannot hide its queue (no coordinated omission). A rate is <i>sustained</i> when the reply rate is within 1 % of the demanded request rate, fewer than 0.1 % of operations fail, and the 99th-percentile response time is under the SLO. The <i>knee</i> is the last rate before the median response time doubles (and grows by at least 1 ms) over its low-load baseline.</p>\n");
     for e in &c.environments {
         h.push_str("<dl class=\"env\">\n");
         let mem = if e.memory_bytes > 0 {

@@ -756,8 +756,18 @@ pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunRe
 
 /// Runs `httplab load` with `args` (`args[0]` is the program name) in process.
 pub fn run_load(args: &[String]) -> Result<RunResult> {
-    let _ = args;
-    bail!("the httplab-load library API (parse_args/run) is not available in this build")
+    let spec = httplab_load::parse_args(args.iter().skip(1)).with_context(|| {
+        format!(
+            "bad load options: {}",
+            args.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")
+        )
+    })?;
+    httplab_load::run(&spec, false)
+}
+
+/// The httperf-style report of one run (what autobench echoes per step).
+pub fn httperf_report(r: &RunResult) -> String {
+    httplab_load::render_httperf_report(r)
 }
 
 /// Writes the CSV, the JSON and (if asked) the report of a finished sweep.
@@ -898,7 +908,13 @@ where
         |t, rate, r| {
             pb.inc(1);
             if !plan.quiet {
-                pb.suspend(|| eprintln!("{}", step_line(t, rate, r, plan.slo_ms)));
+                pb.suspend(|| {
+                    // autobench echoes httperf's output when the CSV goes to a file.
+                    if plan.file.is_some() {
+                        println!("{}", httperf_report(r));
+                    }
+                    eprintln!("{}", step_line(t, rate, r, plan.slo_ms));
+                });
             }
         },
     );

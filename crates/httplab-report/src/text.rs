@@ -271,7 +271,7 @@ pub fn saturation_table(sweeps: &[SweepSeries]) -> Table {
         }
     }
     t.notes.push(
-        "Sustained: reply rate within 1 % of the demanded request rate, errors (incl. 5xx) < 0.1 %, and p99 response time (from the scheduled send) under the SLO. Knee: last rate before the mean response time doubles over its low-load baseline."
+        "Sustained: reply rate within 1 % of the demanded request rate, errors (incl. 5xx) < 0.1 %, and p99 response time (from the scheduled send) under the SLO. Knee: last rate before the median response time doubles (and grows by at least 1 ms) over its low-load baseline."
             .into(),
     );
     if !t.flagged.is_empty() {
@@ -325,7 +325,7 @@ pub fn sweep_table(s: &SweepSeries) -> Table {
     t.numeric[12] = false;
     t.numeric[13] = false;
     t.notes.push(
-        "reply rate = replies / (duration − median response time); min/avg/max/stddev_rep_rate are httperf's per-interval samples; resp_time is httperf's average time to first byte; p50/p99 are measured from the scheduled send (coordinated-omission corrected)."
+        "reply rate = replies / test duration; min/avg/max/stddev_rep_rate are httperf's per-interval samples; resp_time is httperf's average time to first byte; p50/p99 are measured from the scheduled send (coordinated-omission corrected)."
             .into(),
     );
     if !t.flagged.is_empty() {

@@ -15,7 +15,12 @@ fn find_chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("HTTPLAB_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
-    let names = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"];
+    let names = [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ];
     let fixed = Path::new("/usr/bin/chromium");
     if fixed.is_file() {
         return Some(fixed.to_path_buf());
@@ -131,7 +136,9 @@ fn chromium_opens_report_without_console_errors() {
         &format!("file://{}", bad.display()),
     );
     assert!(
-        console_lines(&err).iter().any(|l| l.contains("deliberate-error")),
+        console_lines(&err)
+            .iter()
+            .any(|l| l.contains("deliberate-error")),
         "console detection does not work with this chromium; stderr:\n{err}"
     );
 
@@ -143,7 +150,11 @@ fn chromium_opens_report_without_console_errors() {
         &url,
     );
     let console = console_lines(&err);
-    assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
+    assert!(
+        console.is_empty(),
+        "console messages:\n{}",
+        console.join("\n")
+    );
     assert!(dom.contains("Figure 1."), "DOM lacks figures");
     assert!(dom.matches("<svg").count() >= 7, "DOM lacks inline SVGs");
     assert!(dom.contains("<table"), "DOM lacks tables");
@@ -161,9 +172,18 @@ fn chromium_opens_report_without_console_errors() {
         &url,
     );
     let console = console_lines(&err);
-    assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
-    let bytes = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); stderr:\n{err}"));
-    assert_eq!(png_size(&bytes), Some((1280, 2000)), "screenshot dimensions");
+    assert!(
+        console.is_empty(),
+        "console messages:\n{}",
+        console.join("\n")
+    );
+    let bytes =
+        std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); stderr:\n{err}"));
+    assert_eq!(
+        png_size(&bytes),
+        Some((1280, 2000)),
+        "screenshot dimensions"
+    );
     assert!(
         bytes.len() > 40_000,
         "screenshot is only {} bytes: blank page?",
