@@ -169,9 +169,9 @@ impl Local {
         if self.per_sec.len() < o.per_sec.len() {
             self.per_sec.resize(o.per_sec.len(), [0; 5]);
         }
-        for (i, row) in o.per_sec.iter().enumerate() {
-            for k in 0..5 {
-                self.per_sec[i][k] += row[k];
+        for (mine, row) in self.per_sec.iter_mut().zip(o.per_sec.iter()) {
+            for (a, b) in mine.iter_mut().zip(row.iter()) {
+                *a += b;
             }
         }
     }
@@ -395,6 +395,14 @@ fn session(sh: &Shared, calls: u64, sched: Instant, l: &mut Local) -> bool {
             return true;
         }
         let c0 = Instant::now();
+        if let Some(s) = sched {
+            // How late this connection starts against the open-loop schedule.
+            let lag = c0.saturating_duration_since(s);
+            l.h_lag.saturating_record(us(lag));
+            if lag > Duration::from_millis(10) {
+                l.late += 1;
+            }
+        }
         let stream = match TcpStream::connect_timeout(&p.addr, p.timeout) {
             Ok(s) => s,
             Err(e) => {
@@ -442,13 +450,6 @@ fn session(sh: &Shared, calls: u64, sched: Instant, l: &mut Local) -> bool {
                 }
             }
             let sent_at = Instant::now();
-            if let Some(s) = sched {
-                let lag = sent_at.saturating_duration_since(s);
-                l.h_lag.saturating_record(us(lag));
-                if lag > Duration::from_millis(10) {
-                    l.late += 1;
-                }
-            }
             let first_sched = sched.take().unwrap_or(sent_at);
             l.requests += batch;
             l.sec(sh.t0, 1, batch);

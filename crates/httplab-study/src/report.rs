@@ -142,9 +142,12 @@ pub struct Agg {
     pub problem: Option<(String, String)>,
 }
 
+/// (server, step, aggregate) cells of one workload.
+pub type Cells = Vec<(String, String, Agg)>;
+
 /// workload → (server, step) → aggregate, in first-seen order.
-pub fn aggregate(rows: &[Row]) -> Vec<(String, Vec<(String, String, Agg)>)> {
-    let mut out: Vec<(String, Vec<(String, String, Agg)>)> = Vec::new();
+pub fn aggregate(rows: &[Row]) -> Vec<(String, Cells)> {
+    let mut out: Vec<(String, Cells)> = Vec::new();
     for r in rows {
         let wi = match out.iter().position(|(w, _)| *w == r.workload) {
             Some(i) => i,

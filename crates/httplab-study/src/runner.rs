@@ -47,6 +47,9 @@ pub enum Event {
     },
 }
 
+/// A callback receiving runner events.
+pub type Observer = Box<dyn Fn(&Event) + Send + Sync>;
+
 /// How to run.
 pub struct Options {
     /// The httplab binary (for `kind = "httplab"` servers).
@@ -56,7 +59,7 @@ pub struct Options {
     /// Set to stop: finished runs are kept, the rest marked skipped.
     pub stop: Arc<AtomicBool>,
     /// Observer of runner events.
-    pub on_event: Option<Box<dyn Fn(&Event) + Send + Sync>>,
+    pub on_event: Option<Observer>,
     /// Where corpus and server work dirs go (default: a fresh temp dir).
     pub work_dir: Option<PathBuf>,
 }

@@ -121,13 +121,8 @@ impl Sampler {
         let handle = thread::spawn(move || {
             let t0 = Instant::now();
             let mut v = vec![sample(root, 0.0)];
-            loop {
-                match rx.recv_timeout(every) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        v.push(sample(root, t0.elapsed().as_secs_f64()));
-                    }
-                    _ => break,
-                }
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+                v.push(sample(root, t0.elapsed().as_secs_f64()));
             }
             v.push(sample(root, t0.elapsed().as_secs_f64()));
             v

@@ -226,12 +226,19 @@ pub fn plan(
                 argv.push(flag.into());
                 argv.push(w.to_string());
             }
-            match sv.mode.as_deref() {
-                Some("close") => argv.push("--no-keep-alive".into()),
-                Some("keep-alive") => argv.push("--no-pipelining".into()),
-                _ if !keep_alive => argv.push("--no-keep-alive".into()),
-                _ => {}
-            }
+            let (ka, pipe) = match sv.mode.as_deref() {
+                Some("close") => ("off", "off"),
+                Some("keep-alive") => ("on", "off"),
+                Some(_) => ("on", "on"),
+                None if !keep_alive => ("off", "off"),
+                None => ("on", "on"),
+            };
+            argv.extend([
+                "--keep-alive".to_string(),
+                ka.into(),
+                "--pipelining".into(),
+                pipe.into(),
+            ]);
             argv.extend(sv.args.iter().cloned());
             p.argv = argv;
             p.error_log = None;
@@ -249,12 +256,13 @@ pub fn plan(
                  daemon off;\nmaster_process on;\n{user}worker_processes {workers};\n\
                  worker_rlimit_nofile 65536;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
                  events {{ worker_connections 16384; }}\n\
-                 http {{\n  access_log off;\n  sendfile {sf};\n  tcp_nopush on;\n  tcp_nodelay on;\n  {ka}\n\
+                 http {{\n  access_log off;\n  sendfile {sf};\n  tcp_nopush off;\n  tcp_nodelay on;\n  {ka}\n\
                  \x20 client_body_temp_path {dir}/client_body;\n  proxy_temp_path {dir}/proxy;\n\
                  \x20 fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
                  \x20 types {{ text/html html; text/plain txt; image/gif gif; image/jpeg jpg; }}\n\
                  \x20 default_type application/octet-stream;\n\
-                 \x20 server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    root {root};\n  }}\n}}\n",
+                 \x20 server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    root {root};\n  }}\n{extra}}}\n",
+                extra = indent(&sv.extra_config, "  "),
                 sf = if sendfile { "on" } else { "off" },
             );
             p.files.push(("nginx.conf".into(), conf));
@@ -312,6 +320,7 @@ pub fn plan(
                 ka = if keep_alive { "On" } else { "Off" },
                 sf = if sendfile { "On" } else { "Off" },
             );
+            let conf = format!("{conf}{}", indent(&sv.extra_config, ""));
             p.files.push(("apache.conf".into(), conf));
             p.files.push((
                 "mime.types".into(),
@@ -341,6 +350,7 @@ pub fn plan(
             if workers > 1 {
                 conf.push_str(&format!("server.max-worker = {workers}\n"));
             }
+            conf.push_str(&indent(&sv.extra_config, ""));
             p.files.push(("lighttpd.conf".into(), conf));
             p.argv = vec![
                 bin,
@@ -357,7 +367,8 @@ pub fn plan(
                  num-threads: {workers}\nmax-connections: 16384\n{user}pid-file: {dir}/h2o.pid\n\
                  error-log: {dir}/error.log\nhttp1-request-timeout: 75\n\
                  file.send-gzip: OFF\n\
-                 hosts:\n  default:\n    paths:\n      /:\n        file.dir: {root}\n{ka}",
+                 {extra}hosts:\n  default:\n    paths:\n      /:\n        file.dir: {root}\n{ka}",
+                extra = indent(&sv.extra_config, ""),
                 ka = if keep_alive {
                     ""
                 } else {
@@ -387,6 +398,11 @@ pub fn plan(
         }
     }
     Ok(p)
+}
+
+/// `text` with each line prefixed and a final newline ("" for empty text).
+fn indent(text: &str, prefix: &str) -> String {
+    text.lines().map(|l| format!("{prefix}{l}\n")).collect()
 }
 
 /// A started server.

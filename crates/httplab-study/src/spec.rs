@@ -274,6 +274,10 @@ pub struct ServerSpec {
     /// sendfile on (default true).
     #[serde(default)]
     pub sendfile: Option<bool>,
+    /// Peers: extra configuration lines appended to the generated file
+    /// (nginx: inside `http {}`; Apache, lighttpd, h2o: at top level).
+    #[serde(default)]
+    pub extra_config: String,
     /// command: argv (first element is the program).
     #[serde(default)]
     pub command: Vec<String>,

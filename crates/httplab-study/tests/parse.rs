@@ -127,3 +127,59 @@ fn sweep_and_vary_steps() {
         .unwrap();
     assert_eq!(runner::steps(users).len(), 3);
 }
+
+fn cli(args: &[&str]) -> anyhow::Result<std::process::ExitCode> {
+    let mut v = vec![std::ffi::OsString::from("httplab study")];
+    v.extend(args.iter().map(std::ffi::OsString::from));
+    httplab_study::cli_main(v)
+}
+
+#[test]
+fn cli_list_dry_run_help_and_errors() {
+    assert_eq!(cli(&["--list"]).unwrap(), std::process::ExitCode::SUCCESS);
+    assert_eq!(cli(&["--help"]).unwrap(), std::process::ExitCode::SUCCESS);
+    for (n, _, _) in BUILTINS {
+        assert_eq!(
+            cli(&[n, "--dry-run"]).unwrap(),
+            std::process::ExitCode::SUCCESS
+        );
+    }
+    assert_eq!(
+        cli(&["default", "--show"]).unwrap(),
+        std::process::ExitCode::SUCCESS
+    );
+    assert_eq!(cli(&["--bogus"]).unwrap(), std::process::ExitCode::from(2));
+    let e = cli(&["no-such-study"]).unwrap_err();
+    assert!(format!("{e:#}").contains("neither a built-in"), "{e:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.toml");
+    std::fs::write(
+        &f,
+        "name = \"x\"\n[[servers]]\nkind = \"nginx\"\nport = 80\n",
+    )
+    .unwrap();
+    let e = format!(
+        "{:#}",
+        cli(&[f.to_str().unwrap(), "--dry-run"]).unwrap_err()
+    );
+    assert!(e.contains("bad.toml:4:") && e.contains("port"), "{e}");
+    let e = format!(
+        "{:#}",
+        cli(&["default", "--dry-run", "--server", "iis"]).unwrap_err()
+    );
+    assert!(e.contains("iis"), "{e}");
+    assert_eq!(
+        cli(&["default", "--dry-run", "--server", "nginx"]).unwrap(),
+        std::process::ExitCode::SUCCESS
+    );
+}
+
+#[test]
+fn restricting_servers_keeps_only_their_workloads() {
+    let s = spec::parse(builtin("worker-threads").unwrap(), "w").unwrap();
+    let r = httplab_study::restrict_servers(s, &["threads ×5".to_string()]);
+    assert_eq!(spec::expand_servers(&r).len(), 1);
+    // client-load and file-size name other servers only.
+    let names: Vec<&str> = r.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["server-threads", "together"]);
+}
