@@ -1,0 +1,207 @@
+//! Interoperability with real clients: curl, wrk, httperf and headless
+//! Chromium. Each test fails when its client is missing under CI=true and
+//! prints a skip reason otherwise. Every external run is bounded in count
+//! and time (coreutils `timeout` around it, fixed request counts).
+
+mod support;
+
+use std::process::Command;
+
+use support::*;
+
+fn bounded(secs: u32, program: &str) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("-k").arg("5").arg(secs.to_string()).arg(program);
+    c
+}
+
+#[test]
+fn curl_fetches_byte_exact_on_every_model() {
+    if !require_tool("curl") {
+        return;
+    }
+    let site = site();
+    let out_dir = tempfile::tempdir().unwrap();
+    for v in variants() {
+        let server = start(config(&v, &site.root));
+        let base = format!("http://{}", server.local_addr());
+        let big_out = out_dir.path().join("big.bin");
+        let out = bounded(30, "curl")
+            .args(["-sS", "--fail", "-o"])
+            .arg(&big_out)
+            .arg(format!("{base}/big.bin"))
+            .output()
+            .expect("run curl");
+        assert!(
+            out.status.success(),
+            "[{}] curl: {}",
+            v.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            std::fs::read(&big_out).unwrap() == site.big,
+            "[{}] big.bin differs",
+            v.name
+        );
+        // Two URLs in one invocation: curl reuses the connection when the
+        // server keeps it open.
+        let out = bounded(30, "curl")
+            .args(["-sS", "-v", "--fail", "-o", "/dev/null", "-o", "/dev/null"])
+            .arg(format!("{base}/small.html"))
+            .arg(format!("{base}/4k.txt"))
+            .output()
+            .expect("run curl");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "[{}] curl: {err}", v.name);
+        let reused = err.contains("Re-using existing") || err.contains("Reusing existing");
+        assert_eq!(reused, v.keep_alive, "[{}] connection reuse: {err}", v.name);
+        let out = bounded(30, "curl")
+            .args(["-sS", "-r", "10-19"])
+            .arg(format!("{base}/small.html"))
+            .output()
+            .expect("run curl");
+        assert_eq!(out.stdout, &SMALL[10..20], "[{}] range", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn wrk_runs_without_errors() {
+    if !require_tool("wrk") {
+        return;
+    }
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.pipelining) {
+        let server = start(config(&v, &site.root));
+        let url = format!("http://{}/small.html", server.local_addr());
+        let out = bounded(30, "wrk")
+            .args(["-t1", "-c8", "-d1s", &url])
+            .output()
+            .expect("run wrk");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "[{}] wrk failed: {text}", v.name);
+        assert!(!text.contains("Socket errors"), "[{}] {text}", v.name);
+        assert!(!text.contains("Non-2xx"), "[{}] {text}", v.name);
+        let requests: u64 = text
+            .lines()
+            .find(|l| l.contains("requests in"))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(requests > 0, "[{}] {text}", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn httperf_runs_without_errors() {
+    if !require_tool("httperf") {
+        return;
+    }
+    let site = site();
+    for v in variants() {
+        let server = start(config(&v, &site.root));
+        let port = server.local_addr().port().to_string();
+        let calls = if v.keep_alive { "10" } else { "1" };
+        let out = bounded(60, "httperf")
+            .args([
+                "--hog",
+                "--server",
+                "127.0.0.1",
+                "--port",
+                &port,
+                "--uri",
+                "/small.html",
+                "--num-conns",
+                "50",
+                "--num-calls",
+                calls,
+                "--timeout",
+                "5",
+            ])
+            .output()
+            .expect("run httperf");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "[{}] httperf failed: {text}", v.name);
+        assert!(text.contains("Errors: total 0 "), "[{}] {text}", v.name);
+        let want = if v.keep_alive { "2xx=500 " } else { "2xx=50 " };
+        assert!(text.contains(want), "[{}] expected {want}: {text}", v.name);
+        server.shutdown();
+    }
+}
+
+/// A valid 1×1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0,
+    0x1f, 0x00, 0x05, 0x00, 0x01, 0xff, 0x89, 0x99, 0x3d, 0x1d, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45,
+    0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+#[test]
+fn chromium_loads_page_with_20_images() {
+    if !require_tool("chromium") {
+        return;
+    }
+    let site = site();
+    let gallery = site.root.join("gallery");
+    std::fs::create_dir_all(&gallery).unwrap();
+    let mut html = String::from(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>gallery</title></head><body>\n",
+    );
+    for i in 0..20 {
+        std::fs::write(gallery.join(format!("img{i}.png")), PNG).unwrap();
+        html.push_str(&format!(
+            "<img src=\"img{i}.png\" width=\"1\" height=\"1\">\n"
+        ));
+    }
+    // After the load event, count the images that decoded and write the
+    // number into the DOM that --dump-dom prints.
+    html.push_str(
+        "<div id=\"result\">pending</div>\n<script>window.addEventListener('load', function () {\
+         var ok = 0; var imgs = document.images;\
+         for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth === 1) ok++; }\
+         document.getElementById('result').textContent = 'images-loaded=' + ok; });</script>\n</body></html>\n",
+    );
+    std::fs::write(gallery.join("index.html"), html).unwrap();
+    let log = site.dir.path().join("chromium-access.log");
+    let profile = tempfile::tempdir().unwrap();
+    let mut cfg = config(&variants()[0], &site.root);
+    cfg.access_log = Some(httplab_server::AccessLog::File(log.clone()));
+    let server = start(cfg);
+    let out = bounded(90, "chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("http://{}/gallery/", server.local_addr()))
+        .output()
+        .expect("run chromium");
+    server.shutdown();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dom.contains("images-loaded=20"),
+        "not every image decoded: {dom}"
+    );
+    // And the server's own log shows every image served with 200.
+    let text = std::fs::read_to_string(&log).unwrap();
+    for i in 0..20 {
+        let needle = format!("\"GET /gallery/img{i}.png HTTP/1.1\" 200 ");
+        assert!(text.contains(&needle), "img{i}.png not served: {text}");
+    }
+}
