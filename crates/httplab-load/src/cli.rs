@@ -173,7 +173,8 @@ struct Cli {
     /// Worker threads; the schedule is split between them [default: 1].
     #[arg(long, value_name = "N", help_heading = "httplab")]
     threads: Option<u32>,
-    /// Closed loop: N users, each sends, waits for the reply, thinks, repeats.
+    /// Closed loop: N users, each sends, waits for the reply, thinks, repeats. With --rate R
+    /// the users' requests follow a schedule of R requests/s (wrk2 style, latency corrected).
     #[arg(long, value_name = "N", help_heading = "httplab")]
     users: Option<u64>,
     /// Closed loop: requests each user sends (or use --duration).
@@ -428,9 +429,6 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
             file,
         };
     } else if let Some(users) = cli.users {
-        if open.is_some() {
-            bail!("--users is closed loop; it cannot be combined with --rate or --period");
-        }
         let think = match &cli.think {
             Some(t) => parse_time(t).context("--think")?,
             None => 0.0,
@@ -443,6 +441,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
                 Some(1)
             }),
             think,
+            pace: open,
         };
         spec.arrival = Arrival::Concurrent(users);
     } else {
@@ -606,7 +605,8 @@ mod tests {
             Workload::Users {
                 users: 50,
                 requests_per_user: Some(200),
-                think: 0.0
+                think: 0.0,
+                pace: None
             }
         );
     }
@@ -640,7 +640,14 @@ mod tests {
         assert!(bad("--num-calls 0"));
         assert!(bad("--client 2/1"));
         assert!(bad("--ssl"));
-        assert!(bad("--users 3 --rate 5"));
+        let paced = spec("http://h/ --users 3 --rate 5 --duration 2s");
+        assert!(matches!(
+            paced.workload,
+            Workload::Users {
+                pace: Some(Dist::Deterministic(_)),
+                ..
+            }
+        ));
         assert!(bad("ftp://x/"));
         assert!(bad("--period u3,1"));
         assert!(bad("--rate 10 --num-conns 5 --duration -3"));

@@ -88,6 +88,8 @@ struct Slot {
     sess_replies: u64,
     sess_conns: u64,
     sess_failed: bool,
+    /// Paced users: this user's share of the request schedule.
+    pace: Option<Schedule>,
 }
 
 impl Slot {
@@ -122,6 +124,7 @@ impl Slot {
             sess_replies: 0,
             sess_conns: 0,
             sess_failed: false,
+            pace: None,
         }
     }
 
@@ -469,8 +472,16 @@ impl<'a> Worker<'a> {
             }
             if s.deadline.is_some_and(|d| d <= now) {
                 self.fail(idx, ErrClass::ClientTimo, now);
-            } else if s.think_until.is_some_and(|d| d <= now) {
+            } else if let Some(until) = s.think_until.filter(|d| *d <= now) {
                 s.think_until = None;
+                if s.pace.is_some() {
+                    // A paced send the generator itself made late.
+                    let lag = us(now.saturating_duration_since(until));
+                    rec(&mut self.st.lag, lag);
+                    if lag > self.lag_threshold_us {
+                        self.st.late_starts += 1;
+                    }
+                }
                 self.next_burst(idx, now);
             }
         }
@@ -509,7 +520,39 @@ impl<'a> Worker<'a> {
         s.deadline = None;
         s.think_until = None;
         s.armed = None;
+        if let Some((d, users)) = self.ctx.plan.pace {
+            let user = u64::from(self.ctx.thread)
+                + u64::from(self.ctx.threads) * (self.st.sessions.started - 1);
+            s.pace = Some(Schedule::new(
+                d,
+                user.min(u64::from(u32::MAX)) as u32,
+                users.clamp(1, u64::from(u32::MAX)) as u32,
+                self.ctx.spec.seed,
+            ));
+            self.paced_next(idx, now);
+            return;
+        }
         self.next_burst(idx, now);
+    }
+
+    /// Paced users: waits for the user's next scheduled time, or sends at
+    /// once when that time has passed (the server held the user up).
+    fn paced_next(&mut self, idx: usize, now: Instant) {
+        let t0 = self.ctx.t0;
+        let s = &mut self.slots[idx];
+        let Some(p) = s.pace.as_mut() else {
+            self.next_burst(idx, now);
+            return;
+        };
+        let at = t0 + dur(p.peek());
+        p.advance();
+        s.intended = at;
+        if at > now {
+            s.think_until = Some(at);
+            self.arm(idx);
+        } else {
+            self.next_burst(idx, now);
+        }
     }
 
     /// Starts burst `slot.burst`, or ends the session when there is none.
@@ -968,7 +1011,9 @@ impl<'a> Worker<'a> {
             s.burst += 1;
             let has_more =
                 plan.burst_len(s.tmpl, s.burst).is_some() && !self.end_at.is_some_and(|e| now >= e);
-            if has_more && think > 0.0 {
+            if has_more && s.pace.is_some() {
+                self.paced_next(idx, now);
+            } else if has_more && think > 0.0 {
                 let until = now + dur(think);
                 s.think_until = Some(until);
                 s.intended = until;
@@ -1016,7 +1061,9 @@ impl<'a> Worker<'a> {
             s.burst_sent = 0;
             s.intended = now;
             let think = plan.think_after(s.tmpl, s.burst);
-            if think > 0.0 {
+            if s.pace.is_some() && plan.burst_len(s.tmpl, s.burst).is_some() {
+                self.paced_next(idx, now);
+            } else if think > 0.0 {
                 s.think_until = Some(now + dur(think));
                 self.arm(idx);
             } else {

@@ -50,6 +50,8 @@ pub(crate) struct Plan {
     /// Sessions keep their connection between bursts (all but request-oriented).
     pub is_session: bool,
     pub is_users: bool,
+    /// Paced users: the schedule of all users' requests.
+    pub pace: Option<(Dist, u64)>,
     /// Total sessions (None: until --duration ends).
     pub sessions_total: Option<u64>,
     pub arrival: Arrival,
@@ -125,6 +127,10 @@ impl Plan {
         } else {
             ReqSel::Fixed(0)
         };
+        let pace = match &spec.workload {
+            Workload::Users { pace, users, .. } => pace.map(|d| (d, *users)),
+            _ => None,
+        };
         let (shape, first_alone, is_session, is_users, sessions_total) = match &spec.workload {
             Workload::Requests {
                 num_conns,
@@ -194,6 +200,7 @@ impl Plan {
                 users,
                 requests_per_user,
                 think,
+                ..
             } => (
                 Shape::Calls {
                     total: requests_per_user.unwrap_or(u64::MAX),
@@ -215,6 +222,7 @@ impl Plan {
             first_alone,
             is_session,
             is_users,
+            pace,
             sessions_total,
             arrival: spec.arrival,
         }

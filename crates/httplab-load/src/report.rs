@@ -73,6 +73,11 @@ pub(crate) fn build_result(
             Some(d.name().to_string()),
         ),
         Arrival::Concurrent(_) => match spec.workload {
+            Workload::Users { pace: Some(d), .. } => (
+                LoadMode::OpenLoop,
+                Some(1.0 / d.mean()),
+                Some(d.name().to_string()),
+            ),
             Workload::Users { .. } => (LoadMode::ClosedLoop, None, None),
             _ => (LoadMode::Sequential, None, None),
         },
@@ -98,6 +103,7 @@ pub(crate) fn build_result(
             users,
             requests_per_user,
             think,
+            ..
         } => (None, *requests_per_user, Some(*users), Some(think * 1000.0)),
     };
     let mut extra = std::collections::BTreeMap::new();
@@ -206,7 +212,9 @@ pub(crate) fn build_result(
         ));
     }
     let thr_ms = spec.lag_threshold * 1000.0;
-    if matches!(spec.arrival, Arrival::Open(_)) && self_check.schedule_lag_p99_ms > thr_ms {
+    let scheduled = matches!(spec.arrival, Arrival::Open(_))
+        || matches!(spec.workload, Workload::Users { pace: Some(_), .. });
+    if scheduled && self_check.schedule_lag_p99_ms > thr_ms {
         self_check.warnings.push(format!(
             "schedule lag p99 {:.3} ms exceeds {:.3} ms ({} late starts): the generator could not keep the schedule",
             self_check.schedule_lag_p99_ms, thr_ms, st.late_starts

@@ -141,6 +141,10 @@ pub enum Workload {
         requests_per_user: Option<u64>,
         /// Think time between a reply and the next request, seconds.
         think: f64,
+        /// Paced users (`--users N --rate R`, wrk2 style): the users' requests
+        /// together follow this schedule; a user whose previous reply is late
+        /// sends at once, and the corrected latency counts from the schedule.
+        pace: Option<Dist>,
     },
 }
 
@@ -379,7 +383,9 @@ impl LoadSpec {
                     bail!("--users must be at least 1");
                 }
                 if matches!(self.arrival, Arrival::Open(_)) {
-                    bail!("--users (closed loop) cannot be combined with --rate/--period");
+                    bail!(
+                        "--users: use Workload::Users::pace for a rate, with Arrival::Concurrent"
+                    );
                 }
                 requests_per_user.is_some()
             }
@@ -482,7 +488,11 @@ impl LoadSpec {
                 users,
                 requests_per_user,
                 think,
+                pace,
             } => {
+                if let Some(d) = pace {
+                    s.push_str(&format!(" --rate={}", fmt_num(1.0 / d.mean())));
+                }
                 s.push_str(&format!(" --users={users}"));
                 if let Some(r) = requests_per_user {
                     s.push_str(&format!(" --requests-per-user={r}"));
