@@ -264,7 +264,7 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
     let mut rbuf = Vec::new();
     let max_children = max_children.max(1);
     loop {
-        reap_ready(&mut children);
+        reap_ready(&mut children, &h);
         if stop.requested() {
             break;
         }
@@ -293,9 +293,13 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
             }
             Ok(sys::Forked::Parent(pid)) => {
                 drop(stream);
+                h.stats().forked();
                 match sys::pidfd_open(pid) {
                     Ok(fd) => children.push((pid, fd)),
-                    Err(_) => sys::wait_child(pid),
+                    Err(_) => {
+                        sys::wait_child(pid);
+                        h.stats().reaped();
+                    }
                 }
             }
             Err(e) => {
@@ -318,17 +322,24 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
             for (pid, _) in &children {
                 sys::kill_child(*pid);
                 sys::wait_child(*pid);
+                h.stats().reaped();
             }
             children.clear();
             break;
         }
         let fds: Vec<i32> = children.iter().map(|(_, fd)| fd.as_raw_fd()).collect();
         let _ = sys::poll_readable(&fds, Some(left));
-        reap_ready(&mut children);
+        reap_ready(&mut children, &h);
     }
     h.flush();
 }
 
-fn reap_ready(children: &mut Vec<(libc::pid_t, OwnedFd)>) {
-    children.retain(|(pid, _)| !sys::reap(*pid));
+fn reap_ready(children: &mut Vec<(libc::pid_t, OwnedFd)>, h: &Handler) {
+    children.retain(|(pid, _)| {
+        let gone = sys::reap(*pid);
+        if gone {
+            h.stats().reaped();
+        }
+        !gone
+    });
 }

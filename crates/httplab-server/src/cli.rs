@@ -229,8 +229,7 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
         };
         eprintln!("httplab serve: {name} received, finishing responses in flight");
     }
-    let stats = server.stats();
-    server.shutdown();
+    let stats = server.shutdown();
     let (peak, _) = sys::rusage(false);
     let (peak_children, _) = sys::rusage(true);
     if !quiet {

@@ -341,9 +341,11 @@ impl ServerHandle {
     }
 
     /// Stops accepting, lets in-flight responses finish (up to the
-    /// configured shutdown timeout), and joins every thread.
-    pub fn shutdown(mut self) {
+    /// configured shutdown timeout), joins every thread (and, for the fork
+    /// model, reaps every child) and returns the final counters.
+    pub fn shutdown(mut self) -> Snapshot {
         self.stop_and_join();
+        self.stats.snapshot()
     }
 
     /// Waits until shutdown was requested by another path (used by the CLI

@@ -14,6 +14,8 @@ pub struct Stats {
     bytes_out: AtomicU64,
     writes: AtomicU64,
     refused: AtomicU64,
+    forked: AtomicU64,
+    reaped: AtomicU64,
 }
 
 /// A point-in-time copy of [`Stats`].
@@ -31,6 +33,10 @@ pub struct Snapshot {
     pub writes: u64,
     /// Connections closed at once because a cap was reached.
     pub refused: u64,
+    /// Child processes started (fork model).
+    pub forked: u64,
+    /// Child processes reaped (fork model).
+    pub reaped: u64,
 }
 
 impl Stats {
@@ -41,6 +47,14 @@ impl Stats {
     /// Counts a closed connection.
     pub fn closed(&self) {
         self.closed.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts a forked child.
+    pub fn forked(&self) {
+        self.forked.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Counts a reaped child.
+    pub fn reaped(&self) {
+        self.reaped.fetch_add(1, Ordering::Relaxed);
     }
     /// Counts a connection refused at a cap.
     pub fn refused(&self) {
@@ -69,6 +83,8 @@ impl Stats {
             bytes_out: self.bytes_out.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
+            forked: self.forked.load(Ordering::Relaxed),
+            reaped: self.reaped.load(Ordering::Relaxed),
         }
     }
 }

@@ -59,10 +59,10 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
         };
         // SAFETY: `want` is a valid rlimit struct, read only.
         if cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) }).is_ok() {
-            return Ok(want.rlim_cur as u64);
+            return Ok(want.rlim_cur);
         }
     }
-    Ok(lim.rlim_cur as u64)
+    Ok(lim.rlim_cur)
 }
 
 /// A pipe used to wake threads (and child processes) blocked in `poll`.

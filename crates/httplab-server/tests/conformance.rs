@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use support::*;
 
+/// Extra assertions on a response.
+type Check = Box<dyn Fn(&Resp, &Site)>;
+
 /// Expected response to one request sent on a fresh connection.
 struct Case {
     name: &'static str,
@@ -19,7 +22,7 @@ struct Case {
     closes: bool,
     /// Request was HEAD.
     head: bool,
-    check: Option<Box<dyn Fn(&Resp, &Site)>>,
+    check: Option<Check>,
 }
 
 fn case(name: &'static str, request: String, status: u16) -> Case {
@@ -418,7 +421,7 @@ fn run_case(c: &Case, v: &Variant, addr: std::net::SocketAddr, site: &Site) {
         check(&r, site);
     }
     assert!(
-        !find(&r.body, b"TOP-SECRET").is_some(),
+        find(&r.body, b"TOP-SECRET").is_none(),
         "[{}] {}: leaked a byte from outside the root",
         v.name,
         c.name
@@ -933,4 +936,102 @@ fn stats_json_lines_parse() {
         .and_then(|s| s.parse().ok())
         .expect("requests number");
     assert_eq!(requests, 5);
+}
+
+fn peer_has_nothing_yet(cl: &mut Client) -> bool {
+    // Non-blocking peek: a correct server has sent nothing, so this never
+    // fails spuriously (a wrong server might slip through, never the
+    // reverse).
+    cl.stream.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 1];
+    let r = cl.stream.peek(&mut b);
+    cl.stream.set_nonblocking(false).unwrap();
+    matches!(r, Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+#[test]
+fn threads_model_with_one_thread_serves_clients_in_turn() {
+    let site = site();
+    let v = variants()
+        .into_iter()
+        .find(|v| v.model == httplab_server::Model::Threads)
+        .unwrap();
+    let mut cfg = config(&v, &site.root);
+    cfg.threads = 1;
+    cfg.queue = 1;
+    let server = start(cfg);
+    let mut a = Client::new(server.local_addr());
+    a.send(get("/small.html", "").as_bytes());
+    assert_eq!(a.read_response(false).unwrap().status, 200);
+    let mut b = Client::new(server.local_addr());
+    b.send(get("/4k.txt", "").as_bytes());
+    // The only thread is still busy with A's keep-alive connection.
+    assert!(peer_has_nothing_yet(&mut b));
+    a.send(get("/small.html", "Connection: close\r\n").as_bytes());
+    assert!(a.read_response(false).unwrap().closes());
+    assert!(a.at_eof());
+    // Now B is served.
+    assert_eq!(b.read_response(false).unwrap().body.len(), 4096);
+}
+
+#[test]
+fn max_connections_pauses_accepting_until_one_closes() {
+    let site = site();
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.model == httplab_server::Model::Event && v.keep_alive)
+    {
+        let mut cfg = config(&v, &site.root);
+        cfg.workers = 1;
+        cfg.max_connections = 2;
+        let server = start(cfg);
+        let mut a = Client::new(server.local_addr());
+        let mut b = Client::new(server.local_addr());
+        for c in [&mut a, &mut b] {
+            c.send(get("/small.html", "").as_bytes());
+            assert_eq!(c.read_response(false).unwrap().status, 200);
+        }
+        // The third connection completes the handshake (backlog) but is not
+        // accepted while two are open.
+        let mut c = Client::new(server.local_addr());
+        c.send(get("/small.html", "").as_bytes());
+        assert!(peer_has_nothing_yet(&mut c));
+        drop(a);
+        assert_eq!(c.read_response(false).unwrap().status, 200, "[{}]", v.name);
+        assert_eq!(server.stats().accepted, 3);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn fork_model_reaps_every_child() {
+    let site = site();
+    let v = variants()
+        .into_iter()
+        .find(|v| v.model == httplab_server::Model::Fork && !v.keep_alive)
+        .unwrap();
+    let mut cfg = config(&v, &site.root);
+    cfg.max_children = 8;
+    let server = start(cfg);
+    let mut max_unreaped = 0;
+    for _ in 0..1000 {
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/small.html", "").as_bytes());
+        assert_eq!(cl.read_response(false).unwrap().status, 200);
+        assert!(cl.at_eof());
+        let st = server.stats();
+        max_unreaped = max_unreaped.max(st.forked - st.reaped);
+    }
+    // Children exit after their connection; the parent reaps them as they
+    // go, so unreaped children never exceed the cap.
+    assert!(
+        max_unreaped <= 8,
+        "{max_unreaped} unreaped children at once"
+    );
+    let st = server.stats();
+    assert_eq!((st.accepted, st.forked), (1000, 1000));
+    // Whatever the process-wide picture (other tests fork too), this
+    // server reaped every child it made.
+    let last = server.shutdown();
+    assert_eq!(last.reaped, 1000, "children reaped");
 }
