@@ -93,14 +93,21 @@ pub fn percentile_ms(run: &RunResult, pct: f64) -> Option<f64> {
     }
 }
 
-/// Failed operations of a run in percent: (errors + 5xx) / max(connections, requests).
+/// Failed operations of a run in percent: (errors + 5xx) over the attempts,
+/// the largest of connections opened, requests sent, connections planned and
+/// replies + errors; at most 100.
 pub fn error_pct(run: &RunResult) -> f64 {
     let failed = run.errors.total + run.reply.status[4];
-    let attempted = run.totals.connections.max(run.totals.requests);
+    let attempted = run
+        .totals
+        .connections
+        .max(run.totals.requests)
+        .max(run.config.num_conns.unwrap_or(0))
+        .max(run.totals.replies + run.errors.total);
     if attempted == 0 {
         return if failed > 0 { 100.0 } else { 0.0 };
     }
-    100.0 * failed as f64 / attempted as f64
+    (100.0 * failed as f64 / attempted as f64).min(100.0)
 }
 
 /// Replies per second over the whole run (replies / test duration); the

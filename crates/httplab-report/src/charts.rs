@@ -217,16 +217,19 @@ pub fn reply_rate_chart(series: &[SweepSeries]) -> Result<String> {
             return empty(root, title, "no sweep steps");
         }
         let xmax = x_extent(series);
+        // The y axis fits the replies (and the demand while it is met).
         let ymax = nice_max(
             series
                 .iter()
                 .flat_map(|s| {
-                    s.metrics
-                        .iter()
-                        .map(|m| m.reply_rate.max(m.rep_max).max(m.demanded_req_rate))
+                    s.metrics.iter().map(|m| {
+                        m.reply_rate
+                            .max(m.rep_max)
+                            .max(m.demanded_req_rate.min(m.reply_rate * 1.25))
+                    })
                 })
                 .fold(0.0, f64::max)
-                * 1.06,
+                * 1.08,
         );
         let mut chart = ChartBuilder::on(root)
             .caption(title, caption_style())

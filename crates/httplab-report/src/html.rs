@@ -296,11 +296,11 @@ figure { margin: 22px 0; page-break-inside: avoid; }
 figure svg { display: block; width: 100%; height: auto; max-width: 980px; margin: 0 auto; }
 figcaption { font-size: 14px; color: #333; margin: 6px auto 0; max-width: 900px; }
 figcaption b, caption b { font-weight: 600; }
-table { border-collapse: collapse; margin: 18px auto 4px; font: 13px/1.35 "Helvetica Neue", Arial, "DejaVu Sans", sans-serif;
+table { border-collapse: collapse; margin: 18px auto 4px; font: 12.5px/1.35 "Helvetica Neue", Arial, "DejaVu Sans", sans-serif;
   border-top: 2px solid #222; border-bottom: 2px solid #222; }
 caption { caption-side: top; text-align: left; font: 14px/1.4 "Charter", "Georgia", serif; padding-bottom: 6px; color: #222; }
-th { border-bottom: 1px solid #222; font-weight: 600; padding: 4px 8px; text-align: left; white-space: nowrap; }
-td { padding: 3px 8px; border-bottom: 1px solid #eee; white-space: nowrap; }
+th { border-bottom: 1px solid #222; font-weight: 600; padding: 4px 6px; text-align: left; white-space: nowrap; }
+td { padding: 3px 6px; border-bottom: 1px solid #eee; white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.cb td { background: #fdecef; color: #7a0018; }
 p.note { font-size: 12.5px; color: #555; margin: 2px auto 14px; max-width: 900px; }
@@ -484,15 +484,24 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
     }
     let cbl = client_bound_list(c);
     if !cbl.is_empty() {
-        h.push_str("<section class=\"warn\"><p><b>⚠ Client-bound runs.</b> In these runs the load generator, not the server, was the bottleneck; their numbers bound the client, not the server. They are marked in red on every chart and table.</p><ul>\n");
-        for l in &cbl {
-            h.push_str(&format!("<li>{}</li>\n", esc_html(l)));
+        h.push_str(&format!("<section class=\"warn\"><p><b>⚠ Client-bound runs ({}).</b> In these runs the load generator flagged itself as the bottleneck (CPU saturated, sends behind schedule, or out of descriptors or ports): their numbers bound the client, not the server. They are marked in red on every chart and table.</p>\n", cbl.len()));
+        let list: String = cbl
+            .iter()
+            .map(|l| format!("<li>{}</li>\n", esc_html(l)))
+            .collect();
+        if cbl.len() > 4 {
+            h.push_str(&format!(
+                "<details><summary>The {} runs and the generator's reasons</summary><ul>\n{list}</ul></details>",
+                cbl.len()
+            ));
+        } else {
+            h.push_str(&format!("<ul>\n{list}</ul>"));
         }
-        h.push_str("</ul></section>\n");
+        h.push_str("</section>\n");
     }
 
     if !figs.is_empty() {
-        h.push_str("<h2>Figures</h2>\n");
+        h.push_str("<h2 id=\"figures\">Figures</h2>\n");
         for (i, f) in figs.iter().enumerate() {
             h.push_str(&format!(
                 "<figure id=\"fig-{}\">\n{}\n<figcaption><b>Figure {}.</b> {} <a href=\"{}\">[svg]</a></figcaption>\n</figure>\n",
@@ -505,7 +514,7 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         }
     }
     if !tables.is_empty() {
-        h.push_str("<h2>Tables</h2>\n");
+        h.push_str("<h2 id=\"tables\">Tables</h2>\n");
         for (i, t) in tables.iter().enumerate() {
             let mut t = t.clone();
             t.title = format!("Table {}. {}", i + 1, t.title);
@@ -514,7 +523,7 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
             h.push_str("</div>\n");
         }
     }
-    h.push_str("<h2>Method and environment</h2>\n");
+    h.push_str("<h2 id=\"method\">Method and environment</h2>\n");
     h.push_str("<p>Load is offered open-loop: requests follow the schedule whatever the server does, and response times are measured from the scheduled send, so a stalled server cannot hide its queue (no coordinated omission). A rate is <i>sustained</i> when the reply rate is within 1 % of the demanded request rate, fewer than 0.1 % of operations fail, and the 99th-percentile response time is under the SLO. The <i>knee</i> is the last rate before the median response time doubles (and grows by at least 1 ms) over its low-load baseline.</p>\n");
     for e in &c.environments {
         h.push_str("<dl class=\"env\">\n");
@@ -599,8 +608,14 @@ fn markdown_summary(
         m.push_str(
             "\n**⚠ Client-bound runs** (the generator, not the server, was the bottleneck):\n\n",
         );
-        for l in cbl {
+        for l in cbl.iter().take(10) {
             m.push_str(&format!("- {l}\n"));
+        }
+        if cbl.len() > 10 {
+            m.push_str(&format!(
+                "- … and {} more (see index.html)\n",
+                cbl.len() - 10
+            ));
         }
     }
     if !figs.is_empty() {

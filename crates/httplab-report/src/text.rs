@@ -283,20 +283,20 @@ pub fn saturation_table(sweeps: &[SweepSeries]) -> Table {
 /// One sweep target's steps: autobench's columns plus percentiles and verdict.
 pub fn sweep_table(s: &SweepSeries) -> Table {
     let mut t = Table::new(
-        &format!("Sweep steps — {}", s.label),
+        &format!("Sweep steps — {} (rates per second, times in ms)", s.label),
         &[
             "dem_req_rate",
             "req_rate",
             "con_rate",
             "reply rate",
-            "min_rep_rate",
-            "avg_rep_rate",
-            "max_rep_rate",
-            "stddev_rep_rate",
-            "resp_time (ms)",
-            "p50 (ms)",
-            "p99 (ms)",
-            "errors (%)",
+            "min_rep",
+            "avg_rep",
+            "max_rep",
+            "sd_rep",
+            "resp_time",
+            "p50",
+            "p99",
+            "errors %",
             "sustained",
             "client",
         ],
@@ -325,7 +325,7 @@ pub fn sweep_table(s: &SweepSeries) -> Table {
     t.numeric[12] = false;
     t.numeric[13] = false;
     t.notes.push(
-        "reply rate = replies / test duration; min/avg/max/stddev_rep_rate are httperf's per-interval samples; resp_time is httperf's average time to first byte; p50/p99 are measured from the scheduled send (coordinated-omission corrected)."
+        "reply rate = replies / test duration; min/avg/max/sd_rep are httperf's per-interval reply-rate samples (autobench's min/avg/max/stddev_rep_rate); resp_time is httperf's average time to first byte; p50/p99 are measured from the scheduled send (coordinated-omission corrected)."
             .into(),
     );
     if !t.flagged.is_empty() {
