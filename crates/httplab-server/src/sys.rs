@@ -43,8 +43,9 @@ pub fn send(sock: RawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(sock, buf.as_ptr().cast(), buf.len(), flags) })
 }
 
-/// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft
-/// limit.
+/// Raises RLIMIT_NOFILE as far as allowed: to `fs.nr_open` (capped at
+/// 2^20) when privileged, else the soft limit to the hard limit. Returns the
+/// new soft limit.
 pub fn raise_nofile_limit() -> io::Result<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -52,10 +53,18 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
     };
     // SAFETY: `lim` is a valid, writable rlimit struct.
     cvt(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) })?;
-    if lim.rlim_cur < lim.rlim_max {
+    let nr_open: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+        .min(1 << 20);
+    for target in [nr_open, lim.rlim_max] {
+        if target <= lim.rlim_cur {
+            continue;
+        }
         let want = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            rlim_max: lim.rlim_max,
+            rlim_cur: target,
+            rlim_max: target.max(lim.rlim_max),
         };
         // SAFETY: `want` is a valid rlimit struct, read only.
         if cvt(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) }).is_ok() {
