@@ -698,8 +698,8 @@ impl<'a> Worker<'a> {
             }
             let sel = plan.call(s.tmpl, s.burst, s.burst_sent);
             let req = self.next_req(sel);
-            self.serial += 1;
             let serial = self.serial;
+            self.serial += 1;
             let r = &plan.requests[req as usize];
             let s = &mut self.slots[idx];
             if s.pending.is_empty() {
@@ -811,6 +811,11 @@ impl<'a> Worker<'a> {
                     self.st.bytes_recv += n as u64;
                     self.part.bytes_in += n as u64;
                     if !self.process(idx, &buf[..n], now) {
+                        break;
+                    }
+                    if n < buf.len() {
+                        // A short read drained the socket (epoll(7)): no need
+                        // for one more read to see EAGAIN.
                         break;
                     }
                 }
