@@ -70,7 +70,9 @@ pub fn si(v: f64) -> String {
 
 /// Latency label: 250 µs, 1.5 ms, 2 s.
 pub fn ms_label(v: f64) -> String {
-    if v >= 1000.0 {
+    if v == 0.0 {
+        "0".into()
+    } else if v >= 1000.0 {
         format!("{} s", si(v / 1000.0))
     } else if v >= 1.0 {
         format!("{} ms", si(v))
@@ -107,7 +109,18 @@ impl Legend {
             .into_font()
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));
-        for (i, (label, g)) in self.0.iter().enumerate() {
+        // The client-bound entry goes last, whenever it was added.
+        let ordered: Vec<&(String, Glyph)> = self
+            .0
+            .iter()
+            .filter(|(_, g)| !matches!(g, Glyph::ClientBound))
+            .chain(
+                self.0
+                    .iter()
+                    .filter(|(_, g)| matches!(g, Glyph::ClientBound)),
+            )
+            .collect();
+        for (i, (label, g)) in ordered.into_iter().enumerate() {
             let y = y0 + 22 * i as i32;
             match *g {
                 Glyph::Line(c, w) => area.draw(&PathElement::new(
@@ -711,7 +724,14 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         let rmax = nice_max(
             run.series
                 .iter()
-                .map(|i| i.reply_rate)
+                .map(|i| {
+                    let e = if i.len_s > 0.0 {
+                        i.errors as f64 / i.len_s
+                    } else {
+                        0.0
+                    };
+                    i.reply_rate.max(e)
+                })
                 .fold(demanded.unwrap_or(0.0), f64::max)
                 * 1.1,
         );
@@ -755,10 +775,10 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         let errs: Vec<(f64, f64)> = run
             .series
             .iter()
-            .filter(|i| i.errors > 0 && i.len_s > 0.0)
+            .filter(|i| i.len_s > 0.0)
             .map(|i| (mid(i), i.errors as f64 / i.len_s))
             .collect();
-        if !errs.is_empty() {
+        if run.series.iter().any(|i| i.errors > 0) {
             let e = color(1);
             c1.draw_series(LineSeries::new(errs, e.stroke_width(2)))?;
             legend.push("errors/s", Glyph::Line(e, 2));

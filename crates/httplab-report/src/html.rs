@@ -216,6 +216,48 @@ pub fn figures(c: &Collected) -> Result<Vec<Figure>> {
             ),
             svg: charts::spectrum_chart(&curves, "Response-time percentile spectrum")?,
         });
+        // Over time: the last sustained step and the first one above it.
+        for s in c.sweeps.iter().take(4) {
+            let Some(max) = s.target.saturation.max_sustainable_rate else {
+                continue;
+            };
+            let Some(i) = s
+                .steps
+                .iter()
+                .position(|st| (st.demanded_rate - max).abs() < 1e-9)
+            else {
+                continue;
+            };
+            for (k, j) in [i, i + 1].into_iter().enumerate() {
+                let (Some(st), Some(m)) = (s.steps.get(j), s.metrics.get(j)) else {
+                    continue;
+                };
+                let what = if k == 0 {
+                    "the highest sustained step"
+                } else {
+                    "the first step above it"
+                };
+                let item = crate::data::RunItem {
+                    label: format!("{} @ {} req/s", s.label, num(m.demanded_req_rate, 0)),
+                    run: &st.run,
+                };
+                let n = v.len() + 1;
+                v.push(Figure {
+                    file: format!("sweep-timeseries-{n}.svg"),
+                    title: format!("Time series — {}", item.label),
+                    caption: format!(
+                        "Per-interval reply rate and p50/p99 response time of {} ({what}).{}",
+                        item.label,
+                        if st.run.self_check.client_bound {
+                            " This run was client-bound."
+                        } else {
+                            ""
+                        }
+                    ),
+                    svg: charts::timeseries_chart(&item)?,
+                });
+            }
+        }
     }
     if !c.runs.is_empty() {
         for (k, chunk) in c.runs.chunks(7).enumerate() {
