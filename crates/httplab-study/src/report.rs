@@ -250,6 +250,10 @@ pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
     let baseline = study.and_then(|s| s.compare.baseline.clone());
     for (w, list) in &agg {
         let metric = primary_metric(study, w);
+        let hib = metric.higher_is_better();
+        let is_sweep = study
+            .and_then(|s| s.workloads.iter().find(|x| x.name == *w))
+            .is_some_and(|x| x.kind == WorkloadKind::Sweep);
         // Per server: mean of its step means (only servers with every step).
         let mut servers: Vec<String> = Vec::new();
         for (s, _, _) in list {
@@ -276,7 +280,14 @@ pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
                 .collect();
             let nsteps = steps.iter().filter(|st| st.as_str() != "(rest)").count();
             if vals.len() == nsteps && !vals.is_empty() {
-                scores.push((s.clone(), vals.iter().sum::<f64>() / vals.len() as f64));
+                // A sweep is ranked by its best step (the peak reply rate);
+                // other workloads by the mean over their steps.
+                let score = if is_sweep && hib {
+                    vals.iter().copied().fold(f64::MIN, f64::max)
+                } else {
+                    vals.iter().sum::<f64>() / vals.len() as f64
+                };
+                scores.push((s.clone(), score));
             } else {
                 let why = list
                     .iter()
@@ -295,7 +306,6 @@ pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
                 });
             }
         }
-        let hib = metric.higher_is_better();
         scores.sort_by(|a, b| {
             if hib {
                 b.1.total_cmp(&a.1)
@@ -318,7 +328,8 @@ pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
                     sv / bv.max(1e-12)
                 };
                 line.push_str(&format!(
-                    "{best} won on {} with {} vs {} for {second} ({})",
+                    "{best} won on {}{} with {} vs {} for {second} ({})",
+                    if is_sweep && hib { "peak " } else { "" },
                     metric.label(),
                     fmt_val(*bv),
                     fmt_val(*sv),
@@ -349,11 +360,21 @@ pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
         let cb: Vec<String> = list
             .iter()
             .filter(|(_, _, a)| a.client_bound)
-            .map(|(s, st, _)| {
-                if st.is_empty() {
-                    s.clone()
-                } else {
-                    format!("{s} [{st}]")
+            .map(|(s, _, _)| s.clone())
+            .collect();
+        // One entry per server: "nginx" or "nginx (2 of 4 steps)".
+        let cb: Vec<String> = servers
+            .iter()
+            .filter_map(|srv| {
+                let n = cb.iter().filter(|x| *x == srv).count();
+                let of = list
+                    .iter()
+                    .filter(|(x, st, _)| x == srv && st != "(rest)")
+                    .count();
+                match n {
+                    0 => None,
+                    _ if of <= 1 => Some(srv.clone()),
+                    _ => Some(format!("{srv} ({n} of {of} steps)")),
                 }
             })
             .collect();
@@ -783,7 +804,12 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
                     _ => "step".into(),
                 })
                 .unwrap_or_else(|| "step".into());
-            for mt in [metric, Metric::ResponseMs] {
+            let second = if metric == Metric::ResponseMs {
+                Metric::ThroughputMbS
+            } else {
+                Metric::ResponseMs
+            };
+            for mt in [metric, second] {
                 let series: Vec<(String, Vec<Option<f64>>)> = servers
                     .iter()
                     .map(|s| {
@@ -832,6 +858,31 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
                 ));
                 h.push('\n');
             }
+        }
+        // Saturation of sweeps
+        let sats: Vec<(&str, u32, &m::Saturation)> = res
+            .runs
+            .iter()
+            .filter(|r| r.workload == *w)
+            .filter_map(|r| {
+                let t = r.sweep.as_ref()?.targets.first()?;
+                Some((r.server.as_str(), r.repetition, &t.saturation))
+            })
+            .collect();
+        if !sats.is_empty() {
+            let _ = writeln!(h, "<table><tr><th class=\"l\">server</th><th>repetition</th><th>highest rate sustained (conn/s)</th><th>first rate not sustained</th></tr>");
+            for (srv, rep, sat) in sats {
+                let f = |x: Option<f64>| x.map_or("–".to_string(), crate::runner::fmt_num);
+                let _ = writeln!(
+                    h,
+                    "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(srv),
+                    rep + 1,
+                    f(sat.max_sustainable_rate),
+                    f(sat.knee_rate)
+                );
+            }
+            let _ = writeln!(h, "</table><p>Sustained: every reply arrived, at 95% or more of the demanded rate, with no errors.</p>");
         }
         // Table
         let _ = write!(

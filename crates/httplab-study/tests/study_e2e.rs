@@ -242,3 +242,72 @@ fn tiny_study_with_nginx_and_lighttpd() {
     assert!(html.contains("lighttpd"));
     assert!(res.environment.extra.keys().any(|k| k.contains("nginx")));
 }
+
+#[test]
+fn sweep_and_vary_workloads_end_to_end() {
+    let servers = common::helper_server_toml("swept", None);
+    let workloads = "[[workloads]]\nname = \"rates\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 50\nhigh_rate = 100\nrate_step = 50\nstep_s = 0.2\n\
+        [[workloads]]\nname = \"sizes\"\nkind = \"users\"\nusers = 2\nrequests = 3\ntarget = \"/a.txt\"\nrepetitions = 2\n\
+        vary = { param = \"target\", values = [\"/a.txt\", \"/b.bin\"] }\n";
+    let s = study(&servers, workloads);
+    assert_eq!(runner::count_runs(&s), 2 + 2 * 2);
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    let sweep = res.runs.iter().find(|r| r.workload == "rates").unwrap();
+    assert_eq!(sweep.status, "ok", "{}", sweep.reason);
+    let t = &sweep.sweep.as_ref().unwrap().targets[0];
+    assert_eq!(t.steps.len(), 2);
+    assert_eq!(t.steps[0].run.totals.replies, 10);
+    assert_eq!(t.steps[1].run.totals.replies, 20);
+    let sizes: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.workload == "sizes").collect();
+    assert_eq!(sizes.len(), 4);
+    let steps: Vec<&str> = sizes
+        .iter()
+        .map(|r| r.run.as_ref().unwrap().config.extra[runner::EXTRA_STEP].as_str())
+        .collect();
+    assert_eq!(steps, ["/a.txt", "/b.bin", "/a.txt", "/b.bin"]);
+    let rows = report::rows(&res);
+    assert_eq!(rows.len(), 2 + 4);
+    let html = report::html(&res, Some(&s), false);
+    assert!(html.contains("highest rate sustained"));
+    assert!(
+        html.contains("<polyline"),
+        "a varied workload gets a line chart"
+    );
+}
+
+/// httplab's own server, run as `httplab serve` in a separate process. The
+/// binary exists when the workspace is built (`cargo test --workspace`);
+/// with `-p httplab-study` alone it may not, and the test says so.
+#[test]
+fn tiny_study_with_httplab_models() {
+    let Some(exe) = runner::find_httplab_exe() else {
+        eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
+        return;
+    };
+    let servers = "[[servers]]\nkind = \"httplab\"\nmodel = \"event\"\nworkers = 1\n\
+        [[servers]]\nkind = \"httplab\"\nmodel = \"threads\"\nworkers = 4\nmode = \"close\"\n\
+        [[servers]]\nkind = \"httplab\"\nmodel = \"fork\"\nmode = \"keep-alive\"\n";
+    let s = study(servers, TWO_RUNS);
+    let opts = Options {
+        httplab_exe: Some(exe),
+        ..Options::default()
+    };
+    let res = runner::run_study(&s, &opts).unwrap();
+    assert_eq!(res.runs.len(), 6);
+    for r in &res.runs {
+        assert_eq!(r.status, "ok", "{} {}: {}", r.server, r.workload, r.reason);
+        let run = r.run.as_ref().unwrap();
+        assert_eq!(run.accuracy.mismatches, 0, "{}", r.server);
+        assert_eq!(run.errors.total, 0, "{}: {:?}", r.server, run.errors);
+    }
+    // mode = "close": the client reconnects for every request.
+    let close = res
+        .runs
+        .iter()
+        .find(|r| r.server == "httplab threads (close)" && r.workload == "short-load")
+        .unwrap();
+    let run = close.run.as_ref().unwrap();
+    assert_eq!(run.totals.connections, run.totals.replies);
+    let html = report::html(&res, Some(&s), false);
+    assert!(html.contains("httplab event") && html.contains("httplab fork (keep-alive)"));
+}
