@@ -144,29 +144,35 @@ pub fn row(rate: f64, num_calls: u64, runs: &[&RunResult], fmt: Format) -> Strin
     cols.join(fmt.sep())
 }
 
-/// A whole file from a sweep: header, then one line per rate present in the
-/// first target, with every target's run at that rate (targets without a run at
-/// that rate are left out of the line only if they have no step at all).
+/// A whole file from a sweep: the header, then one line per demanded rate
+/// (every rate any target ran, ascending) with each target's fields in target
+/// order. A target without a run at some rate (only possible with
+/// `--find-max`) gets empty fields there, so every line has the same columns.
 pub fn write_sweep(sweep: &httplab_model::SweepResult, num_calls: u64, fmt: Format) -> String {
     let hosts: Vec<String> = sweep.targets.iter().map(host_of).collect();
     let host_refs: Vec<&str> = hosts.iter().map(|s| s.as_str()).collect();
     let mut out = header(&host_refs, fmt);
     out.push('\n');
-    let Some(first) = sweep.targets.first() else {
-        return out;
-    };
-    for step in &first.steps {
-        let mut runs = vec![&step.run];
-        for t in &sweep.targets[1..] {
-            if let Some(s) = t
+    let mut rates: Vec<f64> = sweep
+        .targets
+        .iter()
+        .flat_map(|t| t.steps.iter().map(|s| s.demanded_rate))
+        .collect();
+    rates.sort_by(|a, b| a.total_cmp(b));
+    rates.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    for rate in rates {
+        let mut cols = vec![perl_number(rate * num_calls as f64)];
+        for t in &sweep.targets {
+            match t
                 .steps
                 .iter()
-                .find(|s| (s.demanded_rate - step.demanded_rate).abs() < 1e-9)
+                .find(|s| (s.demanded_rate - rate).abs() < 1e-9)
             {
-                runs.push(&s.run);
+                Some(s) => cols.extend(host_fields(&s.run)),
+                None => cols.extend(vec![String::new(); HOST_FIELDS.len()]),
             }
         }
-        out.push_str(&row(step.demanded_rate, num_calls, &runs, fmt));
+        out.push_str(&cols.join(fmt.sep()));
         out.push('\n');
     }
     out

@@ -148,7 +148,12 @@ pub fn collect(docs: &[Document]) -> Collected<'_> {
                     }
                     if let Some(sw) = &sr.sweep {
                         for t in &sw.targets {
-                            c.sweeps.push(sweep_series(base.clone(), t));
+                            let label = if sw.targets.len() > 1 {
+                                format!("{base} · {}", t.label)
+                            } else {
+                                base.clone()
+                            };
+                            c.sweeps.push(sweep_series(label, t));
                         }
                     }
                 }

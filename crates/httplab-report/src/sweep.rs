@@ -25,6 +25,7 @@ pub const DEFAULT_STEP_SECONDS: f64 = 5.0;
 #[derive(Parser, Debug, Default)]
 #[command(
     name = "httplab sweep",
+    version,
     about = "Run `httplab load` at rising rates (autobench-style) and find the saturation point",
     long_about = None,
     after_help = "autobench spellings are accepted too: --single_host, --low_rate, --high_rate, --rate_step, \
@@ -820,6 +821,16 @@ pub fn summary(result: &SweepResult, num_calls: u64) -> String {
             ),
             Some(r) => format!("{} req/s", abcsv::perl_number(r)),
             None => "none of the rates tried".into(),
+        };
+        let top = t
+            .steps
+            .iter()
+            .max_by(|a, b| a.demanded_rate.total_cmp(&b.demanded_rate));
+        let max = match (top, sat.max_sustainable_rate) {
+            (Some(top), Some(r)) if (top.demanded_rate - r).abs() < 1e-9 => {
+                format!("{max} (the highest rate tried: the limit is above it)")
+            }
+            _ => max,
         };
         let knee = sat
             .knee_rate

@@ -275,3 +275,57 @@ fn empty_and_degenerate_documents_render() {
         roxmltree::Document::parse(&text).expect("xml");
     }
 }
+
+#[test]
+fn study_documents_render_runs_and_sweeps() {
+    let sweep = common::build_sweep();
+    let study = httplab_model::StudyResult {
+        schema: httplab_model::STUDY_SCHEMA.into(),
+        name: "demo".into(),
+        runs: vec![
+            httplab_model::StudyRun {
+                workload: "hello".into(),
+                server: "nginx".into(),
+                repetition: 0,
+                status: "ok".into(),
+                run: Some(common::build_run()),
+                ..Default::default()
+            },
+            httplab_model::StudyRun {
+                workload: "hello".into(),
+                server: "nginx".into(),
+                repetition: 1,
+                status: "ok".into(),
+                run: Some(common::build_run_client_bound()),
+                ..Default::default()
+            },
+            httplab_model::StudyRun {
+                workload: "ramp".into(),
+                server: "httplab".into(),
+                status: "ok".into(),
+                sweep: Some(sweep),
+                ..Default::default()
+            },
+            httplab_model::StudyRun {
+                workload: "ramp".into(),
+                server: "apache".into(),
+                status: "not installed".into(),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let text = serde_json::to_string(&study).expect("json");
+    let doc = httplab_model::Document::from_json(&text).expect("study parses");
+    let d = tempfile::tempdir().expect("tmp");
+    let files = httplab_report::render_report(&[doc], d.path()).expect("render");
+    let html = std::fs::read_to_string(&files.index).expect("html");
+    assert!(html.contains("nginx · hello #1"));
+    assert!(html.contains("nginx · hello #2"));
+    assert!(
+        html.contains("httplab · ramp"),
+        "sweep targets of a study are labelled"
+    );
+    assert!(d.path().join("reply-rate.svg").is_file());
+    assert!(d.path().join("percentiles.svg").is_file());
+}
