@@ -189,3 +189,40 @@ pub type SharedStats = std::sync::Arc<crate::sys::Shared<Stats>>;
 pub fn shared() -> std::io::Result<SharedStats> {
     Ok(std::sync::Arc::new(crate::sys::Shared::new()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_line_and_json_parse() {
+        let r = Report {
+            t: 1.5,
+            snap: Snapshot {
+                open: 2,
+                accepted: 3,
+                requests: 40,
+                bytes_out: 5000,
+                ..Snapshot::default()
+            },
+            rps: 26.7,
+            rss: 4096 * 1024,
+            cpu_pct: 12.5,
+        };
+        let line = r.line();
+        let fields: std::collections::HashMap<&str, &str> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|kv| kv.split_once('='))
+            .collect();
+        assert!(line.starts_with("stats "));
+        assert_eq!(fields["open"], "2");
+        assert_eq!(fields["requests"], "40");
+        assert_eq!(fields["rss_kib"], "4096");
+        assert_eq!(fields["cpu"], "12.5%");
+        let json = r.json();
+        assert!(json.starts_with('{') && json.ends_with('}'));
+        assert!(json.contains("\"requests\":40,"));
+        assert!(json.contains("\"rss\":4194304,"));
+    }
+}
