@@ -485,19 +485,21 @@ pub fn start(p: &LaunchPlan, work: &Path, cores: &[usize]) -> Result<Running> {
     for (k, v) in &p.env {
         cmd.env(k, v);
     }
-    if !cores.is_empty() {
-        let set = cpu_set(cores);
-        // SAFETY: the closure runs in the forked child before exec and only
-        // makes the async-signal-safe sched_setaffinity system call on a
-        // cpu_set_t built before the fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+    let pin = !cores.is_empty();
+    let set = cpu_set(cores);
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (prctl, sched_setaffinity) on data built
+    // before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            // If the study process dies, the server goes too (no orphans).
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            if pin && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
     }
     let child = cmd
         .spawn()
