@@ -45,6 +45,13 @@ pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
         .unwrap_or(0.0);
     if req > 0.0 {
         v.insert(Metric::Accuracy, (ok / req * 100.0).min(100.0));
+    } else if r.accuracy.verified > 0 {
+        // httplab load: share of verified bodies that matched, scaled by the
+        // share of replies among requests.
+        let a = &r.accuracy;
+        let matched = (a.verified - a.mismatches.min(a.verified)) as f64 / a.verified as f64;
+        let answered = r.totals.replies as f64 / r.totals.requests.max(1) as f64;
+        v.insert(Metric::Accuracy, (matched * answered * 100.0).min(100.0));
     }
     if let Some(s) = &r.server {
         if r.totals.replies > 0 {

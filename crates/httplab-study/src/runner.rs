@@ -16,7 +16,7 @@ use crate::loadgen::{self, LoadPlan, Offer};
 use crate::sampler::Sampler;
 use crate::servers::{self, Running};
 use crate::spec::{
-    expand_servers, ServerInstance, StudyFile, VaryParam, VaryValue, Workload, WorkloadKind,
+    expand_servers, Driver, ServerInstance, StudyFile, VaryParam, VaryValue, Workload, WorkloadKind,
 };
 
 /// Key under `RunConfig.extra` naming the varied parameter of a step.
@@ -773,8 +773,18 @@ fn one_run(
         expected: Arc::new(cx.corpus.files.clone()),
         stop: Arc::clone(&cx.opts.stop),
     };
+    let driver = w.driver.unwrap_or(cx.study.driver);
     let sampler = Sampler::start(&inst.name, srv.pid, Duration::from_millis(100));
-    let mut run = loadgen::run(&plan);
+    let mut run = match driver {
+        Driver::Builtin => loadgen::run(&plan),
+        Driver::HttplabLoad => match run_httplab_load(&plan, &cx.corpus.root) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = sampler.finish();
+                return Err(("failed", format!("httplab load: {e:#}")));
+            }
+        },
+    };
     run.server = Some(sampler.finish());
     if let Some(why) = srv.exited() {
         return Err((
@@ -808,4 +818,66 @@ pub fn group(res: &m::StudyResult) -> BTreeMap<String, BTreeMap<String, Vec<&m::
             .push(r);
     }
     g
+}
+
+/// The `httplab load` arguments (httperf spellings) for one planned run.
+pub fn httplab_load_args(plan: &LoadPlan, root: &std::path::Path) -> Vec<String> {
+    let uri = plan.uris.first().cloned().unwrap_or_else(|| "/".into());
+    let mut a: Vec<String> = vec![
+        "--server".into(),
+        "127.0.0.1".into(),
+        "--port".into(),
+        plan.addr.port().to_string(),
+        "--uri".into(),
+        uri,
+        "--timeout".into(),
+        format!("{}", plan.timeout.as_secs_f64()),
+        "--verify-root".into(),
+        root.to_string_lossy().into_owned(),
+        "--label".into(),
+        plan.label.clone(),
+        "--threads".into(),
+        plan.client_cores.len().max(1).to_string(),
+    ];
+    match plan.offer {
+        Offer::Open { rate, num_conns } => {
+            if let Some(r) = rate {
+                a.extend(["--rate".into(), format!("{r}")]);
+            }
+            a.extend(["--num-conns".into(), num_conns.to_string()]);
+            a.extend(["--num-calls".into(), plan.num_calls.to_string()]);
+            if plan.pipeline > 1 {
+                a.extend(["--burst-length".into(), plan.pipeline.to_string()]);
+            }
+        }
+        Offer::Closed {
+            users,
+            requests,
+            think_ms,
+        } => {
+            a.extend(["--users".into(), users.to_string()]);
+            a.extend(["--requests-per-user".into(), requests.to_string()]);
+            if think_ms > 0.0 {
+                a.extend(["--think".into(), format!("{think_ms}ms")]);
+            }
+        }
+    }
+    a
+}
+
+/// Runs one planned run through `httplab load` in process, its threads
+/// pinned to the client cores (they inherit the calling thread's affinity,
+/// which is restored afterwards).
+fn run_httplab_load(plan: &LoadPlan, root: &std::path::Path) -> Result<m::RunResult> {
+    let args = httplab_load_args(plan, root);
+    let spec = httplab_load::parse_args(&args)?;
+    let before = servers::allowed_cores();
+    servers::pin_current_thread(&plan.client_cores)?;
+    let r = httplab_load::run_with_stop(&spec, false, &plan.stop);
+    let _ = servers::pin_current_thread(&before);
+    let mut r = r?;
+    r.config
+        .extra
+        .insert("driver".into(), "httplab-load".into());
+    Ok(r)
 }

@@ -114,6 +114,9 @@ pub struct StudyFile {
     /// Which seed report this reproduces, if any.
     #[serde(default)]
     pub seed: String,
+    /// Default load generator of every workload.
+    #[serde(default)]
+    pub driver: Driver,
     /// Default repetitions of every workload (seed 004 averaged 5).
     #[serde(default = "one")]
     pub repetitions: u32,
@@ -296,6 +299,20 @@ pub struct ServerSpec {
     /// How long to wait for readiness, seconds (default 15).
     #[serde(default)]
     pub ready_timeout_s: Option<f64>,
+}
+
+/// Which load generator drives a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    /// The study's own bounded driver: thread per connection, any target
+    /// (paths, file sets, pages), bodies verified against the generated corpus,
+    /// client threads pinned to `client_cores`.
+    #[default]
+    Builtin,
+    /// `httplab load` in process (httperf-compatible engine); single-path
+    /// targets only. Bodies are verified against the corpus files on disk.
+    HttplabLoad,
 }
 
 /// Kinds of workload.
@@ -518,6 +535,9 @@ pub struct Workload {
     /// Metric the summary ranks this workload by (default: the study's).
     #[serde(default)]
     pub metric: Option<Metric>,
+    /// Load generator (default: the study's `driver`).
+    #[serde(default)]
+    pub driver: Option<Driver>,
 }
 
 /// What the report compares.
@@ -677,6 +697,17 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
                     }
                     _ => {}
                 }
+            }
+        }
+        if w.driver.unwrap_or(s.driver) == Driver::HttplabLoad {
+            let multi = !w.target.starts_with('/')
+                || w.vary.as_ref().is_some_and(|v| {
+                    v.values
+                        .iter()
+                        .any(|x| matches!(x, VaryValue::Text(t) if !t.starts_with('/')))
+                });
+            if multi {
+                bail!("{at}workload '{}': driver \"httplab-load\" takes single-path targets (\"/file\"), not sets or pages", w.name);
             }
         }
         match w.kind {

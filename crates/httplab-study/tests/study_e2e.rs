@@ -311,3 +311,38 @@ fn tiny_study_with_httplab_models() {
     let html = report::html(&res, Some(&s), false);
     assert!(html.contains("httplab event") && html.contains("httplab fork (keep-alive)"));
 }
+
+#[test]
+fn httplab_load_driver_end_to_end() {
+    let servers = common::helper_server_toml("driven", None);
+    let workloads = "[[workloads]]\nname = \"via-load\"\nkind = \"load\"\ndriver = \"httplab-load\"\ntarget = \"/b.bin\"\nrate = 200\nnum_conns = 10\nnum_calls = 3\ntimeout_s = 5\n\
+        [[workloads]]\nname = \"via-users\"\nkind = \"users\"\ndriver = \"httplab-load\"\ntarget = \"/a.txt\"\nusers = 2\nrequests = 5\ntimeout_s = 5\n";
+    let s = study(&servers, workloads);
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    assert_eq!(res.runs.len(), 2);
+    for r in &res.runs {
+        assert_eq!(r.status, "ok", "{}: {}", r.workload, r.reason);
+        let run = r.run.as_ref().unwrap();
+        assert_eq!(
+            run.config.extra.get("driver").map(String::as_str),
+            Some("httplab-load")
+        );
+        assert!(run.server.is_some());
+        assert_eq!(run.accuracy.mismatches, 0);
+    }
+    assert_eq!(res.runs[0].run.as_ref().unwrap().totals.replies, 30);
+    assert_eq!(res.runs[1].run.as_ref().unwrap().totals.replies, 10);
+    let rows = report::rows(&res);
+    assert_eq!(
+        rows[0].metrics.get(&spec::Metric::Accuracy).copied(),
+        Some(100.0)
+    );
+}
+
+#[test]
+fn httplab_load_driver_rejects_sets_and_pages() {
+    let text = "name = \"x\"\n[corpus]\nsets = [{ name = \"s\", count = 2, size = 10 }]\n[[servers]]\nkind = \"nginx\"\n\
+        [[workloads]]\nname = \"w\"\nkind = \"load\"\ndriver = \"httplab-load\"\ntarget = \"set:s\"\n";
+    let e = format!("{:#}", spec::parse(text, "x.toml").unwrap_err());
+    assert!(e.contains("single-path"), "{e}");
+}
