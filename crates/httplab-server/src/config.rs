@@ -134,7 +134,7 @@ impl Default for ServerConfig {
             small_file_max: 64 * 1024,
             cache_bytes: 64 * 1024 * 1024,
             revalidate: Duration::from_secs(1),
-            sendfile_chunk: 512 * 1024,
+            sendfile_chunk: 2 * 1024 * 1024,
             list_dirs: false,
             access_log: None,
             quiet: true,
