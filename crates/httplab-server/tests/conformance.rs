@@ -1035,3 +1035,51 @@ fn fork_model_reaps_every_child() {
     let last = server.shutdown();
     assert_eq!(last.reaped, 1000, "children reaped");
 }
+
+#[test]
+fn random_garbage_never_kills_the_server() {
+    let site = site();
+    let seeds = [
+        get("/small.html", "Range: bytes=0-1,3-4\r\nIf-None-Match: \"x\"\r\n"),
+        get("/sub/../%2e%2e/%00/", "Content-Length: 3\r\n\r\nabc"),
+        "GET http://x/big.bin HTTP/1.0\r\nRange: bytes=-5\r\nIf-Range: Sat, 01 Jan 2000 00:00:00 GMT\r\n\r\n".to_string(),
+    ];
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.keep_alive && v.pipelining)
+    {
+        let mut cfg = config(&v, &site.root);
+        cfg.header_timeout = Duration::from_millis(300);
+        cfg.idle_timeout = Duration::from_millis(300);
+        let server = start(cfg);
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64 ^ v.name.len() as u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for i in 0..60 {
+            let mut buf = seeds[i % seeds.len()].as_bytes().to_vec();
+            for _ in 0..(1 + next() % 8) {
+                let pos = (next() as usize) % buf.len();
+                buf[pos] = next() as u8;
+            }
+            let mut s = connect(server.local_addr());
+            let _ = s.write_all(&buf);
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            // Whatever the answer, the server ends the exchange.
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        }
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/small.html", "").as_bytes());
+        assert_eq!(
+            cl.read_response(false).unwrap().body,
+            SMALL,
+            "[{}] still serving",
+            v.name
+        );
+        server.shutdown();
+    }
+}

@@ -495,22 +495,22 @@ fn split_target(target: &str, method: Method) -> Result<(&str, Option<&str>), Re
     let origin = if target.starts_with('/') {
         target
     } else {
-        // absolute-form: scheme "://" authority path
-        let lower_ok = target.len() > 7
-            && (target[..7].eq_ignore_ascii_case("http://")
-                || target
-                    .get(..8)
-                    .is_some_and(|s| s.eq_ignore_ascii_case("https://")));
-        if !lower_ok {
+        // absolute-form: scheme "://" authority path. Compared as bytes: the
+        // target may hold non-ASCII bytes, so no str slicing at fixed offsets.
+        let b = target.as_bytes();
+        let scheme_len = if b.len() > 7 && b[..7].eq_ignore_ascii_case(b"http://") {
+            7
+        } else if b.len() > 8 && b[..8].eq_ignore_ascii_case(b"https://") {
+            8
+        } else {
             return Err(RequestError::BadRequest("invalid request target"));
-        }
-        let after = &target[target.find("://").map_or(0, |p| p + 3)..];
+        };
+        let after = &target[scheme_len..];
         match after.find(['/', '?']) {
             Some(p) if after.as_bytes()[p] == b'/' => &after[p..],
             Some(p) => {
                 // "http://host?q" has an empty path, which means "/".
-                let q = &after[p + 1..];
-                return Ok(("/", Some(q)));
+                return Ok(("/", Some(&after[p + 1..])));
             }
             None => "/",
         }
@@ -632,6 +632,51 @@ mod tests {
     fn leading_lines() {
         assert_eq!(leading_empty_lines(b"\r\n\nGET"), 3);
         assert_eq!(leading_empty_lines(b"\r"), 0);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        // Mutations of valid requests plus random bytes (xorshift, fixed
+        // seed): parse_head must return, never panic.
+        let seeds: [&[u8]; 3] = [
+            b"GET http://h\xc3\xa9llo/a HTTP/1.1\r\nHost: x\r\nRange: bytes=0-1\r\n\r\n",
+            b"GET /\xe2\x82\xac?q HTTP/1.0\r\nContent-Length: 5\r\n\r\n",
+            b"OPTIONS * HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let limits = Limits::default();
+        for i in 0..20_000 {
+            let mut buf = seeds[i % seeds.len()].to_vec();
+            for _ in 0..(next() % 6) {
+                let pos = (next() as usize) % buf.len();
+                match next() % 3 {
+                    0 => buf[pos] = next() as u8,
+                    1 => buf.insert(pos, next() as u8),
+                    _ => {
+                        buf.remove(pos);
+                    }
+                }
+            }
+            let _ = parse_head(&buf, &limits, 1 << 20);
+            let _ = leading_empty_lines(&buf);
+        }
+    }
+
+    #[test]
+    fn non_ascii_absolute_target() {
+        // 'é' straddles byte 7: must not panic on a char boundary.
+        let r = parse_head(
+            "GET httpé://x/ HTTP/1.1\r\nHost: x\r\n\r\n".as_bytes(),
+            &Limits::default(),
+            0,
+        );
+        assert!(matches!(r, Parsed::Error(_)));
     }
 
     #[test]
