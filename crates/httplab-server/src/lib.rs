@@ -207,10 +207,11 @@ impl Server {
             let stats = Arc::clone(&stats);
             let stop = stop.clone();
             let print = !cfg.quiet || cfg.stats_json.is_none();
+            let children = cfg.model == Model::Fork;
             handle.threads.push(
                 std::thread::Builder::new()
                     .name("httplab-stats".into())
-                    .spawn(move || stats_loop(&stats, &stop, period, print, json))
+                    .spawn(move || stats_loop(&stats, &stop, period, print, json, children))
                     .context("cannot spawn stats thread")?,
             );
         }
@@ -224,9 +225,10 @@ fn stats_loop(
     period: Duration,
     print: bool,
     mut json: Option<std::fs::File>,
+    children: bool,
 ) {
     use std::io::Write;
-    let mut rep = stats::Reporter::new();
+    let mut rep = stats::Reporter::new(children);
     let mut next = std::time::Instant::now() + period;
     loop {
         let left = next.saturating_duration_since(std::time::Instant::now());

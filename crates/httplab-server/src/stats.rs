@@ -98,7 +98,8 @@ pub struct Report {
     pub snap: Snapshot,
     /// Requests per second over the interval.
     pub rps: f64,
-    /// Current resident set size (bytes), children included for fork.
+    /// Current resident set size (bytes); for the fork model the parent's
+    /// plus its live children's.
     pub rss: u64,
     /// CPU use over the interval, percent of one core.
     pub cpu_pct: f64,
@@ -143,22 +144,18 @@ pub struct Reporter {
     last_t: Duration,
     last_cpu: Duration,
     last_requests: u64,
-}
-
-impl Default for Reporter {
-    fn default() -> Self {
-        Self::new()
-    }
+    children: bool,
 }
 
 impl Reporter {
-    /// Starts timing now.
-    pub fn new() -> Self {
+    /// Starts timing now; `children` adds forked children's RSS.
+    pub fn new(children: bool) -> Self {
         Reporter {
             start: std::time::Instant::now(),
             last_t: Duration::ZERO,
             last_cpu: crate::sys::rusage(false).1,
             last_requests: 0,
+            children,
         }
     }
 
@@ -176,7 +173,7 @@ impl Reporter {
             t: t.as_secs_f64(),
             snap,
             rps,
-            rss: crate::sys::rss_bytes(),
+            rss: crate::sys::rss_bytes(self.children),
             cpu_pct,
         }
     }

@@ -207,9 +207,27 @@ pub fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
-/// Resident set size of this process in bytes (from /proc/self/statm).
-pub fn rss_bytes() -> u64 {
-    let Ok(s) = std::fs::read_to_string("/proc/self/statm") else {
+/// Resident set size of this process in bytes (from /proc/self/statm),
+/// plus that of its live children when `children` is set.
+pub fn rss_bytes(children: bool) -> u64 {
+    let mut total = statm_rss("/proc/self/statm");
+    if children {
+        if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+            for t in tasks.flatten() {
+                let Ok(list) = std::fs::read_to_string(t.path().join("children")) else {
+                    continue;
+                };
+                for pid in list.split_whitespace() {
+                    total += statm_rss(&format!("/proc/{pid}/statm"));
+                }
+            }
+        }
+    }
+    total
+}
+
+fn statm_rss(path: &str) -> u64 {
+    let Ok(s) = std::fs::read_to_string(path) else {
         return 0;
     };
     let pages: u64 = s
