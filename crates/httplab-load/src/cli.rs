@@ -90,7 +90,7 @@ struct Cli {
     /// Sessions from FILE (httperf format: bursts, think=, method=, contents=), N sessions, default think X.
     #[arg(long, value_name = "N,X,FILE", help_heading = "Workload (httperf)")]
     wsesslog: Option<String>,
-    /// File set: walk N files named <uri>/d/d/d.html, moving to the next file with probability X.
+    /// File set: walk N files named <uri>/d/d/d.html; X is the fraction of requests that move on to the next file.
     #[arg(long, value_name = "N,X", help_heading = "Workload (httperf)")]
     wset: Option<String>,
     /// Sessions: at most N connections per session (httplab uses one connection per session).

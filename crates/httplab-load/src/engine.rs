@@ -192,6 +192,10 @@ pub(crate) struct Worker<'a> {
     part: IntervalPart,
     ihist: Histogram<u64>,
     verifier: Option<Verifier>,
+    /// Users to continue after a failure, from the main loop.
+    deferred: Vec<(usize, u32)>,
+    /// Sequential sessions to start from the main loop.
+    restarts: u64,
     timeout: Option<Duration>,
     reply_timeout: Option<Duration>,
     lag_threshold_us: u64,
@@ -272,6 +276,8 @@ impl<'a> Worker<'a> {
                 root,
                 files: Vec::new(),
             }),
+            deferred: Vec::new(),
+            restarts: 0,
             timeout,
             reply_timeout,
             lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
@@ -318,6 +324,7 @@ impl<'a> Worker<'a> {
             self.start_due_arrivals(now);
             // Timers.
             self.fire_timers(now);
+            self.run_deferred(now);
             // Interval ticks.
             while now >= self.next_tick {
                 self.flush_interval(self.interval.as_secs_f64());
@@ -338,7 +345,11 @@ impl<'a> Worker<'a> {
                     break;
                 }
             }
-            if self.active == 0 && self.schedule.is_none() {
+            if self.active == 0
+                && self.schedule.is_none()
+                && self.restarts == 0
+                && self.deferred.is_empty()
+            {
                 break;
             }
             // Sleep until the next thing to do.
@@ -353,7 +364,8 @@ impl<'a> Worker<'a> {
                 next = next.min(d);
             }
             let now2 = Instant::now();
-            let timeout = if next <= now2 {
+            let busy = self.restarts > 0 || !self.deferred.is_empty();
+            let timeout = if next <= now2 || busy {
                 Some(Duration::ZERO)
             } else {
                 if self.timer_target != Some(next) {
@@ -380,12 +392,11 @@ impl<'a> Worker<'a> {
                 if idx >= self.slots.len() || !self.slots[idx].in_use {
                     continue;
                 }
-                self.on_event(
-                    idx,
+                let rw = (
                     ev.is_readable() || ev.is_read_closed(),
                     ev.is_writable() || ev.is_error() || ev.is_write_closed(),
-                    now,
                 );
+                self.on_event(idx, rw, ev.is_read_closed() || ev.is_error(), now);
             }
         }
         let end = Instant::now();
@@ -429,6 +440,32 @@ impl<'a> Worker<'a> {
             self.start_session(at, now);
         }
         self.st.max_burst = self.st.max_burst.max(burst);
+    }
+
+    /// Work queued by `fail` and `end_session`; only what was queued before
+    /// this call runs now, so a peer failing instantly cannot spin here.
+    fn run_deferred(&mut self, now: Instant) {
+        let n = std::mem::take(&mut self.restarts);
+        for _ in 0..n {
+            if self.more_sessions(now) && !self.ctx.stop.load(Ordering::Relaxed) {
+                self.start_session(now, now);
+            }
+        }
+        if self.deferred.is_empty() {
+            return;
+        }
+        let list = std::mem::take(&mut self.deferred);
+        for (idx, gen) in list {
+            let s = &self.slots[idx];
+            if !s.in_use || s.gen != gen {
+                continue;
+            }
+            if s.pace.is_some() && self.ctx.plan.burst_len(s.tmpl, s.burst).is_some() {
+                self.paced_next(idx, now);
+            } else {
+                self.next_burst(idx, now);
+            }
+        }
     }
 
     fn flush_interval(&mut self, len_s: f64) {
@@ -751,7 +788,8 @@ impl<'a> Worker<'a> {
         s.out_pos = 0;
     }
 
-    fn on_event(&mut self, idx: usize, readable: bool, writable: bool, now: Instant) {
+    fn on_event(&mut self, idx: usize, rw: (bool, bool), closed: bool, now: Instant) {
+        let (readable, writable) = rw;
         if self.slots[idx].connecting {
             let s = &mut self.slots[idx];
             let Some(sock) = s.sock.as_ref() else { return };
@@ -789,11 +827,13 @@ impl<'a> Worker<'a> {
             self.flush(idx, now);
         }
         if readable && self.slots[idx].in_use && self.slots[idx].sock.is_some() {
-            self.read(idx, now);
+            self.read(idx, closed, now);
         }
     }
 
-    fn read(&mut self, idx: usize, now: Instant) {
+    /// Reads until the socket is drained. `closed`: the peer's FIN (or an
+    /// error) came with this event, so read on to see it even after a short read.
+    fn read(&mut self, idx: usize, closed: bool, now: Instant) {
         let mut buf = std::mem::take(&mut self.rbuf);
         let gen = self.slots[idx].gen;
         loop {
@@ -813,7 +853,7 @@ impl<'a> Worker<'a> {
                     if !self.process(idx, &buf[..n], now) {
                         break;
                     }
-                    if n < buf.len() {
+                    if n < buf.len() && !closed {
                         // A short read drained the socket (epoll(7)): no need
                         // for one more read to see EAGAIN.
                         break;
@@ -1066,13 +1106,13 @@ impl<'a> Worker<'a> {
             s.burst_sent = 0;
             s.intended = now;
             let think = plan.think_after(s.tmpl, s.burst);
-            if s.pace.is_some() && plan.burst_len(s.tmpl, s.burst).is_some() {
-                self.paced_next(idx, now);
-            } else if think > 0.0 {
+            if think > 0.0 && s.pace.is_none() {
                 s.think_until = Some(now + dur(think));
                 self.arm(idx);
             } else {
-                self.next_burst(idx, now);
+                // Continue from the main loop, not recursively: a peer that
+                // fails at once (EMFILE, refused) must not grow the stack.
+                self.deferred.push((idx, s.gen));
             }
             return;
         }
@@ -1113,7 +1153,8 @@ impl<'a> Worker<'a> {
             && self.more_sessions(now)
             && !self.ctx.stop.load(Ordering::Relaxed)
         {
-            self.start_session(now, now);
+            // Started from the main loop (see `deferred`).
+            self.restarts += 1;
         }
     }
 

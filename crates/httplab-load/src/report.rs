@@ -113,6 +113,9 @@ pub(crate) fn build_result(
         EXTRA_LAG_THRESHOLD.to_string(),
         format!("{}", spec.lag_threshold * 1000.0),
     );
+    if spec.verbose {
+        extra.insert("verbose".into(), "true".into());
+    }
     if st.abandoned > 0 {
         extra.insert(EXTRA_ABANDONED.to_string(), st.abandoned.to_string());
     }

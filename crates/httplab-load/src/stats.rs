@@ -407,3 +407,91 @@ impl Collector {
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(replies: u64, len_s: f64) -> IntervalPart {
+        IntervalPart {
+            connections: 1,
+            requests: replies,
+            replies,
+            errors: 0,
+            bytes_in: 10 * replies,
+            open: 2,
+            sessions_done: 0,
+            len_s,
+        }
+    }
+
+    #[test]
+    fn collector_merges_threads_and_finalises_in_order() {
+        let c = Collector::new(2, 1.0);
+        let mut h1 = interval_hist();
+        let mut h2 = interval_hist();
+        for v in [1000u64, 2000, 3000] {
+            rec(&mut h1, v);
+        }
+        rec(&mut h2, 100_000);
+        c.report(0, part(3, 1.0), &h1);
+        // Interval 0 waits for the second thread.
+        assert_eq!(c.progress().replies, 3);
+        c.report(0, part(1, 1.0), &h2);
+        c.report(1, part(5, 0.5), &h1);
+        c.thread_finished();
+        c.thread_finished();
+        let s = c.finish();
+        assert_eq!(s.len(), 2);
+        let (i0, _) = s[0];
+        assert_eq!((i0.replies, i0.connections, i0.open_connections), (4, 2, 4));
+        assert_eq!(i0.reply_rate, 4.0);
+        assert_eq!(i0.t_s, 1.0);
+        // p99 of {1,2,3,100} ms is the 100 ms sample (2 significant digits).
+        assert!((i0.p99_ms - 100.0).abs() <= 1.0, "{}", i0.p99_ms);
+        let (i1, _) = s[1];
+        assert_eq!(i1.len_s, 0.5);
+        assert_eq!(i1.reply_rate, 10.0);
+        assert_eq!(i1.t_s, 1.5);
+    }
+
+    #[test]
+    fn worker_stats_merge_adds_everything() {
+        let mut a = WorkerStats::new();
+        let mut b = WorkerStats::new();
+        a.replies = 3;
+        b.replies = 4;
+        a.status[1] = 3;
+        b.status[3] = 4;
+        a.error(ErrClass::FdUnavail);
+        b.error(ErrClass::ClientTimo);
+        rec(&mut a.response, 500);
+        rec(&mut b.response, 1500);
+        b.sessions.length_histogram = vec![0, 2, 1];
+        a.end_s = 1.0;
+        b.end_s = 2.0;
+        a.first_s = Some(0.2);
+        b.first_s = Some(0.1);
+        a.merge(&b);
+        assert_eq!(a.replies, 7);
+        assert_eq!(a.status, [0, 3, 0, 4, 0]);
+        assert_eq!(a.errors_total(), 2);
+        assert!(a.fd_exhausted);
+        assert_eq!(a.response.len(), 2);
+        assert_eq!(a.response.max(), 1500);
+        assert_eq!(a.sessions.length_histogram, vec![0, 2, 1]);
+        assert_eq!((a.end_s, a.first_s), (2.0, Some(0.1)));
+    }
+
+    #[test]
+    fn error_classes_from_errno() {
+        let e = |n| ErrClass::from_io(&std::io::Error::from_raw_os_error(n));
+        assert_eq!(e(libc::ECONNREFUSED), ErrClass::ConnRefused);
+        assert_eq!(e(libc::ECONNRESET), ErrClass::ConnReset);
+        assert_eq!(e(libc::EPIPE), ErrClass::ConnReset);
+        assert_eq!(e(libc::ETIMEDOUT), ErrClass::SocketTimo);
+        assert_eq!(e(libc::EMFILE), ErrClass::FdUnavail);
+        assert_eq!(e(libc::EADDRNOTAVAIL), ErrClass::AddrUnavail);
+        assert_eq!(e(libc::EINVAL), ErrClass::Other);
+    }
+}

@@ -379,3 +379,21 @@ fn head_requests_have_no_body() {
     assert_eq!(r.totals.replies, 6);
     assert_eq!(r.reply.content_bytes, 0.0);
 }
+
+#[test]
+fn instant_failures_do_not_recurse() {
+    // 192.0.2.1 (TEST-NET-1) is not a local address: every bind fails at once.
+    let s = TestServer::start(Mode::Ok(body(10)));
+    let r = load(&format!(
+        "--server 127.0.0.1 --port {} --num-conns 20000 --local-addr 192.0.2.1 --timeout 2",
+        s.port()
+    ));
+    assert_eq!(r.errors.addrunavail, 20000);
+    assert!(r.self_check.client_bound);
+    let u = load(&format!(
+        "http://127.0.0.1:{}/ --users 2 --requests-per-user 5000 --local-addr 192.0.2.1 --timeout 2",
+        s.port()
+    ));
+    assert_eq!(u.errors.addrunavail, 10000);
+    assert_eq!(s.requests(), 0);
+}
