@@ -126,6 +126,10 @@ fn stepped_sweep_finds_saturation_within_one_step() {
         .saturation
         .max_sustainable_rate
         .expect("some step sustained");
+    eprintln!(
+        "stepped sweep: max sustainable {max}, knee {:?}",
+        t.saturation.knee_rate
+    );
     // Capacity 200/s, steps of 50: the answer is 200 or the step below it.
     assert!(
         (150.0..=200.0).contains(&max),
@@ -189,6 +193,7 @@ fn find_max_within_five_percent() {
     let sat = &result.targets[0].saturation;
     let max = sat.max_sustainable_rate.expect("found a rate");
     assert_eq!(sat.method, "find-max");
+    eprintln!("find-max: {max} in {} runs", sat.runs);
     assert!(
         (max - CAPACITY).abs() / CAPACITY <= 0.05,
         "find-max says {max}, capacity {CAPACITY} ({} runs)",
