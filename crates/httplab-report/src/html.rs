@@ -359,7 +359,7 @@ fn findings(c: &Collected) -> Vec<String> {
     for s in &c.sweeps {
         let sat = &s.target.saturation;
         let calls = if s.num_calls > 1 {
-            format!(" ({} calls per connection)", s.num_calls)
+            format!(" × {} calls", s.num_calls)
         } else {
             String::new()
         };
@@ -399,10 +399,21 @@ fn findings(c: &Collected) -> Vec<String> {
         } else {
             format!(" — {} steps", s.steps.len())
         };
+        let max_step_cb = sat.max_sustainable_rate.is_some_and(|r| {
+            s.metrics
+                .iter()
+                .any(|m| m.client_bound && (m.demanded_conn_rate - r).abs() < 1e-9)
+        });
         let cb = if s.client_bound_steps() > 0 {
             format!(
-                " <span style=\"color:#c80028\">⚠ {} step(s) were client-bound.</span>",
-                s.client_bound_steps()
+                " <span style=\"color:#c80028\">⚠ {} of {} step(s) were client-bound{}</span>",
+                s.client_bound_steps(),
+                s.steps.len(),
+                if max_step_cb {
+                    ", including the highest sustained one: read its rate as a lower bound of the server's capacity."
+                } else {
+                    "."
+                }
             )
         } else {
             String::new()
