@@ -18,6 +18,10 @@ use httplab_model as m;
 
 use crate::corpus::Expected;
 
+/// Key under `RunConfig.extra`: mean time to complete all `num_calls` of a
+/// session (connection), reconnections included, ms.
+pub const EXTRA_SESSION_MS: &str = "session_ms_mean";
+
 /// Connections the open-loop driver can have in flight at once (one thread each).
 pub const OPEN_LOOP_SLOTS: u64 = 256;
 
@@ -84,6 +88,7 @@ struct Local {
     requested_body: u64,
     intact_body: u64,
     conn_life_ms: Vec<f64>,
+    session_ms: Vec<f64>,
     connect_sum_ms: f64,
     connect_n: u64,
     h_connect: Histogram<u64>,
@@ -116,6 +121,7 @@ impl Local {
             requested_body: 0,
             intact_body: 0,
             conn_life_ms: Vec::new(),
+            session_ms: Vec::new(),
             connect_sum_ms: 0.0,
             connect_n: 0,
             h_connect: hist(),
@@ -161,6 +167,7 @@ impl Local {
         self.requested_body += o.requested_body;
         self.intact_body += o.intact_body;
         self.conn_life_ms.extend_from_slice(&o.conn_life_ms);
+        self.session_ms.extend_from_slice(&o.session_ms);
         self.connect_sum_ms += o.connect_sum_ms;
         self.connect_n += o.connect_n;
         let _ = self.h_connect.add(&o.h_connect);
@@ -392,6 +399,15 @@ impl Shared {
 /// One connection's worth of calls (reconnecting when the server closes
 /// after a reply, as a browser would). Returns false on an error.
 fn session(sh: &Shared, calls: u64, sched: Instant, l: &mut Local) -> bool {
+    let t = Instant::now();
+    let ok = session_inner(sh, calls, sched, l);
+    if ok && !sh.stopped() {
+        l.session_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ok
+}
+
+fn session_inner(sh: &Shared, calls: u64, sched: Instant, l: &mut Local) -> bool {
     let p = &sh.plan;
     let mut remaining = calls;
     let mut sched = Some(sched);
@@ -670,8 +686,14 @@ fn build_result(
     // the connections (it was not keeping up); late starts with free slots
     // mean the generator itself fell behind.
     let slots_exhausted = sh.max_busy.load(Ordering::Relaxed) >= slots;
-    let lag_bound = open_loop && lag(0.99) > 10.0 && !slots_exhausted;
-    if open_loop && lag(0.99) > 10.0 {
+    // Late means later than 10 ms, or half the interval between starts when
+    // that is longer (a 20 ms hiccup does not change a 10/s schedule).
+    let lag_limit = match plan.offer {
+        Offer::Open { rate: Some(r), .. } if r > 0.0 => (500.0 / r).max(10.0),
+        _ => 10.0,
+    };
+    let lag_bound = open_loop && lag(0.99) > lag_limit && !slots_exhausted;
+    if open_loop && lag(0.99) > lag_limit {
         if slots_exhausted {
             warnings.push(format!(
                 "all {slots} connection slots were busy (the server was not keeping up): connections started up to {:.1} ms (p99) late, so the offered rate was lower than asked",
@@ -720,6 +742,10 @@ fn build_result(
     extra.insert("pipeline".into(), plan.pipeline.to_string());
     extra.insert("requested_body_bytes".into(), l.requested_body.to_string());
     extra.insert("intact_body_bytes".into(), l.intact_body.to_string());
+    if !l.session_ms.is_empty() {
+        let sm = m::Summary::of(&l.session_ms);
+        extra.insert(EXTRA_SESSION_MS.into(), format!("{:.6}", sm.avg));
+    }
     if let Offer::Closed { requests, .. } = plan.offer {
         extra.insert("requests_per_user".into(), requests.to_string());
     }

@@ -31,6 +31,17 @@ pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
     if r.connection.lifetime_ms.count > 0 {
         v.insert(Metric::ConnectionMs, r.connection.lifetime_ms.avg);
     }
+    if let Some(v2) = r
+        .config
+        .extra
+        .get(crate::loadgen::EXTRA_SESSION_MS)
+        .and_then(|x| x.parse::<f64>().ok())
+    {
+        v.insert(Metric::SessionMs, v2);
+    } else if r.connection.lifetime_ms.count > 0 {
+        // httplab load: one connection per session.
+        v.insert(Metric::SessionMs, r.connection.lifetime_ms.avg);
+    }
     let req: f64 = r
         .config
         .extra

@@ -353,6 +353,9 @@ pub enum Metric {
     P99Ms,
     /// Mean connection lifetime, ms (lower is better).
     ConnectionMs,
+    /// Mean time to make all `num_calls` requests of a session, reconnections
+    /// included, ms (lower is better; compares close and keep-alive servers fairly).
+    SessionMs,
     /// Fraction of expected body bytes received intact, % (higher is better).
     Accuracy,
     /// Server CPU seconds per 1000 replies (lower is better).
@@ -363,12 +366,13 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::ReplyRate,
         Metric::ThroughputMbS,
         Metric::ResponseMs,
         Metric::P99Ms,
         Metric::ConnectionMs,
+        Metric::SessionMs,
         Metric::Accuracy,
         Metric::ServerCpuPerKreq,
         Metric::ServerRssMb,
@@ -381,6 +385,7 @@ impl Metric {
             Metric::ResponseMs => "response ms (mean)",
             Metric::P99Ms => "response ms (p99)",
             Metric::ConnectionMs => "connection ms (mean)",
+            Metric::SessionMs => "session ms (mean)",
             Metric::Accuracy => "accuracy %",
             Metric::ServerCpuPerKreq => "server CPU s / 1000 replies",
             Metric::ServerRssMb => "server peak RSS MB",
@@ -394,6 +399,7 @@ impl Metric {
             Metric::ResponseMs => "response_ms",
             Metric::P99Ms => "p99_ms",
             Metric::ConnectionMs => "connection_ms",
+            Metric::SessionMs => "session_ms",
             Metric::Accuracy => "accuracy",
             Metric::ServerCpuPerKreq => "server_cpu_per_kreq",
             Metric::ServerRssMb => "server_rss_mb",

@@ -98,6 +98,16 @@ fn tiny_study_end_to_end_report_has_both_servers() {
     assert!(std::fs::read_to_string(out.path().join("summary.csv"))
         .unwrap()
         .contains("beta"));
+    for row in report::rows(&res) {
+        for mt in [
+            spec::Metric::SessionMs,
+            spec::Metric::ServerRssMb,
+            spec::Metric::Accuracy,
+        ] {
+            assert!(row.metrics.contains_key(&mt), "{} lacks {mt:?}", row.server);
+        }
+        assert_eq!(row.metrics[&spec::Metric::Accuracy], 100.0);
+    }
     let summary = report::summary(&res, Some(&s));
     assert_eq!(summary.len(), 2);
     assert!(
