@@ -391,7 +391,9 @@ pub fn plan(
                 .map(|(k, v)| (k.clone(), subst(v, port, &ctx.root, &ctx.work, w)))
                 .collect();
             p.error_log = None;
-            let prog = &p.argv[0];
+            let Some(prog) = p.argv.first() else {
+                return Err(Unavailable::Other("empty command".into()));
+            };
             if which(prog).is_none() {
                 return Err(Unavailable::Other(format!("command '{prog}' not found")));
             }
@@ -475,8 +477,11 @@ pub fn start(p: &LaunchPlan, work: &Path, cores: &[usize]) -> Result<Running> {
     }
     let out = fs::File::create(work.join("stdout.log"))?;
     let err = fs::File::create(work.join("stderr.log"))?;
-    let mut cmd = Command::new(&p.argv[0]);
-    cmd.args(&p.argv[1..])
+    let Some((prog, args)) = p.argv.split_first() else {
+        bail!("{}: empty command line", p.name);
+    };
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
         .current_dir(work)
         .stdin(Stdio::null())
         .stdout(out)
@@ -538,11 +543,16 @@ pub fn probe(addr: SocketAddr, path: &str, timeout: Duration) -> Result<u16> {
         }
         n += k;
     }
-    let head = String::from_utf8_lossy(&buf[..n]);
-    if !head.starts_with("HTTP/1.") || n < 12 {
-        bail!("not an HTTP response: {head:?}");
+    if n < 12 || !buf.starts_with(b"HTTP/1.") {
+        bail!(
+            "not an HTTP response: {:?}",
+            String::from_utf8_lossy(&buf[..n])
+        );
     }
-    head[9..12].parse::<u16>().context("bad status code")
+    std::str::from_utf8(&buf[9..12])
+        .ok()
+        .and_then(|c| c.parse::<u16>().ok())
+        .context("bad status code")
 }
 
 impl Running {
