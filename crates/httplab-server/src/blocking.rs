@@ -283,6 +283,9 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
             Some(Err(_)) => continue,
         };
         h.stats().accepted();
+        // Counted before fork: the child may finish its connection before
+        // the parent runs again. forked - reaped = live children.
+        h.stats().forked();
         match sys::fork() {
             Ok(sys::Forked::Child) => {
                 drop(listener);
@@ -293,7 +296,6 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
             }
             Ok(sys::Forked::Parent(pid)) => {
                 drop(stream);
-                h.stats().forked();
                 match sys::pidfd_open(pid) {
                     Ok(fd) => children.push((pid, fd)),
                     Err(_) => {
@@ -304,6 +306,7 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
             }
             Err(e) => {
                 eprintln!("httplab serve: fork failed: {e}; closing the connection");
+                h.stats().reaped();
                 h.stats().refused();
                 h.stats().closed();
                 drop(stream);

@@ -391,8 +391,7 @@ pub fn render_listing(dir: &Path, shown: &str) -> Vec<u8> {
     );
     for (n, is_dir) in names {
         let slash = if is_dir { "/" } else { "" };
-        let href: String =
-            percent_encoding::utf8_percent_encode(&n, percent_encoding::NON_ALPHANUMERIC).collect();
+        let href: String = percent_encoding::utf8_percent_encode(&n, HREF).collect();
         s.push_str(&format!(
             "<li><a href=\"{href}{slash}\">{}{slash}</a></li>\n",
             html_escape(&n)
@@ -401,6 +400,13 @@ pub fn render_listing(dir: &Path, shown: &str) -> Vec<u8> {
     s.push_str("</ul></body></html>\n");
     s.into_bytes()
 }
+
+/// Characters escaped in listing links: everything but unreserved ones.
+const HREF: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'.')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'~');
 
 fn html_escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
