@@ -843,6 +843,10 @@ pub fn httplab_load_args(plan: &LoadPlan, root: &std::path::Path) -> Vec<String>
         Offer::Open { rate, num_conns } => {
             if let Some(r) = rate {
                 a.extend(["--rate".into(), format!("{r}")]);
+                // Same lateness rule as the built-in driver: 10 ms, or half
+                // the interval between starts when that is longer.
+                let limit = (500.0 / r.max(1e-9)).max(10.0);
+                a.extend(["--lag-threshold".into(), format!("{limit:.3}ms")]);
             }
             a.extend(["--num-conns".into(), num_conns.to_string()]);
             a.extend(["--num-calls".into(), plan.num_calls.to_string()]);
