@@ -63,7 +63,16 @@ pub fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Environment variable: a `:`-separated list of directories; when set,
+/// peers are looked for there only (e.g. servers built from source).
+pub const ENV_PEER_DIRS: &str = "HTTPLAB_PEER_DIRS";
+
 fn find_peer(b: &PeerBinary) -> Option<PathBuf> {
+    if let Some(dirs) = std::env::var_os(ENV_PEER_DIRS) {
+        return std::env::split_paths(&dirs)
+            .map(|d| d.join(b.name))
+            .find(|p| p.is_file());
+    }
     b.paths
         .iter()
         .map(PathBuf::from)

@@ -1,0 +1,64 @@
+//! A peer that is not installed appears as a "not installed" row with its
+//! Debian package, in results.json and in the report; never dropped.
+//! (Its own test binary: it sets HTTPLAB_PEER_DIRS for the whole process.)
+
+mod common;
+
+use httplab_study::runner::{self, Options};
+use httplab_study::{report, servers, spec};
+
+#[test]
+fn helper_http_server() {
+    common::maybe_serve();
+}
+
+#[test]
+fn missing_peers_are_reported_not_dropped() {
+    let empty = tempfile::tempdir().unwrap();
+    std::env::set_var(servers::ENV_PEER_DIRS, empty.path());
+    let text = format!(
+        "name = \"ni\"\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}]\n{}\
+         [[servers]]\nkind = \"nginx\"\n[[servers]]\nkind = \"apache\"\nmpm = \"prefork\"\n[[servers]]\nkind = \"lighttpd\"\n[[servers]]\nkind = \"h2o\"\n\
+         [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\nnum_conns = 3\nrepetitions = 2\n",
+        common::helper_server_toml("present", None)
+    );
+    let s = spec::parse(&text, "ni.toml").unwrap();
+    let plan = runner::describe_plan(&s);
+    assert!(
+        plan.contains("not installed (Debian package: h2o)"),
+        "{plan}"
+    );
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    assert_eq!(res.runs.len(), 10);
+    assert!(res
+        .runs
+        .iter()
+        .filter(|r| r.server == "present")
+        .all(|r| r.status == "ok"));
+    for (server, pkg) in [
+        ("nginx", "nginx"),
+        ("apache prefork", "apache2"),
+        ("lighttpd", "lighttpd"),
+        ("h2o", "h2o"),
+    ] {
+        let rows: Vec<_> = res.runs.iter().filter(|r| r.server == server).collect();
+        assert_eq!(rows.len(), 2, "{server}");
+        for r in rows {
+            assert_eq!(r.status, "not installed");
+            assert_eq!(r.reason, format!("not installed (Debian package: {pkg})"));
+        }
+    }
+    let out = tempfile::tempdir().unwrap();
+    report::write_all(&res, Some(&s), out.path(), false).unwrap();
+    let html = std::fs::read_to_string(out.path().join("index.html")).unwrap();
+    for pkg in ["nginx", "apache2", "lighttpd", "h2o"] {
+        assert!(
+            html.contains(&format!("not installed (Debian package: {pkg})")),
+            "{pkg}"
+        );
+    }
+    let csv = std::fs::read_to_string(out.path().join("runs.csv")).unwrap();
+    // 8 rows (4 peers × 2 repetitions), each with the status and the reason.
+    assert_eq!(csv.matches("not installed").count(), 16, "{csv}");
+    std::env::remove_var(servers::ENV_PEER_DIRS);
+}
