@@ -241,7 +241,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     let result = result?;
     let interrupted = stop.load(Ordering::Relaxed);
     report::write_all(&result, Some(&study), &cli.out, interrupted)?;
-    println!("Summary:");
+    println!("Summary: {}", report::headline(&result, Some(&study)));
     for line in report::summary(&result, Some(&study)) {
         println!("  {line}");
     }

@@ -262,9 +262,50 @@ fn esc(s: &str) -> String {
 
 /// Written summary: per workload, who won by how much on its metric.
 pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
+    summarize(res, study).0
+}
+
+/// One sentence over all workloads: how many each server won.
+pub fn headline(res: &m::StudyResult, study: Option<&StudyFile>) -> String {
+    let (_, winners) = summarize(res, study);
+    if winners.is_empty() {
+        return "No workload was completed by any server.".into();
+    }
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for (_, w) in &winners {
+        match counts.iter_mut().find(|(n, _)| n == w) {
+            Some(c) => c.1 += 1,
+            None => counts.push((w.clone(), 1)),
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(n, c)| {
+            let ws: Vec<&str> = winners
+                .iter()
+                .filter(|(_, w)| w == n)
+                .map(|(x, _)| x.as_str())
+                .collect();
+            format!("{n} won {c} ({})", ws.join(", "))
+        })
+        .collect();
+    format!(
+        "Of {} workload(s) with a winner: {}.",
+        winners.len(),
+        parts.join("; ")
+    )
+}
+
+/// Summary lines and (workload, winner) pairs.
+fn summarize(
+    res: &m::StudyResult,
+    study: Option<&StudyFile>,
+) -> (Vec<String>, Vec<(String, String)>) {
     let rows = rows(res);
     let agg = aggregate(&rows);
     let mut lines = Vec::new();
+    let mut winners = Vec::new();
     let baseline = study.and_then(|s| s.compare.baseline.clone());
     for (w, list) in &agg {
         let metric = primary_metric(study, w);
@@ -340,6 +381,7 @@ pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
                 metric.label()
             )),
             [(best, bv), (second, sv), ..] => {
+                winners.push((w.clone(), best.clone()));
                 let ratio = if hib {
                     bv / sv.max(1e-12)
                 } else {
@@ -408,7 +450,7 @@ pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
         line.push('.');
         lines.push(line);
     }
-    lines
+    (lines, winners)
 }
 
 fn ratio_text(r: f64, hib: bool) -> String {
@@ -724,7 +766,11 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
         let _ = writeln!(h, "<p class=\"warn\">Interrupted (Ctrl-C): this report holds the runs that finished; the rest are marked skipped.</p>");
     }
     // Summary
-    let _ = writeln!(h, "<h2 id=\"summary\">Summary</h2><ul>");
+    let _ = writeln!(
+        h,
+        "<h2 id=\"summary\">Summary</h2><p><b>{}</b></p><ul>",
+        esc(&headline(res, study))
+    );
     for line in summary(res, study) {
         let _ = writeln!(h, "<li>{}</li>", esc(&line));
     }

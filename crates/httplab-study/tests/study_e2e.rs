@@ -114,6 +114,8 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         summary[0].contains("alpha") && summary[0].contains("beta"),
         "{summary:?}"
     );
+    let head = report::headline(&res, Some(&s));
+    assert!(head.starts_with("Of 2 workload(s) with a winner"), "{head}");
 }
 
 #[test]
