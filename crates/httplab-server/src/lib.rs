@@ -80,6 +80,9 @@ pub struct ServerHandle {
     stop: Stop,
     wakers: Vec<Arc<mio::Waker>>,
     threads: Vec<JoinHandle<()>>,
+    /// The statistics reporter and the sender that stops it; it is stopped
+    /// after the workers so its last line has their final counts.
+    reporter: Option<(std::sync::mpsc::Sender<()>, JoinHandle<()>)>,
     stats: SharedStats,
 }
 
@@ -137,6 +140,7 @@ impl Server {
             stop: stop.clone(),
             wakers: Vec::new(),
             threads: Vec::new(),
+            reporter: None,
             stats: Arc::clone(&stats),
         };
         match cfg.model {
@@ -205,15 +209,14 @@ impl Server {
                 None => None,
             };
             let stats = Arc::clone(&stats);
-            let stop = stop.clone();
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
             let print = !cfg.quiet || cfg.stats_json.is_none();
             let children = cfg.model == Model::Fork;
-            handle.threads.push(
-                std::thread::Builder::new()
-                    .name("httplab-stats".into())
-                    .spawn(move || stats_loop(&stats, &stop, period, print, json, children))
-                    .context("cannot spawn stats thread")?,
-            );
+            let t = std::thread::Builder::new()
+                .name("httplab-stats".into())
+                .spawn(move || stats_loop(&stats, &rx, period, print, json, children))
+                .context("cannot spawn stats thread")?;
+            handle.reporter = Some((tx, t));
         }
         Ok(handle)
     }
@@ -221,21 +224,19 @@ impl Server {
 
 fn stats_loop(
     stats: &SharedStats,
-    stop: &Stop,
+    stop: &std::sync::mpsc::Receiver<()>,
     period: Duration,
     print: bool,
     mut json: Option<std::fs::File>,
     children: bool,
 ) {
     use std::io::Write;
+    use std::sync::mpsc::RecvTimeoutError;
     let mut rep = stats::Reporter::new(children);
     let mut next = std::time::Instant::now() + period;
     loop {
         let left = next.saturating_duration_since(std::time::Instant::now());
-        let woke = sys::poll_readable(&[stop.wake.read_fd()], Some(left))
-            .map(|v| v[0])
-            .unwrap_or(false);
-        let stopping = woke || stop.flag.load(Ordering::Acquire);
+        let stopping = !matches!(stop.recv_timeout(left), Err(RecvTimeoutError::Timeout));
         if !stopping && std::time::Instant::now() < next {
             continue;
         }
@@ -338,6 +339,10 @@ impl ServerHandle {
             let _ = w.wake();
         }
         for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Some((tx, t)) = self.reporter.take() {
+            let _ = tx.send(());
             let _ = t.join();
         }
     }

@@ -75,7 +75,9 @@ impl AccessLog {
             return;
         }
         let _ = match &self.sink {
-            Sink::Stdout => std::io::stdout().lock().write_all(&self.buf),
+            // Not through std's stdout lock: a forked child must not wait on
+            // a lock another thread of its parent held at fork time.
+            Sink::Stdout => crate::sys::write_all_stdout(&self.buf),
             Sink::File(f) => (&**f).write_all(&self.buf),
         };
         self.buf.clear();

@@ -43,6 +43,21 @@ pub fn send(sock: RawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(sock, buf.as_ptr().cast(), buf.len(), flags) })
 }
 
+/// Writes all of `buf` to file descriptor 1 with plain `write` calls.
+pub fn write_all_stdout(mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `buf` is a valid readable slice; fd 1 may be closed, in
+        // which case write fails with EBADF and we return the error.
+        match cvt_size(unsafe { libc::write(1, buf.as_ptr().cast(), buf.len()) }) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Raises RLIMIT_NOFILE as far as allowed: to `fs.nr_open` (capped at
 /// 2^20) when privileged, else the soft limit to the hard limit. Returns the
 /// new soft limit.
