@@ -296,6 +296,17 @@ fn tiny_study_with_httplab_models() {
         eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
         return;
     };
+    let serves = std::process::Command::new(&exe)
+        .args(["serve", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !serves {
+        eprintln!(
+            "SKIP: {} has no working `serve` (stale build?)",
+            exe.display()
+        );
+        return;
+    }
     let servers = "[[servers]]\nkind = \"httplab\"\nmodel = \"event\"\nworkers = 1\n\
         [[servers]]\nkind = \"httplab\"\nmodel = \"threads\"\nworkers = 4\nmode = \"close\"\n\
         [[servers]]\nkind = \"httplab\"\nmodel = \"fork\"\nmode = \"keep-alive\"\n";

@@ -56,6 +56,7 @@ fn conn(
     served: &AtomicU64,
     die_after: Option<u64>,
 ) -> std::io::Result<()> {
+    s.set_nodelay(true)?;
     let mut r = BufReader::new(s.try_clone()?);
     let mut w = s;
     loop {
