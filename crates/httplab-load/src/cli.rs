@@ -229,7 +229,11 @@ pub fn parse(args: &[OsString]) -> Result<Parsed> {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
                     return Ok(Parsed::Text(e.render().to_string()))
                 }
-                _ => bail!("{}", e.render().to_string().trim_end()),
+                _ => {
+                    let text = e.render().to_string();
+                    let text = text.trim_end();
+                    bail!("{}", text.strip_prefix("error: ").unwrap_or(text))
+                }
             }
         }
     };

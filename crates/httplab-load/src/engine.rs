@@ -320,15 +320,15 @@ impl<'a> Worker<'a> {
             if self.ctx.stop.load(Ordering::Relaxed) {
                 break;
             }
+            // Interval ticks.
+            while now >= self.next_tick {
+                self.flush_interval(self.interval.as_secs_f64());
+            }
             // Open-loop arrivals due now.
             self.start_due_arrivals(now);
             // Timers.
             self.fire_timers(now);
             self.run_deferred(now);
-            // Interval ticks.
-            while now >= self.next_tick {
-                self.flush_interval(self.interval.as_secs_f64());
-            }
             // Drain after --duration.
             if let Some(e) = self.end_at {
                 if now >= e && self.drain_until.is_none() {
