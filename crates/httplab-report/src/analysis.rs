@@ -178,7 +178,9 @@ pub fn metrics(step_rate: f64, run: &RunResult, slo_ms: f64) -> StepMetrics {
         Some(v) => v <= slo_ms,
         None => run.totals.replies > 0 && run.reply.response_ms <= slo_ms,
     };
-    m.sustained = run.totals.replies > 0
+    // A run cut short by Ctrl-C proves nothing about the rate.
+    m.sustained = !run.interrupted
+        && run.totals.replies > 0
         && m.judged_rate >= demanded_req_rate * (1.0 - RATE_TOLERANCE)
         && m.error_pct < MAX_ERROR_FRACTION * 100.0
         && p99_ok;
@@ -289,21 +291,28 @@ where
     let mut lo: Option<f64> = None; // highest sustained
     let mut hi: Option<f64> = None; // lowest failed
     let mut rate = round_rate(cfg.start.max(0.1));
-    let mut try_rate = |rate: f64, steps: &mut Vec<SweepStep>| -> Result<bool> {
-        let r = run(rate)?;
-        let ok = metrics(rate, &r, cfg.slo_ms).sustained;
-        steps.push(SweepStep {
-            demanded_rate: rate,
-            run: r,
-        });
-        Ok(ok)
-    };
+    let mut stopped = false;
+    let mut try_rate =
+        |rate: f64, steps: &mut Vec<SweepStep>, stopped: &mut bool| -> Result<bool> {
+            let r = run(rate)?;
+            // An interrupted run (Ctrl-C) ends the search; it judges nothing.
+            *stopped = r.interrupted;
+            let ok = !r.interrupted && metrics(rate, &r, cfg.slo_ms).sustained;
+            steps.push(SweepStep {
+                demanded_rate: rate,
+                run: r,
+            });
+            Ok(ok)
+        };
     // Bracket.
     loop {
         if steps.len() as u32 >= cfg.max_runs {
             break;
         }
-        let ok = try_rate(rate, &mut steps)?;
+        let ok = try_rate(rate, &mut steps, &mut stopped)?;
+        if stopped {
+            break;
+        }
         if ok {
             lo = Some(rate);
             if hi.is_some() {
@@ -331,14 +340,18 @@ where
     }
     // Bisect.
     while let (Some(l), Some(h)) = (lo, hi) {
-        if (h - l) / l <= cfg.precision || steps.len() as u32 >= cfg.max_runs {
+        if stopped || (h - l) / l <= cfg.precision || steps.len() as u32 >= cfg.max_runs {
             break;
         }
         let mid = round_rate((l + h) / 2.0);
         if mid <= l || mid >= h {
             break;
         }
-        if try_rate(mid, &mut steps)? {
+        let ok = try_rate(mid, &mut steps, &mut stopped)?;
+        if stopped {
+            break;
+        }
+        if ok {
             lo = Some(mid);
         } else {
             hi = Some(mid);

@@ -40,7 +40,11 @@ pub fn sweep_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(code));
         }
     };
-    sweep::execute(&plan, sweep::load_runner(&plan))?;
+    sweep::install_sigint();
+    let result = sweep::execute(&plan, sweep::load_runner(&plan))?;
+    if sweep::was_interrupted(&result) {
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

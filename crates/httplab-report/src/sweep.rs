@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Default seconds per step when neither `--num-conns` nor `--const-test-time` is given.
 pub const DEFAULT_STEP_SECONDS: f64 = 5.0;
@@ -662,20 +663,32 @@ where
                 on_step(t, rate, &r);
                 Ok(r)
             })?;
+            let stop = st.iter().any(|s| s.run.interrupted);
             steps[ti] = st;
             sats.push(sat);
+            if stop {
+                // The remaining targets were never run.
+                for _ in ti + 1..plan.targets.len() {
+                    sats.push(analysis::analyze(&[], plan.slo_ms));
+                }
+                break;
+            }
         }
     } else {
-        for rate in plan.rates() {
+        'rates: for rate in plan.rates() {
             for (ti, t) in plan.targets.iter().enumerate() {
                 let r = runner(t, rate).with_context(|| {
                     format!("load run at rate {} against {}", fmt_rate(rate), t.label())
                 })?;
                 on_step(t, rate, &r);
+                let stop = r.interrupted;
                 steps[ti].push(SweepStep {
                     demanded_rate: rate,
                     run: r,
                 });
+                if stop {
+                    break 'rates;
+                }
             }
         }
         for s in &steps {
@@ -756,6 +769,7 @@ pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunRe
 }
 
 /// Runs `httplab load` with `args` (`args[0]` is the program name) in process.
+/// The run ends early, marked `interrupted`, once [`stop_flag`] is set.
 pub fn run_load(args: &[String]) -> Result<RunResult> {
     let spec = httplab_load::parse_args(args.iter().skip(1)).with_context(|| {
         format!(
@@ -763,7 +777,43 @@ pub fn run_load(args: &[String]) -> Result<RunResult> {
             args.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")
         )
     })?;
-    httplab_load::run(&spec, false)
+    httplab_load::run_with_stop(&spec, false, stop_flag())
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The sweep's Ctrl-C flag: set by the SIGINT handler of [`install_sigint`].
+pub fn stop_flag() -> &'static AtomicBool {
+    &STOP
+}
+
+extern "C" fn on_sigint(_sig: libc::c_int) {
+    if STOP.swap(true, Ordering::SeqCst) {
+        // Second Ctrl-C: leave at once.
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(130) };
+    }
+}
+
+/// First Ctrl-C ends the current step and the sweep, which then writes what
+/// it has; a second one exits at once.
+pub fn install_sigint() {
+    // SAFETY: the handler only touches an atomic and calls _exit, both
+    // async-signal-safe, and has the C ABI `signal` expects.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+}
+
+/// True when any step of `result` was cut short by Ctrl-C.
+pub fn was_interrupted(result: &SweepResult) -> bool {
+    result
+        .targets
+        .iter()
+        .any(|t| t.steps.iter().any(|s| s.run.interrupted))
 }
 
 /// The httperf-style report of one run (what autobench echoes per step).
@@ -931,6 +981,9 @@ where
     );
     pb.finish_and_clear();
     let result = result?;
+    if was_interrupted(&result) {
+        eprintln!("httplab sweep: interrupted — writing the steps that ran");
+    }
     write_outputs(plan, &result)?;
     eprint!("{}", summary(&result, plan.num_calls));
     eprintln!("httplab sweep: results in {}", plan.json.display());
@@ -1065,6 +1118,54 @@ mod tests {
         let e = parse_plan(&os(&["x", "--no-config", "--host1=a"])).unwrap_err();
         assert!(e.to_string().contains("--low-rate"), "{e}");
         assert!(parse_plan(&os(&["x", "--no-config"])).is_err());
+    }
+
+    #[test]
+    fn interrupted_step_ends_the_sweep() {
+        let p = parse_plan(&os(&[
+            "x",
+            "--no-config",
+            "--host1=a",
+            "--low-rate=100",
+            "--high-rate=1000",
+            "--rate-step=100",
+        ]))
+        .unwrap()
+        .unwrap();
+        let server = crate::synth::SynthServer::new("a", 10_000.0, 0.5);
+        let mut calls = 0;
+        let r = run_sweep(
+            &p,
+            |_, rate| {
+                calls += 1;
+                let mut r = crate::synth::run(&server, rate, 1, 2.0);
+                r.interrupted = calls == 3;
+                Ok(r)
+            },
+            |_, _, _| {},
+        )
+        .unwrap();
+        assert_eq!(r.targets[0].steps.len(), 3);
+        assert!(was_interrupted(&r));
+        // The cut-short step is not counted as sustained.
+        assert_eq!(r.targets[0].saturation.max_sustainable_rate, Some(200.0));
+
+        let mut fm = p.clone();
+        fm.find_max = true;
+        let mut calls = 0;
+        let r = run_sweep(
+            &fm,
+            |_, rate| {
+                calls += 1;
+                let mut r = crate::synth::run(&server, rate, 1, 2.0);
+                r.interrupted = calls == 2;
+                Ok(r)
+            },
+            |_, _, _| {},
+        )
+        .unwrap();
+        assert_eq!(r.targets[0].steps.len(), 2);
+        assert_eq!(r.targets[0].saturation.max_sustainable_rate, Some(100.0));
     }
 
     #[test]
