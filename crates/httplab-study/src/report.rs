@@ -902,25 +902,32 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
                 }
             }
         } else {
-            let bars: Vec<(String, f64, Option<f64>)> = list
-                .iter()
-                .filter_map(|(s, _, a)| {
-                    a.mean
-                        .get(&metric)
-                        .map(|v| (s.clone(), *v, a.sd.get(&metric).copied()))
-                })
-                .collect();
-            if !bars.is_empty() {
-                h.push_str(&svg_bars(
-                    &format!("{w}: {}", metric.label()),
-                    if metric.higher_is_better() {
-                        "higher is better"
-                    } else {
-                        "lower is better"
-                    },
-                    &bars,
-                ));
-                h.push('\n');
+            // The ranking metric, then the server's cost for the same work.
+            let mut charted = vec![metric];
+            if metric != Metric::ServerCpuPerKreq {
+                charted.push(Metric::ServerCpuPerKreq);
+            }
+            for mt in charted {
+                let bars: Vec<(String, f64, Option<f64>)> = list
+                    .iter()
+                    .filter_map(|(s, _, a)| {
+                        a.mean
+                            .get(&mt)
+                            .map(|v| (s.clone(), *v, a.sd.get(&mt).copied()))
+                    })
+                    .collect();
+                if !bars.is_empty() {
+                    h.push_str(&svg_bars(
+                        &format!("{w}: {}", mt.label()),
+                        if mt.higher_is_better() {
+                            "higher is better"
+                        } else {
+                            "lower is better"
+                        },
+                        &bars,
+                    ));
+                    h.push('\n');
+                }
             }
         }
         // Saturation of sweeps
