@@ -925,7 +925,9 @@ where
         }
     };
     let result = execute(&plan, runner)?;
-    let _ = result;
+    if was_interrupted(&result) {
+        return Ok(ExitCode::from(130));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1166,6 +1168,44 @@ mod tests {
         .unwrap();
         assert_eq!(r.targets[0].steps.len(), 2);
         assert_eq!(r.targets[0].saturation.max_sustainable_rate, Some(100.0));
+    }
+
+    #[test]
+    fn cli_with_a_synthetic_runner_writes_every_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("s.tsv");
+        let report = dir.path().join("rep");
+        let server = crate::synth::SynthServer::new("a", 3_000.0, 0.5);
+        let code = sweep_main_with(
+            os(&[
+                "httplab sweep",
+                "--no-config",
+                "--host1=h1",
+                "--host2=h2",
+                "--low_rate=1000",
+                "--high_rate=4000",
+                "--rate_step=1000",
+                "--output_fmt=tsv",
+                "--quiet",
+                &format!("--file={}", csv.display()),
+                &format!("--report={}", report.display()),
+            ]),
+            |_, rate| Ok(crate::synth::run(&server, rate, 1, 2.0)),
+        )
+        .unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert_eq!(text.lines().count(), 5);
+        assert!(text.starts_with("dem_req_rate\treq_rate_h1\t"));
+        assert!(text.lines().all(|l| l.split('\t').count() == 19));
+        let json = std::fs::read_to_string(dir.path().join("s.json")).unwrap();
+        let doc = httplab_model::Document::from_json(&json).unwrap();
+        let httplab_model::Document::Sweep(sw) = doc else {
+            panic!("not a sweep")
+        };
+        assert_eq!(sw.targets.len(), 2);
+        assert_eq!(sw.targets[0].saturation.max_sustainable_rate, Some(3000.0));
+        assert!(report.join("index.html").is_file());
     }
 
     #[test]
