@@ -712,6 +712,14 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         if run.series.is_empty() {
             return empty(root, &title, "no per-interval data in this run");
         }
+        // Partial intervals (the tail of a run) give noisy rates: left out.
+        let full = run.series.iter().map(|i| i.len_s).fold(0.0, f64::max);
+        let series: Vec<httplab_model::Interval> = run
+            .series
+            .iter()
+            .copied()
+            .filter(|i| i.len_s >= 0.5 * full)
+            .collect();
         let (top, bottom) = root.split_vertically(290);
         let tmax = run
             .series
@@ -722,7 +730,7 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         let calls = run.config.num_calls.unwrap_or(1).max(1) as f64;
         let demanded = run.config.rate.map(|r| r * calls);
         let rmax = nice_max(
-            run.series
+            series
                 .iter()
                 .map(|i| {
                     let e = if i.len_s > 0.0 {
@@ -768,46 +776,54 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         }
         let c = color(0);
         c1.draw_series(LineSeries::new(
-            run.series.iter().map(|i| (mid(i), i.reply_rate)),
+            series.iter().map(|i| (mid(i), i.reply_rate)),
             c.stroke_width(2),
         ))?;
         legend.push("reply rate", Glyph::Line(c, 2));
-        let errs: Vec<(f64, f64)> = run
-            .series
+        let errs: Vec<(f64, f64)> = series
             .iter()
             .filter(|i| i.len_s > 0.0)
             .map(|i| (mid(i), i.errors as f64 / i.len_s))
             .collect();
-        if run.series.iter().any(|i| i.errors > 0) {
+        if series.iter().any(|i| i.errors > 0) {
             let e = color(1);
             c1.draw_series(LineSeries::new(errs, e.stroke_width(2)))?;
             legend.push("errors/s", Glyph::Line(e, 2));
         }
         if run.self_check.client_bound {
-            let m = run.series[run.series.len() / 2];
+            let m = series[series.len() / 2];
             draw_client_bound(&mut c1, vec![(mid(&m), m.reply_rate)], &mut legend)?;
         }
         legend.draw(&top, LEGEND_X, LEGEND_Y)?;
 
-        let lmax = nice_max(
-            run.series
-                .iter()
-                .map(|i| i.p99_ms.max(i.p50_ms))
-                .fold(0.0, f64::max)
-                * 1.1,
-        );
+        // Latency on a log scale: p50 and p99 often differ by orders of magnitude.
+        let lat: Vec<f64> = series
+            .iter()
+            .flat_map(|i| [i.p50_ms, i.p99_ms])
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .collect();
+        let lmin = lat.iter().copied().fold(f64::INFINITY, f64::min);
+        let lmax = lat.iter().copied().fold(0.0, f64::max);
+        let (ylo, yhi) = if lat.is_empty() {
+            (0.001, 1.0)
+        } else {
+            (
+                10f64.powf((lmin * 0.9).max(1e-4).log10().floor()),
+                10f64.powf((lmax * 1.1).log10().ceil()),
+            )
+        };
         let mut c2 = ChartBuilder::on(&bottom)
             .margin(14)
             .margin_right(LEGEND_W)
             .x_label_area_size(44)
             .y_label_area_size(68)
-            .build_cartesian_2d(0f64..tmax, 0f64..lmax)?;
+            .build_cartesian_2d(0f64..tmax, (ylo..yhi).log_scale())?;
         c2.configure_mesh()
             .light_line_style(FAINT)
             .bold_line_style(GRID)
             .axis_style(AXIS)
             .x_desc("elapsed time")
-            .y_desc("response time")
+            .y_desc("response time (log)")
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .x_label_formatter(&|v| format!("{} s", si(*v)))
@@ -816,12 +832,12 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
         let c50 = color(0);
         let c99 = color(1);
         c2.draw_series(LineSeries::new(
-            run.series.iter().map(|i| (mid(i), i.p50_ms)),
+            series.iter().map(|i| (mid(i), i.p50_ms.max(ylo))),
             c50.stroke_width(2),
         ))?;
         legend2.push("p50", Glyph::Line(c50, 2));
         c2.draw_series(LineSeries::new(
-            run.series.iter().map(|i| (mid(i), i.p99_ms)),
+            series.iter().map(|i| (mid(i), i.p99_ms.max(ylo))),
             c99.stroke_width(2),
         ))?;
         legend2.push("p99", Glyph::Line(c99, 2));

@@ -508,11 +508,19 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         esc_html(title)
     ));
     h.push_str(&format!("<h1>{}</h1>\n", esc_html(title)));
-    let what = format!(
-        "{} sweep target(s), {} single run(s)",
-        c.sweeps.len(),
-        c.runs.len()
-    );
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut parts = Vec::new();
+    if !c.sweeps.is_empty() {
+        parts.push(plural(c.sweeps.len(), "swept target", "swept targets"));
+    }
+    if !c.runs.is_empty() {
+        parts.push(plural(c.runs.len(), "single run", "single runs"));
+    }
+    if parts.is_empty() {
+        parts.push("No results".into());
+    }
+    let what = parts.join(" and ");
     let src = if opts.sources.is_empty() {
         String::new()
     } else {
