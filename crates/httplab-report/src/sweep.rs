@@ -233,7 +233,8 @@ impl SweepPlan {
         if self.rate_step <= 0.0 || self.high_rate < self.low_rate {
             return vec![self.low_rate];
         }
-        let n = ((self.high_rate - self.low_rate) / self.rate_step + 1e-9).floor() as u64;
+        let n = (((self.high_rate - self.low_rate) / self.rate_step + 1e-9).floor() as u64)
+            .min(100_000);
         (0..=n)
             .map(|i| self.low_rate + i as f64 * self.rate_step)
             .collect()

@@ -264,16 +264,25 @@ fn empty_and_degenerate_documents_render() {
         targets: vec![httplab_model::SweepTarget::default()],
         ..Default::default()
     };
+    // Markup in labels is escaped everywhere.
+    let mut odd = common::build_run();
+    odd.label = "a<b & \"c\" 'd'".into();
     let docs = vec![
         httplab_model::Document::Run(Box::new(run)),
         httplab_model::Document::Sweep(Box::new(sweep)),
+        httplab_model::Document::Run(Box::new(odd)),
     ];
     let d = tempfile::tempdir().expect("tmp");
     let files = httplab_report::render_report(&docs, d.path()).expect("render");
     for p in &files.svgs {
         let text = std::fs::read_to_string(p).expect("svg");
-        roxmltree::Document::parse(&text).expect("xml");
+        roxmltree::Document::parse(&text)
+            .unwrap_or_else(|e| panic!("{} is not XML: {e}", p.display()));
     }
+    let html = std::fs::read_to_string(&files.index).expect("html");
+    roxmltree::Document::parse(html.trim_start_matches("<!DOCTYPE html>\n"))
+        .expect("index.html stays well-formed");
+    assert!(html.contains("a&lt;b &amp; &quot;c&quot;"));
 }
 
 #[test]
