@@ -330,7 +330,7 @@ fn summarize(
             v
         };
         let mut scores: Vec<(String, f64)> = Vec::new();
-        let mut missing: Vec<String> = Vec::new();
+        let mut missing: Vec<(String, String)> = Vec::new();
         for s in &servers {
             let vals: Vec<f64> = list
                 .iter()
@@ -352,17 +352,14 @@ fn summarize(
                     .iter()
                     .find(|(x, _, a)| x == s && a.problem.is_some())
                     .and_then(|(_, _, a)| a.problem.clone());
-                missing.push(match why {
-                    Some((st, r)) => format!(
-                        "{s} ({st}{})",
-                        if r.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {r}")
-                        }
-                    ),
-                    None => format!("{s} (no {} value)", metric.label()),
-                });
+                missing.push((
+                    s.clone(),
+                    match why {
+                        Some((st, r)) if r.is_empty() => st,
+                        Some((st, r)) => format!("{st}: {r}"),
+                        None => format!("no {} value", metric.label()),
+                    },
+                ));
             }
         }
         scores.sort_by(|a, b| {
@@ -445,7 +442,19 @@ fn summarize(
             ));
         }
         if !missing.is_empty() {
-            line.push_str(&format!(". Not compared: {}", missing.join("; ")));
+            // Group servers that share a reason: "a, b (skipped: …)".
+            let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+            for (srv, why) in &missing {
+                match groups.iter_mut().find(|(w, _)| w == why) {
+                    Some(g) => g.1.push(srv.clone()),
+                    None => groups.push((why.clone(), vec![srv.clone()])),
+                }
+            }
+            let parts: Vec<String> = groups
+                .iter()
+                .map(|(why, srvs)| format!("{} ({why})", srvs.join(", ")))
+                .collect();
+            line.push_str(&format!(". Not compared: {}", parts.join("; ")));
         }
         line.push('.');
         lines.push(line);

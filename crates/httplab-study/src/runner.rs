@@ -19,6 +19,9 @@ use crate::spec::{
     expand_servers, Driver, ServerInstance, StudyFile, VaryParam, VaryValue, Workload, WorkloadKind,
 };
 
+/// Reason of a run cut short by Ctrl-C (its partial result is kept in the JSON).
+pub const INTERRUPTED_DURING: &str = "interrupted (Ctrl-C) during the run; partial result kept";
+
 /// Key under `RunConfig.extra` naming the varied parameter of a step.
 pub const EXTRA_PARAM: &str = "study_param";
 /// Key under `RunConfig.extra` holding the step's value.
@@ -33,6 +36,13 @@ pub enum Event {
         server: String,
         /// Root PID (its process group).
         pid: i32,
+    },
+    /// A run (one step, one repetition) is about to start.
+    RunStarted {
+        /// Label.
+        server: String,
+        /// Workload name.
+        workload: String,
     },
     /// A run (one step, one repetition) finished.
     RunFinished {
@@ -652,6 +662,9 @@ fn run_workload(cx: &mut Ctx, inst: &ServerInstance, srv: &mut Running, w: &Work
             });
             if w.kind == WorkloadKind::Sweep {
                 match outcome {
+                    Ok(run) if run.interrupted => {
+                        sweep_fail.get_or_insert(INTERRUPTED_DURING.to_string());
+                    }
                     Ok(run) => sweep_steps.push(m::SweepStep {
                         demanded_rate: run.config.rate.unwrap_or(0.0),
                         run,
@@ -663,6 +676,11 @@ fn run_workload(cx: &mut Ctx, inst: &ServerInstance, srv: &mut Running, w: &Work
                 continue;
             }
             let (status, reason, run) = match outcome {
+                Ok(run) if run.interrupted => (
+                    "skipped".to_string(),
+                    INTERRUPTED_DURING.to_string(),
+                    Some(run),
+                ),
                 Ok(run) => ("ok".to_string(), String::new(), Some(run)),
                 Err((s, why)) => (s.to_string(), why, None),
             };
@@ -773,6 +791,10 @@ fn one_run(
         expected: Arc::new(cx.corpus.files.clone()),
         stop: Arc::clone(&cx.opts.stop),
     };
+    cx.emit(Event::RunStarted {
+        server: inst.name.clone(),
+        workload: w.name.clone(),
+    });
     let driver = w.driver.unwrap_or(cx.study.driver);
     let sampler = Sampler::start(&inst.name, srv.pid, Duration::from_millis(100));
     let mut run = match driver {

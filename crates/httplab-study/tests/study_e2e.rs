@@ -369,3 +369,29 @@ fn httplab_load_driver_rejects_sets_and_pages() {
     let e = format!("{:#}", spec::parse(text, "x.toml").unwrap_err());
     assert!(e.contains("single-path"), "{e}");
 }
+
+#[test]
+fn interrupt_during_a_run_keeps_the_partial_result_as_skipped() {
+    let servers = common::helper_server_toml("cut", None);
+    let s = study(&servers, TWO_RUNS);
+    let stop = Arc::new(AtomicBool::new(false));
+    let st = Arc::clone(&stop);
+    let opts = Options {
+        stop: Arc::clone(&stop),
+        on_event: Some(Box::new(move |e: &Event| {
+            if matches!(e, Event::RunStarted { .. }) {
+                st.store(true, Ordering::SeqCst);
+            }
+        })),
+        ..Options::default()
+    };
+    let res = runner::run_study(&s, &opts).unwrap();
+    assert_eq!(res.runs.len(), 2);
+    let first = &res.runs[0];
+    assert_eq!(first.status, "skipped");
+    assert_eq!(first.reason, runner::INTERRUPTED_DURING);
+    assert!(first.run.as_ref().is_some_and(|r| r.interrupted));
+    assert_eq!(res.runs[1].status, "skipped");
+    let summary = report::summary(&res, Some(&s));
+    assert!(summary[0].contains("interrupted"), "{summary:?}");
+}
