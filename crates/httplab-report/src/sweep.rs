@@ -16,6 +16,7 @@ use clap::Parser;
 use httplab_model::{RunResult, SweepResult, SweepStep, SweepTarget, ToolInfo, SWEEP_SCHEMA};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -824,11 +825,17 @@ pub fn httperf_report(r: &RunResult) -> String {
 
 /// Writes the CSV, the JSON and (if asked) the report of a finished sweep.
 pub fn write_outputs(plan: &SweepPlan, result: &SweepResult) -> Result<()> {
+    write_outputs_inner(plan, result, false)
+}
+
+fn write_outputs_inner(plan: &SweepPlan, result: &SweepResult, csv_streamed: bool) -> Result<()> {
     let csv = abcsv::write_sweep(result, plan.num_calls, plan.format);
     match &plan.file {
+        // The file is rewritten whole, streamed or not (same content when complete).
         Some(f) => {
             std::fs::write(f, &csv).with_context(|| format!("cannot write {}", f.display()))?
         }
+        None if csv_streamed => {}
         None => {
             use std::io::Write;
             std::io::stdout().write_all(csv.as_bytes())?;
@@ -959,6 +966,26 @@ where
     }
     let mut runner = runner;
     let pb2 = pb.clone();
+    // Stepped sweeps stream autobench's lines as each rate completes, as
+    // autobench does (a file is rewritten whole at the end).
+    let stream = !plan.find_max;
+    let mut out: Option<Box<dyn std::io::Write>> = None;
+    let mut stream_err: Option<anyhow::Error> = None;
+    if stream {
+        let hosts: Vec<String> = plan.targets.iter().map(|t| t.host.clone()).collect();
+        let refs: Vec<&str> = hosts.iter().map(|h| h.as_str()).collect();
+        let mut w: Box<dyn std::io::Write> = match &plan.file {
+            Some(f) => Box::new(
+                std::fs::File::create(f)
+                    .with_context(|| format!("cannot write {}", f.display()))?,
+            ),
+            None => Box::new(std::io::stdout()),
+        };
+        writeln!(w, "{}", abcsv::header(&refs, plan.format))?;
+        w.flush()?;
+        out = Some(w);
+    }
+    let mut pending: Vec<RunResult> = Vec::new();
     let result = run_sweep(
         plan,
         |t, rate| {
@@ -971,6 +998,19 @@ where
         },
         |t, rate, r| {
             pb.inc(1);
+            if let Some(w) = out.as_mut() {
+                pending.push(r.clone());
+                if pending.len() == plan.targets.len() {
+                    let runs: Vec<&RunResult> = pending.iter().collect();
+                    let line = abcsv::row(rate, plan.num_calls, &runs, plan.format);
+                    pb.suspend(|| {
+                        if let Err(e) = writeln!(w, "{line}").and_then(|_| w.flush()) {
+                            stream_err.get_or_insert(e.into());
+                        }
+                    });
+                    pending.clear();
+                }
+            }
             if !plan.quiet {
                 pb.suspend(|| {
                     // autobench echoes httperf's output when the CSV goes to a file.
@@ -983,11 +1023,15 @@ where
         },
     );
     pb.finish_and_clear();
+    drop(out);
     let result = result?;
+    if let Some(e) = stream_err {
+        return Err(e.context("writing the CSV"));
+    }
     if was_interrupted(&result) {
         eprintln!("httplab sweep: interrupted — writing the steps that ran");
     }
-    write_outputs(plan, &result)?;
+    write_outputs_inner(plan, &result, stream)?;
     eprint!("{}", summary(&result, plan.num_calls));
     eprintln!("httplab sweep: results in {}", plan.json.display());
     if let Some(f) = &plan.file {
