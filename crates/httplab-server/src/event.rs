@@ -37,6 +37,10 @@ struct Conn {
     /// Lingering close: output done, write side shut, draining input until
     /// EOF or this instant.
     linger_until: Option<Instant>,
+    /// Registered for writability too (only after a write would block:
+    /// most responses fit the socket buffer, and a writable-at-once
+    /// registration costs a wake-up per new connection).
+    want_write: bool,
 }
 
 /// A worker ready to run on its own thread.
@@ -262,6 +266,7 @@ impl Worker {
             stream,
             session: Session::new(peer, now),
             linger_until: None,
+            want_write: false,
         });
         self.open += 1;
         // No read attempt here: an edge-triggered registration reports data
@@ -363,7 +368,24 @@ impl Worker {
                 }
                 match r {
                     Ok(Flush::Done) => {}
-                    Ok(Flush::Blocked) => return true,
+                    Ok(Flush::Blocked) => {
+                        if !c.want_write {
+                            c.want_write = true;
+                            if self
+                                .poll
+                                .registry()
+                                .reregister(
+                                    &mut c.stream,
+                                    Token(idx),
+                                    Interest::READABLE | Interest::WRITABLE,
+                                )
+                                .is_err()
+                            {
+                                return false;
+                            }
+                        }
+                        return true;
+                    }
                     Ok(Flush::Yield) => {
                         self.ready.push_back(idx);
                         return true;
