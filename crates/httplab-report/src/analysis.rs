@@ -242,6 +242,15 @@ pub fn analyze(steps: &[SweepStep], slo_ms: f64) -> Saturation {
     }
 }
 
+/// A failed step that missed only the reply-rate band, and by less than 3 %:
+/// errors and p99 were fine.
+pub fn is_marginal(m: &StepMetrics, slo_ms: f64) -> bool {
+    !m.sustained
+        && m.judged_rate >= m.demanded_req_rate * 0.97
+        && m.error_pct < MAX_ERROR_FRACTION * 100.0
+        && m.p99_ms.map_or(true, |p| p <= slo_ms)
+}
+
 /// Bounds and limits of a `--find-max` search.
 #[derive(Debug, Clone, Copy)]
 pub struct FindMax {
@@ -281,8 +290,10 @@ fn round_rate(r: f64) -> f64 {
 /// double while sustained (bracket), halve while not, then bisect between
 /// the highest sustained and the lowest failed rate until they are within
 /// `cfg.precision` of each other. `run` is called with each rate tried and
-/// returns the step result; every step is returned in the order tried, with
-/// the analysis (method "find-max", `runs` = number of runs).
+/// returns the step result. A marginal failure ([`is_marginal`]) is measured
+/// once more and the repeat stands. Returns one step per rate tried, sorted by
+/// rate, and the analysis (method "find-max", `runs` = load runs made,
+/// repeats included).
 pub fn find_max<F>(cfg: &FindMax, mut run: F) -> Result<(Vec<SweepStep>, Saturation)>
 where
     F: FnMut(f64) -> Result<RunResult>,
@@ -292,24 +303,37 @@ where
     let mut hi: Option<f64> = None; // lowest failed
     let mut rate = round_rate(cfg.start.max(0.1));
     let mut stopped = false;
-    let mut try_rate =
-        |rate: f64, steps: &mut Vec<SweepStep>, stopped: &mut bool| -> Result<bool> {
-            let r = run(rate)?;
-            // An interrupted run (Ctrl-C) ends the search; it judges nothing.
-            *stopped = r.interrupted;
-            let ok = !r.interrupted && metrics(rate, &r, cfg.slo_ms).sustained;
-            steps.push(SweepStep {
-                demanded_rate: rate,
-                run: r,
-            });
-            Ok(ok)
-        };
+    let mut runs: u32 = 0;
+    let mut try_rate = |rate: f64,
+                        steps: &mut Vec<SweepStep>,
+                        stopped: &mut bool,
+                        runs: &mut u32|
+     -> Result<bool> {
+        let mut r = run(rate)?;
+        *runs += 1;
+        // A marginal failure (only the 1 % band missed, by less than 3 %) may
+        // be noise from this machine: it is measured once more, and the
+        // repeat's verdict stands. Overload of 3 % or more fails for sure.
+        let m = metrics(rate, &r, cfg.slo_ms);
+        if !r.interrupted && !m.sustained && is_marginal(&m, cfg.slo_ms) && *runs < cfg.max_runs {
+            r = run(rate)?;
+            *runs += 1;
+        }
+        // An interrupted run (Ctrl-C) ends the search; it judges nothing.
+        *stopped = r.interrupted;
+        let ok = !r.interrupted && metrics(rate, &r, cfg.slo_ms).sustained;
+        steps.push(SweepStep {
+            demanded_rate: rate,
+            run: r,
+        });
+        Ok(ok)
+    };
     // Bracket.
     loop {
-        if steps.len() as u32 >= cfg.max_runs {
+        if runs >= cfg.max_runs {
             break;
         }
-        let ok = try_rate(rate, &mut steps, &mut stopped)?;
+        let ok = try_rate(rate, &mut steps, &mut stopped, &mut runs)?;
         if stopped {
             break;
         }
@@ -340,14 +364,14 @@ where
     }
     // Bisect.
     while let (Some(l), Some(h)) = (lo, hi) {
-        if stopped || (h - l) / l <= cfg.precision || steps.len() as u32 >= cfg.max_runs {
+        if stopped || (h - l) / l <= cfg.precision || runs >= cfg.max_runs {
             break;
         }
         let mid = round_rate((l + h) / 2.0);
         if mid <= l || mid >= h {
             break;
         }
-        let ok = try_rate(mid, &mut steps, &mut stopped)?;
+        let ok = try_rate(mid, &mut steps, &mut stopped, &mut runs)?;
         if stopped {
             break;
         }
@@ -364,7 +388,7 @@ where
         max_sustainable_rate: lo,
         knee_rate: knee(&ms),
         slo_ms: cfg.slo_ms,
-        runs: steps.len() as u32,
+        runs,
         method: "find-max".into(),
     };
     Ok((sorted, sat))
@@ -397,7 +421,7 @@ mod tests {
         let (steps, sat) = find_max(&cfg, |r| Ok(synth::run(&s, r, 1, 5.0))).unwrap();
         let max = sat.max_sustainable_rate.unwrap();
         assert!((max - 7300.0).abs() / 7300.0 < 0.05, "max {max}");
-        assert_eq!(sat.runs as usize, steps.len());
+        assert!(sat.runs as usize >= steps.len());
         assert!(steps.len() < 15);
         assert!(steps
             .windows(2)
