@@ -190,6 +190,11 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 /// Runs `httplab serve` in the foreground until SIGINT or SIGTERM.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    run(args, &mut |_| {})
+}
+
+/// [`main`], telling `ready` the bound address once the server is up.
+fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result<ExitCode> {
     let args = match Args::try_parse_from(args) {
         Ok(a) => a,
         Err(e) => {
@@ -216,6 +221,7 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             server.local_addr()
         );
     }
+    ready(server.local_addr());
     let sig = loop {
         if let Some(s) = sys::wait_for_signal(Duration::from_secs(3600)) {
             break s;
@@ -251,6 +257,92 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sigterm_stops_the_foreground_server() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
+        let root = dir.path().to_path_buf();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            let tid = sys::current_tid();
+            let args: Vec<OsString> = [
+                "httplab serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--quiet",
+                "--root",
+            ]
+            .iter()
+            .map(OsString::from)
+            .chain([root.into_os_string()])
+            .collect();
+            let tx2 = tx.clone();
+            run(args, &mut |addr| {
+                let _ = tx2.send((tid, addr));
+            })
+        });
+        let (tid, addr) = rx.recv().expect("server came up");
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        std::io::Write::write_all(
+            &mut s,
+            b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap();
+        let mut resp = String::new();
+        std::io::Read::read_to_string(&mut s, &mut resp).unwrap();
+        assert!(
+            resp.starts_with("HTTP/1.1 200 OK\r\n") && resp.ends_with("hello\n"),
+            "{resp}"
+        );
+        // Thread-directed, so only the blocked-and-waiting thread gets it.
+        sys::signal_thread(tid, libc::SIGTERM);
+        let code = t.join().unwrap().unwrap();
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "stopped listening"
+        );
+    }
+
+    #[test]
+    fn start_up_errors_are_errors() {
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = busy.local_addr().unwrap().to_string();
+        let e = main(
+            ["httplab serve", "--quiet", "--listen", port.as_str()]
+                .iter()
+                .map(OsString::from)
+                .collect(),
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("address already in use"), "{e:#}");
+        let e = main(
+            [
+                "httplab serve",
+                "--quiet",
+                "--root",
+                "/nonexistent/httplab-root",
+            ]
+            .iter()
+            .map(OsString::from)
+            .collect(),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("/nonexistent/httplab-root"),
+            "{e:#}"
+        );
+        // Bad flags: usage error, exit code 2, no panic.
+        let code = main(
+            ["httplab serve", "--workers", "x"]
+                .iter()
+                .map(OsString::from)
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(code, ExitCode::from(2));
+    }
 
     #[test]
     fn durations() {

@@ -389,3 +389,19 @@ impl<T: Default + Sync + std::fmt::Debug> std::fmt::Debug for Shared<T> {
         (**self).fmt(f)
     }
 }
+
+/// Kernel id of the calling thread (tests).
+#[cfg(test)]
+pub fn current_tid() -> libc::pid_t {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// Sends `sig` to one thread of this process (tests).
+#[cfg(test)]
+pub fn signal_thread(tid: libc::pid_t, sig: i32) {
+    // SAFETY: plain syscall with integer arguments, aimed at our own process.
+    unsafe {
+        libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, sig);
+    }
+}
