@@ -89,7 +89,13 @@ pub fn load_study(which: &str) -> Result<spec::StudyFile> {
                   (writing peers' configurations itself), runs every workload against it while sampling \
                   the server's processes from /proc, and writes index.html, results.json and CSVs. \
                   Peers that are not installed appear in the report as \"not installed\". \
-                  Ctrl-C stops after the current run and still writes the report."
+                  Ctrl-C stops the run in progress, keeps the finished ones and still writes the report. \
+                  The study file format is documented in docs/study-format.md.",
+    after_help = "Examples:\n  \
+                  httplab study                      run the default study (a few minutes)\n  \
+                  httplab study --list               list the built-in studies\n  \
+                  httplab study capacity --dry-run   show what the capacity study would run\n  \
+                  httplab study my.toml --out my-report"
 )]
 struct Cli {
     /// A built-in study name (see --list) or a study TOML file [default: default]
