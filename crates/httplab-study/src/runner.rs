@@ -446,9 +446,13 @@ impl Ctx<'_> {
             f(&e);
         }
     }
-    fn tick(&self, msg: &str) {
+    fn announce(&self, msg: &str) {
         if let Some(b) = &self.bar {
             b.set_message(msg.to_string());
+        }
+    }
+    fn tick(&self) {
+        if let Some(b) = &self.bar {
             b.inc(1);
         }
     }
@@ -612,6 +616,7 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
     }
     if let Some(b) = &cx.bar {
         b.finish_with_message(if cx.stopped() { "interrupted" } else { "done" });
+        eprintln!();
     }
     Ok(m::StudyResult {
         schema: m::STUDY_SCHEMA.into(),
@@ -639,6 +644,7 @@ fn run_workload(cx: &mut Ctx, inst: &ServerInstance, srv: &mut Running, w: &Work
                     format!(" [{}]", p.step)
                 }
             );
+            cx.announce(&msg);
             let outcome = if cx.stopped() {
                 Err(("skipped", "interrupted (Ctrl-C)".to_string()))
             } else if let Some(why) = srv.exited() {
@@ -649,7 +655,7 @@ fn run_workload(cx: &mut Ctx, inst: &ServerInstance, srv: &mut Running, w: &Work
             } else {
                 one_run(cx, inst, srv, w, p)
             };
-            cx.tick(&msg);
+            cx.tick();
             let status_txt = match &outcome {
                 Ok(_) => "ok",
                 Err((s, _)) => s,
