@@ -28,6 +28,9 @@ const WAKER: Token = Token(usize::MAX - 2);
 const READS_PER_TURN: usize = 16;
 /// Spare buffers kept per worker.
 const SPARE_BUFFERS: usize = 64;
+/// Unread bytes up to this size are moved out of the shared-size read
+/// buffer between turns.
+const SMALL_LEFTOVER: usize = 4096;
 /// How long a paused accept waits before retrying on its own.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -291,7 +294,7 @@ impl Worker {
     }
 
     fn give_back(&mut self, s: &mut Session) {
-        if let Some(b) = s.detach_rbuf() {
+        if let Some(b) = s.detach_rbuf().or_else(|| s.shrink_rbuf(SMALL_LEFTOVER)) {
             if self.rbufs.len() < SPARE_BUFFERS {
                 self.rbufs.push(b);
             }
@@ -350,6 +353,11 @@ impl Worker {
             if let Some(b) = c.session.attach_wbuf(b) {
                 self.wbufs.push(b);
             }
+        }
+        if c.session.has_rbuf() && c.session.rbuf_smaller_than(self.rbuf_size) {
+            // Leftover bytes were parked in a small buffer: back to full size.
+            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
+            drop(c.session.grow_rbuf(b));
         }
         loop {
             if c.linger_until.is_some() {

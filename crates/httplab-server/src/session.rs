@@ -33,6 +33,8 @@ pub enum CloseReason {
 #[derive(Debug)]
 pub struct Session {
     rbuf: Vec<u8>,
+    /// Size of a full read buffer (the shrunk leftover buffer is smaller).
+    rcap: usize,
     rstart: usize,
     rend: usize,
     /// Responses waiting to be written.
@@ -52,6 +54,7 @@ impl Session {
     pub fn new(peer: Option<IpAddr>, now: Instant) -> Self {
         Session {
             rbuf: Vec::new(),
+            rcap: 0,
             rstart: 0,
             rend: 0,
             out: OutQueue::default(),
@@ -77,6 +80,7 @@ impl Session {
     /// capacity used) if it has none.
     pub fn attach_rbuf(&mut self, buf: Vec<u8>) -> Option<Vec<u8>> {
         if self.rbuf.is_empty() {
+            self.rcap = buf.len();
             self.rbuf = buf;
             self.rstart = 0;
             self.rend = 0;
@@ -96,6 +100,40 @@ impl Session {
         } else {
             None
         }
+    }
+
+    /// When at most `small` unread bytes remain in a larger buffer, moves
+    /// them into an exact-size buffer and returns the large one (so a slow
+    /// client holding a partial request costs its bytes, not a whole read
+    /// buffer).
+    pub fn shrink_rbuf(&mut self, small: usize) -> Option<Vec<u8>> {
+        let unread = self.rend - self.rstart;
+        if unread == 0 || unread > small || self.rbuf.len() <= small {
+            return None;
+        }
+        let kept = self.rbuf[self.rstart..self.rend].to_vec();
+        self.rstart = 0;
+        self.rend = kept.len();
+        Some(std::mem::replace(&mut self.rbuf, kept))
+    }
+
+    /// Whether the read buffer is smaller than `size` (after a shrink).
+    pub fn rbuf_smaller_than(&self, size: usize) -> bool {
+        self.rbuf.len() < size
+    }
+
+    /// Moves the unread bytes into `big` (a full-size buffer) and uses it;
+    /// returns the previous buffer.
+    pub fn grow_rbuf(&mut self, mut big: Vec<u8>) -> Vec<u8> {
+        let unread = self.rend - self.rstart;
+        if unread > big.len() {
+            return big;
+        }
+        big[..unread].copy_from_slice(&self.rbuf[self.rstart..self.rend]);
+        self.rcap = big.len();
+        self.rstart = 0;
+        self.rend = unread;
+        std::mem::replace(&mut self.rbuf, big)
     }
 
     /// Gives the session an output buffer if its queue is empty.
@@ -251,7 +289,7 @@ impl Session {
             let max_body = cfg.max_body_drain;
             let keep_alive_cfg = cfg.keep_alive;
             let max_req = cfg.max_requests_per_conn;
-            let full = self.rend - self.rstart == self.rbuf.len();
+            let full = self.rend - self.rstart >= self.rcap;
             match parse_head(&self.rbuf[self.rstart..self.rend], &limits, max_body) {
                 Parsed::Partial => {
                     if self.head_started.is_none() {
