@@ -801,18 +801,16 @@ impl<'a> Worker<'a> {
                 }
                 Ok(None) => {}
             }
-            match sock.peer_addr() {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    if readable || writable {
-                        // Spurious or still in progress; wait for the next event.
+            // Writable with no pending error means connected; otherwise ask.
+            if !writable {
+                match sock.peer_addr() {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
+                    Err(e) => {
+                        let c = ErrClass::from_io(&e);
+                        self.fail(idx, c, now);
+                        return;
                     }
-                    return;
-                }
-                Err(e) => {
-                    let c = ErrClass::from_io(&e);
-                    self.fail(idx, c, now);
-                    return;
                 }
             }
             s.connecting = false;

@@ -397,3 +397,44 @@ fn instant_failures_do_not_recurse() {
     assert_eq!(u.errors.addrunavail, 10000);
     assert_eq!(s.requests(), 0);
 }
+
+#[test]
+fn paced_users_follow_the_request_schedule() {
+    let s = TestServer::start(Mode::Ok(body(10)));
+    let r = load(&format!(
+        "http://127.0.0.1:{}/ --users 4 --rate 400 --requests-per-user 10 --timeout 5",
+        s.port()
+    ));
+    assert_eq!(r.config.mode, LoadMode::OpenLoop);
+    assert_eq!(r.config.rate, Some(400.0));
+    assert_eq!(r.totals.replies, 40);
+    assert_eq!(r.totals.connections, 4);
+}
+
+#[test]
+fn random_periods_threads_and_http10() {
+    let s = TestServer::start(Mode::Ok(body(10)));
+    let e = load(&format!(
+        "--server 127.0.0.1 --port {} --period e0.002 --num-conns 40 --threads 2 --timeout 5",
+        s.port()
+    ));
+    assert_eq!(e.totals.replies, 40);
+    assert_eq!(e.config.distribution.as_deref(), Some("exponential"));
+    let u = load(&format!(
+        "--server 127.0.0.1 --port {} --period u0.001,0.003 --num-conns 20 --timeout 5 --close-with-reset",
+        s.port()
+    ));
+    assert_eq!(u.totals.replies, 20);
+    assert_eq!(u.errors.total, 0);
+    // HTTP/1.0 requests to a server that keeps the connection: still one connection each.
+    let h = load(&format!(
+        "--server 127.0.0.1 --port {} --http-version 1.0 --no-host-hdr --add-header X-A:1\\nX-B:2 --num-conns 3 --num-calls 2 --timeout 5",
+        s.port()
+    ));
+    assert_eq!(h.totals.replies, 6);
+    let expect = format!(
+        "GET / HTTP/1.0\r\nUser-Agent: httplab/{}\r\nX-A:1\r\nX-B:2\r\n\r\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(h.request.size_bytes, expect.len() as f64);
+}
