@@ -202,7 +202,11 @@ pub(crate) struct Worker<'a> {
 }
 
 fn dur(s: f64) -> Duration {
-    Duration::from_secs_f64(s.clamp(0.0, 1e9))
+    if s.is_finite() {
+        Duration::from_secs_f64(s.clamp(0.0, 1e9))
+    } else {
+        Duration::ZERO
+    }
 }
 
 fn us(d: Duration) -> u64 {

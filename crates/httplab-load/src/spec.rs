@@ -319,8 +319,8 @@ impl LoadSpec {
         if self.threads == 0 {
             bail!("--threads must be at least 1");
         }
-        if !(self.sample_interval > 0.0 && self.sample_interval.is_finite()) {
-            bail!("--sample-interval must be a positive time");
+        if !(self.sample_interval >= 0.001 && self.sample_interval.is_finite()) {
+            bail!("--sample-interval must be at least 1ms");
         }
         if let Some(d) = self.duration {
             if !(d > 0.0 && d.is_finite()) {
@@ -630,11 +630,12 @@ fn parse_log_line(line: &str) -> Result<(LogCall, Option<f64>)> {
             "method" => call.method = Some(value),
             "contents" => call.body = Some(value.replace("\\n", "\n").into_bytes()),
             "think" => {
-                think = Some(
-                    value
-                        .parse::<f64>()
-                        .with_context(|| format!("bad think time '{value}'"))?,
-                )
+                let t = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|t| t.is_finite() && *t >= 0.0)
+                    .with_context(|| format!("bad think time '{value}'"))?;
+                think = Some(t)
             }
             other => bail!("unknown session-log attribute '{other}'"),
         }
