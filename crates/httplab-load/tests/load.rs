@@ -438,3 +438,33 @@ fn random_periods_threads_and_http10() {
     );
     assert_eq!(h.request.size_bytes, expect.len() as f64);
 }
+
+#[test]
+fn cli_main_writes_json_and_csv() {
+    let s = TestServer::start(Mode::Ok(body(10)));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let csv = dir.path().join("r.csv");
+    let args: Vec<std::ffi::OsString> = vec![
+        "httplab load".into(),
+        format!("http://127.0.0.1:{}/", s.port()).into(),
+        "--num-conns=5".into(),
+        "--num-call".into(),
+        "2".into(),
+        "-q".into(),
+        "--json".into(),
+        json.clone().into(),
+        "--csv".into(),
+        csv.clone().into(),
+    ];
+    let code = httplab_load::cli_main(args).unwrap();
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let Document::Run(r) = Document::from_json(&text).unwrap() else {
+        panic!("not a run")
+    };
+    assert_eq!(r.totals.replies, 10);
+    assert!(std::fs::read_to_string(&csv).unwrap().starts_with("t_s,"));
+    let bad: Vec<std::ffi::OsString> = vec!["httplab load".into(), "--num-conns=x".into()];
+    assert!(httplab_load::cli_main(bad).is_err());
+}
