@@ -278,7 +278,12 @@ impl Session {
             let skip = leading_empty_lines(&self.rbuf[self.rstart..self.rend]);
             self.rstart += skip;
             if self.rstart == self.rend {
-                self.head_started = None;
+                // Empty lines count as the start of a request head, so a
+                // peer sending nothing but CRLFs still meets the header
+                // deadline instead of staying idle forever.
+                if skip > 0 && self.head_started.is_none() {
+                    self.head_started = Some(now);
+                }
                 if shutting_down {
                     self.closing = true;
                 }

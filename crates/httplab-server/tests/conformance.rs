@@ -706,6 +706,27 @@ fn header_timeout_gives_408() {
 }
 
 #[test]
+fn empty_lines_alone_meet_the_header_deadline() {
+    let site = site();
+    for v in variants()
+        .into_iter()
+        .filter(|v| v.keep_alive && v.pipelining)
+    {
+        let mut cfg = config(&v, &site.root);
+        cfg.header_timeout = Duration::from_millis(200);
+        cfg.idle_timeout = Duration::from_secs(60);
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(b"\r\n\r\n");
+        // Not an idle connection: the header deadline applies (408).
+        let r = cl.read_response(false).expect("408");
+        assert_eq!(r.status, 408, "[{}]", v.name);
+        assert!(cl.at_eof());
+        server.shutdown();
+    }
+}
+
+#[test]
 fn get_with_body_is_drained_and_connection_kept() {
     let site = site();
     for v in variants().into_iter().filter(|v| v.keep_alive) {
