@@ -14,6 +14,10 @@ use httplab_model::{
     SweepTarget, ToolInfo, Totals, RUN_SCHEMA, SWEEP_SCHEMA,
 };
 
+/// The tool version written into synthetic documents (fixed, so that
+/// fixtures do not change with the crate version).
+pub const SYNTH_VERSION: &str = "0.0.0-synthetic";
+
 /// Parameters of a synthetic run.
 #[derive(Debug, Clone)]
 pub struct SynthServer {
@@ -148,7 +152,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         .collect();
     RunResult {
         schema: RUN_SCHEMA.into(),
-        tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        tool: ToolInfo::current(SYNTH_VERSION),
         label: server.name.clone(),
         started_at: "2026-01-01T00:00:00Z".into(),
         config: RunConfig {
@@ -282,7 +286,7 @@ pub fn sweep(
         .collect();
     SweepResult {
         schema: SWEEP_SCHEMA.into(),
-        tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        tool: ToolInfo::current(SYNTH_VERSION),
         started_at: "2026-01-01T00:00:00Z".into(),
         command_line: vec!["--low-rate".into(), "synthetic".into()],
         targets,
