@@ -356,9 +356,11 @@ pub fn httperf_table(items: &[RunItem]) -> Table {
     t.numeric = t.headers.iter().enumerate().map(|(i, _)| i > 0).collect();
     type Field = (&'static str, fn(&RunResult) -> String);
     let fields: &[Field] = &[
-        ("Total: connections", |r| r.totals.connections.to_string()),
-        ("Total: requests", |r| r.totals.requests.to_string()),
-        ("Total: replies", |r| r.totals.replies.to_string()),
+        ("Total: connections", |r| {
+            num(r.totals.connections as f64, 0)
+        }),
+        ("Total: requests", |r| num(r.totals.requests as f64, 0)),
+        ("Total: replies", |r| num(r.totals.replies as f64, 0)),
         ("Total: test-duration [s]", |r| {
             num(r.totals.test_duration_s, 3)
         }),
@@ -400,12 +402,12 @@ pub fn httperf_table(items: &[RunItem]) -> Table {
         ("Reply rate [replies/s]: stddev", |r| {
             num(r.reply.rate.stddev, 1)
         }),
-        ("Reply rate: samples", |r| r.reply.rate.count.to_string()),
+        ("Reply rate: samples", |r| num(r.reply.rate.count as f64, 0)),
         ("Reply time [ms]: response", |r| ms(r.reply.response_ms)),
         ("Reply time [ms]: transfer", |r| ms(r.reply.transfer_ms)),
         ("Reply size [B]: header", |r| num(r.reply.header_bytes, 1)),
         ("Reply size [B]: content", |r| num(r.reply.content_bytes, 1)),
-        ("Reply status: 2xx", |r| r.reply.status[1].to_string()),
+        ("Reply status: 2xx", |r| num(r.reply.status[1] as f64, 0)),
         ("Reply status: 3xx/4xx/5xx", |r| {
             format!(
                 "{}/{}/{}",
@@ -415,14 +417,22 @@ pub fn httperf_table(items: &[RunItem]) -> Table {
         ("CPU time [s]: user", |r| num(r.resources.user_s, 2)),
         ("CPU time [s]: system", |r| num(r.resources.system_s, 2)),
         ("Net I/O [KB/s]", |r| num(r.resources.net_kb_per_s, 1)),
-        ("Errors: total", |r| r.errors.total.to_string()),
-        ("Errors: client-timo", |r| r.errors.client_timo.to_string()),
-        ("Errors: socket-timo", |r| r.errors.socket_timo.to_string()),
-        ("Errors: connrefused", |r| r.errors.connrefused.to_string()),
-        ("Errors: connreset", |r| r.errors.connreset.to_string()),
-        ("Errors: fd-unavail", |r| r.errors.fd_unavail.to_string()),
-        ("Errors: addrunavail", |r| r.errors.addrunavail.to_string()),
-        ("Errors: other", |r| r.errors.other.to_string()),
+        ("Errors: total", |r| num(r.errors.total as f64, 0)),
+        ("Errors: client-timo", |r| {
+            num(r.errors.client_timo as f64, 0)
+        }),
+        ("Errors: socket-timo", |r| {
+            num(r.errors.socket_timo as f64, 0)
+        }),
+        ("Errors: connrefused", |r| {
+            num(r.errors.connrefused as f64, 0)
+        }),
+        ("Errors: connreset", |r| num(r.errors.connreset as f64, 0)),
+        ("Errors: fd-unavail", |r| num(r.errors.fd_unavail as f64, 0)),
+        ("Errors: addrunavail", |r| {
+            num(r.errors.addrunavail as f64, 0)
+        }),
+        ("Errors: other", |r| num(r.errors.other as f64, 0)),
         ("Generator CPU [%]", |r| num(r.self_check.client_cpu_pct, 1)),
         ("Schedule lag p99 [ms]", |r| {
             ms(r.self_check.schedule_lag_p99_ms)
@@ -531,7 +541,7 @@ pub fn percentile_table(items: &[RunItem]) -> Table {
         };
         t.rows.push(vec![
             label,
-            l.count.to_string(),
+            num(l.count as f64, 0),
             ms(l.min_ms),
             at(50.0),
             at(90.0),
