@@ -512,7 +512,7 @@ pub fn percentile_table(items: &[RunItem]) -> Table {
         "Response time percentiles (ms, from the scheduled send)",
         &[
             "run",
-            "replies",
+            "n",
             "min",
             "p50",
             "p90",
