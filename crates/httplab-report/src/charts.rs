@@ -580,15 +580,15 @@ pub fn spectrum_of(label: &str, run: &httplab_model::RunResult) -> SpectrumCurve
     };
     let mut points = Vec::new();
     if let Ok(Some(h)) = lat.histogram() {
+        let min_us = h.min_nz();
+        points.push((0.0, min_us as f64 / 1000.0));
         for v in h.iter_quantiles(5) {
             let q = v.quantile_iterated_to();
             if q >= 1.0 {
                 break;
             }
-            points.push((
-                q * 100.0,
-                h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
-            ));
+            let us = h.highest_equivalent(v.value_iterated_to()).max(min_us);
+            points.push((q * 100.0, us as f64 / 1000.0));
         }
         points.push((100.0, h.max() as f64 / 1000.0));
     } else {
