@@ -84,6 +84,10 @@ pub struct Args {
     /// Longest graceful shutdown after SIGINT/SIGTERM
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// Event model: accept a connection only once its first bytes arrived
+    /// (TCP_DEFER_ACCEPT)
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub defer_accept: OnOff,
     /// Print a statistics line (connections, requests, bytes, RSS, CPU) every interval
     #[arg(long, value_parser = parse_duration)]
     pub stats_interval: Option<Duration>,
@@ -135,6 +139,7 @@ impl Args {
             shutdown_timeout: self.shutdown_timeout,
             stats_interval: self.stats_interval,
             stats_json: self.stats_json.clone(),
+            defer_accept: self.defer_accept == OnOff::On,
             ..d
         }
     }

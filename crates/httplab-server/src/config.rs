@@ -109,6 +109,10 @@ pub struct ServerConfig {
     pub stats_json: Option<PathBuf>,
     /// Value of the Server header.
     pub server_name: String,
+    /// Event model: TCP_DEFER_ACCEPT on the listeners, so a connection is
+    /// accepted once its first request bytes are there and is answered in
+    /// the same loop turn.
+    pub defer_accept: bool,
 }
 
 impl Default for ServerConfig {
@@ -142,6 +146,7 @@ impl Default for ServerConfig {
             stats_interval: None,
             stats_json: None,
             server_name: "httplab".to_string(),
+            defer_accept: true,
         }
     }
 }

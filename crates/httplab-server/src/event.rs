@@ -64,6 +64,7 @@ pub struct Worker {
     shutting_down: Option<Instant>,
     sweep_every: Duration,
     linger: Duration,
+    read_on_accept: bool,
 }
 
 impl Worker {
@@ -90,6 +91,7 @@ impl Worker {
             (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
         let linger = cfg.idle_timeout.min(Duration::from_secs(2));
         let rbuf_size = cfg.pipeline_buffer.max(1024);
+        let read_on_accept = cfg.defer_accept;
         Ok((
             Worker {
                 poll,
@@ -108,6 +110,7 @@ impl Worker {
                 shutting_down: None,
                 sweep_every,
                 linger,
+                read_on_accept,
             },
             waker,
         ))
@@ -272,8 +275,13 @@ impl Worker {
             want_write: false,
         });
         self.open += 1;
-        // No read attempt here: an edge-triggered registration reports data
-        // that is already waiting, and most clients have not sent yet.
+        if self.read_on_accept {
+            // With TCP_DEFER_ACCEPT the request is (almost always) already
+            // here: answer it now instead of after another poll round.
+            self.drive(idx);
+        }
+        // Otherwise no read attempt: the edge-triggered registration
+        // reports data that is already waiting.
     }
 
     fn close(&mut self, idx: usize) {

@@ -147,6 +147,13 @@ impl Server {
             Model::Event => {
                 let n = cfg.effective_workers();
                 let listeners = bind_listeners(cfg.listen, n, true)?;
+                if cfg.defer_accept {
+                    for l in &listeners {
+                        use std::os::fd::AsRawFd;
+                        // Best effort: a kernel without it just accepts earlier.
+                        let _ = sys::set_defer_accept(l.as_raw_fd(), 1);
+                    }
+                }
                 handle.addr = listeners[0].local_addr()?;
                 handle.workers = n;
                 let per_worker = cfg.max_connections.div_ceil(n);

@@ -43,6 +43,22 @@ pub fn send(sock: RawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(sock, buf.as_ptr().cast(), buf.len(), flags) })
 }
 
+/// TCP_DEFER_ACCEPT on a listener: connections are queued for accept only
+/// once the client has sent data (or after about `secs`).
+pub fn set_defer_accept(sock: RawFd, secs: i32) -> io::Result<()> {
+    // SAFETY: `secs` is a valid int of the size passed.
+    cvt(unsafe {
+        libc::setsockopt(
+            sock,
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&secs as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
 /// Writes all of `buf` to file descriptor 1 with plain `write` calls.
 pub fn write_all_stdout(mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
