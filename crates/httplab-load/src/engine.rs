@@ -318,7 +318,6 @@ impl<'a> Worker<'a> {
             }
             self.st.max_burst = self.st.max_burst.max(started);
         }
-        let mut last_event = Instant::now();
         loop {
             let now = Instant::now();
             if self.ctx.stop.load(Ordering::Relaxed) {
@@ -392,7 +391,6 @@ impl<'a> Worker<'a> {
                 }
                 let idx = tok.0;
                 let now = Instant::now();
-                last_event = now;
                 if idx >= self.slots.len() || !self.slots[idx].in_use {
                     continue;
                 }
@@ -418,7 +416,8 @@ impl<'a> Worker<'a> {
         let (u1, s1) = sys::thread_cpu();
         self.st.cpu_user = u1 - u0;
         self.st.cpu_sys = s1 - s0;
-        self.st.end_s = last_event.saturating_duration_since(t0).as_secs_f64();
+        // The loop ends right after the last event (or when a drain or Ctrl-C gave up).
+        self.st.end_s = end.saturating_duration_since(t0).as_secs_f64();
         Ok(self.st)
     }
 
@@ -588,7 +587,10 @@ impl<'a> Worker<'a> {
         let at = t0 + dur(p.peek());
         p.advance();
         s.intended = at;
-        if at > now {
+        if self.end_at.is_some_and(|e| at >= e) {
+            // The user's next turn falls after the end of the run.
+            self.end_session(idx, now);
+        } else if at > now {
             s.think_until = Some(at);
             self.arm(idx);
         } else {
@@ -1062,9 +1064,13 @@ impl<'a> Worker<'a> {
                 self.paced_next(idx, now);
             } else if has_more && think > 0.0 {
                 let until = now + dur(think);
-                s.think_until = Some(until);
-                s.intended = until;
-                self.arm(idx);
+                if self.end_at.is_some_and(|e| until >= e) {
+                    self.end_session(idx, now);
+                } else {
+                    s.think_until = Some(until);
+                    s.intended = until;
+                    self.arm(idx);
+                }
             } else {
                 s.intended = now;
                 self.next_burst(idx, now);
