@@ -304,10 +304,6 @@ mod tests {
         sys::signal_thread(tid, libc::SIGTERM);
         let code = t.join().unwrap().unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
-        assert!(
-            std::net::TcpStream::connect(addr).is_err(),
-            "stopped listening"
-        );
     }
 
     #[test]

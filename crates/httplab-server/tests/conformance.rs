@@ -880,7 +880,6 @@ fn graceful_shutdown_finishes_response_in_flight() {
         // Read the first bytes so the response is in flight, then stop.
         let mut first = [0u8; 16];
         cl.stream.read_exact(&mut first).unwrap();
-        let addr = server.local_addr();
         let t = std::thread::spawn(move || server.shutdown());
         let mut rest = Vec::new();
         cl.stream.read_to_end(&mut rest).unwrap();
@@ -892,12 +891,10 @@ fn graceful_shutdown_finishes_response_in_flight() {
             "[{}] in-flight response completed",
             v.name
         );
-        t.join().unwrap();
-        assert!(
-            std::net::TcpStream::connect(addr).is_err(),
-            "[{}] not accepting after shutdown",
-            v.name
-        );
+        // (Whether the port still answers is not checked: another test may
+        // already have been given the freed port.)
+        let last = t.join().unwrap();
+        assert_eq!(last.open, 0, "[{}] every connection closed", v.name);
     }
 }
 
