@@ -359,7 +359,11 @@ impl Worker {
         let mut drained = false;
         if let Some(b) = self.wbufs.pop() {
             if let Some(b) = c.session.attach_wbuf(b) {
-                self.wbufs.push(b);
+                // Keep only real buffers in the pool (a fresh session hands
+                // back an unallocated one).
+                if b.capacity() > 0 {
+                    self.wbufs.push(b);
+                }
             }
         }
         if c.session.has_rbuf() && c.session.rbuf_smaller_than(self.rbuf_size) {
