@@ -189,6 +189,9 @@ struct Cli {
     /// Compare every 200 reply body with the file of the same path under DIR.
     #[arg(long, value_name = "DIR", help_heading = "httplab")]
     verify_root: Option<PathBuf>,
+    /// Spin on epoll instead of sleeping (one core per thread at 100%): lowest latency overhead.
+    #[arg(long, help_heading = "httplab")]
+    busy_poll: bool,
     /// Sends later than this count as late; a p99 schedule lag above it marks the run client-bound [default: 2ms].
     #[arg(long, value_name = "TIME", help_heading = "httplab")]
     lag_threshold: Option<String>,
@@ -367,6 +370,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     spec.json = cli.json;
     spec.csv = cli.csv;
     spec.quiet = cli.quiet;
+    spec.busy_poll = cli.busy_poll;
     spec.no_progress = cli.no_progress;
     spec.label = cli.label.unwrap_or_default();
 

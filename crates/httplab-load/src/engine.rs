@@ -367,7 +367,7 @@ impl<'a> Worker<'a> {
                 next = next.min(d);
             }
             let now2 = Instant::now();
-            let busy = self.restarts > 0 || !self.deferred.is_empty();
+            let busy = self.restarts > 0 || !self.deferred.is_empty() || self.ctx.spec.busy_poll;
             let timeout = if next <= now2 || busy {
                 Some(Duration::ZERO)
             } else {

@@ -116,6 +116,9 @@ pub(crate) fn build_result(
     if spec.verbose {
         extra.insert("verbose".into(), "true".into());
     }
+    if spec.busy_poll {
+        extra.insert("busy_poll".into(), "true".into());
+    }
     if st.abandoned > 0 {
         extra.insert(EXTRA_ABANDONED.to_string(), st.abandoned.to_string());
     }
@@ -208,7 +211,7 @@ pub(crate) fn build_result(
         warnings: Vec::new(),
     };
     let threads = f64::from(spec.threads.max(1));
-    if cpu_pct >= 95.0 * threads {
+    if cpu_pct >= 95.0 * threads && !spec.busy_poll {
         self_check.warnings.push(format!(
             "generator CPU at {cpu_pct:.0}% of its {} thread(s): the client, not the server, may have limited this run (add --threads or a client core)",
             spec.threads

@@ -254,6 +254,9 @@ pub struct LoadSpec {
     pub json: Option<PathBuf>,
     /// Write the time series as CSV here (CLI only).
     pub csv: Option<PathBuf>,
+    /// Spin on epoll instead of sleeping: lowest measurement overhead, one
+    /// core per thread at 100 % (the CPU self-check then ignores CPU use).
+    pub busy_poll: bool,
     /// Do not print the report (CLI only).
     pub quiet: bool,
     /// Suppress live progress even on a terminal (CLI only).
@@ -304,6 +307,7 @@ impl LoadSpec {
             label: String::new(),
             json: None,
             csv: None,
+            busy_poll: false,
             quiet: false,
             no_progress: false,
         }
