@@ -41,7 +41,8 @@
 //! environment. Keys this crate adds under `config.extra`:
 //! `normalized_command`, `max_connect_burst`, `lag_threshold_ms`,
 //! `session_stats` (JSON of [`SessionStats`], session workloads only),
-//! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`.
+//! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`,
+//! `verbose`, `busy_poll`.
 //!
 //! # Meaning of the numbers
 //!
