@@ -139,6 +139,23 @@ fn parse_httperf(out: &str) -> (u64, u64, u64, [u64; 5]) {
     (t[0], t[1], t[2], st)
 }
 
+/// The label of every report line, from "Maximum connect burst" to the
+/// last "Errors:" line: the text before the first digit.
+fn labels(report: &str) -> Vec<String> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with("Maximum connect burst length"))
+        .filter(|l| !l.trim().is_empty())
+        .take_while(|l| !l.starts_with("httplab"))
+        .map(|l| {
+            l.split(|c: char| c.is_ascii_digit())
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect()
+}
+
 #[test]
 fn cross_check_with_httperf_on_nginx() {
     let Some(httperf) = need("httperf") else {
@@ -167,9 +184,13 @@ fn cross_check_with_httperf_on_nginx() {
             (c, q, r, st),
             "httperf said:\n{text}"
         );
-        // Our own report parses the same way as httperf's.
+        // Our own report parses the same way as httperf's, and has httperf's
+        // lines in httperf's order (labels compared up to the first number).
         let mine = httplab_load::render_httperf_report(&ours);
         assert_eq!(parse_httperf(&mine), (c, q, r, st));
+        let theirs = labels(&text);
+        assert!(theirs.len() >= 17, "short httperf report: {theirs:?}");
+        assert_eq!(theirs, labels(&mine)[..theirs.len()]);
     }
 }
 
