@@ -66,6 +66,10 @@ mod spec;
 mod stats;
 mod sys;
 
+/// Process-wide Ctrl-C handling shared by every httplab command that runs load:
+/// the first SIGINT sets [`interrupted`], a second exits at once (status 130).
+pub use sys::{install_sigint, interrupted};
+
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -138,7 +142,7 @@ pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Resu
     spec_eff.threads = threads;
     let spec = &spec_eff;
     let collector = stats::Collector::new(threads, spec.sample_interval);
-    let started_at = report::now_rfc3339();
+    let started_at = httplab_model::now_rfc3339();
     let wall0 = Instant::now();
     // Start a little in the future so every worker is set up before its first send.
     let t0 = Instant::now() + Duration::from_millis(5);

@@ -354,31 +354,6 @@ pub fn environment() -> Environment {
     }
 }
 
-/// Current UTC time as RFC 3339.
-pub(crate) fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 fn fmt_pct_row(out: &mut String, name: &str, l: &Latency) {
     if l.count == 0 {
         let _ = writeln!(out, "  {name:<24} (none)");
@@ -681,14 +656,6 @@ pub fn write_csv(r: &RunResult, path: &std::path::Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_shape() {
-        let s = now_rfc3339();
-        assert_eq!(s.len(), 20);
-        assert!(s.ends_with('Z'));
-        assert_eq!(&s[4..5], "-");
-    }
 
     #[test]
     fn report_labels_match_httperf() {

@@ -59,6 +59,12 @@ pub fn check_schema(found: &str, expected: &str) -> Result<(), ModelError> {
     }
 }
 
+/// The current UTC time in RFC 3339 with whole seconds (`2026-11-22T05:37:52Z`),
+/// the form of every `started_at` field.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
 /// The name and version of the tool that wrote a document.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ToolInfo {
@@ -686,6 +692,14 @@ mod tests {
         let json = serde_json::to_string(&l).unwrap();
         let l2: Latency = serde_json::from_str(&json).unwrap();
         assert_eq!(l, l2);
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 20, "{t}");
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+        assert_eq!(&t[4..5], "-");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// Default seconds per step when neither `--num-conns` nor `--const-test-time` is given.
 pub const DEFAULT_STEP_SECONDS: f64 = 5.0;
@@ -782,32 +782,15 @@ pub fn run_load(args: &[String]) -> Result<RunResult> {
     httplab_load::run_with_stop(&spec, false, stop_flag())
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-/// The sweep's Ctrl-C flag: set by the SIGINT handler of [`install_sigint`].
+/// The sweep's Ctrl-C flag: the process-wide flag of [`install_sigint`].
 pub fn stop_flag() -> &'static AtomicBool {
-    &STOP
-}
-
-extern "C" fn on_sigint(_sig: libc::c_int) {
-    if STOP.swap(true, Ordering::SeqCst) {
-        // Second Ctrl-C: leave at once.
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) };
-    }
+    httplab_load::interrupted()
 }
 
 /// First Ctrl-C ends the current step and the sweep, which then writes what
 /// it has; a second one exits at once.
 pub fn install_sigint() {
-    // SAFETY: the handler only touches an atomic and calls _exit, both
-    // async-signal-safe, and has the C ABI `signal` expects.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
+    httplab_load::install_sigint();
 }
 
 /// True when any step of `result` was cut short by Ctrl-C.

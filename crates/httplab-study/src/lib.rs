@@ -126,23 +126,8 @@ struct Cli {
     no_progress: bool,
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_sig: libc::c_int) {
-    if INTERRUPTED.swap(true, Ordering::SeqCst) {
-        // Second Ctrl-C: leave at once.
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) };
-    }
-}
-
 fn install_sigint() {
-    let handler: extern "C" fn(libc::c_int) = on_sigint;
-    // SAFETY: installs a handler that only touches an atomic and calls _exit,
-    // both async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-    }
+    httplab_load::install_sigint();
 }
 
 /// Raises the open-file limit to its hard maximum (servers inherit it):
@@ -221,7 +206,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     let bridge_done = Arc::clone(&done);
     let bridge = std::thread::spawn(move || {
         while !bridge_done.load(Ordering::Relaxed) {
-            if INTERRUPTED.load(Ordering::Relaxed) {
+            if httplab_load::interrupted().load(Ordering::Relaxed) {
                 bridge_stop.store(true, Ordering::Relaxed);
                 break;
             }

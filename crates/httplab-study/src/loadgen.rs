@@ -523,7 +523,7 @@ fn session_inner(sh: &Shared, calls: u64, sched: Instant, l: &mut Local) -> bool
 
 /// Runs the plan to completion (or its time limit, or `stop`).
 pub fn run(plan: &LoadPlan) -> m::RunResult {
-    let started_at = crate::env::now_rfc3339();
+    let started_at = httplab_model::now_rfc3339();
     let (u0, s0) = crate::env::self_cpu();
     let t0 = Instant::now();
     let sh = Arc::new(Shared {

@@ -488,7 +488,7 @@ impl Ctx<'_> {
 /// Runs the whole study. Never fails because a server does: that becomes a
 /// failed row. Fails only when the corpus cannot be written.
 pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
-    let started_at = crate::env::now_rfc3339();
+    let started_at = httplab_model::now_rfc3339();
     let tmp;
     let base = match &opts.work_dir {
         Some(d) => d.clone(),
