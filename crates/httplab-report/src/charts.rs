@@ -16,6 +16,7 @@
 use crate::analysis::StepMetrics;
 use crate::data::{RunItem, SweepSeries};
 use anyhow::Result;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -198,6 +199,36 @@ fn x_extent(series: &[SweepSeries]) -> f64 {
     }
 }
 
+/// Formats one axis label.
+type Labeler<V> = dyn Fn(&V) -> String;
+
+/// The grid, axes and label styles every chart shares; only the axis
+/// descriptions and label formatters differ from chart to chart.
+fn draw_mesh<X, Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>,
+    (x_desc, x_fmt): (Option<&str>, &Labeler<X::ValueType>),
+    (y_desc, y_fmt): (&str, &Labeler<Y::ValueType>),
+) -> Result<()>
+where
+    X: Ranged + ValueFormatter<X::ValueType>,
+    Y: Ranged + ValueFormatter<Y::ValueType>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.light_line_style(FAINT)
+        .bold_line_style(GRID)
+        .axis_style(AXIS);
+    if let Some(d) = x_desc {
+        mesh.x_desc(d);
+    }
+    mesh.y_desc(y_desc)
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(y_fmt)
+        .draw()?;
+    Ok(())
+}
+
 fn caption_style() -> TextStyle<'static> {
     (FONT, 20).into_font().color(&BLACK)
 }
@@ -251,18 +282,11 @@ pub fn reply_rate_chart(series: &[SweepSeries]) -> Result<String> {
             .x_label_area_size(48)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
-        chart
-            .configure_mesh()
-            .light_line_style(FAINT)
-            .bold_line_style(GRID)
-            .axis_style(AXIS)
-            .x_desc("demanded request rate (requests/s)")
-            .y_desc("reply rate (replies/s)")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .x_label_formatter(&|v| si(*v))
-            .y_label_formatter(&|v| si(*v))
-            .draw()?;
+        draw_mesh(
+            &mut chart,
+            (Some("demanded request rate (requests/s)"), &|v| si(*v)),
+            ("reply rate (replies/s)", &|v| si(*v)),
+        )?;
         let ideal = vec![(0.0, 0.0), (xmax.min(ymax), xmax.min(ymax))];
         chart.draw_series(DashedLineSeries::new(
             ideal,
@@ -422,18 +446,11 @@ pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
             .x_label_area_size(48)
             .y_label_area_size(74)
             .build_cartesian_2d(0f64..xmax, (ylo..yhi).log_scale())?;
-        chart
-            .configure_mesh()
-            .light_line_style(FAINT)
-            .bold_line_style(GRID)
-            .axis_style(AXIS)
-            .x_desc("demanded request rate (requests/s)")
-            .y_desc("response time (log scale)")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .x_label_formatter(&|v| si(*v))
-            .y_label_formatter(&|v| ms_label(*v))
-            .draw()?;
+        draw_mesh(
+            &mut chart,
+            (Some("demanded request rate (requests/s)"), &|v| si(*v)),
+            ("response time (log scale)", &|v| ms_label(*v)),
+        )?;
         if slo > 0.0 {
             chart.draw_series(DashedLineSeries::new(
                 vec![(0.0, slo), (xmax, slo)],
@@ -503,18 +520,13 @@ pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
             .x_label_area_size(48)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..xmax, 0f64..ymax)?;
-        chart
-            .configure_mesh()
-            .light_line_style(FAINT)
-            .bold_line_style(GRID)
-            .axis_style(AXIS)
-            .x_desc("demanded request rate (requests/s)")
-            .y_desc("failed operations (% of attempts)")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .x_label_formatter(&|v| si(*v))
-            .y_label_formatter(&|v| format!("{}%", si(*v)))
-            .draw()?;
+        draw_mesh(
+            &mut chart,
+            (Some("demanded request rate (requests/s)"), &|v| si(*v)),
+            ("failed operations (% of attempts)", &|v| {
+                format!("{}%", si(*v))
+            }),
+        )?;
         chart.draw_series(DashedLineSeries::new(
             vec![(0.0, 0.1), (xmax, 0.1)],
             3,
@@ -656,16 +668,9 @@ pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
             .x_label_area_size(48)
             .y_label_area_size(74)
             .build_cartesian_2d((1f64..cap).log_scale(), (ylo..yhi).log_scale())?;
-        chart
-            .configure_mesh()
-            .light_line_style(FAINT)
-            .bold_line_style(GRID)
-            .axis_style(AXIS)
-            .x_desc("percentile")
-            .y_desc("response time (log scale)")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .x_label_formatter(&|v| {
+        draw_mesh(
+            &mut chart,
+            (Some("percentile"), &|v| {
                 let p = 100.0 * (1.0 - 1.0 / v);
                 if p <= 0.0 {
                     "0%".into()
@@ -673,9 +678,9 @@ pub fn spectrum_chart(curves: &[SpectrumCurve], title: &str) -> Result<String> {
                     let s = format!("{p:.4}");
                     format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
                 }
-            })
-            .y_label_formatter(&|v| ms_label(*v))
-            .draw()?;
+            }),
+            ("response time (log scale)", &|v| ms_label(*v)),
+        )?;
         for (i, c) in curves.iter().enumerate() {
             let col = color(i);
             let pts: Vec<(f64, f64)> = c
@@ -755,16 +760,11 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
             .x_label_area_size(30)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..tmax, 0f64..rmax)?;
-        c1.configure_mesh()
-            .light_line_style(FAINT)
-            .bold_line_style(GRID)
-            .axis_style(AXIS)
-            .y_desc("replies/s")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .x_label_formatter(&|v| format!("{} s", si(*v)))
-            .y_label_formatter(&|v| si(*v))
-            .draw()?;
+        draw_mesh(
+            &mut c1,
+            (None, &|v| format!("{} s", si(*v))),
+            ("replies/s", &|v| si(*v)),
+        )?;
         if let Some(d) = demanded {
             c1.draw_series(DashedLineSeries::new(
                 vec![(0.0, d), (tmax, d)],
@@ -818,17 +818,11 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
             .x_label_area_size(44)
             .y_label_area_size(68)
             .build_cartesian_2d(0f64..tmax, (ylo..yhi).log_scale())?;
-        c2.configure_mesh()
-            .light_line_style(FAINT)
-            .bold_line_style(GRID)
-            .axis_style(AXIS)
-            .x_desc("elapsed time")
-            .y_desc("response time (log)")
-            .label_style((FONT, 14))
-            .axis_desc_style((FONT, 15))
-            .x_label_formatter(&|v| format!("{} s", si(*v)))
-            .y_label_formatter(&|v| ms_label(*v))
-            .draw()?;
+        draw_mesh(
+            &mut c2,
+            (Some("elapsed time"), &|v| format!("{} s", si(*v))),
+            ("response time (log)", &|v| ms_label(*v)),
+        )?;
         let c50 = color(0);
         let c99 = color(1);
         c2.draw_series(LineSeries::new(
