@@ -226,6 +226,16 @@ impl ResponseParser {
         }
     }
 
+    /// Hands the caller up to `remaining` body bytes from `input[*pos..]`
+    /// (as `step.body`), counts them, and returns how many are still owed.
+    fn take_body(&mut self, input: &[u8], pos: &mut usize, remaining: u64, step: &mut Step) -> u64 {
+        let take = ((input.len() - *pos) as u64).min(remaining);
+        step.body = Some((*pos, take as usize));
+        *pos += take as usize;
+        self.info.body_bytes += take;
+        remaining - take
+    }
+
     /// Consumes bytes of the current response from `input`. Stops after the
     /// head, after each body data segment, at completion, or when `input` is
     /// used up; call again with the rest of the input.
@@ -269,12 +279,7 @@ impl ResponseParser {
                     }
                 },
                 State::Length { remaining } => {
-                    let avail = (input.len() - pos) as u64;
-                    let take = avail.min(remaining);
-                    step.body = Some((pos, take as usize));
-                    pos += take as usize;
-                    self.info.body_bytes += take;
-                    let left = remaining - take;
+                    let left = self.take_body(input, &mut pos, remaining, &mut step);
                     if left == 0 {
                         self.state = State::Done;
                         step.complete = true;
@@ -291,12 +296,7 @@ impl ResponseParser {
                     break;
                 }
                 State::ChunkData { remaining } => {
-                    let avail = (input.len() - pos) as u64;
-                    let take = avail.min(remaining);
-                    step.body = Some((pos, take as usize));
-                    pos += take as usize;
-                    self.info.body_bytes += take;
-                    let left = remaining - take;
+                    let left = self.take_body(input, &mut pos, remaining, &mut step);
                     self.state = if left == 0 {
                         State::ChunkDataEnd { seen: 0 }
                     } else {
