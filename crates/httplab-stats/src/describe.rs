@@ -132,12 +132,18 @@ mod unit {
         let e = Estimate::of(&[-1.0, 1.0]).expect("values");
         assert_eq!(e.relative_half_width(), f64::INFINITY);
         assert!(!precise_enough(&[-1.0, 1.0], 1e9, 2));
-        assert!(!precise_enough(&[5.0], f64::INFINITY, 1), "n < 2 is never precise");
+        assert!(
+            !precise_enough(&[5.0], f64::INFINITY, 1),
+            "n < 2 is never precise"
+        );
     }
 
     #[test]
     fn median_even_and_odd() {
-        assert_eq!(Estimate::of(&[4.0, 1.0, 3.0, 2.0]).map(|e| e.median), Some(2.5));
+        assert_eq!(
+            Estimate::of(&[4.0, 1.0, 3.0, 2.0]).map(|e| e.median),
+            Some(2.5)
+        );
         assert_eq!(Estimate::of(&[5.0, 1.0, 3.0]).map(|e| e.median), Some(3.0));
     }
 }

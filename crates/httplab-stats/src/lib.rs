@@ -17,7 +17,7 @@ pub use bootstrap::bootstrap_ratio_ci;
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};
 pub use ttest::{holm_adjust, paired_t_test, welch_t_test, TTest};
-pub use verdict::{verdict, Better, Sample, Verdict, VerdictOptions};
+pub use verdict::{verdict, Better, Sample, Verdict, VerdictOptions, DEFAULT_SEED};
 
 /// Mean of a non-empty slice (callers check emptiness).
 fn mean(xs: &[f64]) -> f64 {

@@ -39,6 +39,9 @@ pub struct Sample<'a> {
     pub client_bound: bool,
 }
 
+/// The bootstrap seed of [`VerdictOptions::default`].
+pub const DEFAULT_SEED: u64 = 0x5eed;
+
 /// Options of [`verdict`].
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VerdictOptions {
@@ -58,7 +61,7 @@ impl Default for VerdictOptions {
         VerdictOptions {
             alpha: 0.05,
             resamples: 10_000,
-            seed: 0x5eed_0f_ba55,
+            seed: DEFAULT_SEED,
             min_effect: 0.0,
         }
     }
@@ -288,11 +291,11 @@ pub fn verdict(metric: &str, better: Better, samples: &[Sample], opts: &VerdictO
         ),
         None => format!("{} CI unavailable", percent(level)),
     };
-    let stats = format!(
-        "ratio {} ({ci_text}), {}, {n_pair}",
-        format_sig3(ratio),
-        p_clause(p)
-    );
+    let (ratio_text, p_text) = (format_sig3(ratio), p_clause(p));
+    // After a colon: "ratio 1.31 (95 % CI 1.22–1.40), p = 0.003, n = 5 / 5".
+    let stats = format!("ratio {ratio_text} ({ci_text}), {p_text}, {n_pair}");
+    // Inside parentheses: "ratio 1.01, 95 % CI 0.97–1.05, p = 0.41, n = 5 / 5".
+    let stats_inner = format!("ratio {ratio_text}, {ci_text}, {p_text}, {n_pair}");
 
     let Some(ratio) = v.ratio else {
         v.note = format!(
@@ -313,7 +316,7 @@ pub fn verdict(metric: &str, better: Better, samples: &[Sample], opts: &VerdictO
         };
         v.note = format!(
             "{} {verb} client-bound ({their}: the run measured the client): no winner \
-             ({} leads {} on {metric}, {stats})",
+             ({} leads {} on {metric}, {stats_inner})",
             join_names(&v.client_bound),
             leader.name,
             runner.name
@@ -332,14 +335,14 @@ pub fn verdict(metric: &str, better: Better, samples: &[Sample], opts: &VerdictO
         );
     } else if p_ok && ci_ok {
         v.note = format!(
-            "{} leads {} on {metric} by less than the minimum effect of {} ({stats}): no winner",
+            "{} leads {} on {metric} by less than the minimum effect of {} ({stats_inner}): no winner",
             leader.name,
             runner.name,
             percent(opts.min_effect)
         );
     } else {
         v.note = format!(
-            "no significant difference between {} and {} on {metric} ({stats})",
+            "no significant difference between {} and {} on {metric} ({stats_inner})",
             leader.name, runner.name
         );
     }
