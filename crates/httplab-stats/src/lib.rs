@@ -6,6 +6,24 @@
 //! input and answers `None` (or a documented convention) instead of panicking; everything is
 //! deterministic for a given input and seed. The rules are written down in the crate README and
 //! in `docs/statistics.md` of the workspace.
+//!
+//! ```
+//! use httplab_stats::{verdict, Better, Sample, VerdictOptions};
+//!
+//! let event = [13100.0, 12950.0, 13240.0, 13020.0, 13180.0]; // one value per round
+//! let nginx = [10050.0, 9980.0, 10120.0, 9900.0, 10010.0];
+//! let v = verdict(
+//!     "reply_rate",
+//!     Better::Higher,
+//!     &[
+//!         Sample { name: "httplab event", values: &event, client_bound: false },
+//!         Sample { name: "nginx", values: &nginx, client_bound: false },
+//!     ],
+//!     &VerdictOptions::default(),
+//! );
+//! assert_eq!(v.winner.as_deref(), Some("httplab event"));
+//! println!("{}", v.note);
+//! ```
 
 mod bootstrap;
 mod describe;
