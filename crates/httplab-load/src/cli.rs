@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 
-use crate::spec::{parse_session_log, parse_time, Arrival, Dist, LoadSpec, PrintWhat, Workload};
+use crate::spec::{
+    parse_session_log, parse_time, parse_uri_list, Arrival, Dist, LoadSpec, PrintWhat, Workload,
+};
 
 const AFTER_HELP: &str = "\
 Any httperf command line works with `httperf` replaced by `httplab load`; long
@@ -52,6 +54,11 @@ struct Cli {
     /// Request URI (the prefix of the file names with --wset) [default: /].
     #[arg(long, value_name = "S", help_heading = "Target")]
     uri: Option<String>,
+    /// Paths from FILE (one per line, # comments): each request takes the next path in
+    /// rotation (a file set, or a page then its objects); works with every workload but
+    /// --wset and --wsesslog, and with --verify-root (httplab extension).
+    #[arg(long, value_name = "FILE", help_heading = "Target")]
+    uri_list: Option<PathBuf>,
     /// Request method [default: GET].
     #[arg(long, value_name = "S", help_heading = "Target")]
     method: Option<String>,
@@ -78,7 +85,8 @@ struct Cli {
     /// Total connections to create [default: 1].
     #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
     num_conns: Option<u64>,
-    /// Calls (requests) per connection [default: 1].
+    /// Calls (requests) per connection [default: 1]; with --users, the requests a user makes
+    /// on one connection before it opens a new one (default: all of them).
     #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
     num_calls: Option<u64>,
     /// Calls per burst; a burst's calls are pipelined on the connection.
@@ -195,6 +203,34 @@ struct Cli {
     /// Sends later than this count as late; a p99 schedule lag above it marks the run client-bound [default: 2ms].
     #[arg(long, value_name = "TIME", help_heading = "httplab")]
     lag_threshold: Option<String>,
+    /// Run this long first and leave everything scheduled in it out of every statistic
+    /// (counters, latencies, errors, series, CPU); --duration then measures after it [default: 0].
+    #[arg(long, value_name = "TIME", help_heading = "httplab")]
+    warmup: Option<String>,
+    /// When the server closes a connection after a reply, make the connection's remaining
+    /// --num-calls on a new one, as a browser does (default, like httperf: the connection
+    /// ends and its remaining calls are not made). Session time covers all N calls.
+    #[arg(long, help_heading = "httplab")]
+    reconnect: bool,
+    /// Measure the generator's own ceiling for this run's shape (connections, calls per
+    /// connection, pipelining, response size) against an in-process sink on the other
+    /// cores, then run with it: the report gives client utilization (achieved ÷ ceiling).
+    #[arg(long, help_heading = "Calibration")]
+    calibrate: bool,
+    /// Like --calibrate, but only print the calibration (no server needed).
+    #[arg(long, help_heading = "Calibration")]
+    calibrate_only: bool,
+    /// Calibration: sink response body size in bytes [default: the first path's file under
+    /// --verify-root, else 100].
+    #[arg(long, value_name = "N", help_heading = "Calibration")]
+    calibrate_size: Option<u64>,
+    /// Calibration: connections in flight for open-loop runs (closed loop: --users) [default: 16].
+    #[arg(long, value_name = "N", help_heading = "Calibration")]
+    calibrate_conns: Option<u64>,
+    /// A known client ceiling (requests/s, e.g. from an earlier --calibrate-only) for the
+    /// client-utilization check; a run at >= 85 % of it is client-bound.
+    #[arg(long, value_name = "R", help_heading = "Calibration")]
+    client_ceiling: Option<f64>,
 
     // ---- httperf options httplab does not implement ----
     /// Not supported (no TLS in httplab).
@@ -275,6 +311,11 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     }
     if let Some(u) = cli.uri {
         spec.uri = u;
+    }
+    if let Some(f) = &cli.uri_list {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read --uri-list file '{}'", f.display()))?;
+        spec.uris = parse_uri_list(&text).with_context(|| format!("in '{}'", f.display()))?;
     }
     spec.host_header = cli.server_name;
     if let Some(m) = cli.method {
@@ -371,6 +412,15 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     spec.csv = cli.csv;
     spec.quiet = cli.quiet;
     spec.busy_poll = cli.busy_poll;
+    if let Some(w) = &cli.warmup {
+        spec.warmup = parse_time(w).context("--warmup")?;
+    }
+    spec.reconnect = cli.reconnect;
+    spec.calibrate = cli.calibrate;
+    spec.calibrate_only = cli.calibrate_only;
+    spec.calibrate_size = cli.calibrate_size;
+    spec.calibrate_conns = cli.calibrate_conns;
+    spec.client_ceiling = cli.client_ceiling;
     spec.no_progress = cli.no_progress;
     spec.label = cli.label.unwrap_or_default();
 
@@ -441,6 +491,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
             Some(t) => parse_time(t).context("--think")?,
             None => 0.0,
         };
+        spec.calls_per_conn = cli.num_calls;
         spec.workload = Workload::Users {
             users,
             requests_per_user: cli.requests_per_user.or(if spec.duration.is_some() {

@@ -52,6 +52,8 @@ struct Pending {
     sent: Instant,
     intended: Instant,
     serial: u64,
+    /// Scheduled inside the measurement window (not in the warm-up).
+    measured: bool,
 }
 
 #[derive(Debug)]
@@ -64,6 +66,10 @@ struct Slot {
     conn_start: Instant,
     conn_replies: u64,
     conn_failed: bool,
+    /// The connection was opened for something scheduled in the window.
+    conn_measured: bool,
+    /// The bytes in `out` belong to measured requests.
+    out_measured: bool,
     out: Vec<u8>,
     out_pos: usize,
     pending: VecDeque<Pending>,
@@ -88,6 +94,12 @@ struct Slot {
     sess_replies: u64,
     sess_conns: u64,
     sess_failed: bool,
+    sess_measured: bool,
+    /// Closed-loop users: the current session (group of calls) of the user.
+    grp_open: bool,
+    grp_start: Instant,
+    grp_replies: u64,
+    grp_measured: bool,
     /// Paced users: this user's share of the request schedule.
     pace: Option<Schedule>,
 }
@@ -102,6 +114,8 @@ impl Slot {
             conn_start: now,
             conn_replies: 0,
             conn_failed: false,
+            conn_measured: true,
+            out_measured: true,
             out: Vec::new(),
             out_pos: 0,
             pending: VecDeque::new(),
@@ -124,6 +138,11 @@ impl Slot {
             sess_replies: 0,
             sess_conns: 0,
             sess_failed: false,
+            sess_measured: true,
+            grp_open: false,
+            grp_start: now,
+            grp_replies: 0,
+            grp_measured: true,
             pace: None,
         }
     }
@@ -170,7 +189,14 @@ pub(crate) struct Worker<'a> {
     free: Vec<usize>,
     heap: BinaryHeap<Reverse<(Instant, usize, u32)>>,
     rbuf: Vec<u8>,
+    /// What the measurement window saw.
     st: WorkerStats,
+    /// What was scheduled in the warm-up: counted here and discarded.
+    warm: WorkerStats,
+    /// Start of the measurement window (t0 + warm-up).
+    win: Instant,
+    /// Thread CPU at the start of the window: (precise total, rusage user, rusage system).
+    cpu0: Option<(f64, f64, f64)>,
     // schedule
     schedule: Option<Schedule>,
     sessions_left: Option<u64>,
@@ -182,6 +208,8 @@ pub(crate) struct Worker<'a> {
     // wset walk
     wset_idx: u64,
     wset_acc: f64,
+    // --uri-list rotation
+    list_idx: u64,
     // local addresses
     local_next: usize,
     serial: u64,
@@ -196,6 +224,8 @@ pub(crate) struct Worker<'a> {
     deferred: Vec<(usize, u32)>,
     /// Sequential sessions to start from the main loop.
     restarts: u64,
+    /// Sessions this worker started (warm-up included).
+    started_here: u64,
     timeout: Option<Duration>,
     reply_timeout: Option<Duration>,
     lag_threshold_us: u64,
@@ -247,6 +277,16 @@ impl<'a> Worker<'a> {
             }
             None => 0,
         };
+        let list_idx = match plan.list_len {
+            0 => 0,
+            n => {
+                let n = u64::from(n);
+                let (ci, cn) = spec.client;
+                let bias = n * u64::from(ci) / u64::from(cn.max(1));
+                (bias + n * u64::from(ctx.thread) / u64::from(ctx.threads.max(1))) % n
+            }
+        };
+        let win = ctx.t0 + dur(spec.warmup);
         let interval = dur(spec.sample_interval);
         let timeout = spec.timeout.map(dur);
         let reply_timeout = spec.timeout.map(|t| dur(t + spec.think_timeout));
@@ -260,20 +300,24 @@ impl<'a> Worker<'a> {
             heap: BinaryHeap::new(),
             rbuf: vec![0u8; READ_BUF],
             st,
+            warm: WorkerStats::new(),
+            win,
+            cpu0: None,
             schedule,
             sessions_left,
             concurrency,
             active: 0,
             open_conns: 0,
-            end_at: spec.duration.map(|d| ctx.t0 + dur(d)),
+            end_at: spec.duration.map(|d| win + dur(d)),
             drain_until: None,
             wset_idx,
             wset_acc: 0.0,
+            list_idx,
             local_next: ctx.thread as usize,
             serial: 0,
             interval,
             interval_k: 0,
-            next_tick: ctx.t0 + interval,
+            next_tick: win + interval,
             part: IntervalPart::default(),
             ihist: interval_hist(),
             verifier: spec.verify_root.clone().map(|root| Verifier {
@@ -282,6 +326,7 @@ impl<'a> Worker<'a> {
             }),
             deferred: Vec::new(),
             restarts: 0,
+            started_here: 0,
             timeout,
             reply_timeout,
             lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
@@ -300,12 +345,14 @@ impl<'a> Worker<'a> {
 
     /// Runs the thread's share of the load; returns its statistics.
     pub fn run(mut self) -> io::Result<WorkerStats> {
-        let (u0, s0) = sys::thread_cpu();
         let mut events = Events::with_capacity(1024);
         let t0 = self.ctx.t0;
         let now = Instant::now();
         if t0 > now {
             std::thread::sleep(t0 - now);
+        }
+        if self.win <= t0 {
+            self.cpu0 = Some(sys::thread_cpu());
         }
         // Closed loop / sequential: start the concurrent sessions.
         if self.schedule.is_none() {
@@ -322,6 +369,9 @@ impl<'a> Worker<'a> {
             let now = Instant::now();
             if self.ctx.stop.load(Ordering::Relaxed) {
                 break;
+            }
+            if self.cpu0.is_none() && now >= self.win {
+                self.cpu0 = Some(sys::thread_cpu());
             }
             // Interval ticks.
             while now >= self.next_tick {
@@ -406,16 +456,27 @@ impl<'a> Worker<'a> {
         if interrupted {
             self.abandon_all(end);
         }
-        // Final partial interval.
-        let k_start = self.ctx.t0 + self.interval * (self.interval_k as u32);
+        // Final partial interval (none when the run ended in the warm-up).
+        let k_start = self.win + self.interval * (self.interval_k as u32);
         let part_len = end.saturating_duration_since(k_start).as_secs_f64();
-        if part_len > 0.0 || self.part.replies > 0 {
+        if end > self.win && (part_len > 0.0 || self.part.replies > 0) {
             self.flush_interval(part_len.max(1e-9));
         }
         self.ctx.collector.thread_finished();
-        let (u1, s1) = sys::thread_cpu();
-        self.st.cpu_user = u1 - u0;
-        self.st.cpu_sys = s1 - s0;
+        if let Some((c0, u0, s0)) = self.cpu0 {
+            // The total is the kernel's precise (nanosecond) run time of the
+            // thread; rusage's tick-sampled user/system split only divides it.
+            let (c1, u1, s1) = sys::thread_cpu();
+            let total = (c1 - c0).max(0.0);
+            let (du, ds) = ((u1 - u0).max(0.0), (s1 - s0).max(0.0));
+            let user = if du + ds > 0.0 {
+                total * du / (du + ds)
+            } else {
+                total
+            };
+            self.st.cpu_user = user;
+            self.st.cpu_sys = total - user;
+        }
         // The loop ends right after the last event (or when a drain or Ctrl-C gave up).
         self.st.end_s = end.saturating_duration_since(t0).as_secs_f64();
         Ok(self.st)
@@ -435,9 +496,14 @@ impl<'a> Worker<'a> {
             }
             sched.advance();
             let lag = us(now.saturating_duration_since(at));
-            rec(&mut self.st.lag, lag);
+            let st = if at >= self.win {
+                &mut self.st
+            } else {
+                &mut self.warm
+            };
+            rec(&mut st.lag, lag);
             if lag > self.lag_threshold_us {
-                self.st.late_starts += 1;
+                st.late_starts += 1;
             }
             burst += 1;
             self.start_session(at, now);
@@ -480,7 +546,7 @@ impl<'a> Worker<'a> {
             .report(self.interval_k, part, &self.ihist);
         self.ihist.reset();
         self.interval_k += 1;
-        self.next_tick = self.ctx.t0 + self.interval * ((self.interval_k + 1) as u32);
+        self.next_tick = self.win + self.interval * ((self.interval_k + 1) as u32);
     }
 
     fn arm(&mut self, idx: usize) {
@@ -514,13 +580,17 @@ impl<'a> Worker<'a> {
                 self.fail(idx, ErrClass::ClientTimo, now);
             } else if let Some(until) = s.think_until.filter(|d| *d <= now) {
                 s.think_until = None;
-                if s.pace.is_some() {
-                    // A paced send the generator itself made late.
-                    let lag = us(now.saturating_duration_since(until));
-                    rec(&mut self.st.lag, lag);
-                    if lag > self.lag_threshold_us {
-                        self.st.late_starts += 1;
-                    }
+                // A paced send, or the end of a think time, that the
+                // generator itself made late: it fell behind its plan.
+                let lag = us(now.saturating_duration_since(until));
+                let st = if until >= self.win {
+                    &mut self.st
+                } else {
+                    &mut self.warm
+                };
+                rec(&mut st.lag, lag);
+                if lag > self.lag_threshold_us {
+                    st.late_starts += 1;
                 }
                 self.next_burst(idx, now);
             }
@@ -541,16 +611,25 @@ impl<'a> Worker<'a> {
         if let Some(n) = self.sessions_left.as_mut() {
             *n = n.saturating_sub(1);
         }
-        let tmpl = (self.st.sessions.started as usize * self.ctx.threads as usize
+        let tmpl = (self.started_here as usize * self.ctx.threads as usize
             + self.ctx.thread as usize)
             % self.ctx.plan.templates();
-        self.st.sessions.started += 1;
+        let measured = sched >= self.win;
+        if measured {
+            self.st.sessions.started += 1;
+        } else {
+            self.warm.sessions.started += 1;
+        }
+        self.started_here += 1;
         self.active += 1;
         let idx = self.alloc_slot(now);
         let s = &mut self.slots[idx];
         s.in_use = true;
         s.tmpl = tmpl;
         s.sess_start = sched;
+        s.sess_measured = measured;
+        s.grp_open = false;
+        s.grp_replies = 0;
         s.burst = 0;
         s.burst_len = 0;
         s.intended = sched;
@@ -561,8 +640,8 @@ impl<'a> Worker<'a> {
         s.think_until = None;
         s.armed = None;
         if let Some((d, users)) = self.ctx.plan.pace {
-            let user = u64::from(self.ctx.thread)
-                + u64::from(self.ctx.threads) * (self.st.sessions.started - 1);
+            let user =
+                u64::from(self.ctx.thread) + u64::from(self.ctx.threads) * (self.started_here - 1);
             s.pace = Some(Schedule::new(
                 d,
                 user.min(u64::from(u32::MAX)) as u32,
@@ -662,11 +741,22 @@ impl<'a> Worker<'a> {
                 break;
             }
         }
-        self.st.connections += 1;
-        self.part.connections += 1;
-        self.st.sessions.connections += 1;
-        if self.st.first_s.is_none() {
-            self.st.first_s = Some(now.saturating_duration_since(self.ctx.t0).as_secs_f64());
+        // The connection belongs to the window when what it was opened for
+        // (its session's start, or the call that needed it) was scheduled there.
+        let measured = self.slots[idx].intended >= self.win;
+        self.slots[idx].conn_measured = measured;
+        let st = if measured {
+            &mut self.st
+        } else {
+            &mut self.warm
+        };
+        st.connections += 1;
+        st.sessions.connections += 1;
+        if measured {
+            self.part.connections += 1;
+            if self.st.first_s.is_none() {
+                self.st.first_s = Some(now.saturating_duration_since(self.ctx.t0).as_secs_f64());
+            }
         }
         let connecting = result?;
         let std_stream: std::net::TcpStream = sock.into();
@@ -680,7 +770,9 @@ impl<'a> Worker<'a> {
             )
             .map_err(|e| ErrClass::from_io(&e))?;
         self.open_conns += 1;
-        self.st.max_open = self.st.max_open.max(self.open_conns);
+        if now >= self.win {
+            self.st.max_open = self.st.max_open.max(self.open_conns);
+        }
         let s = &mut self.slots[idx];
         s.sock = Some(stream);
         s.connecting = connecting;
@@ -692,7 +784,12 @@ impl<'a> Worker<'a> {
         s.sess_conns += 1;
         s.deadline = self.timeout.map(|t| now + t);
         if !connecting {
-            rec(&mut self.st.connect, 1);
+            let st = if measured {
+                &mut self.st
+            } else {
+                &mut self.warm
+            };
+            rec(&mut st.connect, 1);
         }
         self.arm(idx);
         Ok(())
@@ -710,6 +807,13 @@ impl<'a> Worker<'a> {
                     self.wset_idx = (self.wset_idx + 1) % n.max(1);
                 }
                 plan.wset_base + self.wset_idx as u32
+            }
+            ReqSel::List => {
+                let plan = self.ctx.plan;
+                let n = u64::from(plan.list_len.max(1));
+                let i = self.list_idx % n;
+                self.list_idx = (i + 1) % n;
+                plan.list_base + i as u32
             }
         }
     }
@@ -749,16 +853,29 @@ impl<'a> Worker<'a> {
                 s.parser.start(r.is_head);
                 s.resp_first = None;
             }
+            let intended = s.intended.min(now);
+            let measured = s.intended >= self.win;
+            if plan.user_group.is_some() && !s.grp_open {
+                s.grp_open = true;
+                s.grp_start = intended;
+                s.grp_measured = measured;
+            }
             s.out.extend_from_slice(&r.bytes);
+            s.out_measured = measured;
             s.pending.push_back(Pending {
                 req,
                 sent: now,
-                intended: s.intended.min(now),
+                intended,
                 serial,
+                measured,
             });
             s.burst_sent += 1;
-            self.st.requests += 1;
-            self.part.requests += 1;
+            if measured {
+                self.st.requests += 1;
+                self.part.requests += 1;
+            } else {
+                self.warm.requests += 1;
+            }
             if spec.print_request.any() {
                 print_request(spec.print_request, serial, &r.bytes, r.head_len);
             }
@@ -779,7 +896,11 @@ impl<'a> Worker<'a> {
                 Ok(0) => break,
                 Ok(n) => {
                     s.out_pos += n;
-                    self.st.bytes_sent += n as u64;
+                    if s.out_measured {
+                        self.st.bytes_sent += n as u64;
+                    } else {
+                        self.warm.bytes_sent += n as u64;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -821,7 +942,12 @@ impl<'a> Worker<'a> {
             }
             s.connecting = false;
             let ct = us(now.saturating_duration_since(s.conn_start));
-            rec(&mut self.st.connect, ct);
+            let st = if s.conn_measured {
+                &mut self.st
+            } else {
+                &mut self.warm
+            };
+            rec(&mut st.connect, ct);
             s.deadline = None;
             self.pump(idx, now);
             if !self.slots[idx].in_use {
@@ -852,8 +978,13 @@ impl<'a> Worker<'a> {
                     break;
                 }
                 Ok(n) => {
-                    self.st.bytes_recv += n as u64;
-                    self.part.bytes_in += n as u64;
+                    let measured = s.pending.front().map_or(s.conn_measured, |p| p.measured);
+                    if measured {
+                        self.st.bytes_recv += n as u64;
+                        self.part.bytes_in += n as u64;
+                    } else {
+                        self.warm.bytes_recv += n as u64;
+                    }
                     if !self.process(idx, &buf[..n], now) {
                         break;
                     }
@@ -883,7 +1014,12 @@ impl<'a> Worker<'a> {
         while pos < data.len() {
             let s = &mut self.slots[idx];
             if s.pending.is_empty() {
-                self.st.framing_errors += 1;
+                // Data nobody asked for.
+                if s.conn_measured {
+                    self.st.framing_errors += 1;
+                } else {
+                    self.warm.framing_errors += 1;
+                }
                 self.fail(idx, ErrClass::Other, now);
                 return false;
             }
@@ -893,7 +1029,11 @@ impl<'a> Worker<'a> {
             let step = match s.parser.feed(&data[pos..]) {
                 Ok(st) => st,
                 Err(_) => {
-                    self.st.framing_errors += 1;
+                    if s.pending.front().is_some_and(|p| p.measured) {
+                        self.st.framing_errors += 1;
+                    } else {
+                        self.warm.framing_errors += 1;
+                    }
                     self.fail(idx, ErrClass::Other, now);
                     return false;
                 }
@@ -960,11 +1100,16 @@ impl<'a> Worker<'a> {
             Ok(false) => self.fail(idx, ErrClass::ConnReset, now),
             Err(_) => {
                 let info = s.parser.info();
+                let st = if s.pending.front().is_some_and(|p| p.measured) {
+                    &mut self.st
+                } else {
+                    &mut self.warm
+                };
                 if info.framing == Framing::Length {
-                    self.st.bytes_expected += info.content_length.unwrap_or(0);
-                    self.st.body_received += info.body_bytes;
+                    st.bytes_expected += info.content_length.unwrap_or(0);
+                    st.body_received += info.body_bytes;
                 }
-                self.st.framing_errors += 1;
+                st.framing_errors += 1;
                 self.fail(idx, ErrClass::Other, now);
             }
         }
@@ -981,9 +1126,12 @@ impl<'a> Worker<'a> {
         let info = s.parser.info();
         let first = s.resp_first.unwrap_or(now);
         s.resp_first = None;
-        let st = &mut self.st;
+        let m = p.measured;
+        let st = if m { &mut self.st } else { &mut self.warm };
         st.replies += 1;
-        self.part.replies += 1;
+        if m {
+            self.part.replies += 1;
+        }
         let class = (info.status / 100) as usize;
         if (1..=5).contains(&class) {
             st.status[class - 1] += 1;
@@ -1007,7 +1155,9 @@ impl<'a> Worker<'a> {
             &mut st.response,
             us(now.saturating_duration_since(p.intended)),
         );
-        rec(&mut self.ihist, total_unc);
+        if m {
+            rec(&mut self.ihist, total_unc);
+        }
         if s.verify_on {
             st.verified += 1;
             let len = self
@@ -1026,6 +1176,28 @@ impl<'a> Worker<'a> {
         }
         s.conn_replies += 1;
         s.sess_replies += 1;
+        // Closed-loop users: a session is `user_group` calls; with
+        // --num-calls the user then closes its connection and opens a new one.
+        let mut close_after = false;
+        if let Some(g) = plan.user_group {
+            s.grp_replies += 1;
+            if s.grp_replies >= g {
+                if s.grp_open {
+                    let st = if s.grp_measured {
+                        &mut self.st
+                    } else {
+                        &mut self.warm
+                    };
+                    rec(
+                        &mut st.session,
+                        us(now.saturating_duration_since(s.grp_start)),
+                    );
+                }
+                s.grp_open = false;
+                s.grp_replies = 0;
+                close_after = plan.close_after_group;
+            }
+        }
         let failed_status = plan.is_session && spec.failure_status == Some(info.status);
         s.burst_done += 1;
         if failed_status && spec.retry_on_failure {
@@ -1045,9 +1217,27 @@ impl<'a> Worker<'a> {
             self.end_session(idx, now);
             return false;
         }
-        let keep = info.keep_alive;
+        let keep = info.keep_alive && !close_after;
+        if !info.keep_alive && plan.end_on_close {
+            // httperf: the server closed the connection, so it ends here; the
+            // calls it did not carry are not made (see `reconnect`).
+            let s = &self.slots[idx];
+            let total = plan.calls_per_session.unwrap_or(0);
+            let unsent = total.saturating_sub(s.sess_replies);
+            if unsent > 0 {
+                let st = if s.sess_measured {
+                    &mut self.st
+                } else {
+                    &mut self.warm
+                };
+                st.unsent_calls += unsent;
+                self.end_session(idx, now);
+                return false;
+            }
+        }
         if !keep {
-            // The server closes after this reply; unsent or unanswered calls go on a new connection.
+            // The server closes after this reply (or the user's session is
+            // over); unsent or unanswered calls go on a new connection.
             let s = &mut self.slots[idx];
             let lost = s.pending.len() as u32;
             s.burst_sent -= lost;
@@ -1089,8 +1279,13 @@ impl<'a> Worker<'a> {
             self.open_conns = self.open_conns.saturating_sub(1);
             if ok && !s.connecting && s.conn_replies > 0 {
                 let life = us(Instant::now().saturating_duration_since(s.conn_start));
-                rec(&mut self.st.lifetime, life);
-                self.st.conns_ok += 1;
+                let st = if s.conn_measured {
+                    &mut self.st
+                } else {
+                    &mut self.warm
+                };
+                rec(&mut st.lifetime, life);
+                st.conns_ok += 1;
             }
         }
         s.connecting = false;
@@ -1102,11 +1297,19 @@ impl<'a> Worker<'a> {
 
     /// A connection failed with `class`: count it, close, and end or continue the session.
     fn fail(&mut self, idx: usize, class: ErrClass, now: Instant) {
-        self.st.error(class);
-        self.part.errors += 1;
+        // The error belongs to what was waiting: the oldest call, else the connection.
+        let measured = self.waiting_measured(idx);
+        if measured {
+            self.st.error(class);
+            self.part.errors += 1;
+        } else {
+            self.warm.error(class);
+        }
         self.close_conn(idx, false);
         let plan = self.ctx.plan;
         let s = &mut self.slots[idx];
+        s.grp_open = false;
+        s.grp_replies = 0;
         if plan.is_users {
             // A closed-loop user moves on to its next request on a new connection.
             s.burst += 1;
@@ -1128,21 +1331,51 @@ impl<'a> Worker<'a> {
         self.end_session(idx, now);
     }
 
+    /// Whether the oldest outstanding call (else the connection, else the
+    /// session's next call) of slot `idx` was scheduled in the window.
+    fn waiting_measured(&self, idx: usize) -> bool {
+        let s = &self.slots[idx];
+        match s.pending.front() {
+            Some(p) => p.measured,
+            None if s.sock.is_some() => s.conn_measured,
+            None => s.intended >= self.win,
+        }
+    }
+
     fn end_session(&mut self, idx: usize, now: Instant) {
         if !self.slots[idx].in_use {
             return;
         }
         self.close_conn(idx, true);
+        let plan = self.ctx.plan;
         let s = &mut self.slots[idx];
         let life = now.saturating_duration_since(s.sess_start).as_secs_f64();
-        let ss = &mut self.st.sessions;
+        let st = if s.sess_measured {
+            &mut self.st
+        } else {
+            &mut self.warm
+        };
+        // Session time: all of a request-oriented connection's calls, or a
+        // whole httperf session (users record theirs per group in on_reply).
+        let complete = !s.sess_failed
+            && !plan.is_users
+            && plan.calls_per_session.map_or(true, |n| s.sess_replies >= n);
+        if complete {
+            rec(
+                &mut st.session,
+                us(now.saturating_duration_since(s.sess_start)),
+            );
+        }
+        let ss = &mut st.sessions;
         if s.sess_failed {
             ss.failed += 1;
             ss.failtime_sum_s += life;
         } else {
             ss.completed += 1;
             ss.lifetime_sum_s += life;
-            self.part.sessions_done += 1;
+            if s.sess_measured {
+                self.part.sessions_done += 1;
+            }
         }
         let n = s.sess_replies as usize;
         if ss.length_histogram.len() <= n {
@@ -1175,11 +1408,14 @@ impl<'a> Worker<'a> {
             }
             let waiting = !self.slots[idx].pending.is_empty() || self.slots[idx].connecting;
             if waiting {
+                let measured = self.waiting_measured(idx);
                 if interrupted {
                     self.st.abandoned += 1;
-                } else {
+                } else if measured {
                     self.st.error(ErrClass::ClientTimo);
                     self.part.errors += 1;
+                } else {
+                    self.warm.error(ErrClass::ClientTimo);
                 }
             }
             self.close_conn(idx, !waiting);

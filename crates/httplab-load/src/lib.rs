@@ -58,6 +58,7 @@
 
 #![warn(missing_docs)]
 
+mod calibrate;
 mod cli;
 mod engine;
 mod plan;
@@ -80,13 +81,18 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use httplab_model::RunResult;
 
+pub use calibrate::{
+    calibrate, Calibration, CALIBRATION_WARMUP_S, CALIBRATION_WINDOW_S, DEFAULT_CALIBRATION_CONNS,
+    DEFAULT_CALIBRATION_SIZE,
+};
 pub use report::{
-    environment, render_httperf_report, write_csv, EXTRA_ABANDONED, EXTRA_COMMAND,
-    EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_SESSIONS,
+    environment, render_httperf_report, write_csv, CPU_LIMIT_PCT, EXTRA_ABANDONED,
+    EXTRA_CALIBRATION, EXTRA_COMMAND, EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_SESSIONS,
+    EXTRA_UNSENT, UTILIZATION_LIMIT,
 };
 pub use spec::{
-    parse_session_log, parse_time, Arrival, Dist, LoadSpec, LogBurst, LogCall, LogSession,
-    PrintWhat, Workload,
+    parse_session_log, parse_time, parse_uri_list, Arrival, Dist, LoadSpec, LogBurst, LogCall,
+    LogSession, PrintWhat, Workload,
 };
 pub use stats::SessionStats;
 
@@ -234,9 +240,30 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         }
         cli::Parsed::Run(s) => *s,
     };
+    let mut spec = spec;
+    let mut calibration = None;
+    if spec.calibrate || spec.calibrate_only {
+        let c = calibrate(&spec)?;
+        if spec.calibrate_only {
+            println!("{}", c.describe());
+            if let Some(path) = &spec.json {
+                let text = serde_json::to_string_pretty(&c)?;
+                std::fs::write(path, text + "\n")
+                    .with_context(|| format!("cannot write --json file {}", path.display()))?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        spec.client_ceiling = Some(c.ceiling_rps);
+        calibration = Some(c);
+    }
     sys::install_sigint();
     let stop = sys::interrupted();
-    let result = run_with_stop(&spec, true, stop)?;
+    let mut result = run_with_stop(&spec, true, stop)?;
+    if let Some(c) = &calibration {
+        if let Ok(j) = serde_json::to_string(c) {
+            result.config.extra.insert(EXTRA_CALIBRATION.to_string(), j);
+        }
+    }
     if !spec.quiet {
         let mut out = std::io::stdout().lock();
         out.write_all(render_httperf_report(&result).as_bytes())?;

@@ -18,6 +18,8 @@ pub(crate) enum ReqSel {
     Fixed(u32),
     /// Next file of the --wset walk.
     Wset,
+    /// Next path of the --uri-list rotation.
+    List,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +46,9 @@ pub(crate) struct Plan {
     pub requests: Vec<Req>,
     pub wset: Option<(u64, f64)>,
     pub wset_base: u32,
+    /// First request of the --uri-list paths and their number (0: no list).
+    pub list_base: u32,
+    pub list_len: u32,
     pub shape: Shape,
     /// First call of a burst goes alone, the rest after its reply (httperf sessions).
     pub first_alone: bool,
@@ -55,6 +60,15 @@ pub(crate) struct Plan {
     /// Total sessions (None: until --duration ends).
     pub sessions_total: Option<u64>,
     pub arrival: Arrival,
+    /// A server close ends a request-oriented connection (httperf) instead
+    /// of carrying its remaining calls over to a new connection.
+    pub end_on_close: bool,
+    /// Closed-loop users: calls of one user session (the session-time row);
+    /// with `close_after_group`, the user then closes its connection.
+    pub user_group: Option<u64>,
+    pub close_after_group: bool,
+    /// Calls of a request-oriented session (its connection's calls).
+    pub calls_per_session: Option<u64>,
 }
 
 pub(crate) fn wset_path(prefix: &str, n: u64, i: u64) -> String {
@@ -122,10 +136,32 @@ impl Plan {
                 requests.push(render(spec, &spec.method, &p, spec.body.as_deref(), &ua));
             }
         }
+        let mut list_base = 0;
+        if !spec.uris.is_empty() {
+            list_base = requests.len() as u32;
+            for u in &spec.uris {
+                requests.push(render(spec, &spec.method, u, spec.body.as_deref(), &ua));
+            }
+        }
         let main = if spec.wset.is_some() {
             ReqSel::Wset
+        } else if !spec.uris.is_empty() {
+            ReqSel::List
         } else {
             ReqSel::Fixed(0)
+        };
+        let (user_group, close_after_group) = match &spec.workload {
+            Workload::Users {
+                requests_per_user, ..
+            } => match spec.calls_per_conn {
+                Some(n) => (Some(n), true),
+                None => (*requests_per_user, false),
+            },
+            _ => (None, false),
+        };
+        let calls_per_session = match &spec.workload {
+            Workload::Requests { num_calls, .. } => Some(*num_calls),
+            _ => None,
         };
         let pace = match &spec.workload {
             Workload::Users { pace, users, .. } => pace.map(|d| (d, *users)),
@@ -218,6 +254,8 @@ impl Plan {
             requests,
             wset: spec.wset,
             wset_base,
+            list_base,
+            list_len: spec.uris.len().min(u32::MAX as usize) as u32,
             shape,
             first_alone,
             is_session,
@@ -225,6 +263,10 @@ impl Plan {
             pace,
             sessions_total,
             arrival: spec.arrival,
+            end_on_close: !spec.reconnect && matches!(spec.workload, Workload::Requests { .. }),
+            user_group,
+            close_after_group,
+            calls_per_session,
         }
     }
 

@@ -23,6 +23,17 @@ pub const EXTRA_SESSIONS: &str = "session_stats";
 pub const EXTRA_LAG_THRESHOLD: &str = "lag_threshold_ms";
 /// Key of `config.extra` counting calls abandoned when the run was interrupted.
 pub const EXTRA_ABANDONED: &str = "abandoned_calls";
+/// Key of `config.extra` counting calls not made because the server closed
+/// their connection (request-oriented runs without `--reconnect`).
+pub const EXTRA_UNSENT: &str = "unsent_calls";
+/// Key of `config.extra` holding the [`crate::Calibration`] (JSON) the run's
+/// client ceiling came from, when it was measured in the same command.
+pub const EXTRA_CALIBRATION: &str = "calibration";
+
+/// Utilization of the calibrated ceiling at which a run is client-bound.
+pub const UTILIZATION_LIMIT: f64 = 0.85;
+/// Share of the generator's cores (percent of one core) at which a run is client-bound.
+pub const CPU_LIMIT_PCT: f64 = 90.0;
 
 fn summary_of_hist(h: &hdrhistogram::Histogram<u64>) -> Summary {
     if h.is_empty() {
@@ -39,6 +50,12 @@ fn summary_of_hist(h: &hdrhistogram::Histogram<u64>) -> Summary {
     }
 }
 
+/// Marks the run client-bound for `key`, with a human-readable `text`.
+fn flag(sc: &mut SelfCheck, key: &str, text: String) {
+    sc.reasons.push(key.to_string());
+    sc.warnings.push(text);
+}
+
 /// Builds the complete result of a run.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn build_result(
@@ -49,7 +66,16 @@ pub(crate) fn build_result(
     wall_s: f64,
     interrupted: bool,
 ) -> RunResult {
-    let dur = if st.end_s > 0.0 {
+    // httperf: first connection to last event. With a warm-up: the window,
+    // from its start to the last event, and at least --duration (a run whose
+    // last reply came before the end of its window still measured all of it).
+    let dur = if spec.warmup > 0.0 {
+        let d = match spec.duration {
+            Some(d) if !interrupted => d,
+            _ => 0.0,
+        };
+        (st.end_s - spec.warmup).max(d).max(1e-9)
+    } else if st.end_s > 0.0 {
         (st.end_s - st.first_s.unwrap_or(0.0)).max(1e-9)
     } else {
         wall_s.max(1e-9)
@@ -122,6 +148,18 @@ pub(crate) fn build_result(
     if st.abandoned > 0 {
         extra.insert(EXTRA_ABANDONED.to_string(), st.abandoned.to_string());
     }
+    if st.unsent_calls > 0 {
+        extra.insert(EXTRA_UNSENT.to_string(), st.unsent_calls.to_string());
+    }
+    if spec.reconnect {
+        extra.insert("reconnect".into(), "true".into());
+    }
+    if let Some(n) = spec.calls_per_conn {
+        extra.insert("calls_per_conn".into(), n.to_string());
+    }
+    if !spec.uris.is_empty() {
+        extra.insert("uri_list".into(), spec.uris.len().to_string());
+    }
     if !spec.local_addrs.is_empty() {
         let v: Vec<String> = spec.local_addrs.iter().map(|a| a.to_string()).collect();
         extra.insert("local_addrs".into(), v.join(","));
@@ -157,6 +195,14 @@ pub(crate) fn build_result(
             t.dedup();
             t
         }
+        _ if !spec.uris.is_empty() => {
+            let mut seen = std::collections::BTreeSet::new();
+            spec.uris
+                .iter()
+                .filter(|u| seen.insert(u.as_str()))
+                .map(|u| format!("{}{}", spec.base_url(), u))
+                .collect()
+        }
         _ => vec![format!("{}{}", spec.base_url(), spec.uri)],
     };
     let config = RunConfig {
@@ -173,6 +219,7 @@ pub(crate) fn build_result(
         timeout_s: spec.timeout,
         threads: spec.threads,
         method: spec.method.clone(),
+        warmup_s: spec.warmup,
         extra,
     };
     let errors = Errors {
@@ -209,36 +256,74 @@ pub(crate) fn build_result(
         late_starts: st.late_starts,
         client_bound: false,
         warnings: Vec::new(),
+        client_ceiling: spec.client_ceiling,
+        client_utilization: None,
+        reasons: Vec::new(),
     };
-    let threads = f64::from(spec.threads.max(1));
-    if cpu_pct >= 95.0 * threads && !spec.busy_poll {
-        self_check.warnings.push(format!(
-            "generator CPU at {cpu_pct:.0}% of its {} thread(s): the client, not the server, may have limited this run (add --threads or a client core)",
-            spec.threads
-        ));
+    let reply_rate = st.replies as f64 / dur;
+    if let Some(ceiling) = spec.client_ceiling.filter(|c| *c > 0.0) {
+        let u = reply_rate / ceiling;
+        self_check.client_utilization = Some(u);
+        if u >= UTILIZATION_LIMIT {
+            flag(
+                &mut self_check,
+                "client_utilization",
+                format!(
+                    "{reply_rate:.0} replies/s is {:.0}% of the generator's own ceiling ({ceiling:.0}/s for this shape, >= {:.0}%): the client, not the server, may have limited this run",
+                    100.0 * u,
+                    100.0 * UTILIZATION_LIMIT
+                ),
+            );
+        }
     }
+    // The generator can use one core per thread, at most the cores it may run on.
+    let allowed = sys::affinity().len().max(1) as u32;
+    let cores = spec.threads.max(1).min(allowed);
+    if cpu_pct >= CPU_LIMIT_PCT * f64::from(cores) && !spec.busy_poll {
+        flag(
+            &mut self_check,
+            "client_cpu",
+            format!(
+                "generator CPU at {cpu_pct:.0}% of its {cores} core(s) (>= {CPU_LIMIT_PCT:.0}% each): the client, not the server, may have limited this run (add --threads or a client core)"
+            ),
+        );
+    }
+    // Anything with a plan in time (open-loop arrivals, paced users, think
+    // times) records how late it went out; a p99 above the threshold means
+    // the generator fell behind its own plan.
     let thr_ms = spec.lag_threshold * 1000.0;
-    let scheduled = matches!(spec.arrival, Arrival::Open(_))
-        || matches!(spec.workload, Workload::Users { pace: Some(_), .. });
-    if scheduled && self_check.schedule_lag_p99_ms > thr_ms {
-        self_check.warnings.push(format!(
-            "schedule lag p99 {:.3} ms exceeds {:.3} ms ({} late starts): the generator could not keep the schedule",
-            self_check.schedule_lag_p99_ms, thr_ms, st.late_starts
-        ));
+    let lag_p99 = self_check.schedule_lag_p99_ms;
+    if !st.lag.is_empty() && self_check.schedule_lag_p99_ms > thr_ms {
+        flag(
+            &mut self_check,
+            "schedule_lag",
+            format!(
+                "schedule lag p99 {:.3} ms exceeds {:.3} ms ({} late starts): the generator could not keep its schedule",
+                lag_p99, thr_ms, st.late_starts
+            ),
+        );
     }
     if errors.fd_unavail > 0 {
-        self_check.warnings.push(format!(
-            "ran out of file descriptors {} times: raise the hard RLIMIT_NOFILE (ulimit -Hn)",
-            errors.fd_unavail
-        ));
+        flag(
+            &mut self_check,
+            "fd_exhausted",
+            format!(
+                "ran out of file descriptors {} times: raise the hard RLIMIT_NOFILE (ulimit -Hn)",
+                errors.fd_unavail
+            ),
+        );
     }
     if errors.addrunavail > 0 {
-        self_check.warnings.push(format!(
-            "ran out of local ports {} times: spread connections with --local-addr 127.0.0.2,127.0.0.3,...",
-            errors.addrunavail
-        ));
+        flag(
+            &mut self_check,
+            "ports_exhausted",
+            format!(
+                "ran out of local ports {} times: spread connections with --local-addr 127.0.0.2,127.0.0.3,...",
+                errors.addrunavail
+            ),
+        );
     }
-    self_check.client_bound = !self_check.warnings.is_empty();
+    self_check.client_bound = !self_check.reasons.is_empty();
     RunResult {
         schema: RUN_SCHEMA.into(),
         tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
@@ -308,6 +393,7 @@ pub(crate) fn build_result(
             first_byte: Latency::from_histogram(&st.first_byte),
             response: Latency::from_histogram(&st.response),
             response_uncorrected: Latency::from_histogram(&st.response_unc),
+            session: Latency::from_histogram(&st.session),
         },
         series,
         accuracy: Accuracy {
@@ -536,6 +622,27 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         "response (uncorrected)",
         &r.latency.response_uncorrected,
     );
+    if r.latency.session.count > 0 {
+        fmt_pct_row(&mut o, "session", &r.latency.session);
+        let _ = writeln!(
+            o,
+            "httplab session time: {} sessions, mean {:.3} ms (all calls of a session, reconnections included)",
+            r.latency.session.count, r.latency.session.mean_ms
+        );
+    }
+    if r.config.warmup_s > 0.0 {
+        let _ = writeln!(
+            o,
+            "httplab warm-up: {:.3} s left out of every figure above; the window is {:.3} s",
+            r.config.warmup_s, t.test_duration_s
+        );
+    }
+    if let Some(n) = x.get(EXTRA_UNSENT) {
+        let _ = writeln!(
+            o,
+            "httplab: {n} calls not made: the server closed their connection (httperf behaviour; --reconnect makes them on a new connection)"
+        );
+    }
     let iv = p.sample_interval_s;
     let full: Vec<&Interval> = r.series.iter().filter(|i| i.len_s >= iv * 0.999).collect();
     if full.is_empty() {
@@ -623,13 +730,33 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         sc.late_starts,
         x.get(EXTRA_LAG_THRESHOLD).map_or("?", |s| s.as_str())
     );
+    if let Some(c) = x
+        .get(EXTRA_CALIBRATION)
+        .and_then(|j| serde_json::from_str::<crate::Calibration>(j).ok())
+    {
+        let _ = writeln!(o, "{}", c.describe());
+    }
+    if let Some(ceiling) = sc.client_ceiling {
+        let _ = writeln!(
+            o,
+            "httplab client ceiling: {ceiling:.0} requests/s, utilization {} (client-bound at >= {:.0}%)",
+            sc.client_utilization
+                .map_or("?".to_string(), |u| format!("{:.1}%", 100.0 * u)),
+            100.0 * UTILIZATION_LIMIT
+        );
+    }
     if sc.client_bound {
         for w in &sc.warnings {
             let _ = writeln!(o, "httplab WARNING: {w}");
         }
         let _ = writeln!(
             o,
-            "httplab verdict: CLIENT-BOUND: the load generator limited this run; do not read it as the server's capacity"
+            "httplab verdict: CLIENT-BOUND ({}): the load generator limited this run; do not read it as the server's capacity",
+            if sc.reasons.is_empty() {
+                "see warnings".to_string()
+            } else {
+                sc.reasons.join(", ")
+            }
         );
     } else {
         let _ = writeln!(

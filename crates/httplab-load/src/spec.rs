@@ -192,6 +192,10 @@ pub struct LoadSpec {
     pub host_header: Option<String>,
     /// Request target, or the prefix of `--wset` targets.
     pub uri: String,
+    /// Path list (`--uri-list`): when not empty, each request takes the next
+    /// path in rotation instead of `uri` (each worker thread keeps its own
+    /// rotation, starting at its share of the list).
+    pub uris: Vec<String>,
     /// Method.
     pub method: String,
     /// "1.1" or "1.0".
@@ -257,6 +261,36 @@ pub struct LoadSpec {
     /// Spin on epoll instead of sleeping: lowest measurement overhead, one
     /// core per thread at 100 % (the CPU self-check then ignores CPU use).
     pub busy_poll: bool,
+    /// Request-oriented workloads: when the server closes the connection
+    /// (`Connection: close`, a close-delimited body, HTTP/1.0), make the
+    /// connection's remaining calls on a new connection, as a browser does.
+    /// Off (httperf's behaviour): the connection ends there and its remaining
+    /// calls are not made (counted as `unsent_calls`). Sessions and
+    /// closed-loop users always reconnect.
+    pub reconnect: bool,
+    /// Closed-loop users: requests a user makes on one connection before it
+    /// closes it and opens a new one (`--users N --num-calls M`); these M
+    /// requests are the user's *session* (session-time row). None: a user
+    /// keeps its connection, and its session is all its requests.
+    pub calls_per_conn: Option<u64>,
+    /// Warm-up, seconds: the generator runs as specified from t0, but
+    /// everything scheduled before t0 + warmup (connections, sessions,
+    /// requests) is left out of every statistic; `duration` is measured
+    /// after the warm-up. 0: no warm-up.
+    pub warmup: f64,
+    /// The generator's own ceiling for this run's shape, requests/s, from
+    /// [`crate::calibrate`]; gives `client_utilization` and its client-bound test.
+    pub client_ceiling: Option<f64>,
+    /// Calibration: response body size of the sink, bytes (None: the size of
+    /// the first path's file under `verify_root`, else 100 bytes).
+    pub calibrate_size: Option<u64>,
+    /// Calibration: connections in flight for open-loop shapes (closed loop
+    /// uses its own user count) [default: 16].
+    pub calibrate_conns: Option<u64>,
+    /// CLI only: calibrate first and run with the measured ceiling.
+    pub calibrate: bool,
+    /// CLI only: calibrate, print the calibration and exit.
+    pub calibrate_only: bool,
     /// Do not print the report (CLI only).
     pub quiet: bool,
     /// Suppress live progress even on a terminal (CLI only).
@@ -272,6 +306,7 @@ impl LoadSpec {
             port,
             host_header: None,
             uri: "/".into(),
+            uris: Vec::new(),
             method: "GET".into(),
             http_version: "1.1".into(),
             no_host_hdr: false,
@@ -308,6 +343,14 @@ impl LoadSpec {
             json: None,
             csv: None,
             busy_poll: false,
+            reconnect: false,
+            calls_per_conn: None,
+            warmup: 0.0,
+            client_ceiling: None,
+            calibrate_size: None,
+            calibrate_conns: None,
+            calibrate: false,
+            calibrate_only: false,
             quiet: false,
             no_progress: false,
         }
@@ -341,6 +384,36 @@ impl LoadSpec {
         }
         if self.uri.is_empty() || self.uri.bytes().any(|b| b.is_ascii_whitespace()) {
             bail!("--uri must be non-empty and contain no spaces");
+        }
+        for u in &self.uris {
+            if u.is_empty() || u.bytes().any(|b| b.is_ascii_whitespace()) {
+                bail!("--uri-list path '{u}' must be non-empty and contain no spaces");
+            }
+        }
+        if !self.uris.is_empty() {
+            if self.wset.is_some() {
+                bail!("--uri-list and --wset are two ways to choose paths: use one");
+            }
+            if matches!(self.workload, Workload::SessionLog { .. }) {
+                bail!("--uri-list does not apply to --wsesslog (the log names the paths)");
+            }
+        }
+        if !(self.warmup >= 0.0 && self.warmup.is_finite()) {
+            bail!("--warmup must be a non-negative time");
+        }
+        if let Some(c) = self.client_ceiling {
+            if !(c > 0.0 && c.is_finite()) {
+                bail!("--client-ceiling must be a positive rate");
+            }
+        }
+        if self.calls_per_conn.is_some() && !matches!(self.workload, Workload::Users { .. }) {
+            bail!("calls_per_conn applies to closed-loop users (--users) only");
+        }
+        if self.calls_per_conn == Some(0) {
+            bail!("--num-calls must be at least 1");
+        }
+        if self.calibrate_conns == Some(0) {
+            bail!("--calibrate-conns must be at least 1");
         }
         let (i, n) = self.client;
         if n == 0 || i >= n {
@@ -512,6 +585,18 @@ impl LoadSpec {
         if let Some(d) = self.duration {
             s.push_str(&format!(" --duration={}", fmt_num(d)));
         }
+        if self.warmup > 0.0 {
+            s.push_str(&format!(" --warmup={}", fmt_num(self.warmup)));
+        }
+        if let Some(n) = self.calls_per_conn {
+            s.push_str(&format!(" --num-calls={n}"));
+        }
+        if !self.uris.is_empty() {
+            s.push_str(&format!(" --uri-list=({} paths)", self.uris.len()));
+        }
+        if self.reconnect {
+            s.push_str(" --reconnect");
+        }
         if self.threads > 1 {
             s.push_str(&format!(" --threads={}", self.threads));
         }
@@ -551,6 +636,26 @@ pub fn parse_time(s: &str) -> Result<f64> {
         bail!("bad time '{s}': must be a non-negative number");
     }
     Ok(v * mult)
+}
+
+/// Parses a `--uri-list` file: one path per line; blank lines and lines
+/// starting with `#` are skipped; surrounding whitespace is trimmed.
+pub fn parse_uri_list(text: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (no, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if l.bytes().any(|b| b.is_ascii_whitespace()) {
+            bail!("uri list line {}: '{l}' contains whitespace", no + 1);
+        }
+        out.push(l.to_string());
+    }
+    if out.is_empty() {
+        bail!("the uri list names no path");
+    }
+    Ok(out)
 }
 
 /// Parses a `--wsesslog` file (httperf's format): `#` comments, blank lines
@@ -673,6 +778,14 @@ mod tests {
         assert!(Dist::parse_period("u3,1").is_err());
         assert!(Dist::parse_period("x").is_err());
         assert!(Dist::parse_period("v1").is_err());
+    }
+
+    #[test]
+    fn uri_lists() {
+        let l = parse_uri_list("# set\n/a.html\n\n  /b/c.html  \n#x\n/d?q=1\n").unwrap();
+        assert_eq!(l, vec!["/a.html", "/b/c.html", "/d?q=1"]);
+        assert!(parse_uri_list("# nothing\n\n").is_err());
+        assert!(parse_uri_list("/a b\n").is_err());
     }
 
     #[test]

@@ -112,6 +112,10 @@ pub(crate) struct WorkerStats {
     pub response_unc: Histogram<u64>,
     pub lifetime: Histogram<u64>,
     pub lag: Histogram<u64>,
+    /// Session time (see `Latencies::session`).
+    pub session: Histogram<u64>,
+    /// Calls not made because the server closed their connection (no --reconnect).
+    pub unsent_calls: u64,
     pub cpu_user: f64,
     pub cpu_sys: f64,
     /// Seconds from t0 to this thread's last event.
@@ -155,6 +159,8 @@ impl WorkerStats {
             response_unc: hist(),
             lifetime: hist(),
             lag: hist(),
+            session: hist(),
+            unsent_calls: 0,
             cpu_user: 0.0,
             cpu_sys: 0.0,
             end_s: 0.0,
@@ -213,6 +219,8 @@ impl WorkerStats {
         let _ = self.response_unc.add(&o.response_unc);
         let _ = self.lifetime.add(&o.lifetime);
         let _ = self.lag.add(&o.lag);
+        let _ = self.session.add(&o.session);
+        self.unsent_calls += o.unsent_calls;
         self.cpu_user += o.cpu_user;
         self.cpu_sys += o.cpu_sys;
         self.end_s = self.end_s.max(o.end_s);

@@ -35,17 +35,70 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
     Ok(lim.rlim_cur)
 }
 
-/// User and system CPU seconds of the calling thread.
-pub fn thread_cpu() -> (f64, f64) {
+/// CPU seconds of the calling thread: `(total, user, system)`. `total` is
+/// the kernel's precise run time of the thread (CLOCK_THREAD_CPUTIME_ID,
+/// nanoseconds, the same sum as /proc/thread-self/schedstat); `user` and
+/// `system` come from RUSAGE_THREAD, whose split is sampled at clock ticks,
+/// so callers use them only to divide `total`.
+pub fn thread_cpu() -> (f64, f64, f64) {
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid, writable rusage struct.
     let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    if r != 0 {
-        return (0.0, 0.0);
-    }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (tv(ru.ru_utime), tv(ru.ru_stime))
+    let (user, sys) = if r == 0 {
+        (tv(ru.ru_utime), tv(ru.ru_stime))
+    } else {
+        (0.0, 0.0)
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let total = if r == 0 {
+        ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+    } else {
+        user + sys
+    };
+    (total, user, sys)
+}
+
+/// Online CPUs of the machine (from the kernel's online mask), best effort.
+pub fn online_cpus() -> Vec<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut out = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+            out.extend(a..=b.min(a.saturating_add(4095)));
+        }
+    }
+    if out.is_empty() {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        out = (0..n as u32).collect();
+    }
+    out
+}
+
+/// Restricts the calling thread to `cpus` (ignored when empty).
+pub fn pin_current_thread(cpus: &[u32]) -> io::Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: an all-zero cpu_set_t is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if (c as usize) < libc::CPU_SETSIZE as usize {
+            // SAFETY: `c` is below CPU_SETSIZE, the set's capacity.
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+    }
+    // SAFETY: `set` is a valid cpu_set_t and its exact size is passed; pid 0
+    // is the calling thread.
+    cvt(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) })?;
+    Ok(())
 }
 
 /// CPUs this process may run on.

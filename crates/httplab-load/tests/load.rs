@@ -182,7 +182,7 @@ fn chunked_replies_are_counted_exactly() {
 fn close_delimited_replies_reconnect() {
     let s = TestServer::start(Mode::CloseDelimited(body(777)));
     let r = load(&format!(
-        "--server 127.0.0.1 --port {} --num-conns 4 --num-calls 2 --timeout 5",
+        "--server 127.0.0.1 --port {} --num-conns 4 --num-calls 2 --timeout 5 --reconnect",
         s.port()
     ));
     assert_eq!(r.totals.replies, 8);
@@ -190,6 +190,20 @@ fn close_delimited_replies_reconnect() {
     assert_eq!(r.errors.total, 0);
     // Each call needed its own connection.
     assert_eq!(r.totals.connections, 8);
+    // Without --reconnect (httperf): each connection ends with the server's close.
+    let r = load(&format!(
+        "--server 127.0.0.1 --port {} --num-conns 4 --num-calls 2 --timeout 5",
+        s.port()
+    ));
+    assert_eq!((r.totals.connections, r.totals.replies), (4, 4));
+    assert_eq!(r.errors.total, 0);
+    assert_eq!(
+        r.config
+            .extra
+            .get(httplab_load::EXTRA_UNSENT)
+            .map(String::as_str),
+        Some("4")
+    );
 }
 
 #[test]

@@ -278,6 +278,10 @@ pub struct RunConfig {
     pub threads: u32,
     /// HTTP method.
     pub method: String,
+    /// Warm-up before the measurement window, seconds: everything scheduled
+    /// earlier is left out of every statistic (0: no warm-up).
+    #[serde(default)]
+    pub warmup_s: f64,
     /// Free-form options not covered above.
     #[serde(default)]
     pub extra: std::collections::BTreeMap<String, String>,
@@ -417,6 +421,19 @@ pub struct SelfCheck {
     pub client_bound: bool,
     /// Human-readable reasons (empty when all is well).
     pub warnings: Vec<String>,
+    /// The generator's own ceiling for this run's shape, requests/s (from a
+    /// calibration against an in-process sink), when known.
+    #[serde(default)]
+    pub client_ceiling: Option<f64>,
+    /// Achieved reply rate ÷ `client_ceiling`, when the ceiling is known.
+    #[serde(default)]
+    pub client_utilization: Option<f64>,
+    /// Which client-bound criteria fired, as stable keys: `client_utilization`
+    /// (utilization ≥ 0.85), `client_cpu` (CPU ≥ 90 % of the generator's
+    /// cores), `schedule_lag` (sends later than planned: p99 lag above the
+    /// threshold), `fd_exhausted`, `ports_exhausted`. Empty when not client-bound.
+    #[serde(default)]
+    pub reasons: Vec<String>,
 }
 
 /// One interval of the time series.
@@ -487,6 +504,12 @@ pub struct Latencies {
     pub response: Latency,
     /// Whole response from the actual send time (uncorrected, what wrk/httperf show).
     pub response_uncorrected: Latency,
+    /// Session time: from a session's scheduled start to the reply of its
+    /// last call, reconnections (and think times) included. A session is a
+    /// connection's `num_calls` calls (request-oriented), an httperf session,
+    /// or `num_calls` requests of a closed-loop user. Only complete sessions.
+    #[serde(default)]
+    pub session: Latency,
 }
 
 /// Everything one `httplab load` run measured.

@@ -179,6 +179,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
             threads: 1,
             method: "GET".into(),
             extra: Default::default(),
+            warmup_s: 0.0,
         },
         totals: Totals {
             connections: conns,
@@ -223,6 +224,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
             first_byte: Latency::from_histogram(&first_byte),
             response_uncorrected: response.clone(),
             response,
+            ..Default::default()
         },
         series,
         accuracy: Default::default(),
@@ -238,6 +240,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
             } else {
                 Vec::new()
             },
+            ..Default::default()
         },
         environment: environment(),
         interrupted: false,

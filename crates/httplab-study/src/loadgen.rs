@@ -801,6 +801,7 @@ fn build_result(
             threads: 0,
             method: "GET".into(),
             extra,
+            warmup_s: 0.0,
         },
         totals: m::Totals {
             connections: l.connections,
@@ -857,6 +858,7 @@ fn build_result(
             first_byte: first,
             response: resp,
             response_uncorrected: unc,
+            ..Default::default()
         },
         series,
         accuracy: l.acc,
@@ -872,6 +874,7 @@ fn build_result(
             late_starts: l.late,
             client_bound: cpu_bound || lag_bound,
             warnings,
+            ..Default::default()
         },
         environment: m::Environment {
             client_affinity: plan.client_cores.iter().map(|&c| c as u32).collect(),
