@@ -728,6 +728,61 @@ mod tests {
     }
 
     #[test]
+    fn new_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("uris");
+        std::fs::write(&f, "# pages\n/index.html\n/img/1.png\n").unwrap();
+        let s = spec(&format!(
+            "http://h:8/ --rate 10 --num-conns 5 --num-calls 3 --uri-list {} --warmup 1.5s --reconnect --client-ceiling 2500",
+            f.display()
+        ));
+        assert_eq!(s.uris, vec!["/index.html", "/img/1.png"]);
+        assert_eq!(s.warmup, 1.5);
+        assert!(s.reconnect);
+        assert_eq!(s.client_ceiling, Some(2500.0));
+        assert!(!s.calibrate && !s.calibrate_only);
+        assert!(s.normalized_command().contains("--warmup=1.5"));
+        let u = spec("http://h/ --users 4 --requests-per-user 10 --num-calls 2 --calibrate --calibrate-size 4096 --calibrate-conns 8");
+        assert_eq!(u.calls_per_conn, Some(2));
+        assert!(u.calibrate);
+        assert_eq!((u.calibrate_size, u.calibrate_conns), (Some(4096), Some(8)));
+        let o = spec("http://h/ --num-conns 2 --num-calls 2");
+        assert_eq!(
+            (o.calls_per_conn, o.reconnect, o.warmup),
+            (None, false, 0.0)
+        );
+        let bad = |l: String| {
+            let mut a: Vec<OsString> = vec!["httplab load".into()];
+            a.extend(l.split_whitespace().map(OsString::from));
+            parse(&a).is_err()
+        };
+        assert!(bad(format!(
+            "http://h/ --uri-list {} --wset 10,1",
+            f.display()
+        )));
+        assert!(bad("http://h/ --uri-list /nonexistent/list".into()));
+        assert!(bad("http://h/ --warmup -1".into()));
+        assert!(bad("http://h/ --client-ceiling 0".into()));
+        assert!(bad("http://h/ --users 2 --num-calls 0".into()));
+        let help = match parse(&["httplab load".into(), "--help".into()]).unwrap() {
+            Parsed::Text(t) => t,
+            _ => panic!(),
+        };
+        for opt in [
+            "--uri-list",
+            "--warmup",
+            "--reconnect",
+            "--calibrate",
+            "--calibrate-only",
+            "--calibrate-size",
+            "--calibrate-conns",
+            "--client-ceiling",
+        ] {
+            assert!(help.contains(opt), "help lacks {opt}");
+        }
+    }
+
+    #[test]
     fn urls() {
         assert_eq!(
             parse_url("http://h:81/a?b").unwrap(),

@@ -416,6 +416,10 @@ impl<'a> Worker<'a> {
             if let Some(d) = self.drain_until {
                 next = next.min(d);
             }
+            if self.cpu0.is_none() {
+                // Wake at the window's start to read the CPU clock there.
+                next = next.min(self.win);
+            }
             let now2 = Instant::now();
             let busy = self.restarts > 0 || !self.deferred.is_empty() || self.ctx.spec.busy_poll;
             let timeout = if next <= now2 || busy {
@@ -583,7 +587,7 @@ impl<'a> Worker<'a> {
                 // A paced send, or the end of a think time, that the
                 // generator itself made late: it fell behind its plan.
                 let lag = us(now.saturating_duration_since(until));
-                let st = if until >= self.win {
+                let st = if self.in_window(idx) {
                     &mut self.st
                 } else {
                     &mut self.warm
@@ -742,8 +746,8 @@ impl<'a> Worker<'a> {
             }
         }
         // The connection belongs to the window when what it was opened for
-        // (its session's start, or the call that needed it) was scheduled there.
-        let measured = self.slots[idx].intended >= self.win;
+        // (its session, or a user's call) was scheduled there.
+        let measured = self.in_window(idx);
         self.slots[idx].conn_measured = measured;
         let st = if measured {
             &mut self.st
@@ -854,7 +858,11 @@ impl<'a> Worker<'a> {
                 s.resp_first = None;
             }
             let intended = s.intended.min(now);
-            let measured = s.intended >= self.win;
+            let measured = if plan.is_users {
+                s.intended >= self.win
+            } else {
+                s.sess_measured
+            };
             if plan.user_group.is_some() && !s.grp_open {
                 s.grp_open = true;
                 s.grp_start = intended;
@@ -1331,6 +1339,19 @@ impl<'a> Worker<'a> {
         self.end_session(idx, now);
     }
 
+    /// Whether what slot `idx` does next belongs to the measurement window:
+    /// for sessions (connections, httperf sessions) the session's scheduled
+    /// start decides for all its calls; a closed-loop user's calls are each
+    /// scheduled on their own.
+    fn in_window(&self, idx: usize) -> bool {
+        let s = &self.slots[idx];
+        if self.ctx.plan.is_users {
+            s.intended >= self.win
+        } else {
+            s.sess_measured
+        }
+    }
+
     /// Whether the oldest outstanding call (else the connection, else the
     /// session's next call) of slot `idx` was scheduled in the window.
     fn waiting_measured(&self, idx: usize) -> bool {
@@ -1338,7 +1359,7 @@ impl<'a> Worker<'a> {
         match s.pending.front() {
             Some(p) => p.measured,
             None if s.sock.is_some() => s.conn_measured,
-            None => s.intended >= self.win,
+            None => self.in_window(idx),
         }
     }
 

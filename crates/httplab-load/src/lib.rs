@@ -9,6 +9,10 @@
 //!   is measured from the *scheduled* start (coordinated-omission corrected)
 //!   and from the actual send; late starts are counted, never shifted.
 //! - **Closed loop**: `--users N --requests-per-user M | --duration T --think T`.
+//! - **Path lists** (`--uri-list`), **sessions across server closes**
+//!   (`--reconnect`, session time), a **warm-up** left out of every figure
+//!   (`--warmup`), and **client calibration** ([`calibrate`], `--calibrate`)
+//!   behind a client-bound verdict that holds in every mode (see the README).
 //! - **HDR histograms** everywhere (connect, first byte, response corrected
 //!   and uncorrected, schedule lag), a per-interval time series, body-length
 //!   accuracy and `--verify-root`, and a self-check that says when the
@@ -32,6 +36,8 @@
 //!   takes a flag that ends the run early (the result then has `interrupted: true`).
 //! - [`render_httperf_report`] renders a result (also one read back from JSON).
 //! - [`cli_main`] is the whole command (`httplab load ...`).
+//! - [`calibrate`] measures the generator's ceiling for a spec's shape against
+//!   an in-process sink; put `ceiling_rps` into [`LoadSpec::client_ceiling`].
 //!
 //! # JSON
 //!
@@ -42,7 +48,8 @@
 //! `normalized_command`, `max_connect_burst`, `lag_threshold_ms`,
 //! `session_stats` (JSON of [`SessionStats`], session workloads only),
 //! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`,
-//! `verbose`, `busy_poll`.
+//! `verbose`, `busy_poll`, `unsent_calls`, `reconnect`, `calls_per_conn`,
+//! `uri_list`, `calibration` (JSON of [`Calibration`]).
 //!
 //! # Meaning of the numbers
 //!

@@ -310,3 +310,46 @@ fn calibration_measures_the_shape() {
     users.client_ceiling = Some(c.ceiling_rps);
     assert!(c.ceiling_rps > 0.0);
 }
+
+#[test]
+fn cli_calibrate_only_and_calibrate_then_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cal = dir.path().join("cal.json");
+    let args = |extra: &str| -> Vec<std::ffi::OsString> {
+        std::iter::once("httplab load".to_string())
+            .chain(extra.split_whitespace().map(String::from))
+            .map(Into::into)
+            .collect()
+    };
+    let code = httplab_load::cli_main(args(&format!(
+        "--server 127.0.0.1 --port 1 --users 2 --requests-per-user 3 --calibrate-only --json {}",
+        cal.display()
+    )))
+    .expect("calibrate-only");
+    assert_eq!(code, std::process::ExitCode::SUCCESS);
+    let c: httplab_load::Calibration =
+        serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+    assert!(c.ceiling_rps > 0.0);
+    assert_eq!(c.connections, 2);
+    let s = TestServer::start(Mode::Ok(body(10)));
+    let run = dir.path().join("run.json");
+    httplab_load::cli_main(args(&format!(
+        "http://127.0.0.1:{}/ --users 2 --requests-per-user 5 --timeout 5 --calibrate --quiet --json {}",
+        s.port(),
+        run.display()
+    )))
+    .expect("calibrate then run");
+    let r = match httplab_model::Document::from_json(&std::fs::read_to_string(&run).unwrap()) {
+        Ok(httplab_model::Document::Run(r)) => r,
+        _ => panic!("not a run document"),
+    };
+    assert_eq!(r.totals.replies, 10);
+    assert!(r.self_check.client_ceiling.is_some());
+    assert!(r.self_check.client_utilization.is_some());
+    assert!(r.config.extra.contains_key(httplab_load::EXTRA_CALIBRATION));
+    let text = httplab_load::render_httperf_report(&r);
+    assert!(
+        text.contains("httplab calibration: client ceiling"),
+        "{text}"
+    );
+}

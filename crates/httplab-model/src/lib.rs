@@ -735,6 +735,28 @@ mod tests {
     }
 
     #[test]
+    fn older_run_documents_still_read() {
+        // A run written before warmup_s, latency.session and the self-check's
+        // ceiling, utilization and reasons existed.
+        let r = RunResult {
+            schema: RUN_SCHEMA.into(),
+            ..Default::default()
+        };
+        let mut v = serde_json::to_value(&r).unwrap();
+        v["config"].as_object_mut().unwrap().remove("warmup_s");
+        v["latency"].as_object_mut().unwrap().remove("session");
+        let sc = v["self_check"].as_object_mut().unwrap();
+        for k in ["client_ceiling", "client_utilization", "reasons"] {
+            sc.remove(k);
+        }
+        let back: RunResult = serde_json::from_value(v).unwrap();
+        assert_eq!(back.config.warmup_s, 0.0);
+        assert_eq!(back.latency.session.count, 0);
+        assert_eq!(back.self_check.client_ceiling, None);
+        assert!(back.self_check.reasons.is_empty());
+    }
+
+    #[test]
     fn document_dispatch() {
         let r = RunResult {
             schema: RUN_SCHEMA.into(),
