@@ -42,6 +42,7 @@ mod log;
 mod out;
 mod session;
 mod sys;
+mod tickets;
 mod tls;
 
 use std::ffi::OsString;

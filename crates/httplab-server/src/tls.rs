@@ -43,8 +43,8 @@ const SESSION_CACHE: usize = 4096;
 
 /// Loads the certificate chain and key and builds the rustls server
 /// configuration: TLS 1.2 and 1.3, ALPN http/1.1, session resumption by
-/// stateless tickets (keys made here, before any fork, so every worker and
-/// child can decrypt them) and by a session-ID cache. Errors are one line
+/// stateless tickets (see `tickets`: every worker and forked child can
+/// decrypt them) and by a session-ID cache. Errors are one line
 /// naming the file and the problem.
 pub fn load(files: &TlsFiles) -> anyhow::Result<Arc<RustlsConfig>> {
     let cert_path = files.cert.display();
@@ -81,8 +81,9 @@ pub fn load(files: &TlsFiles) -> anyhow::Result<Arc<RustlsConfig>> {
         })?;
     cfg.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
     cfg.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
-    cfg.ticketer = rustls::crypto::ring::Ticketer::new()
-        .map_err(|e| anyhow!("cannot create TLS ticket keys: {e}"))?;
+    cfg.ticketer = Arc::new(
+        crate::tickets::Tickets::new().map_err(|_| anyhow!("cannot create TLS ticket keys"))?,
+    );
     Ok(Arc::new(cfg))
 }
 
