@@ -1,5 +1,5 @@
-//! `httplab serve`: a static-file HTTP/1.1 server with several concurrency
-//! models sharing one request handler.
+//! `httplab serve`: a static-file HTTP/1.1 server (cleartext or HTTPS) with
+//! several concurrency models sharing one request handler.
 //!
 //! # Library use
 //!
@@ -28,6 +28,9 @@
 //! - `files`: safe path resolution and the per-worker file cache.
 //! - `event`: the mio reactor (default model); `blocking`: `single`,
 //!   `threads` and `fork`.
+//! - `tls`: the transport between socket and session, plain or TLS
+//!   (rustls), driven by every model through the same calls; `tickets`:
+//!   fork-safe TLS session tickets.
 //! - `cli`: the clap parser behind [`cli_main`].
 
 pub mod config;

@@ -9,12 +9,15 @@
 //! [`Transport::deadline`] / [`Transport::on_timeout`] and
 //! [`Transport::close_notify`].
 //!
-//! The crypto provider is *ring*: it builds from the crate registry with
+//! The crypto provider is *ring*. It builds from the crate registry with
 //! nothing but a C compiler (its assembly is pre-generated for x86-64 and
-//! AArch64), while aws-lc-rs builds the much larger AWS-LC C library, which
-//! wants cmake (and, on some targets, NASM or bindgen) besides. ring's
-//! random numbers come from the kernel (getrandom), so the fork model's
-//! children share no RNG state with their parent.
+//! AArch64). aws-lc-rs (rustls' default) also builds with only a C/C++
+//! compiler on x86-64 and AArch64 Linux since 1.7 (cmake and Go only for
+//! FIPS or other targets), but it compiles the whole AWS-LC library, several
+//! times ring's build time on a two-core machine, and rcgen (the tests'
+//! certificates) uses ring too. The cost: no post-quantum key exchange,
+//! which rustls offers only with aws-lc-rs. ring's random numbers come from
+//! the kernel (getrandom), so forked children share no RNG state.
 
 use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::RawFd;
