@@ -3,7 +3,8 @@
 //! `poll`-guarded reads, through the same [`Session`] and [`Handler`] as
 //! the event model.
 
-use std::io::{self, Read};
+use std::io;
+use std::io::Read;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,18 @@ use crate::handler::Handler;
 use crate::out::Flush;
 use crate::session::Session;
 use crate::sys::{self, WakePipe};
+use crate::tls::{Fill, Transport};
+
+/// TLS configuration shared by every connection (None: cleartext).
+pub type Tls = Option<Arc<rustls::ServerConfig>>;
+
+/// A worker's reusable buffers: the session read buffer and the scratch
+/// buffer for file chunks on their way into TLS.
+#[derive(Default)]
+pub struct Buffers {
+    rbuf: Vec<u8>,
+    scratch: Vec<u8>,
+}
 
 /// What a blocking model needs to notice shutdown.
 #[derive(Clone)]
@@ -32,8 +45,20 @@ impl Stop {
 }
 
 /// Serves one connection to the end with blocking I/O.
-pub fn serve_connection(stream: TcpStream, h: &mut Handler, stop: &Stop, rbuf: &mut Vec<u8>) {
+pub fn serve_connection(
+    stream: TcpStream,
+    h: &mut Handler,
+    stop: &Stop,
+    bufs: &mut Buffers,
+    tls: &Tls,
+) {
     let now = Instant::now();
+    let Ok(mut tp) = Transport::new(tls.as_ref(), h.config().tls_handshake_timeout, now) else {
+        h.stats().closed();
+        h.flush();
+        return;
+    };
+    let rbuf = &mut bufs.rbuf;
     let peer = stream.peer_addr().ok().map(|a| a.ip());
     let _ = stream.set_nodelay(true);
     let _ = stream.set_nonblocking(false);
@@ -43,7 +68,7 @@ pub fn serve_connection(stream: TcpStream, h: &mut Handler, stop: &Stop, rbuf: &
         *rbuf = vec![0; h.config().pipeline_buffer.max(1024)];
     }
     let _ = s.attach_rbuf(std::mem::take(rbuf));
-    run_session(&stream, &mut s, h, stop);
+    run_session(&stream, &mut s, &mut tp, h, stop, &mut bufs.scratch);
     if let Some(b) = s.detach_rbuf() {
         *rbuf = b;
     }
@@ -51,10 +76,16 @@ pub fn serve_connection(stream: TcpStream, h: &mut Handler, stop: &Stop, rbuf: &
     h.flush();
 }
 
-fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop) {
+fn run_session(
+    stream: &TcpStream,
+    s: &mut Session,
+    tp: &mut Transport,
+    h: &mut Handler,
+    stop: &Stop,
+    scratch: &mut Vec<u8>,
+) {
     let fd = stream.as_raw_fd();
     let mut shutting = false;
-    let mut reader = stream;
     loop {
         h.tick();
         let now = Instant::now();
@@ -63,9 +94,9 @@ fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop
             s.begin_shutdown();
         }
         s.process(h, now, shutting);
-        if !s.out.is_empty() {
+        if tp.has_output(s) {
             let mut written = 0;
-            let r = s.out.write_to(fd, usize::MAX, &mut written);
+            let r = tp.write(s, fd, usize::MAX, scratch, &mut written);
             let writes = std::mem::take(&mut s.out.writes);
             h.count_io(written, writes);
             s.wrote(Instant::now());
@@ -76,7 +107,10 @@ fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop
             }
         }
         if s.finished() {
-            if s.needs_linger() {
+            if tp.close_notify() {
+                continue;
+            }
+            if tp.needs_linger(s) {
                 let wake = if shutting {
                     None
                 } else {
@@ -90,7 +124,15 @@ fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop
             }
             return;
         }
-        let deadline = s.deadline(h);
+        if tp.has_buffered_input() {
+            // Decrypted input is waiting: hand it over without polling.
+            match tp.fill(s, fd, Instant::now()) {
+                Ok(Fill::NoRoom) if !tp.has_output(s) && !s.finished() => return,
+                Ok(_) => continue,
+                Err(_) => return,
+            }
+        }
+        let deadline = tp.deadline(s, h);
         let wait = deadline.saturating_duration_since(Instant::now());
         let fds: Vec<i32> = if shutting {
             vec![fd]
@@ -109,23 +151,18 @@ fn run_session(stream: &TcpStream, s: &mut Session, h: &mut Handler, stop: &Stop
             continue;
         }
         if !ready[0] {
-            if Instant::now() >= deadline && s.on_timeout(h, Instant::now()).is_some() {
+            if Instant::now() >= deadline && tp.on_timeout(s, h, Instant::now()).is_some() {
                 return;
             }
             continue;
         }
-        let Some(slot) = s.read_slot() else {
+        match tp.fill(s, fd, Instant::now()) {
             // Nothing may be read (backed up or closing): wait for the
             // output, which the loop writes first.
-            if s.out.is_empty() && !s.finished() {
-                return;
-            }
-            continue;
-        };
-        match reader.read(slot) {
-            Ok(0) => s.on_eof(),
-            Ok(n) => s.filled(n, Instant::now()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Ok(Fill::NoRoom) if !tp.has_output(s) && !s.finished() => return,
+            Ok(_) => {}
+            // Includes a failed TLS handshake or garbage instead of a
+            // ClientHello: closed quietly.
             Err(_) => return,
         }
     }
@@ -189,12 +226,12 @@ fn accept_one(listener: &TcpListener, stop: &Stop, extra: &[i32]) -> Option<io::
 }
 
 /// `--model single`: one thread, one connection at a time.
-pub fn run_single(listener: TcpListener, mut h: Handler, stop: Stop) {
-    let mut rbuf = Vec::new();
+pub fn run_single(listener: TcpListener, mut h: Handler, stop: Stop, tls: Tls) {
+    let mut bufs = Buffers::default();
     while let Some(r) = accept_one(&listener, &stop, &[]) {
         if let Ok(stream) = r {
             h.stats().accepted();
-            serve_connection(stream, &mut h, &stop, &mut rbuf);
+            serve_connection(stream, &mut h, &stop, &mut bufs, &tls);
         }
     }
     h.flush();
@@ -209,6 +246,7 @@ pub fn spawn_threads(
     threads: usize,
     queue: usize,
     stop: Stop,
+    tls: Tls,
 ) -> io::Result<Vec<std::thread::JoinHandle<()>>> {
     let (tx, rx) = mpsc::sync_channel::<TcpStream>(queue.max(1));
     let rx = Arc::new(Mutex::new(rx));
@@ -217,18 +255,19 @@ pub fn spawn_threads(
         let rx = Arc::clone(&rx);
         let mut h = make_handler();
         let stop = stop.clone();
+        let tls = tls.clone();
         joins.push(
             std::thread::Builder::new()
                 .name(format!("httplab-thr-{i}"))
                 .spawn(move || {
-                    let mut rbuf = Vec::new();
+                    let mut bufs = Buffers::default();
                     loop {
                         let next = match rx.lock() {
                             Ok(guard) => guard.recv(),
                             Err(_) => break,
                         };
                         match next {
-                            Ok(stream) => serve_connection(stream, &mut h, &stop, &mut rbuf),
+                            Ok(stream) => serve_connection(stream, &mut h, &stop, &mut bufs, &tls),
                             Err(_) => break,
                         }
                     }
@@ -259,9 +298,9 @@ pub fn spawn_threads(
 /// `--model fork`: the calling thread accepts; each connection is served by
 /// a child process. At most `max_children` run at once (the parent stops
 /// accepting at the cap); children are reaped as they exit, via pidfds.
-pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop: Stop) {
+pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop: Stop, tls: Tls) {
     let mut children: Vec<(libc::pid_t, OwnedFd)> = Vec::new();
-    let mut rbuf = Vec::new();
+    let mut bufs = Buffers::default();
     let max_children = max_children.max(1);
     loop {
         reap_ready(&mut children, &h);
@@ -290,7 +329,7 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
             Ok(sys::Forked::Child) => {
                 drop(listener);
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    serve_connection(stream, &mut h, &stop, &mut rbuf);
+                    serve_connection(stream, &mut h, &stop, &mut bufs, &tls);
                 }));
                 sys::exit_now(if r.is_ok() { 0 } else { 1 });
             }

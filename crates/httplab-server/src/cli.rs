@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::config::{AccessLog, Model, ServerConfig};
+use crate::config::{AccessLog, Model, ServerConfig, TlsFiles};
 use crate::{sys, Server};
 
 /// Serve a directory over HTTP/1.1.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Serve a directory over HTTP/1.1 (event, threads, fork or single model)",
+    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model)",
     long_about = None,
     after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB/KB, m/MiB/MB suffixes."
 )]
@@ -94,6 +94,17 @@ pub struct Args {
     /// Also write the statistics as JSON lines to FILE
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// Serve HTTPS (TLS 1.2 and 1.3, ALPN http/1.1) with this PEM certificate
+    /// chain, leaf first (needs --tls-key)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert (PKCS#8, RSA or EC)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Close a connection whose TLS handshake is not complete this long after
+    /// it was accepted
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: Duration,
 }
 
 /// `on` / `off` switch.
@@ -140,6 +151,14 @@ impl Args {
             stats_interval: self.stats_interval,
             stats_json: self.stats_json.clone(),
             defer_accept: self.defer_accept == OnOff::On,
+            tls: match (&self.tls_cert, &self.tls_key) {
+                (Some(cert), Some(key)) => Some(TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                }),
+                _ => None,
+            },
+            tls_handshake_timeout: self.tls_handshake_timeout,
             ..d
         }
     }
@@ -209,10 +228,19 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         }
     };
     let cfg = args.to_config();
+    if let Some(files) = &cfg.tls {
+        // A certificate or key that cannot be used is a usage error: one
+        // line, exit 2, before anything is bound.
+        if let Err(e) = crate::tls::load(files) {
+            eprintln!("httplab serve: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    }
     // Block the termination signals before any thread exists, so every
     // thread inherits the mask and only the wait below receives them.
     sys::block_term_signals()?;
     let quiet = cfg.quiet;
+    let tls_on = cfg.tls.is_some();
     let server = Server::start(cfg)?;
     if !quiet {
         let extra = match server.model() {
@@ -220,8 +248,9 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
             Model::Threads => format!("threads model, {} threads", server.workers()),
             m => format!("{} model", m.name()),
         };
+        let scheme = if tls_on { "https" } else { "http" };
         println!(
-            "httplab serve: serving {} at http://{}/ ({extra})",
+            "httplab serve: serving {} at {scheme}://{}/ ({extra})",
             server.root().display(),
             server.local_addr()
         );

@@ -44,6 +44,15 @@ pub enum AccessLog {
     File(PathBuf),
 }
 
+/// Certificate chain and private key of `--tls-cert` / `--tls-key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// PEM file with the certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM file with the private key (PKCS#8, PKCS#1 RSA or SEC1 EC).
+    pub key: PathBuf,
+}
+
 /// Everything `httplab serve` can be told. `Default` gives the CLI defaults
 /// except `quiet` (library users usually want silence: default `true` here,
 /// the CLI sets it from `--quiet`).
@@ -113,6 +122,12 @@ pub struct ServerConfig {
     /// accepted once its first request bytes are there and is answered in
     /// the same loop turn.
     pub defer_accept: bool,
+    /// Serve HTTPS (TLS 1.2 and 1.3, ALPN http/1.1) with these files; None
+    /// serves cleartext HTTP.
+    pub tls: Option<TlsFiles>,
+    /// A TLS handshake must be complete this long after the connection was
+    /// accepted, else the connection is closed.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for ServerConfig {
@@ -147,6 +162,8 @@ impl Default for ServerConfig {
             stats_json: None,
             server_name: "httplab".to_string(),
             defer_accept: true,
+            tls: None,
+            tls_handshake_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -21,6 +21,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use crate::handler::Handler;
 use crate::out::Flush;
 use crate::session::Session;
+use crate::tls::{Fill, Transport};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
@@ -37,6 +38,8 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 struct Conn {
     stream: TcpStream,
     session: Session,
+    /// Plain or TLS: moves the session's bytes.
+    tp: Transport,
     /// Lingering close: output done, write side shut, draining input until
     /// EOF or this instant.
     linger_until: Option<Instant>,
@@ -65,6 +68,9 @@ pub struct Worker {
     sweep_every: Duration,
     linger: Duration,
     read_on_accept: bool,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    /// File chunks on their way into TLS (one per worker).
+    scratch: Vec<u8>,
 }
 
 impl Worker {
@@ -75,6 +81,7 @@ impl Worker {
         handler: Handler,
         max_conns: usize,
         shutdown: Arc<AtomicBool>,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) -> io::Result<(Worker, Arc<Waker>)> {
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
@@ -82,11 +89,14 @@ impl Worker {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let cfg = handler.config();
-        let shortest = cfg
+        let mut shortest = cfg
             .idle_timeout
             .min(cfg.header_timeout)
             .min(cfg.send_timeout)
             .min(Duration::from_secs(1));
+        if tls.is_some() {
+            shortest = shortest.min(cfg.tls_handshake_timeout);
+        }
         let sweep_every =
             (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
         let linger = cfg.idle_timeout.min(Duration::from_secs(2));
@@ -111,6 +121,8 @@ impl Worker {
                 sweep_every,
                 linger,
                 read_on_accept,
+                tls,
+                scratch: Vec::new(),
             },
             waker,
         ))
@@ -247,6 +259,17 @@ impl Worker {
     }
 
     fn insert(&mut self, mut stream: TcpStream, peer: Option<std::net::IpAddr>, now: Instant) {
+        let tp = match Transport::new(
+            self.tls.as_ref(),
+            self.handler.config().tls_handshake_timeout,
+            now,
+        ) {
+            Ok(tp) => tp,
+            Err(_) => {
+                self.handler.stats().closed();
+                return;
+            }
+        };
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -271,6 +294,7 @@ impl Worker {
         self.conns[idx] = Some(Conn {
             stream,
             session: Session::new(peer, now),
+            tp,
             linger_until: None,
             want_write: false,
         });
@@ -326,8 +350,8 @@ impl Worker {
                 }
                 continue;
             }
-            if now >= c.session.deadline(&self.handler) {
-                match c.session.on_timeout(&mut self.handler, now) {
+            if now >= c.tp.deadline(&c.session, &self.handler) {
+                match c.tp.on_timeout(&mut c.session, &mut self.handler, now) {
                     Some(_) => self.close(i),
                     None => self.drive(i),
                 }
@@ -375,12 +399,15 @@ impl Worker {
             if c.linger_until.is_some() {
                 return self.linger_drain(c, idx);
             }
-            if !c.session.out.is_empty() {
+            if c.tp.has_output(&c.session) {
                 let mut written = 0;
-                let r =
-                    c.session
-                        .out
-                        .write_to(fd, self.handler.config().sendfile_chunk, &mut written);
+                let r = c.tp.write(
+                    &mut c.session,
+                    fd,
+                    self.handler.config().sendfile_chunk,
+                    &mut self.scratch,
+                    &mut written,
+                );
                 let writes = std::mem::take(&mut c.session.out.writes);
                 self.handler.count_io(written, writes);
                 if written > 0 {
@@ -414,11 +441,14 @@ impl Worker {
                 }
             }
             c.session.process(&mut self.handler, now, shutting);
-            if !c.session.out.is_empty() {
+            if c.tp.has_output(&c.session) {
                 continue;
             }
             if c.session.finished() {
-                if !c.session.needs_linger() {
+                if c.tp.close_notify() {
+                    continue;
+                }
+                if !c.tp.needs_linger(&c.session) {
                     return false;
                 }
                 let _ = c.stream.shutdown(std::net::Shutdown::Write);
@@ -438,19 +468,13 @@ impl Worker {
                     self.rbufs.push(b);
                 }
             }
-            let Some(slot) = c.session.read_slot() else {
-                return true;
-            };
             reads += 1;
-            let want = slot.len();
-            match c.stream.read(slot) {
-                Ok(0) => c.session.on_eof(),
-                Ok(n) => {
-                    drained = n < want;
-                    c.session.filled(n, now);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            match c.tp.fill(&mut c.session, fd, now) {
+                Ok(Fill::Read { drained: d, .. }) => drained = d,
+                Ok(Fill::Eof) => {}
+                Ok(Fill::WouldBlock) | Ok(Fill::NoRoom) => return true,
+                // Includes a failed TLS handshake or garbage instead of a
+                // ClientHello: closed quietly.
                 Err(_) => return false,
             }
         }

@@ -1,5 +1,5 @@
-//! `httplab serve`: a static-file HTTP/1.1 server with several concurrency
-//! models sharing one request handler.
+//! `httplab serve`: a static-file HTTP/1.1 server (cleartext or HTTPS) with
+//! several concurrency models sharing one request handler.
 //!
 //! # Library use
 //!
@@ -28,6 +28,9 @@
 //! - `files`: safe path resolution and the per-worker file cache.
 //! - `event`: the mio reactor (default model); `blocking`: `single`,
 //!   `threads` and `fork`.
+//! - `tls`: the transport between socket and session, plain or TLS
+//!   (rustls), driven by every model through the same calls; `tickets`:
+//!   fork-safe TLS session tickets.
 //! - `cli`: the clap parser behind [`cli_main`].
 
 pub mod config;
@@ -42,6 +45,8 @@ mod log;
 mod out;
 mod session;
 mod sys;
+mod tickets;
+mod tls;
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
@@ -54,7 +59,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use config::{AccessLog, Limits, Model, ServerConfig};
+pub use config::{AccessLog, Limits, Model, ServerConfig, TlsFiles};
 pub use stats::Snapshot;
 
 use blocking::Stop;
@@ -106,6 +111,10 @@ impl Server {
         }
         std::fs::read_dir(&root)
             .with_context(|| format!("cannot read root directory {}", root.display()))?;
+        let tls = match &cfg.tls {
+            Some(files) => Some(tls::load(files)?),
+            None => None,
+        };
         let _ = sys::raise_nofile_limit();
         let log_sink = match &cfg.access_log {
             Some(t) => {
@@ -158,9 +167,14 @@ impl Server {
                 handle.workers = n;
                 let per_worker = cfg.max_connections.div_ceil(n);
                 for (i, l) in listeners.into_iter().enumerate() {
-                    let (w, waker) =
-                        event::Worker::new(l, make_handler(), per_worker, Arc::clone(&stop.flag))
-                            .context("cannot create event loop")?;
+                    let (w, waker) = event::Worker::new(
+                        l,
+                        make_handler(),
+                        per_worker,
+                        Arc::clone(&stop.flag),
+                        tls.clone(),
+                    )
+                    .context("cannot create event loop")?;
                     handle.wakers.push(waker);
                     handle.threads.push(
                         std::thread::Builder::new()
@@ -179,9 +193,15 @@ impl Server {
                 } else {
                     cfg.queue
                 };
-                handle.threads =
-                    blocking::spawn_threads(l, &make_handler, cfg.threads, queue, stop.clone())
-                        .context("cannot spawn worker threads")?;
+                handle.threads = blocking::spawn_threads(
+                    l,
+                    &make_handler,
+                    cfg.threads,
+                    queue,
+                    stop.clone(),
+                    tls.clone(),
+                )
+                .context("cannot spawn worker threads")?;
             }
             Model::Fork | Model::Single => {
                 let l = bind_listeners(cfg.listen, 1, false)?.remove(0);
@@ -195,9 +215,9 @@ impl Server {
                         .name(format!("httplab-{}", model.name()))
                         .spawn(move || {
                             if model == Model::Fork {
-                                blocking::run_fork(l, h, max_children, stop2)
+                                blocking::run_fork(l, h, max_children, stop2, tls)
                             } else {
-                                blocking::run_single(l, h, stop2)
+                                blocking::run_single(l, h, stop2, tls)
                             }
                         })
                         .context("cannot spawn acceptor thread")?,

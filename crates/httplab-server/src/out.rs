@@ -4,11 +4,18 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+use rustls::ServerConnection;
+
 use crate::sys;
+
+/// Plaintext read from a large file and encrypted per step over TLS (four
+/// full TLS records).
+pub const TLS_FILE_CHUNK: usize = 64 * 1024;
 
 /// A file range to send after `at` bytes of the memory buffer.
 #[derive(Debug)]
@@ -114,6 +121,79 @@ impl OutQueue {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(e),
                 }
+                continue;
+            }
+            self.buf.clear();
+            self.pos = 0;
+            return Ok(Flush::Done);
+        }
+    }
+
+    /// Like [`OutQueue::write_to`], through TLS: `flush` sends rustls'
+    /// queued records to the socket. Memory bytes up to the next file
+    /// segment (a cached file's head and body, or a batch of pipelined
+    /// responses) go into the TLS writer in one piece, so they leave as one
+    /// record sequence in one `sendmsg`; file segments are read with
+    /// `pread` in [`TLS_FILE_CHUNK`] pieces into `scratch`, encrypted and
+    /// sent before the next piece is read (never the whole file in memory).
+    /// New plaintext is fed only once everything before it was sent, which
+    /// bounds what rustls holds. `budget` bounds file bytes per call.
+    pub fn write_tls(
+        &mut self,
+        tls: &mut ServerConnection,
+        flush: &mut dyn FnMut(&mut ServerConnection) -> io::Result<usize>,
+        scratch: &mut Vec<u8>,
+        budget: usize,
+        written: &mut u64,
+    ) -> io::Result<Flush> {
+        let mut fed = 0usize;
+        loop {
+            while tls.wants_write() {
+                match flush(tls) {
+                    Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                    Ok(n) => {
+                        self.writes += 1;
+                        *written += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let next_at = self.files.front().map_or(self.buf.len(), |f| f.at);
+            if self.pos < next_at {
+                let n = tls.writer().write(&self.buf[self.pos..next_at])?;
+                if n == 0 {
+                    // Only before the handshake ends or after close_notify;
+                    // the session queues nothing then.
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                self.pos += n;
+                continue;
+            }
+            if let Some(f) = self.files.front_mut() {
+                if f.off >= f.end {
+                    self.files.pop_front();
+                    continue;
+                }
+                if fed >= budget {
+                    return Ok(Flush::Yield);
+                }
+                if scratch.len() < TLS_FILE_CHUNK {
+                    scratch.resize(TLS_FILE_CHUNK, 0);
+                }
+                let want = (f.end - f.off).min(TLS_FILE_CHUNK as u64) as usize;
+                let n = match f.file.read_at(&mut scratch[..want], f.off) {
+                    // The file shrank under us: the promised length cannot
+                    // be delivered, so the connection must end.
+                    Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                tls.writer().write_all(&scratch[..n])?;
+                f.off += n as u64;
+                fed += n;
                 continue;
             }
             self.buf.clear();

@@ -43,6 +43,25 @@ pub fn send(sock: RawFd, buf: &[u8], more: bool) -> io::Result<usize> {
     cvt_size(unsafe { libc::send(sock, buf.as_ptr().cast(), buf.len(), flags) })
 }
 
+/// `recv(2)` into `buf`.
+pub fn recv(sock: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is a valid writable slice for its length.
+    cvt_size(unsafe { libc::recv(sock, buf.as_mut_ptr().cast(), buf.len(), 0) })
+}
+
+/// `sendmsg(2)` of several buffers at once, with MSG_NOSIGNAL (a closed peer
+/// gives EPIPE, never SIGPIPE).
+pub fn send_vectored(sock: RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: `IoSlice` is guaranteed ABI-compatible with `struct iovec` on
+    // Unix; the slices outlive the call and are only read. A zeroed msghdr
+    // is valid (no address, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len().min(libc::UIO_MAXIOV as usize) as _;
+    // SAFETY: `msg` points at valid iovecs for the duration of the call.
+    cvt_size(unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) })
+}
+
 /// TCP_DEFER_ACCEPT on a listener: connections are queued for accept only
 /// once the client has sent data (or after about `secs`).
 pub fn set_defer_accept(sock: RawFd, secs: i32) -> io::Result<()> {

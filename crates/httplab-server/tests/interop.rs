@@ -1,5 +1,5 @@
-//! Interoperability with real clients: curl, wrk, httperf and headless
-//! Chromium. Each test fails when its client is missing under CI=true and
+//! Interoperability with real clients: curl, wrk, httperf, `openssl
+//! s_client` and headless Chromium, over HTTP and HTTPS. Each test fails when its client is missing under CI=true and
 //! prints a skip reason otherwise. Every external run is bounded in count
 //! and time (coreutils `timeout` around it, fixed request counts).
 
@@ -141,10 +141,22 @@ const PNG: &[u8] = &[
 
 #[test]
 fn chromium_loads_page_with_20_images() {
+    chromium_gallery(false);
+}
+
+#[test]
+fn chromium_loads_page_with_20_images_over_https() {
+    chromium_gallery(true);
+}
+
+/// Headless Chromium loads a page with 20 images (over HTTPS with a
+/// self-signed certificate when `tls`) and all 20 decode.
+fn chromium_gallery(tls: bool) {
     if !require_tool("chromium") {
         return;
     }
     let site = site();
+    let tc = test_cert();
     let gallery = site.root.join("gallery");
     std::fs::create_dir_all(&gallery).unwrap();
     let mut html = String::from(
@@ -169,7 +181,11 @@ fn chromium_loads_page_with_20_images() {
     let profile = tempfile::tempdir().unwrap();
     let mut cfg = config(&variants()[0], &site.root);
     cfg.access_log = Some(httplab_server::AccessLog::File(log.clone()));
+    if tls {
+        cfg = with_tls(cfg, &tc);
+    }
     let server = start(cfg);
+    let scheme = if tls { "https" } else { "http" };
     let out = bounded(90, "chromium")
         .args([
             "--headless",
@@ -181,10 +197,12 @@ fn chromium_loads_page_with_20_images() {
             "--disable-component-update",
             "--disable-sync",
             "--virtual-time-budget=10000",
+            // The test certificate is self-signed.
+            "--ignore-certificate-errors",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg("--dump-dom")
-        .arg(format!("http://{}/gallery/", server.local_addr()))
+        .arg(format!("{scheme}://{}/gallery/", server.local_addr()))
         .output()
         .expect("run chromium");
     server.shutdown();
@@ -203,5 +221,117 @@ fn chromium_loads_page_with_20_images() {
     for i in 0..20 {
         let needle = format!("\"GET /gallery/img{i}.png HTTP/1.1\" 200 ");
         assert!(text.contains(&needle), "img{i}.png not served: {text}");
+    }
+}
+
+#[test]
+fn curl_fetches_over_https_on_every_model() {
+    if !require_tool("curl") {
+        return;
+    }
+    let site = site();
+    let tc = test_cert();
+    let out_dir = tempfile::tempdir().unwrap();
+    for v in variants() {
+        let server = start(with_tls(config(&v, &site.root), &tc));
+        // The certificate names localhost; --resolve keeps the connection on
+        // 127.0.0.1 whatever /etc/hosts says.
+        let port = server.local_addr().port();
+        let resolve = format!("localhost:{port}:127.0.0.1");
+        let base = format!("https://localhost:{port}");
+        let big_out = out_dir.path().join("big.bin");
+        let out = bounded(30, "curl")
+            .args(["-sS", "-v", "--fail", "--resolve", &resolve, "--cacert"])
+            .arg(&tc.cert)
+            .arg("-o")
+            .arg(&big_out)
+            .arg(format!("{base}/big.bin"))
+            .args(["-o", "/dev/null"])
+            .arg(format!("{base}/small.html"))
+            .output()
+            .expect("run curl");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "[{}] curl: {err}", v.name);
+        assert!(
+            std::fs::read(&big_out).unwrap() == site.big,
+            "[{}] big.bin differs",
+            v.name
+        );
+        // curl offers h2 and http/1.1; the server picks http/1.1.
+        assert!(
+            err.contains("ALPN: server accepted http/1.1")
+                || err.contains("ALPN, server accepted to use http/1.1"),
+            "[{}] ALPN: {err}",
+            v.name
+        );
+        let reused = err.contains("Re-using existing") || err.contains("Reusing existing");
+        assert_eq!(reused, v.keep_alive, "[{}] connection reuse: {err}", v.name);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn openssl_s_client_handshakes_with_tls12_and_tls13() {
+    if !require_tool("openssl") {
+        return;
+    }
+    let site = site();
+    let tc = test_cert();
+    for model in [
+        httplab_server::Model::Event,
+        httplab_server::Model::Threads,
+        httplab_server::Model::Fork,
+        httplab_server::Model::Single,
+    ] {
+        let mut cfg = config(&variants()[0], &site.root);
+        cfg.model = model;
+        let server = start(with_tls(cfg, &tc));
+        for (flag, name) in [("-tls1_2", "TLSv1.2"), ("-tls1_3", "TLSv1.3")] {
+            let mut child = bounded(30, "openssl")
+                .args([
+                    "s_client",
+                    flag,
+                    "-alpn",
+                    "http/1.1",
+                    "-servername",
+                    "localhost",
+                ])
+                .arg("-connect")
+                .arg(server.local_addr().to_string())
+                .arg("-CAfile")
+                .arg(&tc.cert)
+                .args(["-verify_return_error", "-ign_eof"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("run openssl");
+            {
+                use std::io::Write;
+                let mut stdin = child.stdin.take().unwrap();
+                stdin
+                    .write_all(get("/small.html", "Connection: close\r\n").as_bytes())
+                    .unwrap();
+                // Dropped: EOF on stdin; -ign_eof keeps the session open
+                // until the server closes it after the response.
+            }
+            let out = child.wait_with_output().expect("openssl output");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let tag = format!("[{} {name}]", model.name());
+            assert!(
+                out.status.success(),
+                "{tag} s_client failed: {text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.contains("ALPN protocol: http/1.1"), "{tag} {text}");
+            assert!(
+                text.contains(&format!("Protocol  : {name}")),
+                "{tag} {text}"
+            );
+            assert!(text.contains("Verify return code: 0 (ok)"), "{tag} {text}");
+            assert!(text.contains("HTTP/1.1 200 OK"), "{tag} {text}");
+            assert!(text.contains("87 bytes</body></html>"), "{tag} {text}");
+        }
+        server.shutdown();
     }
 }

@@ -159,9 +159,10 @@ impl Resp {
     }
 }
 
-/// A buffered reader of responses on one connection.
-pub struct Client {
-    pub stream: TcpStream,
+/// A buffered reader of responses on one connection (a TCP stream, or a
+/// TLS stream over one).
+pub struct Client<S = TcpStream> {
+    pub stream: S,
     buf: Vec<u8>,
 }
 
@@ -172,8 +173,10 @@ impl Client {
             buf: Vec::new(),
         }
     }
+}
 
-    pub fn wrap(stream: TcpStream) -> Self {
+impl<S: Read + Write> Client<S> {
+    pub fn wrap(stream: S) -> Self {
         Client {
             stream,
             buf: Vec::new(),
@@ -191,7 +194,15 @@ impl Client {
                 self.buf.extend_from_slice(&tmp[..n]);
                 n
             }
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
+            // A reset, or (TLS) a TCP close without close_notify.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                0
+            }
             Err(e) => panic!("read failed (server hung?): {e}"),
         }
     }
@@ -278,4 +289,82 @@ pub fn require_tool(name: &str) -> bool {
     }
     eprintln!("SKIP: {name} not found in PATH (install it, or set CI=true to make this a failure)");
     false
+}
+
+/// A self-signed certificate for `localhost` and 127.0.0.1 (made with
+/// rcgen at test time) written as PEM files.
+pub struct TestCert {
+    pub dir: tempfile::TempDir,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub der: rustls::pki_types::CertificateDer<'static>,
+}
+
+pub fn test_cert() -> TestCert {
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .expect("rcgen");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    TestCert {
+        dir,
+        cert,
+        key,
+        der: ck.cert.der().clone(),
+    }
+}
+
+/// `cfg` serving HTTPS with `tc`.
+pub fn with_tls(mut cfg: ServerConfig, tc: &TestCert) -> ServerConfig {
+    cfg.tls = Some(httplab_server::TlsFiles {
+        cert: tc.cert.clone(),
+        key: tc.key.clone(),
+    });
+    cfg
+}
+
+/// A rustls client trusting only `tc`, limited to `versions`, offering
+/// `alpn`. Keep one per test to get session resumption between
+/// connections.
+pub fn tls_client(
+    tc: &TestCert,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    alpn: &[&[u8]],
+) -> std::sync::Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(tc.der.clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    std::sync::Arc::new(cfg)
+}
+
+pub type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+/// Connects and completes the TLS handshake (errors are returned, e.g. an
+/// alert from the server).
+pub fn tls_connect(
+    addr: SocketAddr,
+    cfg: &std::sync::Arc<rustls::ClientConfig>,
+) -> Result<Client<TlsStream>, rustls::Error> {
+    let mut tcp = connect(addr);
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut conn = rustls::ClientConnection::new(std::sync::Arc::clone(cfg), name)?;
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut tcp) {
+            let inner = e
+                .get_ref()
+                .and_then(|i| i.downcast_ref::<rustls::Error>())
+                .cloned();
+            return Err(inner.unwrap_or_else(|| rustls::Error::General(e.to_string())));
+        }
+    }
+    Ok(Client::wrap(rustls::StreamOwned::new(conn, tcp)))
 }
