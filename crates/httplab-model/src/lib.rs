@@ -24,8 +24,12 @@ use serde::{Deserialize, Serialize};
 pub const RUN_SCHEMA: &str = "httplab.run/1";
 /// Schema tag of a rate sweep ([`SweepResult`]).
 pub const SWEEP_SCHEMA: &str = "httplab.sweep/1";
-/// Schema tag of a study ([`StudyResult`]).
-pub const STUDY_SCHEMA: &str = "httplab.study/1";
+/// Schema tag of a study ([`StudyResult`]). Version 2 added repetitions in
+/// rounds, per-cell statistics and verdicts; readers still accept version 1
+/// ([`STUDY_SCHEMA_V1`]), whose new fields read as empty.
+pub const STUDY_SCHEMA: &str = "httplab.study/2";
+/// The previous study schema, still read.
+pub const STUDY_SCHEMA_V1: &str = "httplab.study/1";
 
 /// Errors from reading result documents.
 #[derive(Debug, thiserror::Error)]
@@ -487,6 +491,9 @@ pub struct ServerCost {
     pub name: String,
     /// CPU seconds the server used during the run.
     pub cpu_s: f64,
+    /// Where `cpu_s` comes from ("cgroup cpuacct (ns)", "schedstat …"; empty: clock ticks).
+    #[serde(default)]
+    pub cpu_source: String,
     /// Peak RSS, bytes.
     pub peak_rss_bytes: u64,
     /// Samples over time.
@@ -566,6 +573,10 @@ pub struct Saturation {
     pub knee_rate: Option<f64>,
     /// The SLO used, ms.
     pub slo_ms: f64,
+    /// The search stopped because the load generator, not the server, reached
+    /// its limit: `max_sustainable_rate` is then a lower bound ("≥ X").
+    #[serde(default)]
+    pub client_bound: bool,
     /// Runs it took (adaptive search) or steps (plain sweep).
     pub runs: u32,
     /// How the rate was found: "steps" or "find-max".
@@ -618,8 +629,14 @@ pub struct StudyRun {
     pub workload: String,
     /// Server name.
     pub server: String,
-    /// Repetition index, from 0.
+    /// Repetition index, from 0 (the round this run belongs to).
     pub repetition: u32,
+    /// Step label of a workload with steps (`vary`), None otherwise.
+    #[serde(default)]
+    pub step: Option<String>,
+    /// Place of this server in its round's random order, from 0.
+    #[serde(default)]
+    pub position: u32,
     /// "ok", "failed", "not installed", "skipped".
     pub status: String,
     /// Why, when not ok.
@@ -648,6 +665,138 @@ pub struct StudyResult {
     pub runs: Vec<StudyRun>,
     /// Machine facts, including each server's version under `extra`.
     pub environment: Environment,
+    /// How the study measured (absent in version 1 documents).
+    #[serde(default)]
+    pub protocol: Option<Protocol>,
+    /// Statistics of every workload × step × server (version 2).
+    #[serde(default)]
+    pub cells: Vec<Cell>,
+    /// One verdict per workload and step (version 2).
+    #[serde(default)]
+    pub verdicts: Vec<StudyVerdict>,
+    /// Written answers to the study's questions (version 2).
+    #[serde(default)]
+    pub answers: Vec<Answer>,
+}
+
+/// The measurement protocol of a study: warm-up, window, repetitions in
+/// rounds of random order, adaptive stopping and the significance level.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Protocol {
+    /// Seed of the round orders and of the bootstrap.
+    pub seed: u64,
+    /// Warm-up discarded before every run's measurement window, s.
+    pub warmup_s: f64,
+    /// Measurement window of every window-based run, s.
+    pub window_s: f64,
+    /// Fewest repetitions (rounds) per cell.
+    pub min_repetitions: u32,
+    /// Most repetitions per cell.
+    pub max_repetitions: u32,
+    /// Target half-width of the 95 % CI relative to the mean (0.02 = ±2 %).
+    pub precision: f64,
+    /// Significance level of the comparisons (after Holm–Bonferroni).
+    pub alpha: f64,
+    /// Smallest relative difference a verdict calls a win (smaller ones are noise).
+    #[serde(default)]
+    pub min_effect: f64,
+    /// `--quick` was given (fewer repetitions, shorter windows).
+    #[serde(default)]
+    pub quick: bool,
+}
+
+/// The statistics of one server on one workload step over its repetitions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Cell {
+    /// Workload.
+    pub workload: String,
+    /// Step label, None for a workload without steps.
+    pub step: Option<String>,
+    /// Server.
+    pub server: String,
+    /// Successful repetitions.
+    pub n: u32,
+    /// The workload's metric (key): the one its verdict judges.
+    #[serde(default)]
+    pub metric: String,
+    /// Every metric's value per successful repetition, in round order, by key.
+    #[serde(default)]
+    pub values: std::collections::BTreeMap<String, Vec<f64>>,
+    /// Why repetitions stopped ("precision", "max-repetitions", "failed", "interrupted").
+    pub stop: String,
+    /// Relative half-width of the primary metric's CI when repetitions stopped.
+    pub precision: Option<f64>,
+    /// Runs of this cell the load generator limited (their figures are bounds).
+    pub client_bound_runs: u32,
+    /// True when any run of the cell was client-bound.
+    pub client_bound: bool,
+    /// Mean, median, 95 % CI and n of every metric, by metric key.
+    pub metrics: std::collections::BTreeMap<String, Estimate>,
+}
+
+/// Mean, median, standard deviation and a 95 % confidence interval of a
+/// metric over repetitions (computed by httplab-stats).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Estimate {
+    /// Values.
+    pub n: u32,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub median: f64,
+    /// Sample standard deviation (n − 1).
+    pub stddev: f64,
+    /// Lower end of the 95 % CI of the mean (None when n < 2).
+    pub ci_low: Option<f64>,
+    /// Upper end of the 95 % CI of the mean (None when n < 2).
+    pub ci_high: Option<f64>,
+}
+
+/// The verdict of one workload (and step): who is better on its metric, if
+/// anyone significantly is.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StudyVerdict {
+    /// Workload.
+    pub workload: String,
+    /// Step label, None for a workload without steps.
+    pub step: Option<String>,
+    /// Metric key compared.
+    pub metric: String,
+    /// "lower" or "higher".
+    pub better: String,
+    /// The significantly better server, None when no difference is significant
+    /// (or a figure is only a client-bound bound).
+    pub winner: Option<String>,
+    /// Best mean.
+    pub leader: Option<String>,
+    /// Second-best mean.
+    pub runner_up: Option<String>,
+    /// How many times better the leader is than the runner-up (≥ 1).
+    pub ratio: Option<f64>,
+    /// 95 % bootstrap CI of `ratio`.
+    pub ratio_ci: Option<[f64; 2]>,
+    /// Holm-adjusted p value of leader vs runner-up.
+    pub p_value: Option<f64>,
+    /// Whether the difference is significant.
+    pub significant: bool,
+    /// Repetitions per server.
+    pub n: std::collections::BTreeMap<String, u32>,
+    /// Servers whose figure is a client-bound bound.
+    #[serde(default)]
+    pub client_bound: Vec<String>,
+    /// One sentence saying all of the above.
+    pub note: String,
+}
+
+/// A written answer to one of a study's questions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Answer {
+    /// The question.
+    pub question: String,
+    /// The answer with its evidence and uncertainty.
+    pub answer: String,
+    /// What the seed concluded, and whether this run agrees.
+    pub versus_seed: String,
 }
 
 /// Any result document, told apart by its `schema` tag.
@@ -674,12 +823,16 @@ impl Document {
             Ok(Document::Run(Box::new(serde_json::from_value(v)?)))
         } else if check_schema(&schema, SWEEP_SCHEMA).is_ok() {
             Ok(Document::Sweep(Box::new(serde_json::from_value(v)?)))
-        } else if check_schema(&schema, STUDY_SCHEMA).is_ok() {
+        } else if check_schema(&schema, STUDY_SCHEMA).is_ok()
+            || check_schema(&schema, STUDY_SCHEMA_V1).is_ok()
+        {
             Ok(Document::Study(Box::new(serde_json::from_value(v)?)))
         } else {
             Err(Box::new(ModelError::Schema {
                 found: schema,
-                expected: format!("{RUN_SCHEMA}, {SWEEP_SCHEMA} or {STUDY_SCHEMA}"),
+                expected: format!(
+                    "{RUN_SCHEMA}, {SWEEP_SCHEMA}, {STUDY_SCHEMA} or {STUDY_SCHEMA_V1}"
+                ),
             }))
         }
     }
@@ -768,5 +921,15 @@ mod tests {
             Document::Run(_)
         ));
         assert!(Document::from_json("{\"schema\":\"x/1\"}").is_err());
+        // Version 1 studies still read; their new fields are empty.
+        let v1 = r#"{"schema":"httplab.study/1","tool":{"name":"httplab","version":"0.1.0"},
+            "name":"s","started_at":"2026-11-22T00:00:00Z","runs":[],
+            "environment":{"kernel":"","cpu_model":"","cores":2,"memory_bytes":0}}"#;
+        match Document::from_json(v1).unwrap() {
+            Document::Study(s) => {
+                assert!(s.verdicts.is_empty() && s.cells.is_empty() && s.protocol.is_none())
+            }
+            _ => panic!("not a study"),
+        }
     }
 }

@@ -237,6 +237,7 @@ pub fn analyze(steps: &[SweepStep], slo_ms: f64) -> Saturation {
         max_sustainable_rate: max,
         knee_rate: knee(&ms),
         slo_ms,
+        client_bound: ms.iter().any(|m| m.client_bound),
         runs: steps.len() as u32,
         method: "steps".into(),
     }
@@ -287,9 +288,12 @@ fn round_rate(r: f64) -> f64 {
 }
 
 /// Adaptive search for the maximum sustainable rate: start at `cfg.start`,
-/// double while sustained (bracket), halve while not, then bisect between
-/// the highest sustained and the lowest failed rate until they are within
-/// `cfg.precision` of each other. `run` is called with each rate tried and
+/// double while sustained (bracket; upward without limit unless
+/// `cfg.ceiling` is set), halve while not, then bisect between the highest
+/// sustained and the lowest failed rate until they are within
+/// `cfg.precision` of each other. A client-bound step ends the search: the
+/// saturation is then marked `client_bound` and its rate is a lower bound
+/// ("≥ X"), because the generator, not the server, stopped keeping up. `run` is called with each rate tried and
 /// returns the step result. A marginal failure ([`is_marginal`]) is measured
 /// once more and the repeat stands. Returns one step per rate tried, sorted by
 /// rate, and the analysis (method "find-max", `runs` = load runs made,
@@ -303,10 +307,12 @@ where
     let mut hi: Option<f64> = None; // lowest failed
     let mut rate = round_rate(cfg.start.max(0.1));
     let mut stopped = false;
+    let mut client_bound = false;
     let mut runs: u32 = 0;
     let mut try_rate = |rate: f64,
                         steps: &mut Vec<SweepStep>,
                         stopped: &mut bool,
+                        client_bound: &mut bool,
                         runs: &mut u32|
      -> Result<bool> {
         let mut r = run(rate)?;
@@ -322,6 +328,12 @@ where
         // An interrupted run (Ctrl-C) ends the search; it judges nothing.
         *stopped = r.interrupted;
         let ok = !r.interrupted && metrics(rate, &r, cfg.slo_ms).sustained;
+        // A step the load generator limited says nothing about the server
+        // above it: the search ends there, and its result is a lower bound.
+        if !r.interrupted && r.self_check.client_bound {
+            *client_bound = true;
+            *stopped = true;
+        }
         steps.push(SweepStep {
             demanded_rate: rate,
             run: r,
@@ -333,7 +345,10 @@ where
         if runs >= cfg.max_runs {
             break;
         }
-        let ok = try_rate(rate, &mut steps, &mut stopped, &mut runs)?;
+        let ok = try_rate(rate, &mut steps, &mut stopped, &mut client_bound, &mut runs)?;
+        if ok && client_bound {
+            lo = Some(rate);
+        }
         if stopped {
             break;
         }
@@ -371,7 +386,10 @@ where
         if mid <= l || mid >= h {
             break;
         }
-        let ok = try_rate(mid, &mut steps, &mut stopped, &mut runs)?;
+        let ok = try_rate(mid, &mut steps, &mut stopped, &mut client_bound, &mut runs)?;
+        if ok && client_bound {
+            lo = Some(mid);
+        }
         if stopped {
             break;
         }
@@ -388,6 +406,7 @@ where
         max_sustainable_rate: lo,
         knee_rate: knee(&ms),
         slo_ms: cfg.slo_ms,
+        client_bound,
         runs,
         method: "find-max".into(),
     };
@@ -438,6 +457,24 @@ mod tests {
         let (_, sat) = find_max(&cfg, |r| Ok(synth::run(&s, r, 1, 5.0))).unwrap();
         let max = sat.max_sustainable_rate.unwrap();
         assert!((max - 300.0).abs() / 300.0 < 0.05, "max {max}");
+    }
+
+    #[test]
+    fn find_max_stops_at_a_client_bound_step() {
+        let s = SynthServer::new("a", 1_000_000.0, 0.5);
+        let cfg = FindMax {
+            start: 1000.0,
+            ..Default::default()
+        };
+        let (steps, sat) = find_max(&cfg, |r| {
+            let mut run = synth::run(&s, r, 1, 5.0);
+            run.self_check.client_bound = r >= 8000.0;
+            Ok(run)
+        })
+        .unwrap();
+        assert!(sat.client_bound);
+        assert_eq!(sat.max_sustainable_rate, Some(8000.0));
+        assert_eq!(steps.len(), 4, "1k, 2k, 4k, 8k");
     }
 
     #[test]

@@ -856,3 +856,219 @@ mod tests {
         assert_eq!(nice_max(1000.0), 1000.0);
     }
 }
+
+/// One bar of [`estimate_bars`]: a mean over repetitions and its 95 % CI.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimateBar {
+    /// Server (or other category) name.
+    pub label: String,
+    /// Mean.
+    pub mean: f64,
+    /// 95 % confidence interval of the mean, when known (n ≥ 2).
+    pub ci: Option<(f64, f64)>,
+    /// The load generator limited this figure (it is a bound).
+    pub client_bound: bool,
+}
+
+/// One line of [`estimate_lines`]: a value with its CI per step (None: no data).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EstimateSeries {
+    /// Series name (a server).
+    pub label: String,
+    /// Per step: mean, CI, client-bound.
+    pub points: Vec<Option<(f64, Option<(f64, f64)>, bool)>>,
+}
+
+/// A vertical 95 % CI whisker with caps at `x`.
+fn draw_whisker<'a, 'b: 'a>(
+    chart: &mut ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    x: f64,
+    (lo, hi): (f64, f64),
+    c: RGBColor,
+) -> Result<()> {
+    let st = c.stroke_width(2);
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(x, lo), (x, hi)],
+        st,
+    )))?;
+    for y in [lo, hi] {
+        chart.draw_series(std::iter::once(
+            EmptyElement::at((x, y)) + PathElement::new(vec![(-6, 0), (6, 0)], st),
+        ))?;
+    }
+    Ok(())
+}
+
+/// Bars of means with 95 % CI whiskers, one per category (the study's
+/// per-workload chart). Client-bound bars are hatched in the marker colour
+/// and labelled "≥": their true value may be higher (or, for times, lower).
+pub fn estimate_bars(title: &str, y_desc: &str, bars: &[EstimateBar]) -> Result<String> {
+    render(SIZE, |root| {
+        if bars.iter().all(|b| !b.mean.is_finite()) {
+            return empty(root, title, "no data");
+        }
+        let top = bars
+            .iter()
+            .map(|b| b.ci.map_or(b.mean, |c| c.1.max(b.mean)))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let ymax = nice_max(top * 1.08);
+        let n = bars.len().max(1) as f64;
+        let mut legend = Legend::default();
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, caption_style())
+            .margin(14)
+            .margin_right(LEGEND_W)
+            .x_label_area_size(56)
+            .y_label_area_size(74)
+            .build_cartesian_2d(0f64..n, 0f64..ymax)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .disable_x_axis()
+            .light_line_style(FAINT)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .y_desc(y_desc)
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .y_label_formatter(&|v| si(*v))
+            .draw()?;
+        let label_style = (FONT, 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, b) in bars.iter().enumerate() {
+            let c = color(i);
+            let x = i as f64;
+            if b.mean.is_finite() {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(x + 0.18, 0.0), (x + 0.82, b.mean)],
+                    c.mix(0.8).filled(),
+                )))?;
+                if b.client_bound {
+                    chart.draw_series(std::iter::once(Rectangle::new(
+                        [(x + 0.18, 0.0), (x + 0.82, b.mean)],
+                        CLIENT_BOUND_COLOR.stroke_width(3),
+                    )))?;
+                }
+                if let Some(ci) = b.ci {
+                    draw_whisker(&mut chart, x + 0.5, ci, RGBColor(30, 30, 30))?;
+                }
+                let text = if b.client_bound {
+                    format!("≥ {}", si(b.mean))
+                } else {
+                    si(b.mean)
+                };
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at((x + 0.5, b.mean))
+                        + Text::new(text, (4, -18), (FONT, 12).into_font().color(&AXIS)),
+                ))?;
+            }
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((x + 0.5, 0.0))
+                    + Text::new(b.label.clone(), (0, 8), label_style.clone()),
+            ))?;
+        }
+        legend.push(
+            "mean; whisker: 95 % CI",
+            Glyph::Line(RGBColor(30, 30, 30), 2),
+        );
+        if bars.iter().any(|b| b.client_bound) {
+            legend.push(
+                "client-bound: a bound, not a measurement",
+                Glyph::ClientBound,
+            );
+        }
+        legend.draw(root, LEGEND_X, LEGEND_Y)?;
+        Ok(())
+    })
+}
+
+/// Lines of means over categorical steps (a study's varied parameter) with
+/// 95 % CI whiskers; client-bound points ringed.
+pub fn estimate_lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    steps: &[String],
+    series: &[EstimateSeries],
+) -> Result<String> {
+    render(SIZE, |root| {
+        let top = series
+            .iter()
+            .flat_map(|s| s.points.iter().flatten())
+            .map(|(m, ci, _)| ci.map_or(*m, |c| c.1.max(*m)))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        if top <= 0.0 {
+            return empty(root, title, "no data");
+        }
+        let ymax = nice_max(top * 1.08);
+        let n = steps.len().max(1) as f64;
+        let mut legend = Legend::default();
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, caption_style())
+            .margin(14)
+            .margin_right(LEGEND_W)
+            .x_label_area_size(56)
+            .y_label_area_size(74)
+            .build_cartesian_2d(0f64..n, 0f64..ymax)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .light_line_style(FAINT)
+            .bold_line_style(GRID)
+            .axis_style(AXIS)
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .y_label_formatter(&|v| si(*v))
+            .draw()?;
+        let label_style = (FONT, 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, st) in steps.iter().enumerate() {
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((i as f64 + 0.5, 0.0))
+                    + Text::new(st.clone(), (0, 8), label_style.clone()),
+            ))?;
+        }
+        let mut cb = Vec::new();
+        for (si_, s) in series.iter().enumerate() {
+            let c = color(si_);
+            // Small horizontal offsets keep overlapping whiskers apart.
+            let off = (si_ as f64 - series.len() as f64 / 2.0) * 0.03;
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| p.map(|(m, _, _)| (i as f64 + 0.5 + off, m)))
+                .collect();
+            chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
+            chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
+            for (i, p) in s.points.iter().enumerate() {
+                if let Some((m, ci, bound)) = p {
+                    if let Some(ci) = ci {
+                        draw_whisker(&mut chart, i as f64 + 0.5 + off, *ci, c)?;
+                    }
+                    if *bound {
+                        cb.push((i as f64 + 0.5 + off, *m));
+                    }
+                }
+            }
+            legend.push(s.label.clone(), Glyph::Line(c, 2));
+        }
+        draw_client_bound(&mut chart, cb, &mut legend)?;
+        legend.push("whiskers: 95 % CI of the mean", Glyph::Line(AXIS, 1));
+        legend.draw(root, LEGEND_X, LEGEND_Y)?;
+        Ok(())
+    })
+}

@@ -64,6 +64,8 @@ pub struct Collected<'a> {
     pub commands: Vec<String>,
     /// Environments of the documents, deduplicated.
     pub environments: Vec<&'a httplab_model::Environment>,
+    /// Verdicts of study documents (study name, verdict).
+    pub verdicts: Vec<(&'a str, &'a httplab_model::StudyVerdict)>,
 }
 
 /// Builds a sweep series from a stored target.
@@ -158,6 +160,8 @@ pub fn collect(docs: &[Document]) -> Collected<'_> {
                     }
                 }
                 push_env(&mut c.environments, &st.environment);
+                c.verdicts
+                    .extend(st.verdicts.iter().map(|v| (st.name.as_str(), v)));
             }
         }
     }

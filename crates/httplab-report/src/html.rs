@@ -535,6 +535,22 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
     };
     h.push_str(&format!("<p class=\"sub\">{what}{src}.</p>\n"));
 
+    if !c.verdicts.is_empty() {
+        h.push_str("<section class=\"findings\">\n<h2>Study verdicts</h2>\n<ul>\n");
+        for (study, v) in &c.verdicts {
+            let place = match &v.step {
+                Some(s) => format!("{} [{}]", v.workload, s),
+                None => v.workload.clone(),
+            };
+            h.push_str(&format!(
+                "<li>{}: <b>{}</b>: {}</li>\n",
+                esc_html(study),
+                esc_html(&place),
+                esc_html(&v.note)
+            ));
+        }
+        h.push_str("</ul>\n</section>\n");
+    }
     let f = findings(c);
     if !f.is_empty() {
         h.push_str("<section class=\"findings\">\n");

@@ -7,10 +7,12 @@
 //! sampling its processes from /proc, and writes `index.html`,
 //! `results.json` and CSV tables.
 
+pub mod answers;
 pub mod corpus;
+pub mod cpu;
 pub mod env;
-pub mod loadgen;
 pub mod report;
+pub mod rounds;
 pub mod runner;
 pub mod sampler;
 pub mod servers;
@@ -112,9 +114,27 @@ struct Cli {
     /// Print a built-in study's TOML (a starting point for your own) and exit
     #[arg(long)]
     show: bool,
-    /// Override every workload's repetitions
-    #[arg(long, value_name = "N")]
+    /// Fewest repetitions of every cell (overrides the study; at least 2, a CI needs two values)
+    #[arg(long, value_name = "N", alias = "min-reps")]
     repetitions: Option<u32>,
+    /// Most repetitions of every cell; rounds stop earlier once every server's 95 % CI is within --precision [default: the study's, 10]
+    #[arg(long, value_name = "N")]
+    max_reps: Option<u32>,
+    /// Target half-width of the 95 % CI as a fraction of the mean (0.02 = ±2 %) [default: the study's, 0.02]
+    #[arg(long, value_name = "FRACTION")]
+    precision: Option<f64>,
+    /// Seconds of load before each measurement window, discarded [default: the study's, 1]
+    #[arg(long, value_name = "SECONDS")]
+    warmup: Option<f64>,
+    /// Seconds each run measures [default: the study's, 3]
+    #[arg(long, value_name = "SECONDS")]
+    window: Option<f64>,
+    /// Seed of the random server order of every round (and of the bootstrap); recorded in results.json [default: drawn at start]
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Trade certainty for time: 2–3 repetitions, 0.3 s warm-up, 1 s window (wider intervals, fewer winners)
+    #[arg(long)]
+    quick: bool,
     /// Run only these servers (by report name; repeatable)
     #[arg(long = "server", value_name = "NAME")]
     servers: Vec<String>,
@@ -173,12 +193,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut study = load_study(&which)?;
-    if let Some(n) = cli.repetitions {
-        study.repetitions = n.max(1);
-        for w in &mut study.workloads {
-            w.repetitions = Some(n.max(1));
-        }
-    }
+    apply_overrides(&mut study, &cli)?;
     if !cli.servers.is_empty() {
         let names: Vec<String> = spec::expand_servers(&study)
             .into_iter()
@@ -219,11 +234,13 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         stop: Arc::clone(&stop),
         on_event: None,
         work_dir: None,
+        quick: cli.quick,
     };
+    let (lo, hi) = runner::count_runs_range(&study);
     eprintln!(
-        "httplab study: {} ({} runs); report in {}",
+        "httplab study: {} ({lo}–{hi} runs, about {} at the fewest); report in {}",
         study.name,
-        runner::count_runs(&study),
+        runner::human_secs(runner::estimate_seconds(&study)),
         cli.out.display()
     );
     let result = runner::run_study(&study, &opts);
@@ -245,6 +262,65 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
 }
 
 /// Keeps only the named servers (report names after expansion).
+/// Applies the command line's protocol options to the study.
+fn apply_overrides(study: &mut spec::StudyFile, cli: &Cli) -> Result<()> {
+    if cli.quick {
+        rounds::make_quick(study);
+    }
+    let p = &mut study.protocol;
+    if let Some(n) = cli.repetitions {
+        if n < 2 {
+            anyhow::bail!("--repetitions {n}: at least 2 (a confidence interval needs two values)");
+        }
+        p.min_repetitions = n;
+        p.max_repetitions = p.max_repetitions.max(n);
+        study.repetitions = None;
+        for w in &mut study.workloads {
+            w.repetitions = None;
+        }
+    }
+    if let Some(n) = cli.max_reps {
+        if n < p.min_repetitions {
+            anyhow::bail!(
+                "--max-reps {n} is below the fewest repetitions ({})",
+                p.min_repetitions
+            );
+        }
+        p.max_repetitions = n;
+        for w in &mut study.workloads {
+            w.max_repetitions = None;
+        }
+    }
+    if let Some(x) = cli.precision {
+        if !(x > 0.0 && x < 1.0) {
+            anyhow::bail!("--precision {x}: a fraction between 0 and 1 (0.02 = ±2 %)");
+        }
+        p.precision = x;
+    }
+    if let Some(x) = cli.warmup {
+        if !(0.0..=600.0).contains(&x) {
+            anyhow::bail!("--warmup {x}: seconds between 0 and 600");
+        }
+        p.warmup_s = x;
+        for w in &mut study.workloads {
+            w.warmup_s = None;
+        }
+    }
+    if let Some(x) = cli.window {
+        if !(0.1..=3600.0).contains(&x) {
+            anyhow::bail!("--window {x}: seconds between 0.1 and 3600");
+        }
+        p.window_s = x;
+        for w in &mut study.workloads {
+            w.window_s = None;
+        }
+    }
+    if let Some(x) = cli.seed {
+        p.seed = Some(x);
+    }
+    Ok(())
+}
+
 pub fn restrict_servers(mut s: spec::StudyFile, keep: &[String]) -> spec::StudyFile {
     let expanded = spec::expand_servers(&s);
     let mut servers = Vec::new();

@@ -1,6 +1,8 @@
 //! The study report: results.json, CSV tables and a self-contained
-//! index.html (summary, environment, one section per workload with tables
-//! and SVG charts).
+//! index.html: the verdicts (a winner only where the difference is
+//! significant), the answers to the study's questions, the protocol, and one
+//! section per workload with charts (httplab-report's, with 95 % CI
+//! whiskers) and tables where every figure carries its interval and n.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,7 +13,7 @@ use anyhow::{Context, Result};
 use httplab_model as m;
 
 use crate::runner::EXTRA_STEP;
-use crate::spec::{Metric, StudyFile, WorkloadKind};
+use crate::spec::{Metric, StudyFile};
 
 /// Metric values of one run (None where not measurable).
 pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
@@ -31,15 +33,11 @@ pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
     if r.connection.lifetime_ms.count > 0 {
         v.insert(Metric::ConnectionMs, r.connection.lifetime_ms.avg);
     }
-    if let Some(v2) = r
-        .config
-        .extra
-        .get(crate::loadgen::EXTRA_SESSION_MS)
-        .and_then(|x| x.parse::<f64>().ok())
-    {
-        v.insert(Metric::SessionMs, v2);
+    if r.latency.session.count > 0 {
+        // Sessions of several calls, reconnections included (`--reconnect`).
+        v.insert(Metric::SessionMs, r.latency.session.mean_ms);
     } else if r.connection.lifetime_ms.count > 0 {
-        // httplab load: one connection per session.
+        // One connection per session.
         v.insert(Metric::SessionMs, r.connection.lifetime_ms.avg);
     }
     let req: f64 = r
@@ -72,6 +70,12 @@ pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
             );
         }
         v.insert(Metric::ServerRssMb, s.peak_rss_bytes as f64 / 1e6);
+        if r.totals.replies > 0 && !s.cpu_source.is_empty() {
+            v.insert(
+                Metric::ServerCpuUsPerReq,
+                s.cpu_s / r.totals.replies as f64 * 1e6,
+            );
+        }
     }
     v
 }
@@ -85,8 +89,10 @@ pub struct Row {
     pub server: String,
     /// Step label ("" when the workload has one step).
     pub step: String,
-    /// Repetition.
+    /// Repetition (round).
     pub repetition: u32,
+    /// Place in the round's random order.
+    pub position: u32,
     /// ok / failed / not installed / skipped.
     pub status: String,
     /// Why not ok.
@@ -110,6 +116,7 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
             server: r.server.clone(),
             step,
             repetition: r.repetition,
+            position: r.position,
             status: r.status.clone(),
             reason: r.reason.clone(),
             metrics: run.map(metrics_of).unwrap_or_default(),
@@ -143,96 +150,14 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
     out
 }
 
-/// Mean and standard deviation over repetitions.
-#[derive(Debug, Clone, Default)]
-pub struct Agg {
-    /// Mean per metric.
-    pub mean: BTreeMap<Metric, f64>,
-    /// Stddev per metric.
-    pub sd: BTreeMap<Metric, f64>,
-    /// Successful runs.
-    pub ok: u32,
-    /// Runs in total.
-    pub n: u32,
-    /// Any run client-bound.
-    pub client_bound: bool,
-    /// First non-ok status and reason.
-    pub problem: Option<(String, String)>,
-}
-
-/// (server, step, aggregate) cells of one workload.
-pub type Cells = Vec<(String, String, Agg)>;
-
-/// workload → (server, step) → aggregate, in first-seen order.
-pub fn aggregate(rows: &[Row]) -> Vec<(String, Cells)> {
-    let mut out: Vec<(String, Cells)> = Vec::new();
-    for r in rows {
-        let wi = match out.iter().position(|(w, _)| *w == r.workload) {
-            Some(i) => i,
-            None => {
-                out.push((r.workload.clone(), Vec::new()));
-                out.len() - 1
-            }
-        };
-        let list = &mut out[wi].1;
-        let si = match list
-            .iter()
-            .position(|(s, st, _)| *s == r.server && *st == r.step)
-        {
-            Some(i) => i,
-            None => {
-                list.push((r.server.clone(), r.step.clone(), Agg::default()));
-                list.len() - 1
-            }
-        };
-        let a = &mut list[si].2;
-        a.n += 1;
-        if r.status == "ok" {
-            a.ok += 1;
-        } else if a.problem.is_none() {
-            a.problem = Some((r.status.clone(), r.reason.clone()));
-        }
-        a.client_bound |= r.client_bound;
-    }
-    for (w, list) in out.iter_mut() {
-        for (s, st, a) in list.iter_mut() {
-            for metric in Metric::ALL {
-                let vals: Vec<f64> = rows
-                    .iter()
-                    .filter(|r| {
-                        r.workload == *w && r.server == *s && r.step == *st && r.status == "ok"
-                    })
-                    .filter_map(|r| r.metrics.get(&metric).copied())
-                    .collect();
-                if !vals.is_empty() {
-                    let sm = m::Summary::of(&vals);
-                    a.mean.insert(metric, sm.avg);
-                    a.sd.insert(metric, sm.stddev);
-                }
-            }
-        }
-    }
-    out
-}
-
-fn primary_metric(study: Option<&StudyFile>, workload: &str) -> Metric {
-    let Some(s) = study else {
-        return Metric::ReplyRate;
-    };
-    let w = s.workloads.iter().find(|w| w.name == workload);
-    w.and_then(|w| w.metric)
-        .or(s.compare.metric)
-        .unwrap_or(match w.map(|w| w.kind) {
-            Some(WorkloadKind::Users) => Metric::ThroughputMbS,
-            _ => Metric::ReplyRate,
-        })
-}
-
-fn fmt_val(x: f64) -> String {
+/// A number for tables: thousands separators, about 3 significant digits.
+pub fn fmt_val(x: f64) -> String {
     let a = x.abs();
+    if !x.is_finite() {
+        return "–".into();
+    }
     if a >= 1000.0 {
         let s = format!("{:.0}", x);
-        // thousands separators
         let (sign, digits) = s.split_at(if s.starts_with('-') { 1 } else { 0 });
         let mut o = String::new();
         for (i, c) in digits.chars().enumerate() {
@@ -253,6 +178,23 @@ fn fmt_val(x: f64) -> String {
     }
 }
 
+/// `mean [low–high]` (n), or `≥ mean` for a client-bound figure.
+pub fn fmt_estimate(e: &m::Estimate, client_bound: bool, higher_is_better: bool) -> String {
+    let bound = if client_bound {
+        if higher_is_better {
+            "≥ "
+        } else {
+            "≤ "
+        }
+    } else {
+        ""
+    };
+    match (e.ci_low, e.ci_high) {
+        (Some(l), Some(h)) => format!("{bound}{} [{}–{}]", fmt_val(e.mean), fmt_val(l), fmt_val(h)),
+        _ => format!("{bound}{} (n = {})", fmt_val(e.mean), e.n),
+    }
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -260,218 +202,64 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Written summary: per workload, who won by how much on its metric.
-pub fn summary(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
-    summarize(res, study).0
+fn at(workload: &str, step: &Option<String>) -> String {
+    match step {
+        Some(s) => format!("{workload} [{s}]"),
+        None => workload.to_string(),
+    }
 }
 
-/// One sentence over all workloads: how many each server won.
-pub fn headline(res: &m::StudyResult, study: Option<&StudyFile>) -> String {
-    let (_, winners) = summarize(res, study);
-    if winners.is_empty() {
+/// One line per verdict: "workload [step]: note".
+pub fn summary(res: &m::StudyResult, _study: Option<&StudyFile>) -> Vec<String> {
+    res.verdicts
+        .iter()
+        .map(|v| format!("{}: {}", at(&v.workload, &v.step), v.note))
+        .collect()
+}
+
+/// One sentence over all verdicts: how many named a significant winner.
+pub fn headline(res: &m::StudyResult, _study: Option<&StudyFile>) -> String {
+    if res.verdicts.is_empty() {
         return "No workload was completed by any server.".into();
     }
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for (_, w) in &winners {
-        match counts.iter_mut().find(|(n, _)| n == w) {
-            Some(c) => c.1 += 1,
-            None => counts.push((w.clone(), 1)),
-        }
-    }
-    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
-    let parts: Vec<String> = counts
+    let sig: Vec<&m::StudyVerdict> = res.verdicts.iter().filter(|v| v.winner.is_some()).collect();
+    let bound = res
+        .verdicts
         .iter()
-        .map(|(n, c)| {
-            let ws: Vec<&str> = winners
-                .iter()
-                .filter(|(_, w)| w == n)
-                .map(|(x, _)| x.as_str())
-                .collect();
-            format!("{n} won {c} ({})", ws.join(", "))
-        })
-        .collect();
-    format!(
-        "Of {} workload(s) with a winner: {}.",
-        winners.len(),
-        parts.join("; ")
-    )
-}
-
-/// Summary lines and (workload, winner) pairs.
-fn summarize(
-    res: &m::StudyResult,
-    study: Option<&StudyFile>,
-) -> (Vec<String>, Vec<(String, String)>) {
-    let rows = rows(res);
-    let agg = aggregate(&rows);
-    let mut lines = Vec::new();
-    let mut winners = Vec::new();
-    let baseline = study.and_then(|s| s.compare.baseline.clone());
-    for (w, list) in &agg {
-        let metric = primary_metric(study, w);
-        let hib = metric.higher_is_better();
-        let is_sweep = study
-            .and_then(|s| s.workloads.iter().find(|x| x.name == *w))
-            .is_some_and(|x| x.kind == WorkloadKind::Sweep);
-        // Per server: mean of its step means (only servers with every step).
-        let mut servers: Vec<String> = Vec::new();
-        for (s, _, _) in list {
-            if !servers.contains(s) {
-                servers.push(s.clone());
-            }
+        .filter(|v| v.winner.is_none() && !v.client_bound.is_empty())
+        .count();
+    let mut counts: Vec<(String, Vec<String>)> = Vec::new();
+    for v in &sig {
+        let w = v.winner.clone().unwrap_or_default();
+        let place = at(&v.workload, &v.step);
+        match counts.iter_mut().find(|(n, _)| *n == w) {
+            Some(c) => c.1.push(place),
+            None => counts.push((w, vec![place])),
         }
-        let steps: Vec<&String> = {
-            let mut v: Vec<&String> = Vec::new();
-            for (_, st, _) in list {
-                if !v.contains(&st) {
-                    v.push(st);
-                }
-            }
-            v
-        };
-        let mut scores: Vec<(String, f64)> = Vec::new();
-        let mut missing: Vec<(String, String)> = Vec::new();
-        for s in &servers {
-            let vals: Vec<f64> = list
-                .iter()
-                .filter(|(x, st, _)| x == s && st.as_str() != "(rest)")
-                .filter_map(|(_, _, a)| a.mean.get(&metric).copied())
-                .collect();
-            let nsteps = steps.iter().filter(|st| st.as_str() != "(rest)").count();
-            if vals.len() == nsteps && !vals.is_empty() {
-                // A sweep is ranked by its best step (the peak reply rate);
-                // other workloads by the mean over their steps.
-                let score = if is_sweep && hib {
-                    vals.iter().copied().fold(f64::MIN, f64::max)
-                } else {
-                    vals.iter().sum::<f64>() / vals.len() as f64
-                };
-                scores.push((s.clone(), score));
-            } else {
-                let why = list
-                    .iter()
-                    .find(|(x, _, a)| x == s && a.problem.is_some())
-                    .and_then(|(_, _, a)| a.problem.clone());
-                missing.push((
-                    s.clone(),
-                    match why {
-                        Some((st, r)) if r.is_empty() => st,
-                        Some((st, r)) => format!("{st}: {r}"),
-                        None => format!("no {} value", metric.label()),
-                    },
-                ));
-            }
-        }
-        scores.sort_by(|a, b| {
-            if hib {
-                b.1.total_cmp(&a.1)
-            } else {
-                a.1.total_cmp(&b.1)
-            }
-        });
-        let mut line = format!("{w}: ");
-        match scores.as_slice() {
-            [] => line.push_str("no server completed it"),
-            [(only, v)] => line.push_str(&format!(
-                "only {only} completed it ({} {})",
-                fmt_val(*v),
-                metric.label()
-            )),
-            [(best, bv), (second, sv), ..] => {
-                winners.push((w.clone(), best.clone()));
-                let ratio = if hib {
-                    bv / sv.max(1e-12)
-                } else {
-                    sv / bv.max(1e-12)
-                };
-                line.push_str(&format!(
-                    "{best} won on {}{} with {} vs {} for {second} ({})",
-                    if is_sweep && hib { "peak " } else { "" },
-                    metric.label(),
-                    fmt_val(*bv),
-                    fmt_val(*sv),
-                    ratio_text(ratio, hib)
-                ));
-                if let Some(b) = &baseline {
-                    if b != best && b != second {
-                        if let Some((_, v)) = scores.iter().find(|(n, _)| n == b) {
-                            let r = if hib {
-                                bv / v.max(1e-12)
-                            } else {
-                                v / bv.max(1e-12)
-                            };
-                            line.push_str(&format!(
-                                "; baseline {b}: {} ({})",
-                                fmt_val(*v),
-                                ratio_text(r, hib)
-                            ));
-                        }
-                    }
-                }
-                if scores.len() > 2 {
-                    let last = &scores[scores.len() - 1];
-                    line.push_str(&format!("; last: {} with {}", last.0, fmt_val(last.1)));
-                }
-            }
-        }
-        let cb: Vec<String> = list
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1.len()));
+    let mut s = format!(
+        "{} comparison(s): {} with a significant winner",
+        res.verdicts.len(),
+        sig.len()
+    );
+    if !counts.is_empty() {
+        let parts: Vec<String> = counts
             .iter()
-            .filter(|(_, _, a)| a.client_bound)
-            .map(|(s, _, _)| s.clone())
+            .map(|(n, ws)| format!("{n} {} ({})", ws.len(), ws.join(", ")))
             .collect();
-        // One entry per server: "nginx" or "nginx (2 of 4 steps)".
-        let cb: Vec<String> = servers
-            .iter()
-            .filter_map(|srv| {
-                let n = cb.iter().filter(|x| *x == srv).count();
-                let of = list
-                    .iter()
-                    .filter(|(x, st, _)| x == srv && st != "(rest)")
-                    .count();
-                match n {
-                    0 => None,
-                    _ if of <= 1 => Some(srv.clone()),
-                    _ => Some(format!("{srv} ({n} of {of} steps)")),
-                }
-            })
-            .collect();
-        if !cb.is_empty() {
-            line.push_str(&format!(
-                ". Client-bound (the load generator, not the server, was the limit): {}",
-                cb.join(", ")
-            ));
+        s.push_str(&format!(" — {}", parts.join("; ")));
+    }
+    s.push_str(&format!(
+        "; {} without (no significant difference{}).",
+        res.verdicts.len() - sig.len(),
+        if bound > 0 {
+            format!(", or {bound} where the client was the limit")
+        } else {
+            String::new()
         }
-        if !missing.is_empty() {
-            // Group servers that share a reason: "a, b (skipped: …)".
-            let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-            for (srv, why) in &missing {
-                match groups.iter_mut().find(|(w, _)| w == why) {
-                    Some(g) => g.1.push(srv.clone()),
-                    None => groups.push((why.clone(), vec![srv.clone()])),
-                }
-            }
-            let parts: Vec<String> = groups
-                .iter()
-                .map(|(why, srvs)| format!("{} ({why})", srvs.join(", ")))
-                .collect();
-            line.push_str(&format!(". Not compared: {}", parts.join("; ")));
-        }
-        line.push('.');
-        lines.push(line);
-    }
-    (lines, winners)
-}
-
-fn ratio_text(r: f64, hib: bool) -> String {
-    if !r.is_finite() || r <= 0.0 {
-        return "no comparison".into();
-    }
-    match (hib, r >= 2.0) {
-        (true, true) => format!("{r:.1}× as high"),
-        (true, false) => format!("+{:.0}%", (r - 1.0) * 100.0),
-        (false, true) => format!("{r:.1}× lower"),
-        (false, false) => format!("{:.0}% lower", (1.0 - 1.0 / r) * 100.0),
-    }
+    ));
+    s
 }
 
 /// Writes results.json, runs.csv, summary.csv and index.html into `out`.
@@ -484,9 +272,9 @@ pub fn write_all(
     fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let json = serde_json::to_string_pretty(res)?;
     fs::write(out.join("results.json"), json).context("writing results.json")?;
-    let rows = rows(res);
-    write_csv(&rows, &out.join("runs.csv"))?;
-    write_summary_csv(&rows, &out.join("summary.csv"))?;
+    write_csv(&rows(res), &out.join("runs.csv"))?;
+    write_summary_csv(res, &out.join("summary.csv"))?;
+    write_verdicts_csv(res, &out.join("verdicts.csv"))?;
     fs::write(out.join("index.html"), html(res, study, interrupted))
         .context("writing index.html")?;
     Ok(())
@@ -500,6 +288,7 @@ fn write_csv(rows: &[Row], path: &Path) -> Result<()> {
         "server",
         "step",
         "repetition",
+        "position",
         "status",
         "reason",
         "replies",
@@ -514,6 +303,7 @@ fn write_csv(rows: &[Row], path: &Path) -> Result<()> {
             r.server.clone(),
             r.step.clone(),
             r.repetition.to_string(),
+            r.position.to_string(),
             r.status.clone(),
             r.reason.clone(),
             r.replies.to_string(),
@@ -532,213 +322,98 @@ fn write_csv(rows: &[Row], path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn write_summary_csv(rows: &[Row], path: &Path) -> Result<()> {
+/// One row per cell and metric: n, mean, median, stddev and the 95 % CI.
+fn write_summary_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
     let mut w =
         csv::Writer::from_path(path).with_context(|| format!("writing {}", path.display()))?;
-    let mut head = vec![
-        "workload".to_string(),
-        "server".into(),
-        "step".into(),
-        "ok_runs".into(),
-        "runs".into(),
-        "client_bound".into(),
-        "problem".into(),
-    ];
-    for mt in Metric::ALL {
-        head.push(format!("{}_mean", mt.key()));
-        head.push(format!("{}_sd", mt.key()));
-    }
-    w.write_record(&head)?;
-    for (wl, list) in aggregate(rows) {
-        for (s, st, a) in list {
-            let mut rec = vec![
-                wl.clone(),
-                s,
-                st,
-                a.ok.to_string(),
-                a.n.to_string(),
-                a.client_bound.to_string(),
-                a.problem
-                    .map(|(s, r)| format!("{s}: {r}"))
-                    .unwrap_or_default(),
-            ];
-            for mt in Metric::ALL {
-                rec.push(
-                    a.mean
-                        .get(&mt)
-                        .map(|v| format!("{v:.6}"))
-                        .unwrap_or_default(),
-                );
-                rec.push(a.sd.get(&mt).map(|v| format!("{v:.6}")).unwrap_or_default());
-            }
-            w.write_record(&rec)?;
+    w.write_record([
+        "workload",
+        "step",
+        "server",
+        "metric",
+        "primary",
+        "n",
+        "mean",
+        "median",
+        "stddev",
+        "ci95_low",
+        "ci95_high",
+        "stop",
+        "client_bound_runs",
+    ])?;
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.6}")).unwrap_or_default();
+    for c in &res.cells {
+        for (k, e) in &c.metrics {
+            w.write_record([
+                c.workload.clone(),
+                c.step.clone().unwrap_or_default(),
+                c.server.clone(),
+                k.clone(),
+                (*k == c.metric).to_string(),
+                e.n.to_string(),
+                format!("{:.6}", e.mean),
+                format!("{:.6}", e.median),
+                format!("{:.6}", e.stddev),
+                f(e.ci_low),
+                f(e.ci_high),
+                c.stop.clone(),
+                c.client_bound_runs.to_string(),
+            ])?;
         }
     }
     w.flush()?;
     Ok(())
 }
 
-const PALETTE: [&str; 10] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf",
-];
-
-/// A bar chart of one value per server.
-pub fn svg_bars(title: &str, unit: &str, bars: &[(String, f64, Option<f64>)]) -> String {
-    let w = 640.0;
-    let row = 26.0;
-    let left = 190.0;
-    let h = 40.0 + row * bars.len() as f64 + 10.0;
-    let max = bars
-        .iter()
-        .map(|b| b.1 + b.2.unwrap_or(0.0))
-        .fold(0.0_f64, f64::max)
-        .max(1e-12);
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\"><title>{}</title>", esc(title));
-    let _ = write!(
-        s,
-        "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{} ({})</text>",
-        esc(title),
-        esc(unit)
-    );
-    for (i, (name, v, sd)) in bars.iter().enumerate() {
-        let y = 34.0 + row * i as f64;
-        let bw = (w - left - 90.0) * v / max;
-        let _ = write!(
-            s,
-            "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{}</text>",
-            left - 6.0,
-            y + 15.0,
-            esc(name)
-        );
-        let _ = write!(
-            s,
-            "<rect x=\"{left}\" y=\"{y}\" width=\"{bw:.1}\" height=\"20\" fill=\"{}\"/>",
-            PALETTE[i % PALETTE.len()]
-        );
-        if let Some(sd) = sd.filter(|x| *x > 0.0) {
-            let x0 = left + (w - left - 90.0) * (v - sd).max(0.0) / max;
-            let x1 = left + (w - left - 90.0) * (v + sd) / max;
-            let _ = write!(
-                s,
-                "<line x1=\"{x0:.1}\" x2=\"{x1:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"black\"/>",
-                y + 10.0,
-                y + 10.0
-            );
-        }
-        let _ = write!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" font-size=\"12\">{}</text>",
-            left + bw + 4.0,
-            y + 15.0,
-            fmt_val(*v)
-        );
+/// The verdicts, one row each.
+fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("writing {}", path.display()))?;
+    w.write_record([
+        "workload",
+        "step",
+        "metric",
+        "better",
+        "winner",
+        "leader",
+        "runner_up",
+        "ratio",
+        "ratio_ci95_low",
+        "ratio_ci95_high",
+        "p_value",
+        "significant",
+        "client_bound",
+        "note",
+    ])?;
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.6}")).unwrap_or_default();
+    for v in &res.verdicts {
+        w.write_record([
+            v.workload.clone(),
+            v.step.clone().unwrap_or_default(),
+            v.metric.clone(),
+            v.better.clone(),
+            v.winner.clone().unwrap_or_default(),
+            v.leader.clone().unwrap_or_default(),
+            v.runner_up.clone().unwrap_or_default(),
+            f(v.ratio),
+            f(v.ratio_ci.map(|c| c[0])),
+            f(v.ratio_ci.map(|c| c[1])),
+            f(v.p_value),
+            v.significant.to_string(),
+            v.client_bound.join(" "),
+            v.note.clone(),
+        ])?;
     }
-    s.push_str("</svg>");
-    s
+    w.flush()?;
+    Ok(())
 }
 
-/// A line chart: x labels (numeric when all parse), one series per server.
-pub fn svg_lines(
-    title: &str,
-    xlabel: &str,
-    ylabel: &str,
-    xs: &[String],
-    series: &[(String, Vec<Option<f64>>)],
-) -> String {
-    let (w, h) = (640.0, 360.0);
-    let (l, r, t, b) = (70.0, 170.0, 30.0, 50.0);
-    let numeric: Option<Vec<f64>> = xs.iter().map(|x| x.parse::<f64>().ok()).collect();
-    let xpos: Vec<f64> = match &numeric {
-        Some(v) if v.len() > 1 => {
-            let (lo, hi) = (
-                v.iter().copied().fold(f64::INFINITY, f64::min),
-                v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            );
-            v.iter()
-                .map(|x| l + (w - l - r) * if hi > lo { (x - lo) / (hi - lo) } else { 0.5 })
-                .collect()
-        }
-        _ => (0..xs.len())
-            .map(|i| {
-                l + (w - l - r)
-                    * if xs.len() > 1 {
-                        i as f64 / (xs.len() - 1) as f64
-                    } else {
-                        0.5
-                    }
-            })
-            .collect(),
-    };
-    let ymax = series
-        .iter()
-        .flat_map(|s| s.1.iter().flatten())
-        .copied()
-        .fold(0.0_f64, f64::max)
-        .max(1e-12)
-        * 1.1;
-    let ypos = |v: f64| t + (h - t - b) * (1.0 - v / ymax);
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\"><title>{}</title>", esc(title));
-    let _ = write!(
-        s,
-        "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-        esc(title)
-    );
-    let _ = write!(s, "<line x1=\"{l}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#333\"/><line x1=\"{l}\" y1=\"{t}\" x2=\"{l}\" y2=\"{}\" stroke=\"#333\"/>", h - b, w - r, h - b, h - b);
-    for k in 0..=4 {
-        let v = ymax * k as f64 / 4.0;
-        let y = ypos(v);
-        let _ = write!(s, "<line x1=\"{l}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/><text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>", w - r, l - 4.0, y + 4.0, fmt_val(v));
-    }
-    for (i, x) in xs.iter().enumerate() {
-        let _ = write!(
-            s,
-            "<text x=\"{:.1}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-            xpos[i],
-            h - b + 16.0,
-            esc(x)
-        );
-    }
-    let _ = write!(
-        s,
-        "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>",
-        l + (w - l - r) / 2.0,
-        h - 10.0,
-        esc(xlabel)
-    );
-    let _ = write!(s, "<text x=\"14\" y=\"{}\" font-size=\"12\" transform=\"rotate(-90 14 {})\" text-anchor=\"middle\">{}</text>", t + (h - t - b) / 2.0, t + (h - t - b) / 2.0, esc(ylabel));
-    for (si, (name, ys)) in series.iter().enumerate() {
-        let color = PALETTE[si % PALETTE.len()];
-        let pts: Vec<String> = ys
-            .iter()
-            .enumerate()
-            .filter_map(|(i, y)| y.map(|y| format!("{:.1},{:.1}", xpos[i], ypos(y))))
-            .collect();
-        if pts.len() > 1 {
-            let _ = write!(
-                s,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-                pts.join(" ")
-            );
-        }
-        for p in &pts {
-            let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-            let _ = write!(
-                s,
-                "<circle cx=\"{x}\" cy=\"{y}\" r=\"3\" fill=\"{color}\"/>"
-            );
-        }
-        let ly = t + 14.0 + 18.0 * si as f64;
-        let _ = write!(s, "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{color}\"/><text x=\"{}\" y=\"{}\" font-size=\"12\">{}</text>", w - r + 10.0, ly - 10.0, w - r + 26.0, ly, esc(name));
-    }
-    s.push_str("</svg>");
-    s
+fn metric_of_key(k: &str) -> Option<Metric> {
+    Metric::ALL.iter().copied().find(|m| m.key() == k)
 }
 
 /// The whole index.html.
 pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) -> String {
-    let rows = rows(res);
-    let agg = aggregate(&rows);
     let title = study
         .map(|s| {
             if s.title.is_empty() {
@@ -754,6 +429,7 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
         table{{border-collapse:collapse;margin:1em 0;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}\
         th{{background:#f3f3f3}}td.l,th.l{{text-align:left}}tr.bad td{{background:#fff3f3}}.cb{{color:#b35900;font-weight:bold}}\
         .warn{{background:#fff7e0;border:1px solid #e0c070;padding:.5em 1em}}code{{background:#f4f4f4;padding:0 3px}}\
+        .win{{font-weight:bold}}svg{{max-width:100%;height:auto}}\
         </style></head><body>\n", esc(&title));
     let _ = writeln!(h, "<h1>httplab study: {}</h1>", esc(&title));
     let _ = writeln!(
@@ -774,19 +450,50 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
     if interrupted {
         let _ = writeln!(h, "<p class=\"warn\">Interrupted (Ctrl-C): this report holds the runs that finished; the rest are marked skipped.</p>");
     }
-    // Summary
+    if let Some(p) = &res.protocol {
+        let _ = writeln!(h, "<p>Protocol: every run discards a {} s warm-up and measures a {} s window (or the workload's own counts); each workload step is repeated in rounds, each round visiting every server once in a fresh random order (seed <code>{}</code>; rerun with <code>--seed {}</code> for the same orders), {}–{} times, until every server's 95 % confidence interval is within ±{} % of its mean. Comparisons: the leader against every other server, paired t tests on log values over rounds (Welch's test when the counts differ), Holm–Bonferroni across them, α = {}; ratios with bootstrap 95 % CIs (see docs/statistics.md).{}</p>",
+            crate::runner::fmt_num(p.warmup_s), crate::runner::fmt_num(p.window_s), p.seed, p.seed,
+            p.min_repetitions, p.max_repetitions, crate::runner::fmt_num(p.precision * 100.0), p.alpha,
+            if p.quick { " <b>--quick</b>: fewer repetitions and shorter windows, so intervals are wider and fewer winners are named." } else { "" });
+    }
+    // Verdicts
     let _ = writeln!(
         h,
-        "<h2 id=\"summary\">Summary</h2><p><b>{}</b></p><ul>",
+        "<h2 id=\"summary\">Verdicts</h2><p><b>{}</b></p><ul>",
         esc(&headline(res, study))
     );
-    for line in summary(res, study) {
-        let _ = writeln!(h, "<li>{}</li>", esc(&line));
+    for v in &res.verdicts {
+        let _ = writeln!(
+            h,
+            "<li{}><a href=\"#w-{}\">{}</a>: {}</li>",
+            if v.winner.is_some() {
+                " class=\"win\""
+            } else {
+                ""
+            },
+            esc(&v.workload),
+            esc(&at(&v.workload, &v.step)),
+            esc(&v.note)
+        );
     }
     let _ = writeln!(h, "</ul>");
+    let rows = rows(res);
     let cb = rows.iter().filter(|r| r.client_bound).count();
     let failed = rows.iter().filter(|r| r.status == "failed").count();
-    let _ = writeln!(h, "<p>{} run(s) in total; {} failed; {} client-bound (marked <span class=\"cb\">⚠ client-bound</span>: the load generator, not the server, limited them, so they understate the server).</p>", rows.len(), failed, cb);
+    let _ = writeln!(h, "<p>{} run(s) in total; {} failed; {} client-bound (marked <span class=\"cb\">≥ client-bound</span>: the load generator, not the server, limited them, so their figures are bounds and never win).</p>", rows.len(), failed, cb);
+    // Answers
+    if !res.answers.is_empty() {
+        let _ = writeln!(h, "<h2 id=\"answers\">Answers to the seed's questions</h2>");
+        for a in &res.answers {
+            let _ = writeln!(
+                h,
+                "<h3>{}</h3><p>{}</p><p><i>{}</i></p>",
+                esc(&a.question),
+                esc(&a.answer),
+                esc(&a.versus_seed)
+            );
+        }
+    }
     // Servers
     let _ = writeln!(h, "<h2 id=\"servers\">Servers</h2><table><tr><th class=\"l\">server</th><th class=\"l\">status</th><th class=\"l\">version</th></tr>");
     let mut seen = Vec::new();
@@ -824,199 +531,15 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
         );
     }
     let _ = writeln!(h, "</table>");
-    // Workloads
-    for (w, list) in &agg {
-        let metric = primary_metric(study, w);
-        let wl = study.and_then(|s| s.workloads.iter().find(|x| x.name == *w));
-        let _ = writeln!(h, "<h2 id=\"w-{}\">Workload: {}</h2>", esc(w), esc(w));
-        if let Some(wl) = wl {
-            if !wl.description.is_empty() {
-                let _ = writeln!(h, "<p>{}</p>", esc(&wl.description));
-            }
-            let st = crate::runner::steps(wl);
-            let _ = writeln!(
-                h,
-                "<p>Kind <code>{}</code>; {}{}.</p>",
-                wl.kind.as_str(),
-                esc(&st.first().map(describe_step).unwrap_or_default()),
-                if st.len() > 1 {
-                    format!(" ({} steps)", st.len())
-                } else {
-                    String::new()
-                }
-            );
+    // Workloads, in study order.
+    let mut workloads: Vec<String> = Vec::new();
+    for r in &res.runs {
+        if !workloads.contains(&r.workload) {
+            workloads.push(r.workload.clone());
         }
-        let servers: Vec<String> = {
-            let mut v: Vec<String> = Vec::new();
-            for (s, _, _) in list {
-                if !v.contains(s) {
-                    v.push(s.clone());
-                }
-            }
-            v
-        };
-        let steps: Vec<String> = {
-            let mut v: Vec<String> = Vec::new();
-            for (_, st, _) in list {
-                if !v.contains(st) && st != "(rest)" {
-                    v.push(st.clone());
-                }
-            }
-            v
-        };
-        let shown = study
-            .map(|s| s.compare.metrics.clone())
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| Metric::ALL.to_vec());
-        // Chart
-        if steps.len() > 1 {
-            let xlabel = wl
-                .map(|wl| match (&wl.vary, wl.kind) {
-                    (_, WorkloadKind::Sweep) => "demanded rate (conn/s)".to_string(),
-                    (Some(v), _) => v.param.as_str().to_string(),
-                    _ => "step".into(),
-                })
-                .unwrap_or_else(|| "step".into());
-            let second = if metric == Metric::ResponseMs {
-                Metric::ThroughputMbS
-            } else {
-                Metric::ResponseMs
-            };
-            for mt in [metric, second] {
-                let series: Vec<(String, Vec<Option<f64>>)> = servers
-                    .iter()
-                    .map(|s| {
-                        (
-                            s.clone(),
-                            steps
-                                .iter()
-                                .map(|st| {
-                                    list.iter()
-                                        .find(|(x, y, _)| x == s && y == st)
-                                        .and_then(|(_, _, a)| a.mean.get(&mt).copied())
-                                })
-                                .collect(),
-                        )
-                    })
-                    .collect();
-                if series.iter().any(|(_, v)| v.iter().any(|x| x.is_some())) {
-                    h.push_str(&svg_lines(
-                        &format!("{w}: {}", mt.label()),
-                        &xlabel,
-                        mt.label(),
-                        &steps,
-                        &series,
-                    ));
-                    h.push('\n');
-                }
-            }
-        } else {
-            // The ranking metric, then the server's cost for the same work.
-            let mut charted = vec![metric];
-            if metric != Metric::ServerCpuPerKreq {
-                charted.push(Metric::ServerCpuPerKreq);
-            }
-            for mt in charted {
-                let bars: Vec<(String, f64, Option<f64>)> = list
-                    .iter()
-                    .filter_map(|(s, _, a)| {
-                        a.mean
-                            .get(&mt)
-                            .map(|v| (s.clone(), *v, a.sd.get(&mt).copied()))
-                    })
-                    .collect();
-                if !bars.is_empty() {
-                    h.push_str(&svg_bars(
-                        &format!("{w}: {}", mt.label()),
-                        if mt.higher_is_better() {
-                            "higher is better"
-                        } else {
-                            "lower is better"
-                        },
-                        &bars,
-                    ));
-                    h.push('\n');
-                }
-            }
-        }
-        // Saturation of sweeps
-        let sats: Vec<(&str, u32, &m::Saturation)> = res
-            .runs
-            .iter()
-            .filter(|r| r.workload == *w)
-            .filter_map(|r| {
-                let t = r.sweep.as_ref()?.targets.first()?;
-                Some((r.server.as_str(), r.repetition, &t.saturation))
-            })
-            .collect();
-        if !sats.is_empty() {
-            let _ = writeln!(h, "<table><tr><th class=\"l\">server</th><th>repetition</th><th>highest rate sustained (conn/s)</th><th>first rate not sustained</th></tr>");
-            for (srv, rep, sat) in sats {
-                let f = |x: Option<f64>| x.map_or("–".to_string(), crate::runner::fmt_num);
-                let _ = writeln!(
-                    h,
-                    "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(srv),
-                    rep + 1,
-                    f(sat.max_sustainable_rate),
-                    f(sat.knee_rate)
-                );
-            }
-            let _ = writeln!(h, "</table><p>Sustained: every reply arrived, at 95% or more of the demanded rate, with no errors.</p>");
-        }
-        // Table
-        let _ = write!(
-            h,
-            "<table><tr><th class=\"l\">server</th>{}<th class=\"l\">runs ok</th>",
-            if steps.len() > 1 || steps.iter().any(|s| !s.is_empty()) {
-                "<th>step</th>"
-            } else {
-                ""
-            }
-        );
-        for mt in &shown {
-            let _ = write!(h, "<th>{}</th>", esc(mt.label()));
-        }
-        let _ = writeln!(h, "<th class=\"l\">notes</th></tr>");
-        for (s, st, a) in list {
-            let bad = a.ok < a.n;
-            let _ = write!(
-                h,
-                "<tr{}><td class=\"l\">{}</td>",
-                if bad { " class=\"bad\"" } else { "" },
-                esc(s)
-            );
-            if steps.len() > 1 || steps.iter().any(|s| !s.is_empty()) {
-                let _ = write!(h, "<td>{}</td>", esc(st));
-            }
-            let _ = write!(h, "<td class=\"l\">{}/{}</td>", a.ok, a.n);
-            for mt in &shown {
-                let cell = match (a.mean.get(mt), a.sd.get(mt)) {
-                    (Some(v), Some(sd)) if a.ok > 1 && *sd > 0.0 => {
-                        format!("{} ± {}", fmt_val(*v), fmt_val(*sd))
-                    }
-                    (Some(v), _) => fmt_val(*v),
-                    _ => "–".into(),
-                };
-                let _ = write!(h, "<td>{cell}</td>");
-            }
-            let mut notes = Vec::new();
-            if a.client_bound {
-                notes.push("<span class=\"cb\">⚠ client-bound</span>".to_string());
-            }
-            if let Some((stt, r)) = &a.problem {
-                notes.push(esc(&format!(
-                    "{stt}{}",
-                    if r.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {r}")
-                    }
-                )));
-            }
-            let _ = writeln!(h, "<td class=\"l\">{}</td></tr>", notes.join("; "));
-        }
-        let _ = writeln!(h, "</table>");
+    }
+    for w in &workloads {
+        workload_section(&mut h, res, study, w);
     }
     // Environment
     let e = &res.environment;
@@ -1040,30 +563,225 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
         );
     }
     let _ = writeln!(h, "</table>");
-    let _ = writeln!(h, "<p>Data: <a href=\"results.json\">results.json</a> (schema {}), <a href=\"runs.csv\">runs.csv</a>, <a href=\"summary.csv\">summary.csv</a>.</p>", m::STUDY_SCHEMA);
+    let _ = writeln!(h, "<p>Data: <a href=\"results.json\">results.json</a> (schema {}), <a href=\"runs.csv\">runs.csv</a> (every run), <a href=\"summary.csv\">summary.csv</a> (mean, median, 95 % CI and n of every metric), <a href=\"verdicts.csv\">verdicts.csv</a>.</p>", m::STUDY_SCHEMA);
     h.push_str("</body></html>\n");
     h
 }
 
-fn describe_step(p: &crate::runner::StepParams) -> String {
-    use crate::loadgen::Offer;
-    let mut t = match p.offer {
-        Offer::Open {
-            rate: Some(r),
-            num_conns,
-        } => format!("{num_conns} connections at {}/s", crate::runner::fmt_num(r)),
-        Offer::Open {
-            rate: None,
-            num_conns,
-        } => format!("{num_conns} connections back to back"),
-        Offer::Closed {
-            users, requests, ..
-        } => format!("{users} users × {requests} requests"),
-    };
-    t.push_str(&format!(", {} request(s) per connection", p.num_calls));
-    if p.pipeline > 1 {
-        t.push_str(&format!(", pipelined {} deep", p.pipeline));
+fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, w: &str) {
+    let wl = study.and_then(|s| s.workloads.iter().find(|x| x.name == w));
+    let _ = writeln!(h, "<h2 id=\"w-{}\">Workload: {}</h2>", esc(w), esc(w));
+    if let Some(wl) = wl {
+        if !wl.description.is_empty() {
+            let _ = writeln!(h, "<p>{}</p>", esc(&wl.description));
+        }
+        let proto = study.map(|s| s.protocol.clone()).unwrap_or_default();
+        let st = crate::runner::steps_with(wl, &proto);
+        let _ = writeln!(
+            h,
+            "<p>Kind <code>{}</code>; {}{}.</p>",
+            wl.kind.as_str(),
+            esc(&st
+                .first()
+                .map(crate::runner::describe_offer)
+                .unwrap_or_default()),
+            if st.len() > 1 {
+                format!(" ({} steps)", st.len())
+            } else {
+                String::new()
+            }
+        );
     }
-    t.push_str(&format!(", target {}", p.target));
-    t
+    for v in res.verdicts.iter().filter(|v| v.workload == w) {
+        let _ = writeln!(
+            h,
+            "<p{}>{}{}</p>",
+            if v.winner.is_some() {
+                " class=\"win\""
+            } else {
+                ""
+            },
+            v.step
+                .as_ref()
+                .map(|s| format!("[{}] ", esc(s)))
+                .unwrap_or_default(),
+            esc(&v.note)
+        );
+    }
+    let cells: Vec<&m::Cell> = res.cells.iter().filter(|c| c.workload == w).collect();
+    if cells.is_empty() {
+        // A version 1 document or a workload with no cells: list its runs.
+        let _ = writeln!(h, "<p>No statistics recorded for this workload (a study/1 document, or every run failed):</p><ul>");
+        for r in res.runs.iter().filter(|r| r.workload == w) {
+            let _ = writeln!(
+                h,
+                "<li>{} repetition {}: {} {}</li>",
+                esc(&r.server),
+                r.repetition + 1,
+                esc(&r.status),
+                esc(&r.reason)
+            );
+        }
+        let _ = writeln!(h, "</ul>");
+        return;
+    }
+    let primary = cells
+        .first()
+        .and_then(|c| metric_of_key(&c.metric))
+        .unwrap_or_default();
+    let mut servers: Vec<String> = Vec::new();
+    let mut steps: Vec<Option<String>> = Vec::new();
+    for c in &cells {
+        if !servers.contains(&c.server) {
+            servers.push(c.server.clone());
+        }
+        if !steps.contains(&c.step) {
+            steps.push(c.step.clone());
+        }
+    }
+    let find = |s: &str, st: &Option<String>| cells.iter().find(|c| c.server == s && c.step == *st);
+    let mut charted = vec![primary];
+    if primary != Metric::ServerCpuUsPerReq
+        && cells
+            .iter()
+            .any(|c| c.metrics.contains_key(Metric::ServerCpuUsPerReq.key()))
+    {
+        charted.push(Metric::ServerCpuUsPerReq);
+    }
+    for mt in charted {
+        let direction = if mt.higher_is_better() {
+            "higher is better"
+        } else {
+            "lower is better"
+        };
+        let svg = if steps.len() > 1 {
+            let labels: Vec<String> = steps
+                .iter()
+                .map(|s| s.clone().unwrap_or_default())
+                .collect();
+            let xdesc = wl
+                .and_then(|wl| wl.vary.as_ref())
+                .map_or("step".to_string(), |v| v.param.as_str().to_string());
+            let series: Vec<httplab_report::charts::EstimateSeries> = servers
+                .iter()
+                .map(|s| httplab_report::charts::EstimateSeries {
+                    label: s.clone(),
+                    points: steps
+                        .iter()
+                        .map(|st| {
+                            let c = find(s, st)?;
+                            let e = c.metrics.get(mt.key())?;
+                            Some((e.mean, e.ci_low.zip(e.ci_high), c.client_bound))
+                        })
+                        .collect(),
+                })
+                .collect();
+            httplab_report::charts::estimate_lines(
+                &format!("{w}: {} ({direction})", mt.label()),
+                &xdesc,
+                mt.label(),
+                &labels,
+                &series,
+            )
+        } else {
+            let bars: Vec<httplab_report::charts::EstimateBar> = servers
+                .iter()
+                .filter_map(|s| {
+                    let c = find(s, &steps[0])?;
+                    let e = c.metrics.get(mt.key())?;
+                    Some(httplab_report::charts::EstimateBar {
+                        label: s.clone(),
+                        mean: e.mean,
+                        ci: e.ci_low.zip(e.ci_high),
+                        client_bound: c.client_bound,
+                    })
+                })
+                .collect();
+            if bars.is_empty() {
+                continue;
+            }
+            httplab_report::charts::estimate_bars(
+                &format!("{w}: {} ({direction})", mt.label()),
+                mt.label(),
+                &bars,
+            )
+        };
+        if let Ok(svg) = svg {
+            h.push_str(&svg);
+            h.push('\n');
+        }
+    }
+    // Table: the primary metric first, then the others recorded.
+    let shown: Vec<Metric> =
+        {
+            let wanted = study
+                .map(|s| s.compare.metrics.clone())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| Metric::ALL.to_vec());
+            let mut v = vec![primary];
+            v.extend(wanted.into_iter().filter(|m| {
+                *m != primary && cells.iter().any(|c| c.metrics.contains_key(m.key()))
+            }));
+            v
+        };
+    let stepped = steps.iter().any(|s| s.is_some());
+    let _ = write!(
+        h,
+        "<table><tr><th class=\"l\">server</th>{}<th>n</th><th class=\"l\">stopped</th>",
+        if stepped { "<th>step</th>" } else { "" }
+    );
+    for mt in &shown {
+        let _ = write!(h, "<th>{}<br>mean [95 % CI]</th>", esc(mt.label()));
+    }
+    let _ = writeln!(h, "<th class=\"l\">notes</th></tr>");
+    for st in &steps {
+        for s in &servers {
+            let Some(c) = find(s, st) else { continue };
+            let problem = res
+                .runs
+                .iter()
+                .find(|r| r.workload == w && r.server == *s && r.step == *st && r.status != "ok");
+            let _ = write!(
+                h,
+                "<tr{}><td class=\"l\">{}</td>",
+                if c.n == 0 { " class=\"bad\"" } else { "" },
+                esc(s)
+            );
+            if stepped {
+                let _ = write!(h, "<td>{}</td>", esc(&st.clone().unwrap_or_default()));
+            }
+            let stop = match (c.stop.as_str(), c.precision) {
+                ("precision", Some(p)) => format!("±{:.1} % reached", p * 100.0),
+                ("max-repetitions", Some(p)) => format!("cap (±{:.1} %)", p * 100.0),
+                (x, _) => x.to_string(),
+            };
+            let _ = write!(h, "<td>{}</td><td class=\"l\">{}</td>", c.n, esc(&stop));
+            for mt in &shown {
+                let cell = c.metrics.get(mt.key()).map_or("–".to_string(), |e| {
+                    fmt_estimate(e, c.client_bound && *mt == primary, mt.higher_is_better())
+                });
+                let _ = write!(h, "<td>{}</td>", esc(&cell));
+            }
+            let mut notes = Vec::new();
+            if c.client_bound {
+                notes.push(format!(
+                    "<span class=\"cb\">≥ client-bound</span> ({} of {} runs)",
+                    c.client_bound_runs, c.n
+                ));
+            }
+            if let Some(r) = problem {
+                notes.push(esc(&format!(
+                    "{}{}",
+                    r.status,
+                    if r.reason.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", r.reason)
+                    }
+                )));
+            }
+            let _ = writeln!(h, "<td class=\"l\">{}</td></tr>", notes.join("; "));
+        }
+    }
+    let _ = writeln!(h, "</table>");
 }

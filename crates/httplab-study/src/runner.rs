@@ -1,23 +1,49 @@
-//! Plans and runs a study: corpus, servers one at a time, every workload
-//! step and repetition, /proc sampling, failure rows, Ctrl-C.
+//! Plans and runs a study: corpus, every server started at once (each pinned,
+//! in its own process group and CPU-accounting cgroup), then every workload
+//! step in rounds of random server order until its statistics are precise
+//! (see [`crate::rounds`]), every run through `httplab load` in process;
+//! /proc sampling, failure rows, Ctrl-C, and the verdicts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use httplab_model as m;
 
 use crate::corpus::{self, CorpusIndex};
-use crate::loadgen::{self, LoadPlan, Offer};
+use crate::cpu::CpuSource;
+use crate::rounds::{self, CellData};
 use crate::sampler::Sampler;
 use crate::servers::{self, Running};
 use crate::spec::{
-    expand_servers, Driver, ServerInstance, StudyFile, VaryParam, VaryValue, Workload, WorkloadKind,
+    expand_servers, Measure, ServerInstance, StudyFile, VaryParam, VaryValue, Workload,
+    WorkloadKind,
 };
+
+/// How load is offered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Offer {
+    /// `num_conns` connections at `rate` per second (None: back to back, one at a time).
+    Open {
+        /// Connections per second.
+        rate: Option<f64>,
+        /// Connections to open (count-measured runs).
+        num_conns: u64,
+    },
+    /// `users` each send `requests` requests, one after another.
+    Closed {
+        /// Simultaneous users.
+        users: u64,
+        /// Requests per user (count-measured runs).
+        requests: u64,
+        /// Pause between a reply and the next request, ms.
+        think_ms: f64,
+    },
+}
 
 /// Reason of a run cut short by Ctrl-C (its partial result is kept in the JSON).
 pub const INTERRUPTED_DURING: &str = "interrupted (Ctrl-C) during the run; partial result kept";
@@ -72,6 +98,8 @@ pub struct Options {
     pub on_event: Option<Observer>,
     /// Where corpus and server work dirs go (default: a fresh temp dir).
     pub work_dir: Option<PathBuf>,
+    /// `--quick` was given (recorded in the protocol).
+    pub quick: bool,
 }
 
 impl Default for Options {
@@ -82,6 +110,7 @@ impl Default for Options {
             stop: Arc::new(AtomicBool::new(false)),
             on_event: None,
             work_dir: None,
+            quick: false,
         }
     }
 }
@@ -103,11 +132,27 @@ pub struct StepParams {
     pub timeout: Duration,
     /// Hard limit.
     pub max_duration: Duration,
+    /// Warm-up discarded before the window.
+    pub warmup: Duration,
+    /// Measurement window (None: the workload's own counts).
+    pub window: Option<Duration>,
 }
 
 /// The steps of a workload (one for a plain `load`/`users`; one per rate for a sweep;
 /// one per value for `vary`).
 pub fn steps(w: &Workload) -> Vec<StepParams> {
+    steps_with(w, &crate::spec::ProtocolSpec::default())
+}
+
+/// The steps of a workload under a protocol (its warm-up and window).
+pub fn steps_with(w: &Workload, proto: &crate::spec::ProtocolSpec) -> Vec<StepParams> {
+    let warmup = Duration::from_secs_f64(w.warmup_s.unwrap_or(proto.warmup_s).max(0.0));
+    let window = match w.measure {
+        Measure::Count => None,
+        Measure::Window => Some(Duration::from_secs_f64(
+            w.window_s.unwrap_or(proto.window_s).max(0.1),
+        )),
+    };
     let base = |step: String,
                 rate: Option<f64>,
                 num_conns: Option<u64>,
@@ -137,31 +182,21 @@ pub fn steps(w: &Workload) -> Vec<StepParams> {
             max_duration: Duration::from_secs_f64(
                 w.max_duration_s.unwrap_or(60.0).clamp(0.1, 3600.0),
             ),
+            warmup,
+            window,
         }
     };
     if w.kind == WorkloadKind::Sweep {
-        let (lo, hi, st) = (
-            w.low_rate.unwrap_or(10.0),
-            w.high_rate.unwrap_or(10.0),
-            w.rate_step.unwrap_or(10.0).max(1e-9),
-        );
-        let step_s = w.step_s.unwrap_or(2.0).max(0.1);
-        let mut v = Vec::new();
-        let mut r = lo;
-        while r <= hi + 1e-9 && v.len() < 1000 {
-            let n = w.num_conns.unwrap_or(((r * step_s).ceil() as u64).max(1));
-            v.push(base(
-                fmt_num(r),
-                Some(r),
-                Some(n),
-                None,
-                None,
-                None,
-                &w.target,
-            ));
-            r += st;
-        }
-        return v;
+        // A capacity search: one step that searches upward from low_rate.
+        return vec![base(
+            String::new(),
+            Some(w.low_rate.unwrap_or(100.0)),
+            None,
+            None,
+            None,
+            None,
+            &w.target,
+        )];
     }
     match &w.vary {
         None => vec![base(String::new(), None, None, None, None, None, &w.target)],
@@ -244,35 +279,100 @@ fn servers_of<'a>(w: &Workload, all: &'a [ServerInstance]) -> Vec<&'a ServerInst
         .collect()
 }
 
-fn reps(s: &StudyFile, w: &Workload) -> u32 {
-    w.repetitions.unwrap_or(s.repetitions).max(1)
+/// Runs one capacity search is expected to take (for planning).
+pub const SEARCH_RUNS: u64 = 7;
+
+/// Load runs the study makes at least (every cell at its fewest repetitions)
+/// and at most (every cell at its cap); a capacity search counts as
+/// [`SEARCH_RUNS`] runs.
+pub fn count_runs_range(s: &StudyFile) -> (u64, u64) {
+    let all = expand_servers(s);
+    let p = rounds::protocol(s, false);
+    let mut lo = 0;
+    let mut hi = 0;
+    for w in &s.workloads {
+        let (min, max) = rounds::reps_of(&p, w);
+        let per = servers_of(w, &all).len() as u64
+            * steps(w).len() as u64
+            * if w.kind == WorkloadKind::Sweep {
+                SEARCH_RUNS
+            } else {
+                1
+            };
+        lo += per * u64::from(min);
+        hi += per * u64::from(max);
+    }
+    (lo, hi)
 }
 
-/// Number of load runs the study will make (the progress bar's length).
+/// Load runs the study makes at least (see [`count_runs_range`]).
 pub fn count_runs(s: &StudyFile) -> u64 {
+    count_runs_range(s).0
+}
+
+/// Seconds one run of this step lasts (warm-up + window, or an estimate from counts).
+pub fn run_seconds(p: &StepParams) -> f64 {
+    let w = p.warmup.as_secs_f64();
+    match p.window {
+        Some(win) => w + win.as_secs_f64(),
+        None => match p.offer {
+            Offer::Open {
+                rate: Some(r),
+                num_conns,
+            } => w + num_conns as f64 / r.max(1e-9),
+            _ => w + 1.0,
+        },
+    }
+}
+
+/// Estimated seconds of the study at its fewest repetitions.
+pub fn estimate_seconds(s: &StudyFile) -> f64 {
     let all = expand_servers(s);
+    let p = rounds::protocol(s, false);
     s.workloads
         .iter()
-        .map(|w| servers_of(w, &all).len() as u64 * steps(w).len() as u64 * u64::from(reps(s, w)))
+        .map(|w| {
+            let (min, _) = rounds::reps_of(&p, w);
+            let n = servers_of(w, &all).len() as f64 * f64::from(min);
+            steps_with(w, &s.protocol)
+                .iter()
+                .map(|st| {
+                    let per = run_seconds(st) + 0.1;
+                    if w.kind == WorkloadKind::Sweep {
+                        per * SEARCH_RUNS as f64
+                    } else {
+                        per
+                    }
+                })
+                .sum::<f64>()
+                * n
+        })
         .sum()
 }
 
-fn describe_offer(p: &StepParams) -> String {
+pub fn describe_offer(p: &StepParams) -> String {
+    let counted = p.window.is_none();
     let mut t = match p.offer {
         Offer::Open {
             rate: Some(r),
             num_conns,
-        } => format!("{num_conns} conns at {} /s", fmt_num(r)),
+        } if counted => format!("{num_conns} conns at {} /s", fmt_num(r)),
+        Offer::Open { rate: Some(r), .. } => format!("conns at {} /s", fmt_num(r)),
         Offer::Open {
             rate: None,
             num_conns,
-        } => format!("{num_conns} conns back to back"),
+        } if counted => format!("{num_conns} conns back to back"),
+        Offer::Open { rate: None, .. } => "conns back to back".to_string(),
         Offer::Closed {
             users,
             requests,
             think_ms,
         } => {
-            let mut t = format!("{users} users × {requests} requests");
+            let mut t = if counted {
+                format!("{users} users × {requests} requests")
+            } else {
+                format!("{users} users")
+            };
             if think_ms > 0.0 {
                 t.push_str(&format!(", think {think_ms} ms"));
             }
@@ -284,6 +384,18 @@ fn describe_offer(p: &StepParams) -> String {
         t.push_str(&format!(", pipeline {}", p.pipeline));
     }
     t.push_str(&format!(", target {}", p.target));
+    match p.window {
+        Some(w) => t.push_str(&format!(
+            "; warm-up {} s, window {} s",
+            fmt_num(p.warmup.as_secs_f64()),
+            fmt_num(w.as_secs_f64())
+        )),
+        None if !p.warmup.is_zero() => t.push_str(&format!(
+            "; counts as given, after a {} s warm-up",
+            fmt_num(p.warmup.as_secs_f64())
+        )),
+        None => t.push_str("; counts as given"),
+    }
     t
 }
 
@@ -338,17 +450,35 @@ pub fn describe_plan(s: &StudyFile) -> String {
             .unwrap_or_default();
         let _ = writeln!(o, "  {} ({}{w}): {status}", sv.name, sv.spec.kind.as_str());
     }
+    let proto = rounds::protocol(s, false);
+    let _ = writeln!(
+        o,
+        "protocol: warm-up {} s, window {} s, {}–{} repetitions in rounds of random order until the 95 % CI is within ±{} %, alpha {}{}",
+        fmt_num(proto.warmup_s),
+        fmt_num(proto.window_s),
+        proto.min_repetitions,
+        proto.max_repetitions,
+        fmt_num(proto.precision * 100.0),
+        proto.alpha,
+        match s.protocol.seed {
+            Some(x) => format!(", seed {x}"),
+            None => ", seed drawn at start (recorded)".into(),
+        }
+    );
     let _ = writeln!(o, "workloads:");
     for w in &s.workloads {
-        let st = steps(w);
+        let st = steps_with(w, &s.protocol);
         let srv: Vec<String> = servers_of(w, &all).iter().map(|x| x.name.clone()).collect();
+        let (min, max) = rounds::reps_of(&proto, w);
         let _ = writeln!(
             o,
-            "  {} ({}): {} step(s) × {} repetition(s) on {}",
+            "  {} ({}, metric {}): {} step(s) × {}–{} repetition(s) on {}",
             w.name,
             w.kind.as_str(),
+            rounds::primary_metric(s, w).key(),
             st.len(),
-            reps(s, w),
+            min,
+            max,
             srv.join(", ")
         );
         for p in &st {
@@ -360,8 +490,23 @@ pub fn describe_plan(s: &StudyFile) -> String {
             let _ = writeln!(o, "    {label}{}", describe_offer(p));
         }
     }
-    let _ = writeln!(o, "total: {} load run(s)", count_runs(s));
+    let (lo, hi) = count_runs_range(s);
+    let _ = writeln!(
+        o,
+        "total: {lo} to {hi} load run(s) (capacity searches counted as {SEARCH_RUNS} each); about {} at the fewest repetitions",
+        human_secs(estimate_seconds(s))
+    );
     o
+}
+
+/// `3 min 20 s`, `45 s`.
+pub fn human_secs(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s >= 60 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else {
+        format!("{s} s")
+    }
 }
 
 fn dry_context() -> servers::Context {
@@ -431,13 +576,30 @@ pub fn find_httplab_exe() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A server of the study, started (or why not).
+struct Slot {
+    inst: ServerInstance,
+    running: Option<Running>,
+    cpu: Option<CpuSource>,
+    /// Why it has no (more) runs: not installed, failed to start, died.
+    down: Option<(String, String)>,
+}
+
 struct Ctx<'a> {
     study: &'a StudyFile,
     opts: &'a Options,
     corpus: &'a CorpusIndex,
+    proto: m::Protocol,
     client_cores: Vec<usize>,
     bar: Option<indicatif::ProgressBar>,
     runs: Vec<m::StudyRun>,
+    cells: Vec<m::Cell>,
+    verdicts: Vec<m::StudyVerdict>,
+    /// Client ceilings by workload shape (calibrated once per shape).
+    ceilings: HashMap<String, Option<f64>>,
+    lists: PathBuf,
+    started: Instant,
+    est_left: f64,
 }
 
 impl Ctx<'_> {
@@ -451,37 +613,17 @@ impl Ctx<'_> {
             b.set_message(msg.to_string());
         }
     }
-    fn tick(&self) {
+    fn tick(&mut self, secs: f64) {
+        self.est_left = (self.est_left - secs).max(0.0);
         if let Some(b) = &self.bar {
             b.inc(1);
+            let elapsed = self.started.elapsed().as_secs_f64();
+            b.set_prefix(format!("~{} left", human_secs(self.est_left.max(0.0))));
+            let _ = elapsed;
         }
     }
     fn stopped(&self) -> bool {
         self.opts.stop.load(Ordering::Relaxed)
-    }
-    /// Rows for every run of `server` that will not happen.
-    fn rows_without_runs(&mut self, server: &ServerInstance, status: &str, reason: &str) {
-        let all = expand_servers(self.study);
-        for w in &self.study.workloads {
-            if !servers_of(w, &all).iter().any(|s| s.name == server.name) {
-                continue;
-            }
-            let n = steps(w).len() as u64 * u64::from(reps(self.study, w));
-            for r in 0..reps(self.study, w) {
-                self.runs.push(m::StudyRun {
-                    workload: w.name.clone(),
-                    server: server.name.clone(),
-                    repetition: r,
-                    status: status.into(),
-                    reason: reason.into(),
-                    run: None,
-                    sweep: None,
-                });
-            }
-            if let Some(b) = &self.bar {
-                b.inc(n);
-            }
-        }
     }
 }
 
@@ -502,7 +644,10 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
     };
     let root = base.join("root");
     let corpus = corpus::generate(&study.corpus, &root).context("generating the corpus")?;
+    let lists = base.join("uri-lists");
+    std::fs::create_dir_all(&lists).context("creating the path-list directory")?;
     let (server_cores, client_cores, notes) = resolve_pinning(study);
+    let proto = rounds::protocol(study, opts.quick);
     let mut env = crate::env::environment();
     env.client_affinity = client_cores.iter().map(|&c| c as u32).collect();
     env.extra
@@ -525,7 +670,7 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         let b = indicatif::ProgressBar::new(total);
         b.set_style(
             indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {pos}/{len} runs  {msg}",
+                "{elapsed_precise} {prefix} [{bar:30}] {pos}/{len} runs  {msg}",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
             .progress_chars("=> "),
@@ -536,34 +681,94 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         study,
         opts,
         corpus: &corpus,
+        proto,
         client_cores,
         bar,
         runs: Vec::new(),
+        cells: Vec::new(),
+        verdicts: Vec::new(),
+        ceilings: HashMap::new(),
+        lists,
+        started: Instant::now(),
+        est_left: estimate_seconds(study),
     };
-    let all = expand_servers(study);
-    for (i, inst) in all.iter().enumerate() {
-        if let Some(v) = servers::version(inst, opts.httplab_exe.as_deref()) {
+    let mut slots = start_servers(&mut cx, &base, &root, &server_cores, &mut env);
+    if let Some(src) = slots.iter().find_map(|s| s.cpu.as_ref()) {
+        env.extra
+            .insert("server_cpu_source".into(), src.name().to_string());
+    }
+    for (wi, w) in study.workloads.iter().enumerate() {
+        run_workload(&mut cx, &mut slots, wi, w);
+    }
+    for s in &mut slots {
+        if let Some(r) = &mut s.running {
+            r.stop();
+        }
+        if let Some(c) = &s.cpu {
+            c.remove();
+        }
+    }
+    if let Some(b) = &cx.bar {
+        b.finish_with_message(if cx.stopped() { "interrupted" } else { "done" });
+        eprintln!();
+    }
+    env.extra.insert(
+        "study_seconds".into(),
+        format!("{:.1}", cx.started.elapsed().as_secs_f64()),
+    );
+    let mut res = m::StudyResult {
+        schema: m::STUDY_SCHEMA.into(),
+        tool: m::ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        name: study.name.clone(),
+        started_at,
+        runs: cx.runs,
+        environment: env,
+        protocol: Some(cx.proto),
+        cells: cx.cells,
+        verdicts: cx.verdicts,
+        answers: Vec::new(),
+    };
+    res.answers = crate::answers::answer_all(study, &res);
+    Ok(res)
+}
+
+/// Starts every server of the study, each on its own port, pinned, in its
+/// own process group and CPU-accounting group. Servers that cannot start get
+/// their rows now.
+fn start_servers(
+    cx: &mut Ctx,
+    base: &Path,
+    root: &Path,
+    server_cores: &[usize],
+    env: &mut m::Environment,
+) -> Vec<Slot> {
+    let mut slots = Vec::new();
+    for (i, inst) in expand_servers(cx.study).into_iter().enumerate() {
+        if let Some(v) = servers::version(&inst, cx.opts.httplab_exe.as_deref()) {
             env.extra.insert(format!("version: {}", inst.name), v);
         }
+        let mut slot = Slot {
+            inst,
+            running: None,
+            cpu: None,
+            down: None,
+        };
         if cx.stopped() {
-            cx.rows_without_runs(
-                inst,
-                "skipped",
-                "interrupted (Ctrl-C) before this server ran",
-            );
+            slot.down = Some((
+                "skipped".into(),
+                "interrupted (Ctrl-C) before this server ran".into(),
+            ));
+            slots.push(slot);
             continue;
         }
         let work = base.join(format!("server-{i}"));
         let ctx = servers::Context {
-            root: root.clone(),
+            root: root.to_path_buf(),
             work: work.clone(),
-            httplab_exe: opts.httplab_exe.clone(),
-            probe_path: corpus.probe_path(),
+            httplab_exe: cx.opts.httplab_exe.clone(),
+            probe_path: cx.corpus.probe_path(),
         };
-        if let Some(b) = &cx.bar {
-            b.set_message(format!("starting {}", inst.name));
-        }
-        let mut running = None;
+        cx.announce(&format!("starting {}", slot.inst.name));
         let mut last_err = String::new();
         // Two attempts: the free port may be taken between choosing and binding.
         for _ in 0..2 {
@@ -574,246 +779,527 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
                     continue;
                 }
             };
-            let plan = match servers::plan(inst, &ctx, port) {
+            let plan = match servers::plan(&slot.inst, &ctx, port) {
                 Ok(p) => p,
                 Err(u) => {
                     let status = match u {
                         servers::Unavailable::NotInstalled { .. } => "not installed",
                         servers::Unavailable::Other(_) => "failed",
                     };
-                    last_err = u.reason();
                     env.extra
-                        .insert(format!("version: {}", inst.name), last_err.clone());
-                    cx.rows_without_runs(inst, status, &last_err);
+                        .insert(format!("version: {}", slot.inst.name), u.reason());
+                    slot.down = Some((status.into(), u.reason()));
                     break;
                 }
             };
-            match servers::start(&plan, &work, &server_cores) {
+            let cpu = CpuSource::create(&format!("httplab-{}-{i}", std::process::id()));
+            match servers::start(&plan, &work, server_cores, cpu.procs_file()) {
                 Ok(r) => {
-                    running = Some(r);
+                    cx.emit(Event::ServerStarted {
+                        server: slot.inst.name.clone(),
+                        pid: r.pid,
+                    });
+                    slot.running = Some(r);
+                    slot.cpu = Some(cpu);
                     break;
                 }
-                Err(e) => last_err = format!("could not start: {e:#}"),
+                Err(e) => {
+                    cpu.remove();
+                    last_err = format!("could not start: {e:#}");
+                }
             }
         }
-        let Some(mut srv) = running else {
-            if !cx.runs.iter().any(|r| r.server == inst.name) {
-                cx.rows_without_runs(inst, "failed", &last_err);
-            }
-            continue;
-        };
-        cx.emit(Event::ServerStarted {
-            server: inst.name.clone(),
-            pid: srv.pid,
-        });
-        for w in &study.workloads {
-            if !servers_of(w, &all).iter().any(|s| s.name == inst.name) {
-                continue;
-            }
-            run_workload(&mut cx, inst, &mut srv, w);
+        if slot.running.is_none() && slot.down.is_none() {
+            slot.down = Some(("failed".into(), last_err));
         }
-        srv.stop();
+        slots.push(slot);
     }
-    if let Some(b) = &cx.bar {
-        b.finish_with_message(if cx.stopped() { "interrupted" } else { "done" });
-        eprintln!();
+    slots
+}
+
+fn step_label(p: &StepParams) -> Option<String> {
+    (!p.step.is_empty()).then(|| p.step.clone())
+}
+
+fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
+    let all = expand_servers(cx.study);
+    let mine: Vec<usize> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| servers_of(w, &all).iter().any(|x| x.name == s.inst.name))
+        .map(|(i, _)| i)
+        .collect();
+    let metric = rounds::primary_metric(cx.study, w);
+    let (min_reps, max_reps) = rounds::reps_of(&cx.proto, w);
+    for (si, p) in steps_with(w, &cx.study.protocol).iter().enumerate() {
+        let step = step_label(p);
+        let mut data: BTreeMap<usize, CellData> = BTreeMap::new();
+        for &i in &mine {
+            data.insert(
+                i,
+                CellData {
+                    server: slots[i].inst.name.clone(),
+                    ..Default::default()
+                },
+            );
+            // Servers that never started: one row per fewest repetitions.
+            if let Some((status, reason)) = slots[i].down.clone() {
+                for r in 0..min_reps {
+                    push_row(
+                        cx,
+                        w,
+                        &slots[i].inst.name,
+                        &step,
+                        r,
+                        0,
+                        &status,
+                        &reason,
+                        None,
+                        None,
+                    );
+                    cx.tick(0.0);
+                }
+                if let Some(d) = data.get_mut(&i) {
+                    d.stop = Some(rounds::STOP_FAILED);
+                }
+            }
+        }
+        let run_s = run_seconds(p);
+        let mut round = 0u32;
+        loop {
+            let active: Vec<usize> = mine
+                .iter()
+                .copied()
+                .filter(|i| data.get(i).is_some_and(|d| d.stop.is_none()))
+                .collect();
+            if active.is_empty() {
+                break;
+            }
+            if round >= min_reps {
+                if let Some(b) = &cx.bar {
+                    b.inc_length(active.len() as u64);
+                }
+            }
+            let order = rounds::round_order(&active, cx.proto.seed, wi, si, round);
+            for (pos, &i) in order.iter().enumerate() {
+                let name = slots[i].inst.name.clone();
+                cx.announce(&format!(
+                    "{name} · {}{} · round {}",
+                    w.name,
+                    step.as_deref()
+                        .map(|s| format!(" [{s}]"))
+                        .unwrap_or_default(),
+                    round + 1
+                ));
+                let outcome = if cx.stopped() {
+                    Err(("skipped", "interrupted (Ctrl-C)".to_string()))
+                } else {
+                    let slot = &mut slots[i];
+                    match (&mut slot.running, &slot.down) {
+                        (Some(r), None) => match r.exited() {
+                            Some(why) => Err((
+                                "failed",
+                                format!("server not running: it exited earlier ({why})"),
+                            )),
+                            None => measure(cx, slot, w, p),
+                        },
+                        (_, Some((_, why))) => Err(("failed", why.clone())),
+                        (None, None) => Err(("failed", "server not running".to_string())),
+                    }
+                };
+                cx.tick(run_s);
+                let status_txt = match &outcome {
+                    Ok(_) => "ok",
+                    Err((s, _)) => s,
+                };
+                cx.emit(Event::RunFinished {
+                    server: name.clone(),
+                    workload: w.name.clone(),
+                    pid: slots[i].running.as_ref().map_or(0, |r| r.pid),
+                    status: status_txt.to_string(),
+                });
+                let Some(d) = data.get_mut(&i) else { continue };
+                match outcome {
+                    Ok(Measured {
+                        run,
+                        sweep,
+                        value,
+                        client_bound,
+                    }) => {
+                        if run.as_ref().is_some_and(|r| r.interrupted) {
+                            d.stop = Some(rounds::STOP_INTERRUPTED);
+                            push_row(
+                                cx,
+                                w,
+                                &name,
+                                &step,
+                                round,
+                                pos as u32,
+                                "skipped",
+                                INTERRUPTED_DURING,
+                                run,
+                                sweep,
+                            );
+                            continue;
+                        }
+                        let mut all_m = run
+                            .as_ref()
+                            .map(crate::report::metrics_of)
+                            .unwrap_or_default();
+                        if let Some(v) = value {
+                            all_m.insert(metric, v);
+                        }
+                        match all_m.get(&metric).copied().filter(|v| v.is_finite()) {
+                            Some(v) => d.push(v, &all_m, client_bound),
+                            None => {
+                                d.stop = Some(rounds::STOP_FAILED);
+                            }
+                        }
+                        let (status, reason) = if d.stop == Some(rounds::STOP_FAILED) {
+                            (
+                                "failed",
+                                format!(
+                                    "no value of {} could be computed (no replies?)",
+                                    metric.key()
+                                ),
+                            )
+                        } else {
+                            ("ok", String::new())
+                        };
+                        push_row(
+                            cx, w, &name, &step, round, pos as u32, status, &reason, run, sweep,
+                        );
+                    }
+                    Err((status, why)) => {
+                        d.stop = Some(if status == "skipped" {
+                            rounds::STOP_INTERRUPTED
+                        } else {
+                            rounds::STOP_FAILED
+                        });
+                        if status == "failed" && slots[i].down.is_none() {
+                            // A server that died stays down for the rest of the study.
+                            if slots[i].running.as_mut().and_then(|r| r.exited()).is_some() {
+                                slots[i].down = Some(("failed".into(), why.clone()));
+                            }
+                        }
+                        push_row(
+                            cx, w, &name, &step, round, pos as u32, status, &why, None, None,
+                        );
+                    }
+                }
+            }
+            round += 1;
+            let still: Vec<usize> = mine
+                .iter()
+                .copied()
+                .filter(|i| data.get(i).is_some_and(|d| d.stop.is_none()))
+                .collect();
+            if still.is_empty() {
+                break;
+            }
+            if round >= max_reps {
+                for i in still {
+                    if let Some(d) = data.get_mut(&i) {
+                        d.stop = Some(rounds::STOP_MAX);
+                    }
+                }
+                break;
+            }
+            // Rounds go on while any server's interval is too wide; every
+            // server keeps being measured, so rounds stay complete blocks.
+            if round >= min_reps
+                && still
+                    .iter()
+                    .all(|i| data.get(i).is_some_and(|d| d.precise(&cx.proto, min_reps)))
+            {
+                for i in still {
+                    if let Some(d) = data.get_mut(&i) {
+                        d.stop = Some(rounds::STOP_PRECISION);
+                    }
+                }
+                break;
+            }
+        }
+        let cells: Vec<CellData> = data.into_values().collect();
+        for c in &cells {
+            cx.cells
+                .push(rounds::cell(&w.name, step.as_deref(), metric, c));
+        }
+        let with_data: Vec<CellData> = cells.into_iter().filter(|c| !c.values.is_empty()).collect();
+        let vopts = rounds::verdict_options(&cx.proto, wi, si);
+        cx.verdicts.push(rounds::verdict(
+            &w.name,
+            step.as_deref(),
+            metric,
+            &with_data,
+            &vopts,
+        ));
     }
-    Ok(m::StudyResult {
-        schema: m::STUDY_SCHEMA.into(),
-        tool: m::ToolInfo::current(env!("CARGO_PKG_VERSION")),
-        name: study.name.clone(),
-        started_at,
-        runs: cx.runs,
-        environment: env,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn push_row(
+    cx: &mut Ctx,
+    w: &Workload,
+    server: &str,
+    step: &Option<String>,
+    round: u32,
+    position: u32,
+    status: &str,
+    reason: &str,
+    run: Option<m::RunResult>,
+    sweep: Option<m::SweepResult>,
+) {
+    let run = run.map(|mut r| {
+        if let (Some(v), Some(s)) = (&w.vary, step) {
+            r.config
+                .extra
+                .insert(EXTRA_PARAM.into(), v.param.as_str().into());
+            r.config.extra.insert(EXTRA_STEP.into(), s.clone());
+        }
+        r
+    });
+    cx.runs.push(m::StudyRun {
+        workload: w.name.clone(),
+        server: server.to_string(),
+        repetition: round,
+        step: step.clone(),
+        position,
+        status: status.into(),
+        reason: reason.into(),
+        run,
+        sweep,
+    });
+}
+
+/// What one cell repetition produced.
+struct Measured {
+    run: Option<m::RunResult>,
+    sweep: Option<m::SweepResult>,
+    /// The primary value when it is not a metric of `run` (capacity searches).
+    value: Option<f64>,
+    client_bound: bool,
+}
+
+type RunErr = (&'static str, String);
+
+/// One repetition of one step on one server: a load run, or for a sweep
+/// workload a capacity search.
+fn measure(
+    cx: &mut Ctx,
+    slot: &mut Slot,
+    w: &Workload,
+    p: &StepParams,
+) -> std::result::Result<Measured, RunErr> {
+    let name = slot.inst.name.clone();
+    cx.emit(Event::RunStarted {
+        server: name.clone(),
+        workload: w.name.clone(),
+    });
+    if w.kind == WorkloadKind::Sweep {
+        return capacity(cx, slot, w, p);
+    }
+    let run = one_run(cx, slot, w, p, None)?;
+    let cb = run.self_check.client_bound;
+    Ok(Measured {
+        run: Some(run),
+        sweep: None,
+        value: None,
+        client_bound: cb,
     })
 }
 
-fn run_workload(cx: &mut Ctx, inst: &ServerInstance, srv: &mut Running, w: &Workload) {
-    let st = steps(w);
-    for rep in 0..reps(cx.study, w) {
-        let mut sweep_steps = Vec::new();
-        let mut sweep_fail: Option<String> = None;
-        for p in &st {
-            let msg = format!(
-                "{} · {}{}",
-                inst.name,
-                w.name,
-                if p.step.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{}]", p.step)
-                }
-            );
-            cx.announce(&msg);
-            let outcome = if cx.stopped() {
-                Err(("skipped", "interrupted (Ctrl-C)".to_string()))
-            } else if let Some(why) = srv.exited() {
-                Err((
-                    "failed",
-                    format!("server not running: it exited earlier ({why})"),
-                ))
-            } else {
-                one_run(cx, inst, srv, w, p)
-            };
-            cx.tick();
-            let status_txt = match &outcome {
-                Ok(_) => "ok",
-                Err((s, _)) => s,
-            };
-            cx.emit(Event::RunFinished {
-                server: inst.name.clone(),
-                workload: w.name.clone(),
-                pid: srv.pid,
-                status: status_txt.to_string(),
-            });
-            if w.kind == WorkloadKind::Sweep {
-                match outcome {
-                    Ok(run) if run.interrupted => {
-                        sweep_fail.get_or_insert(INTERRUPTED_DURING.to_string());
-                    }
-                    Ok(run) => sweep_steps.push(m::SweepStep {
-                        demanded_rate: run.config.rate.unwrap_or(0.0),
-                        run,
-                    }),
-                    Err((_, why)) => {
-                        sweep_fail.get_or_insert(why);
-                    }
-                }
-                continue;
-            }
-            let (status, reason, run) = match outcome {
-                Ok(run) if run.interrupted => (
-                    "skipped".to_string(),
-                    INTERRUPTED_DURING.to_string(),
-                    Some(run),
-                ),
-                Ok(run) => ("ok".to_string(), String::new(), Some(run)),
-                Err((s, why)) => (s.to_string(), why, None),
-            };
-            cx.runs.push(m::StudyRun {
-                workload: w.name.clone(),
-                server: inst.name.clone(),
-                repetition: rep,
-                status,
-                reason,
-                run: run.map(|r| annotate(r, w, p)),
-                sweep: None,
-            });
-        }
-        if w.kind == WorkloadKind::Sweep {
-            let status = match (&sweep_fail, sweep_steps.is_empty()) {
-                (None, _) => "ok",
-                (Some(_), true) if cx.stopped() => "skipped",
-                (Some(_), _) => "failed",
-            };
-            let sat = saturation(&sweep_steps);
-            cx.runs.push(m::StudyRun {
-                workload: w.name.clone(),
-                server: inst.name.clone(),
-                repetition: rep,
-                status: status.into(),
-                reason: sweep_fail.clone().unwrap_or_default(),
-                run: None,
-                sweep: Some(m::SweepResult {
-                    schema: m::SWEEP_SCHEMA.into(),
-                    tool: m::ToolInfo::current(env!("CARGO_PKG_VERSION")),
-                    started_at: sweep_steps
-                        .first()
-                        .map(|s| s.run.started_at.clone())
-                        .unwrap_or_default(),
-                    command_line: Vec::new(),
-                    targets: vec![m::SweepTarget {
-                        label: inst.name.clone(),
-                        url: format!("http://{}{}", srv.addr, w.target),
-                        steps: sweep_steps,
-                        saturation: sat,
-                    }],
-                    environment: crate::env::environment(),
-                }),
-            });
-        }
-    }
-}
-
-fn annotate(mut r: m::RunResult, w: &Workload, p: &StepParams) -> m::RunResult {
-    if let Some(v) = &w.vary {
-        r.config
-            .extra
-            .insert(EXTRA_PARAM.into(), v.param.as_str().into());
-        r.config.extra.insert(EXTRA_STEP.into(), p.step.clone());
-    }
-    r
-}
-
-/// Highest demanded rate whose reply rate kept up (within 5 %) without errors.
-pub fn saturation(steps: &[m::SweepStep]) -> m::Saturation {
-    let ok = |s: &m::SweepStep| {
-        let calls = s.run.config.num_calls.unwrap_or(1).max(1) as f64;
-        let want = s.demanded_rate * calls;
-        let got = s.run.totals.replies as f64 / s.run.totals.test_duration_s.max(1e-9);
-        s.run.errors.total == 0 && got >= 0.95 * want
-    };
-    let max_ok = steps
-        .iter()
-        .filter(|s| ok(s))
-        .map(|s| s.demanded_rate)
-        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-    m::Saturation {
-        max_sustainable_rate: max_ok,
-        knee_rate: steps.iter().find(|s| !ok(s)).map(|s| s.demanded_rate),
-        slo_ms: 0.0,
-        runs: steps.len() as u32,
-        method: "steps".into(),
-    }
-}
-
-fn one_run(
-    cx: &Ctx,
-    inst: &ServerInstance,
-    srv: &mut Running,
+/// Searches upward from the workload's `low_rate` until the server
+/// saturates (see `httplab_report::analysis::find_max`); when the client
+/// saturates first the value is a lower bound and the cell is client-bound.
+fn capacity(
+    cx: &mut Ctx,
+    slot: &mut Slot,
     w: &Workload,
     p: &StepParams,
-) -> std::result::Result<m::RunResult, (&'static str, String)> {
-    let uris = cx.corpus.uris(&p.target);
-    let plan = LoadPlan {
-        label: format!(
-            "{} · {}{}",
-            inst.name,
-            w.name,
-            if p.step.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", p.step)
-            }
-        ),
-        addr: srv.addr,
-        uris,
-        offer: p.offer,
-        num_calls: p.num_calls,
-        pipeline: p.pipeline,
-        timeout: p.timeout,
-        max_duration: p.max_duration,
-        client_cores: cx.client_cores.clone(),
-        expected: Arc::new(cx.corpus.files.clone()),
-        stop: Arc::clone(&cx.opts.stop),
+) -> std::result::Result<Measured, RunErr> {
+    let cfg = httplab_report::analysis::FindMax {
+        start: w.low_rate.unwrap_or(100.0),
+        ceiling: None,
+        precision: 0.05,
+        max_runs: 12,
+        slo_ms: w.timeout_s.unwrap_or(5.0) * 1000.0,
     };
-    cx.emit(Event::RunStarted {
-        server: inst.name.clone(),
-        workload: w.name.clone(),
-    });
-    let driver = w.driver.unwrap_or(cx.study.driver);
-    let sampler = Sampler::start(&inst.name, srv.pid, Duration::from_millis(100));
-    let mut run = match driver {
-        Driver::Builtin => loadgen::run(&plan),
-        Driver::HttplabLoad => match run_httplab_load(&plan, &cx.corpus.root) {
-            Ok(r) => r,
+    let mut err: Option<RunErr> = None;
+    let found = httplab_report::analysis::find_max(&cfg, |rate| {
+        match one_run(cx, slot, w, p, Some(rate)) {
+            Ok(r) => Ok(r),
             Err(e) => {
-                let _ = sampler.finish();
-                return Err(("failed", format!("httplab load: {e:#}")));
+                err = Some(e.clone());
+                Err(anyhow::anyhow!("{}", e.1))
             }
-        },
+        }
+    });
+    let (steps, sat) = match found {
+        Ok(x) => x,
+        Err(e) => {
+            return Err(err.unwrap_or_else(|| ("failed", format!("{e:#}"))));
+        }
     };
-    run.server = Some(sampler.finish());
+    let addr = slot
+        .running
+        .as_ref()
+        .map(|r| r.addr.to_string())
+        .unwrap_or_default();
+    let value = sat.max_sustainable_rate;
+    let cb = sat.client_bound;
+    let sweep = m::SweepResult {
+        schema: m::SWEEP_SCHEMA.into(),
+        tool: m::ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        started_at: steps
+            .first()
+            .map(|s| s.run.started_at.clone())
+            .unwrap_or_default(),
+        command_line: Vec::new(),
+        targets: vec![m::SweepTarget {
+            label: slot.inst.name.clone(),
+            url: format!("http://{addr}{}", w.target),
+            steps,
+            saturation: sat,
+        }],
+        environment: crate::env::environment(),
+    };
+    match value {
+        Some(v) => Ok(Measured {
+            run: None,
+            sweep: Some(sweep),
+            value: Some(v),
+            client_bound: cb,
+        }),
+        None => Err((
+            "failed",
+            format!(
+                "no rate was sustained, down to {} conn/s",
+                fmt_num(cfg.start)
+            ),
+        )),
+    }
+}
+
+/// The shape of a run for client calibration: what the generator's own
+/// ceiling depends on (connections, calls, pipelining, paths), not where it
+/// points or how long or how fast it is asked to go.
+fn shape_key(args: &[String]) -> String {
+    const IGNORED: [&str; 10] = [
+        "--server",
+        "--port",
+        "--label",
+        "--rate",
+        "--duration",
+        "--lag-threshold",
+        "--warmup",
+        "--num-conns",
+        "--requests-per-user",
+        "--timeout",
+    ];
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if IGNORED.contains(&a.as_str()) {
+            it.next();
+        } else {
+            out.push(a.as_str());
+        }
+    }
+    out.join(" ")
+}
+
+/// One load run through `httplab load` in process, its threads pinned to the
+/// client cores, the server's CPU measured from its cgroup (or schedstat)
+/// and its memory sampled from /proc.
+fn one_run(
+    cx: &mut Ctx,
+    slot: &mut Slot,
+    w: &Workload,
+    p: &StepParams,
+    rate: Option<f64>,
+) -> std::result::Result<m::RunResult, RunErr> {
+    let Some(srv) = slot.running.as_mut() else {
+        return Err(("failed", "server not running".into()));
+    };
+    let mut p = p.clone();
+    if let (Some(r), Offer::Open { num_conns, .. }) = (rate, p.offer) {
+        p.offer = Offer::Open {
+            rate: Some(r),
+            num_conns,
+        };
+    }
+    let label = format!(
+        "{} · {}{}",
+        slot.inst.name,
+        w.name,
+        step_label(&p)
+            .map(|s| format!(" [{s}]"))
+            .unwrap_or_default()
+    );
+    let uris = cx.corpus.uris(&p.target);
+    let list = if uris.len() > 1 {
+        let f = cx.lists.join(format!("{}.txt", sanitize(&p.target)));
+        if !f.exists() {
+            let mut text = uris.join("\n");
+            text.push('\n');
+            std::fs::write(&f, text)
+                .map_err(|e| ("failed", format!("writing {}: {e}", f.display())))?;
+        }
+        Some(f)
+    } else {
+        None
+    };
+    let args = load_args(&LoadArgs {
+        addr: srv.addr,
+        uri: uris.first().map_or("/", String::as_str),
+        uri_list: list.as_deref(),
+        params: &p,
+        root: &cx.corpus.root,
+        label: &label,
+        threads: cx.client_cores.len().max(1),
+    });
+    let mut spec = httplab_load::parse_args(&args)
+        .map_err(|e| ("failed", format!("httplab load arguments: {e:#}")))?;
+    // Calibrate the client once per shape (its ceiling for this shape).
+    let key = shape_key(&args);
+    if !cx.ceilings.contains_key(&key) {
+        cx.announce(&format!("calibrating the client for {}", w.name));
+        let c = with_client_cores(&cx.client_cores, || httplab_load::calibrate(&spec))
+            .ok()
+            .and_then(|c| c.ok())
+            .map(|c| c.ceiling_rps)
+            .filter(|x| x.is_finite() && *x > 0.0);
+        cx.ceilings.insert(key.clone(), c);
+    }
+    spec.client_ceiling = cx.ceilings.get(&key).copied().flatten();
+    let cpu0 = slot.cpu.as_ref().map(|c| c.cpu_s(srv.pid));
+    let sampler = Sampler::start(&slot.inst.name, srv.pid, Duration::from_millis(100));
+    let r = with_client_cores(&cx.client_cores, || {
+        httplab_load::run_with_stop(&spec, false, &cx.opts.stop)
+    });
+    let mut cost = sampler.finish();
+    let run = match r {
+        Ok(Ok(run)) => run,
+        Ok(Err(e)) | Err(e) => return Err(("failed", format!("httplab load: {e:#}"))),
+    };
+    if let (Some(c), Some(c0)) = (slot.cpu.as_ref(), cpu0) {
+        // The window only: the warm-up's share is taken out in proportion.
+        let total = (c.cpu_s(srv.pid) - c0).max(0.0);
+        let whole = run.totals.test_duration_s + run.config.warmup_s;
+        let share = if whole > 0.0 {
+            run.totals.test_duration_s / whole
+        } else {
+            1.0
+        };
+        cost.cpu_s = total * share;
+        cost.cpu_source = c.name().to_string();
+    }
+    let mut run = run;
+    run.server = Some(cost);
+    run.config
+        .extra
+        .insert("driver".into(), "httplab-load".into());
     if let Some(why) = srv.exited() {
         return Err((
             "failed",
@@ -835,7 +1321,23 @@ fn one_run(
     Ok(run)
 }
 
-/// Groups the runs of a study: workload → server → step → results.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+/// Runs `f` with the calling thread pinned to `cores` (threads it starts
+/// inherit the affinity), restoring the previous affinity afterwards.
+fn with_client_cores<T>(cores: &[usize], f: impl FnOnce() -> T) -> Result<T> {
+    let before = servers::allowed_cores();
+    servers::pin_current_thread(cores)?;
+    let out = f();
+    let _ = servers::pin_current_thread(&before);
+    Ok(out)
+}
+
+/// Groups the runs of a study: workload → server → runs.
 pub fn group(res: &m::StudyResult) -> BTreeMap<String, BTreeMap<String, Vec<&m::StudyRun>>> {
     let mut g: BTreeMap<String, BTreeMap<String, Vec<&m::StudyRun>>> = BTreeMap::new();
     for r in &res.runs {
@@ -848,68 +1350,138 @@ pub fn group(res: &m::StudyResult) -> BTreeMap<String, BTreeMap<String, Vec<&m::
     g
 }
 
-/// The `httplab load` arguments (httperf spellings) for one planned run.
-pub fn httplab_load_args(plan: &LoadPlan, root: &std::path::Path) -> Vec<String> {
-    let uri = plan.uris.first().cloned().unwrap_or_else(|| "/".into());
-    let mut a: Vec<String> = vec![
+/// What one `httplab load` run of a study needs.
+pub struct LoadArgs<'a> {
+    /// Server address.
+    pub addr: std::net::SocketAddr,
+    /// The single path (or the first of the list).
+    pub uri: &'a str,
+    /// A file listing the paths to request in turn (sets, pages).
+    pub uri_list: Option<&'a Path>,
+    /// The step.
+    pub params: &'a StepParams,
+    /// Corpus root (bodies are verified against it).
+    pub root: &'a Path,
+    /// Result label.
+    pub label: &'a str,
+    /// Generator threads (one per client core).
+    pub threads: usize,
+}
+
+/// The `httplab load` arguments (httperf spellings) of one study run.
+///
+/// - Window-measured runs: `--warmup W --duration T` (open loop at `rate`;
+///   back-to-back connections become one closed-loop user, which is what
+///   httperf's sequential mode is; closed loop with `--users`).
+/// - Count-measured runs keep the workload's counts and add the warm-up's
+///   share in front (`rate × warm-up` connections, or one extra request per
+///   user per second of warm-up is not defined, so users run their counts
+///   after a timed warm-up).
+/// - Sessions of several calls reconnect when a server closes (`--reconnect`)
+///   and bodies are verified against the corpus (`--verify-root`).
+pub fn load_args(a: &LoadArgs) -> Vec<String> {
+    let p = a.params;
+    let mut v: Vec<String> = vec![
         "--server".into(),
-        "127.0.0.1".into(),
+        a.addr.ip().to_string(),
         "--port".into(),
-        plan.addr.port().to_string(),
+        a.addr.port().to_string(),
         "--uri".into(),
-        uri,
+        a.uri.to_string(),
         "--timeout".into(),
-        format!("{}", plan.timeout.as_secs_f64()),
+        format!("{}", p.timeout.as_secs_f64()),
         "--verify-root".into(),
-        root.to_string_lossy().into_owned(),
+        a.root.to_string_lossy().into_owned(),
         "--label".into(),
-        plan.label.clone(),
+        a.label.to_string(),
         "--threads".into(),
-        plan.client_cores.len().max(1).to_string(),
+        a.threads.to_string(),
+        "--no-progress".into(),
     ];
-    match plan.offer {
-        Offer::Open { rate, num_conns } => {
-            if let Some(r) = rate {
-                a.extend(["--rate".into(), format!("{r}")]);
-                // Same lateness rule as the built-in driver: 10 ms, or half
-                // the interval between starts when that is longer.
-                let limit = (500.0 / r.max(1e-9)).max(10.0);
-                a.extend(["--lag-threshold".into(), format!("{limit:.3}ms")]);
-            }
-            a.extend(["--num-conns".into(), num_conns.to_string()]);
-            a.extend(["--num-calls".into(), plan.num_calls.to_string()]);
-            if plan.pipeline > 1 {
-                a.extend(["--burst-length".into(), plan.pipeline.to_string()]);
+    let mut push = |k: &str, val: String| {
+        v.push(k.to_string());
+        v.push(val);
+    };
+    if let Some(l) = a.uri_list {
+        push("--uri-list", l.to_string_lossy().into_owned());
+    }
+    let warm = p.warmup.as_secs_f64();
+    if warm > 0.0 {
+        push("--warmup", format!("{warm}"));
+    }
+    if p.num_calls > 1 {
+        push("--num-calls", p.num_calls.to_string());
+    }
+    if p.pipeline > 1 {
+        push("--burst-length", p.pipeline.to_string());
+    }
+    let window = p.window.map(|d| d.as_secs_f64());
+    match (p.offer, window) {
+        (Offer::Open { rate: Some(r), .. }, Some(t)) => {
+            push("--rate", format!("{r}"));
+            push("--duration", format!("{t}"));
+            push(
+                "--lag-threshold",
+                format!("{:.3}ms", (500.0 / r.max(1e-9)).max(10.0)),
+            );
+        }
+        (
+            Offer::Open {
+                rate: Some(r),
+                num_conns,
+            },
+            None,
+        ) => {
+            push("--rate", format!("{r}"));
+            let extra = (r * warm).ceil() as u64;
+            push("--num-conns", (num_conns + extra).to_string());
+            push(
+                "--lag-threshold",
+                format!("{:.3}ms", (500.0 / r.max(1e-9)).max(10.0)),
+            );
+        }
+        (Offer::Open { rate: None, .. }, Some(t)) => {
+            push("--users", "1".into());
+            push("--duration", format!("{t}"));
+        }
+        (
+            Offer::Open {
+                rate: None,
+                num_conns,
+            },
+            None,
+        ) => {
+            push("--num-conns", num_conns.to_string());
+        }
+        (
+            Offer::Closed {
+                users, think_ms, ..
+            },
+            Some(t),
+        ) => {
+            push("--users", users.to_string());
+            push("--duration", format!("{t}"));
+            if think_ms > 0.0 {
+                push("--think", format!("{think_ms}ms"));
             }
         }
-        Offer::Closed {
-            users,
-            requests,
-            think_ms,
-        } => {
-            a.extend(["--users".into(), users.to_string()]);
-            a.extend(["--requests-per-user".into(), requests.to_string()]);
+        (
+            Offer::Closed {
+                users,
+                requests,
+                think_ms,
+            },
+            None,
+        ) => {
+            push("--users", users.to_string());
+            push("--requests-per-user", requests.to_string());
             if think_ms > 0.0 {
-                a.extend(["--think".into(), format!("{think_ms}ms")]);
+                push("--think", format!("{think_ms}ms"));
             }
         }
     }
-    a
-}
-
-/// Runs one planned run through `httplab load` in process, its threads
-/// pinned to the client cores (they inherit the calling thread's affinity,
-/// which is restored afterwards).
-fn run_httplab_load(plan: &LoadPlan, root: &std::path::Path) -> Result<m::RunResult> {
-    let args = httplab_load_args(plan, root);
-    let spec = httplab_load::parse_args(&args)?;
-    let before = servers::allowed_cores();
-    servers::pin_current_thread(&plan.client_cores)?;
-    let r = httplab_load::run_with_stop(&spec, false, &plan.stop);
-    let _ = servers::pin_current_thread(&before);
-    let mut r = r?;
-    r.config
-        .extra
-        .insert("driver".into(), "httplab-load".into());
-    Ok(r)
+    if p.num_calls > 1 {
+        v.push("--reconnect".into());
+    }
+    v
 }

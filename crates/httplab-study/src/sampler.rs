@@ -44,7 +44,8 @@ fn all_pids() -> Vec<i32> {
         .collect()
 }
 
-fn clock_ticks() -> f64 {
+/// Clock ticks per second of /proc's CPU fields.
+pub fn clock_ticks() -> f64 {
     // SAFETY: sysconf has no preconditions and only reads a constant.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if t > 0 {
@@ -62,6 +63,22 @@ fn page_size() -> u64 {
     } else {
         4096
     }
+}
+
+/// PIDs of the tree rooted at `root` (its process group and descendants).
+pub fn tree_pids(root: i32) -> Vec<i32> {
+    server_pids(root).into_iter().map(|(p, _)| p).collect()
+}
+
+/// CPU ticks of the children `pid` has waited for (cutime + cstime).
+pub fn reaped_child_ticks(pid: i32) -> u64 {
+    let Ok(s) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    let Some(close) = s.rfind(')') else { return 0 };
+    let f: Vec<&str> = s[close + 2..].split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    n(13) + n(14)
 }
 
 /// The processes of a server: its process group plus every descendant of its root.
@@ -153,6 +170,7 @@ pub fn cost_of(name: &str, samples: Vec<ServerSample>) -> ServerCost {
     ServerCost {
         name: name.to_string(),
         cpu_s: (last - first).max(0.0),
+        cpu_source: String::new(),
         peak_rss_bytes: samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0),
         samples,
     }

@@ -478,7 +478,12 @@ pub fn allowed_cores() -> Vec<usize> {
 
 /// Writes the plan's files and starts the server pinned to `cores`, in its own
 /// process group, then waits (bounded) until it answers `ready_path`.
-pub fn start(p: &LaunchPlan, work: &Path, cores: &[usize]) -> Result<Running> {
+pub fn start(
+    p: &LaunchPlan,
+    work: &Path,
+    cores: &[usize],
+    cgroup_procs: Option<std::ffi::CString>,
+) -> Result<Running> {
     fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
     crate::corpus::make_world_readable(work)?;
     for (name, text) in &p.files {
@@ -502,12 +507,33 @@ pub fn start(p: &LaunchPlan, work: &Path, cores: &[usize]) -> Result<Running> {
     let pin = !cores.is_empty();
     let set = cpu_set(cores);
     // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (prctl, sched_setaffinity) on data built
-    // before the fork.
+    // async-signal-safe system calls (prctl, sched_setaffinity, open, write,
+    // close, getpid) on data built before the fork; it formats the pid into a
+    // stack buffer without allocating.
     unsafe {
         cmd.pre_exec(move || {
             // If the study process dies, the server goes too (no orphans).
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            // Join the server's CPU-accounting cgroup before exec, so every
+            // process it will ever start is counted (crate::cpu).
+            if let Some(path) = &cgroup_procs {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    let mut buf = [0u8; 24];
+                    let mut i = buf.len();
+                    let mut pid = libc::getpid() as u64;
+                    loop {
+                        i -= 1;
+                        buf[i] = b'0' + (pid % 10) as u8;
+                        pid /= 10;
+                        if pid == 0 || i == 0 {
+                            break;
+                        }
+                    }
+                    libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i);
+                    libc::close(fd);
+                }
+            }
             if pin && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
             {
                 return Err(std::io::Error::last_os_error());

@@ -114,12 +114,17 @@ pub struct StudyFile {
     /// Which seed report this reproduces, if any.
     #[serde(default)]
     pub seed: String,
-    /// Default load generator of every workload.
+    /// Accepted for compatibility with older study files and ignored: every
+    /// workload runs through `httplab load` now.
     #[serde(default)]
     pub driver: Driver,
-    /// Default repetitions of every workload (seed 004 averaged 5).
-    #[serde(default = "one")]
-    pub repetitions: u32,
+    /// Fewest repetitions of every workload; same as `protocol.min_repetitions`
+    /// (kept for older files; when both are given the larger wins).
+    #[serde(default)]
+    pub repetitions: Option<u32>,
+    /// How every cell is measured: warm-up, window, repetitions, precision.
+    #[serde(default)]
+    pub protocol: ProtocolSpec,
     /// Files to generate.
     #[serde(default)]
     pub corpus: Corpus,
@@ -133,10 +138,111 @@ pub struct StudyFile {
     /// What the summary compares.
     #[serde(default)]
     pub compare: Compare,
+    /// The seed's questions, answered from the verdicts at the end of the report.
+    #[serde(default)]
+    pub questions: Vec<Question>,
 }
 
-fn one() -> u32 {
-    1
+/// `[protocol]`: how every workload step is measured on every server.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolSpec {
+    /// Seconds of load before each measurement window, discarded (1).
+    #[serde(default = "d_warmup")]
+    pub warmup_s: f64,
+    /// Seconds each run measures (3).
+    #[serde(default = "d_window")]
+    pub window_s: f64,
+    /// Fewest repetitions per cell (3).
+    #[serde(default = "d_min_reps")]
+    pub min_repetitions: u32,
+    /// Most repetitions per cell (10).
+    #[serde(default = "d_max_reps")]
+    pub max_repetitions: u32,
+    /// Stop repeating once the 95 % CI half-width is within this fraction of the mean (0.02).
+    #[serde(default = "d_precision")]
+    pub precision: f64,
+    /// Significance level after Holm–Bonferroni (0.05).
+    #[serde(default = "d_alpha")]
+    pub alpha: f64,
+    /// Smallest difference (as a fraction) a verdict calls a win; smaller
+    /// significant differences are "within noise" (0.02).
+    #[serde(default = "d_min_effect")]
+    pub min_effect: f64,
+    /// Seed of the round orders (default: chosen at start and recorded).
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+fn d_warmup() -> f64 {
+    1.0
+}
+fn d_window() -> f64 {
+    3.0
+}
+fn d_min_reps() -> u32 {
+    3
+}
+fn d_max_reps() -> u32 {
+    10
+}
+fn d_precision() -> f64 {
+    0.02
+}
+fn d_alpha() -> f64 {
+    0.05
+}
+fn d_min_effect() -> f64 {
+    0.02
+}
+
+impl Default for ProtocolSpec {
+    fn default() -> Self {
+        ProtocolSpec {
+            warmup_s: d_warmup(),
+            window_s: d_window(),
+            min_repetitions: d_min_reps(),
+            max_repetitions: d_max_reps(),
+            precision: d_precision(),
+            alpha: d_alpha(),
+            min_effect: d_min_effect(),
+            seed: None,
+        }
+    }
+}
+
+/// `[[questions]]`: a seed's question, answered from the comparisons listed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    /// The question, as the seed asked it.
+    pub ask: String,
+    /// What the seed itself concluded.
+    #[serde(default)]
+    pub seed_answer: String,
+    /// Why this study's answer may differ from the seed's (method, hardware).
+    #[serde(default)]
+    pub why_differ: String,
+    /// The comparisons that answer it.
+    pub evidence: Vec<Evidence>,
+}
+
+/// One comparison of two servers on one workload (every step of it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    /// Workload name.
+    pub workload: String,
+    /// The server the seed found better (or expected to be).
+    pub server: String,
+    /// The server it is compared with.
+    pub versus: String,
+    /// Metric (default: the workload's).
+    #[serde(default)]
+    pub metric: Option<Metric>,
+    /// What the seed said about this pair: "better", "worse" or "same".
+    #[serde(default)]
+    pub seed_says: Option<String>,
 }
 
 /// The document root to generate.
@@ -362,11 +468,15 @@ pub enum Metric {
     ServerCpuPerKreq,
     /// Peak server RSS, MB (lower is better).
     ServerRssMb,
+    /// Server CPU µs per reply, from nanosecond accounting (lower is better).
+    ServerCpuUsPerReq,
+    /// Highest connection rate sustained (capacity search; higher is better).
+    MaxRate,
 }
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 9] = [
+    pub const ALL: [Metric; 11] = [
         Metric::ReplyRate,
         Metric::ThroughputMbS,
         Metric::ResponseMs,
@@ -376,6 +486,8 @@ impl Metric {
         Metric::Accuracy,
         Metric::ServerCpuPerKreq,
         Metric::ServerRssMb,
+        Metric::ServerCpuUsPerReq,
+        Metric::MaxRate,
     ];
     /// Column heading.
     pub fn label(self) -> &'static str {
@@ -389,6 +501,8 @@ impl Metric {
             Metric::Accuracy => "accuracy %",
             Metric::ServerCpuPerKreq => "server CPU s / 1000 replies",
             Metric::ServerRssMb => "server peak RSS MB",
+            Metric::ServerCpuUsPerReq => "server CPU µs / reply",
+            Metric::MaxRate => "max sustained conn/s",
         }
     }
     /// Snake-case key (as in study files and CSV headers).
@@ -403,13 +517,15 @@ impl Metric {
             Metric::Accuracy => "accuracy",
             Metric::ServerCpuPerKreq => "server_cpu_per_kreq",
             Metric::ServerRssMb => "server_rss_mb",
+            Metric::ServerCpuUsPerReq => "server_cpu_us_per_req",
+            Metric::MaxRate => "max_rate",
         }
     }
     /// True when a larger value is better.
     pub fn higher_is_better(self) -> bool {
         matches!(
             self,
-            Metric::ReplyRate | Metric::ThroughputMbS | Metric::Accuracy
+            Metric::ReplyRate | Metric::ThroughputMbS | Metric::Accuracy | Metric::MaxRate
         )
     }
 }
@@ -514,13 +630,14 @@ pub struct Workload {
     /// users: think time between requests, ms.
     #[serde(default)]
     pub think_ms: Option<f64>,
-    /// sweep: first rate.
+    /// sweep: the capacity search's first rate (it doubles from there until
+    /// the server saturates, then bisects).
     #[serde(default)]
     pub low_rate: Option<f64>,
-    /// sweep: last rate.
+    /// sweep: accepted for older study files; the search has no top rate.
     #[serde(default)]
     pub high_rate: Option<f64>,
-    /// sweep: rate increment.
+    /// sweep: accepted for older study files; the search doubles and bisects.
     #[serde(default)]
     pub rate_step: Option<f64>,
     /// sweep: seconds per step (sets `num_conns = rate × step_s`, default 2).
@@ -535,15 +652,40 @@ pub struct Workload {
     /// A parameter to vary across steps.
     #[serde(default)]
     pub vary: Option<Vary>,
-    /// Repetitions (default: the study's `repetitions`).
+    /// Fewest repetitions (default: the study's protocol).
     #[serde(default)]
     pub repetitions: Option<u32>,
+    /// Most repetitions (default: the study's protocol).
+    #[serde(default)]
+    pub max_repetitions: Option<u32>,
+    /// Warm-up seconds (default: the study's protocol).
+    #[serde(default)]
+    pub warmup_s: Option<f64>,
+    /// Measurement window seconds (default: the study's protocol).
+    #[serde(default)]
+    pub window_s: Option<f64>,
+    /// `window` (default): run for warm-up + window, whatever the counts say;
+    /// `count`: keep the workload's own counts (the seed's), with the warm-up
+    /// added in front.
+    #[serde(default)]
+    pub measure: Measure,
     /// Metric the summary ranks this workload by (default: the study's).
     #[serde(default)]
     pub metric: Option<Metric>,
     /// Load generator (default: the study's `driver`).
     #[serde(default)]
     pub driver: Option<Driver>,
+}
+
+/// How long a run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Measure {
+    /// The protocol's warm-up and window.
+    #[default]
+    Window,
+    /// The workload's own counts (connections, requests per user).
+    Count,
 }
 
 /// What the report compares.
@@ -604,10 +746,47 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
     if s.workloads.is_empty() {
         bail!("no [[workloads]]: a study needs at least one workload");
     }
-    if s.repetitions == 0 {
+    if s.repetitions == Some(0) {
         bail!(
             "{}repetitions must be at least 1",
             line_of(text, "repetitions")
+        );
+    }
+    let p = &s.protocol;
+    if !(p.warmup_s >= 0.0 && p.warmup_s <= 600.0) {
+        bail!(
+            "{}protocol.warmup_s must be between 0 and 600",
+            line_of(text, "warmup_s")
+        );
+    }
+    if !(p.window_s >= 0.1 && p.window_s <= 3600.0) {
+        bail!(
+            "{}protocol.window_s must be between 0.1 and 3600",
+            line_of(text, "window_s")
+        );
+    }
+    if p.min_repetitions < 2 || p.max_repetitions < p.min_repetitions || p.max_repetitions > 1000 {
+        bail!(
+            "{}protocol: need 2 <= min_repetitions <= max_repetitions <= 1000 (a confidence interval needs two values)",
+            line_of(text, "repetitions")
+        );
+    }
+    if !(p.precision > 0.0 && p.precision < 1.0) {
+        bail!(
+            "{}protocol.precision must be a fraction between 0 and 1 (0.02 = ±2 %)",
+            line_of(text, "precision")
+        );
+    }
+    if !(0.0..1.0).contains(&p.min_effect) {
+        bail!(
+            "{}protocol.min_effect must be a fraction between 0 and 1",
+            line_of(text, "min_effect")
+        );
+    }
+    if !(p.alpha > 0.0 && p.alpha < 0.5) {
+        bail!(
+            "{}protocol.alpha must be between 0 and 0.5",
+            line_of(text, "alpha")
         );
     }
     let names: Vec<String> = expand_servers(s).into_iter().map(|x| x.name).collect();
@@ -705,17 +884,6 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
                 }
             }
         }
-        if w.driver.unwrap_or(s.driver) == Driver::HttplabLoad {
-            let multi = !w.target.starts_with('/')
-                || w.vary.as_ref().is_some_and(|v| {
-                    v.values
-                        .iter()
-                        .any(|x| matches!(x, VaryValue::Text(t) if !t.starts_with('/')))
-                });
-            if multi {
-                bail!("{at}workload '{}': driver \"httplab-load\" takes single-path targets (\"/file\"), not sets or pages", w.name);
-            }
-        }
         match w.kind {
             WorkloadKind::Users => {
                 let varied = w.vary.as_ref().is_some_and(|v| v.param == VaryParam::Users);
@@ -724,20 +892,11 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
                 }
             }
             WorkloadKind::Sweep => {
-                let (Some(lo), Some(hi), Some(st)) = (w.low_rate, w.high_rate, w.rate_step) else {
+                if !w.low_rate.is_some_and(|lo| lo > 0.0) {
                     bail!(
-                        "{at}workload '{}' (sweep) needs low_rate, high_rate and rate_step",
+                        "{at}workload '{}' (sweep) needs low_rate > 0: the capacity search starts there and doubles",
                         w.name
                     );
-                };
-                if !(lo > 0.0 && hi >= lo && st > 0.0) {
-                    bail!(
-                        "{at}workload '{}': need 0 < low_rate <= high_rate and rate_step > 0",
-                        w.name
-                    );
-                }
-                if (hi - lo) / st > 1000.0 {
-                    bail!("{at}workload '{}': more than 1000 sweep steps", w.name);
                 }
             }
             WorkloadKind::Load => {}
@@ -747,6 +906,35 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
         }
         if w.repetitions == Some(0) {
             bail!("{at}workload '{}': repetitions must be at least 1", w.name);
+        }
+        if w.window_s.is_some_and(|x| !(0.1..=3600.0).contains(&x))
+            || w.warmup_s.is_some_and(|x| !(0.0..=600.0).contains(&x))
+        {
+            bail!(
+                "{at}workload '{}': window_s must be in 0.1..3600 and warmup_s in 0..600",
+                w.name
+            );
+        }
+    }
+    for q in &s.questions {
+        let at = line_of(text, &q.ask);
+        for e in &q.evidence {
+            if !s.workloads.iter().any(|w| w.name == e.workload) {
+                bail!(
+                    "{at}question evidence names workload '{}', which the study does not declare",
+                    e.workload
+                );
+            }
+            for sv in [&e.server, &e.versus] {
+                if !names.iter().any(|n| n == sv) {
+                    bail!("{at}question evidence names server '{sv}', which the study does not declare (have: {})", names.join(", "));
+                }
+            }
+            if let Some(x) = &e.seed_says {
+                if !["better", "worse", "same"].contains(&x.as_str()) {
+                    bail!("{at}seed_says must be \"better\", \"worse\" or \"same\", not \"{x}\"");
+                }
+            }
         }
     }
     if let Some(b) = &s.compare.baseline {

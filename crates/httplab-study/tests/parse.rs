@@ -117,9 +117,17 @@ fn sizes() {
 fn sweep_and_vary_steps() {
     let s = spec::parse(builtin("capacity").unwrap(), "c").unwrap();
     let sweep = s.workloads.iter().find(|w| w.name == "reply-rate").unwrap();
+    // A sweep is one capacity search, starting at low_rate.
     let st = runner::steps(sweep);
-    assert_eq!(st.len(), 8);
-    assert_eq!(st[0].step, "1000");
+    assert_eq!(st.len(), 1);
+    assert_eq!(st[0].step, "");
+    assert!(matches!(
+        st[0].offer,
+        runner::Offer::Open {
+            rate: Some(r),
+            ..
+        } if r == 1000.0
+    ));
     let users = s
         .workloads
         .iter()
@@ -172,6 +180,48 @@ fn cli_list_dry_run_help_and_errors() {
         cli(&["default", "--dry-run", "--server", "nginx"]).unwrap(),
         std::process::ExitCode::SUCCESS
     );
+}
+
+#[test]
+fn protocol_keys_and_overrides() {
+    let s = spec::parse(builtin("default").unwrap(), "d").unwrap();
+    assert_eq!(s.protocol.window_s, 1.0);
+    assert_eq!(s.protocol.max_repetitions, 4);
+    assert!(!s.questions.is_empty());
+    let bad = |proto: &str| {
+        let text = format!(
+            "name = \"x\"\n[protocol]\n{proto}\n[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/\"\n"
+        );
+        format!("{:#}", spec::parse(&text, "p.toml").unwrap_err())
+    };
+    assert!(bad("min_repetitions = 1").contains("confidence interval"));
+    assert!(bad("precision = 2").contains("precision"));
+    assert!(bad("window_s = 0").contains("window_s"));
+    assert!(bad("alpha = 0.9").contains("alpha"));
+    assert!(bad("bogus = 1").contains("bogus"));
+    // Command-line overrides are checked too.
+    assert!(format!(
+        "{:#}",
+        cli(&["default", "--dry-run", "--repetitions", "1"]).unwrap_err()
+    )
+    .contains("at least 2"));
+    assert!(format!(
+        "{:#}",
+        cli(&["default", "--dry-run", "--precision", "0"]).unwrap_err()
+    )
+    .contains("fraction"));
+    assert_eq!(
+        cli(&["default", "--dry-run", "--quick", "--seed", "5"]).unwrap(),
+        std::process::ExitCode::SUCCESS
+    );
+}
+
+#[test]
+fn question_evidence_must_name_known_servers_and_workloads() {
+    let text = "name = \"x\"\n[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/\"\n\
+        [[questions]]\nask = \"q?\"\nevidence = [{ workload = \"w\", server = \"nginx\", versus = \"iis\" }]\n";
+    let e = format!("{:#}", spec::parse(text, "q.toml").unwrap_err());
+    assert!(e.contains("iis"), "{e}");
 }
 
 #[test]

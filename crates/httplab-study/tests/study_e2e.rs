@@ -16,16 +16,25 @@ fn helper_http_server() {
     common::maybe_serve();
 }
 
+/// Short windows and two repetitions: these tests check behaviour, not speed.
+const FAST: &str = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.3\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 7\n";
+
 fn study(servers: &str, workloads: &str) -> spec::StudyFile {
+    study_with(FAST, servers, workloads)
+}
+
+fn study_with(protocol: &str, servers: &str, workloads: &str) -> spec::StudyFile {
     let text = format!(
-        "name = \"tiny\"\ntitle = \"Tiny\"\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n\
+        "name = \"tiny\"\ntitle = \"Tiny\"\n{protocol}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n\
          pages = [{{ name = \"p\", objects = 3, object_size = 500, page_size = 600 }}]\n{servers}\n{workloads}\n"
     );
     spec::parse(&text, "tiny.toml").unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-const TWO_RUNS: &str = "[[workloads]]\nname = \"short-load\"\nkind = \"load\"\ntarget = \"page:p\"\nnum_conns = 10\nnum_calls = 4\ntimeout_s = 5\nmax_duration_s = 30\n\
-    [[workloads]]\nname = \"short-users\"\nkind = \"users\"\ntarget = \"/b.bin\"\nusers = 2\nrequests = 5\nnum_calls = 5\ntimeout_s = 5\nmax_duration_s = 30\n";
+/// Two workloads: a page and its objects at 100 connections/s, 4 requests
+/// each, counted (40 replies); 2 users for a window.
+const TWO_RUNS: &str = "[[workloads]]\nname = \"short-load\"\nkind = \"load\"\ntarget = \"page:p\"\nrate = 100\nnum_conns = 10\nnum_calls = 4\nmeasure = \"count\"\ntimeout_s = 5\nmax_duration_s = 30\n\
+    [[workloads]]\nname = \"short-users\"\nkind = \"users\"\ntarget = \"/b.bin\"\nusers = 2\nnum_calls = 5\ntimeout_s = 5\nmax_duration_s = 30\n";
 
 fn ok_runs(res: &m::StudyResult) -> Vec<&m::StudyRun> {
     res.runs.iter().filter(|r| r.status == "ok").collect()
@@ -40,9 +49,10 @@ fn tiny_study_end_to_end_report_has_both_servers() {
     );
     let s = study(&servers, TWO_RUNS);
     let res = runner::run_study(&s, &Options::default()).unwrap();
+    // 2 servers × 2 workloads × 2 rounds.
     assert_eq!(
         res.runs.len(),
-        4,
+        8,
         "{:#?}",
         res.runs
             .iter()
@@ -58,11 +68,26 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         assert_eq!(run.accuracy.verified, run.totals.replies);
         let cost = run.server.as_ref().expect("server cost attached");
         assert!(cost.peak_rss_bytes > 0 && !cost.samples.is_empty());
-        assert!(cost
-            .samples
-            .iter()
-            .all(|x| x.processes >= 1 && x.threads >= 1 && x.fds >= 3));
+        assert!(!cost.cpu_source.is_empty(), "CPU from cgroup or schedstat");
+        assert_eq!(
+            run.config.extra.get("driver").map(String::as_str),
+            Some("httplab-load")
+        );
     }
+    // Every round holds both servers once, at positions 0 and 1.
+    for w in ["short-load", "short-users"] {
+        for round in 0..2 {
+            let mut pos: Vec<u32> = res
+                .runs
+                .iter()
+                .filter(|r| r.workload == w && r.repetition == round)
+                .map(|r| r.position)
+                .collect();
+            pos.sort_unstable();
+            assert_eq!(pos, [0, 1], "{w} round {round}");
+        }
+    }
+    // Counted workload: 10 connections × 4 calls after the warm-up.
     let load = res
         .runs
         .iter()
@@ -73,6 +98,18 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         .unwrap();
     assert_eq!(load.totals.replies, 40);
     assert_eq!(load.totals.connections, 10);
+    // Statistics: a cell per server and workload with n = 2, a verdict each.
+    assert_eq!(res.cells.len(), 4);
+    for c in &res.cells {
+        assert_eq!(c.n, 2, "{c:?}");
+        let e = &c.metrics[&c.metric];
+        assert_eq!(e.n, 2);
+        assert!(e.ci_low.is_some() && e.ci_high.is_some());
+        assert_eq!(c.values[&c.metric].len(), 2);
+    }
+    assert_eq!(res.verdicts.len(), 2);
+    let p = res.protocol.as_ref().unwrap();
+    assert_eq!((p.seed, p.min_repetitions, p.max_repetitions), (7, 2, 2));
     let out = tempfile::tempdir().unwrap();
     report::write_all(&res, Some(&s), out.path(), false).unwrap();
     let html = std::fs::read_to_string(out.path().join("index.html")).unwrap();
@@ -81,27 +118,38 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         "beta",
         "short-load",
         "short-users",
-        "Summary",
+        "Verdicts",
+        "95 % CI",
         "Environment",
         "helper 1.0",
         "<svg",
+        "--seed 7",
     ] {
         assert!(html.contains(needle), "index.html lacks {needle}");
     }
     let json = std::fs::read_to_string(out.path().join("results.json")).unwrap();
+    assert!(json.contains("\"httplab.study/2\""));
     match m::Document::from_json(&json).unwrap() {
-        m::Document::Study(back) => assert_eq!(back.runs.len(), 4),
+        m::Document::Study(back) => {
+            assert_eq!(back.runs.len(), 8);
+            assert_eq!(back.verdicts.len(), 2);
+        }
         _ => panic!("results.json is not a study"),
     }
     let csv = std::fs::read_to_string(out.path().join("runs.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 5);
-    assert!(std::fs::read_to_string(out.path().join("summary.csv"))
-        .unwrap()
-        .contains("beta"));
+    assert_eq!(csv.lines().count(), 9);
+    let summary_csv = std::fs::read_to_string(out.path().join("summary.csv")).unwrap();
+    assert!(summary_csv.starts_with(
+        "workload,step,server,metric,primary,n,mean,median,stddev,ci95_low,ci95_high"
+    ));
+    assert!(summary_csv.contains("beta"));
+    let verdicts_csv = std::fs::read_to_string(out.path().join("verdicts.csv")).unwrap();
+    assert_eq!(verdicts_csv.lines().count(), 3);
     for row in report::rows(&res) {
         for mt in [
             spec::Metric::SessionMs,
             spec::Metric::ServerRssMb,
+            spec::Metric::ServerCpuUsPerReq,
             spec::Metric::Accuracy,
         ] {
             assert!(row.metrics.contains_key(&mt), "{} lacks {mt:?}", row.server);
@@ -110,12 +158,92 @@ fn tiny_study_end_to_end_report_has_both_servers() {
     }
     let summary = report::summary(&res, Some(&s));
     assert_eq!(summary.len(), 2);
-    assert!(
-        summary[0].contains("alpha") && summary[0].contains("beta"),
-        "{summary:?}"
-    );
     let head = report::headline(&res, Some(&s));
-    assert!(head.starts_with("Of 2 workload(s) with a winner"), "{head}");
+    assert!(head.starts_with("2 comparison(s)"), "{head}");
+}
+
+#[test]
+fn same_seed_same_round_orders() {
+    let servers = format!(
+        "{}{}{}",
+        common::helper_server_toml("a", None),
+        common::helper_server_toml("b", None),
+        common::helper_server_toml("c", None)
+    );
+    let w = "[[workloads]]\nname = \"u\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 1\nwindow_s = 0.1\nwarmup_s = 0\n";
+    let s = study(&servers, w);
+    let order = |res: &m::StudyResult| -> Vec<(u32, u32, String)> {
+        res.runs
+            .iter()
+            .map(|r| (r.repetition, r.position, r.server.clone()))
+            .collect()
+    };
+    let a = runner::run_study(&s, &Options::default()).unwrap();
+    let b = runner::run_study(&s, &Options::default()).unwrap();
+    assert_eq!(order(&a), order(&b));
+    // The recorded orders are the seed's.
+    let names: Vec<String> = vec!["a".into(), "b".into(), "c".into()];
+    for round in 0..2u32 {
+        let want = httplab_study::rounds::round_order(&names, 7, 0, 0, round);
+        let got: Vec<String> = a
+            .runs
+            .iter()
+            .filter(|r| r.repetition == round)
+            .map(|r| r.server.clone())
+            .collect();
+        assert_eq!(got, want, "round {round}");
+    }
+}
+
+/// The same server listed twice: no significant winner between the twins.
+#[test]
+fn a_a_study_names_no_winner() {
+    let servers = format!(
+        "{}{}",
+        common::helper_server_toml("twin-a", None),
+        common::helper_server_toml("twin-b", None)
+    );
+    let proto = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.4\nmin_repetitions = 4\nmax_repetitions = 6\nseed = 11\n";
+    let w = "[[workloads]]\nname = \"keep-alive\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nnum_calls = 20\nmetric = \"response_ms\"\n";
+    let s = study_with(proto, &servers, w);
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    assert!(res.runs.iter().all(|r| r.status == "ok"));
+    let v = &res.verdicts[0];
+    assert!(v.winner.is_none(), "A/A named a winner: {}", v.note);
+    assert!(!v.significant, "{}", v.note);
+    assert!(
+        v.note.contains("no significant difference") || !v.client_bound.is_empty(),
+        "{}",
+        v.note
+    );
+}
+
+/// A deliberately slow server (every response held 5 ms) against the same
+/// server without the delay: the fast one wins, significantly.
+#[test]
+fn a_b_study_names_the_faster_server() {
+    let servers = format!(
+        "{}{}",
+        common::helper_server_toml("fast", None),
+        common::slow_helper_server_toml("slow", 5)
+    );
+    let proto = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.4\nmin_repetitions = 3\nmax_repetitions = 5\nseed = 3\n";
+    let w = "[[workloads]]\nname = \"latency\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nnum_calls = 20\nmetric = \"response_ms\"\n";
+    let s = study_with(proto, &servers, w);
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    let v = &res.verdicts[0];
+    assert_eq!(v.winner.as_deref(), Some("fast"), "{}", v.note);
+    assert!(v.significant);
+    assert_eq!(v.runner_up.as_deref(), Some("slow"));
+    let ratio = v.ratio.unwrap();
+    let ci = v.ratio_ci.unwrap();
+    assert!(
+        ratio > 2.0 && ci[0] > 1.0 && ci[0] <= ratio && ratio <= ci[1],
+        "{v:?}"
+    );
+    assert_eq!(v.better, "lower");
+    let html = report::html(&res, Some(&s), false);
+    assert!(html.contains("fast"), "verdict in the report");
 }
 
 #[test]
@@ -137,18 +265,19 @@ fn killing_the_server_between_runs_gives_a_failed_row() {
     };
     let res = runner::run_study(&s, &opts).unwrap();
     assert!(killed.load(Ordering::SeqCst));
-    assert_eq!(res.runs.len(), 2);
     assert_eq!(res.runs[0].status, "ok");
     let failed = &res.runs[1];
     assert_eq!(failed.status, "failed");
     // SIGKILL is asynchronous: the runner sees the death either before the
-    // second run ("exited earlier") or during it ("died during the run").
+    // next run ("exited earlier") or during it ("died during the run").
     assert!(
         (failed.reason.contains("exited") || failed.reason.contains("died"))
             && failed.reason.contains("signal 9"),
         "{}",
         failed.reason
     );
+    // The dead server gets no further runs, only failed rows.
+    assert!(res.runs[1..].iter().all(|r| r.status == "failed"));
     let html = report::html(&res, Some(&s), false);
     assert!(html.contains("signal 9"));
 }
@@ -159,7 +288,6 @@ fn server_dying_mid_run_gives_a_failed_row_not_a_hang() {
     let servers = common::helper_server_toml("dies", Some(15));
     let s = study(&servers, TWO_RUNS);
     let res = runner::run_study(&s, &Options::default()).unwrap();
-    assert_eq!(res.runs.len(), 2);
     let first = &res.runs[0];
     assert_eq!(first.status, "failed", "{first:?}");
     assert!(
@@ -167,11 +295,16 @@ fn server_dying_mid_run_gives_a_failed_row_not_a_hang() {
         "{}",
         first.reason
     );
-    assert_eq!(res.runs[1].status, "failed");
+    let later: Vec<&m::StudyRun> = res
+        .runs
+        .iter()
+        .filter(|r| r.workload == "short-users")
+        .collect();
+    assert!(!later.is_empty());
     assert!(
-        res.runs[1].reason.contains("not running"),
-        "{}",
-        res.runs[1].reason
+        later.iter().all(|r| r.status == "failed"),
+        "{:?}",
+        later.iter().map(|r| &r.reason).collect::<Vec<_>>()
     );
 }
 
@@ -198,7 +331,6 @@ fn interrupt_keeps_finished_runs_and_skips_the_rest() {
         ..Options::default()
     };
     let res = runner::run_study(&s, &opts).unwrap();
-    assert_eq!(res.runs.len(), 4);
     assert_eq!(ok_runs(&res).len(), 1);
     assert!(
         res.runs.iter().skip(1).all(|r| r.status == "skipped"),
@@ -217,7 +349,8 @@ fn missing_command_is_a_failed_row_with_the_reason() {
     let servers = "[[servers]]\nname = \"ghost\"\nkind = \"command\"\ncommand = [\"/nonexistent/ghost-httpd\"]\n";
     let s = study(servers, TWO_RUNS);
     let res = runner::run_study(&s, &Options::default()).unwrap();
-    assert_eq!(res.runs.len(), 2);
+    // One row per workload and fewest repetitions.
+    assert_eq!(res.runs.len(), 4);
     assert!(res
         .runs
         .iter()
@@ -256,33 +389,44 @@ fn tiny_study_with_nginx_and_lighttpd() {
 }
 
 #[test]
-fn sweep_and_vary_workloads_end_to_end() {
+fn capacity_search_and_vary_workloads_end_to_end() {
     let servers = common::helper_server_toml("swept", None);
-    let workloads = "[[workloads]]\nname = \"rates\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 50\nhigh_rate = 100\nrate_step = 50\nstep_s = 0.2\n\
-        [[workloads]]\nname = \"sizes\"\nkind = \"users\"\nusers = 2\nrequests = 3\ntarget = \"/a.txt\"\nrepetitions = 2\n\
+    let workloads = "[[workloads]]\nname = \"rates\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 200\nwindow_s = 0.2\n\
+        [[workloads]]\nname = \"sizes\"\nkind = \"users\"\nusers = 2\ntarget = \"/a.txt\"\n\
         vary = { param = \"target\", values = [\"/a.txt\", \"/b.bin\"] }\n";
     let s = study(&servers, workloads);
-    assert_eq!(runner::count_runs(&s), 2 + 2 * 2);
     let res = runner::run_study(&s, &Options::default()).unwrap();
-    let sweep = res.runs.iter().find(|r| r.workload == "rates").unwrap();
-    assert_eq!(sweep.status, "ok", "{}", sweep.reason);
-    let t = &sweep.sweep.as_ref().unwrap().targets[0];
-    assert_eq!(t.steps.len(), 2);
-    assert_eq!(t.steps[0].run.totals.replies, 10);
-    assert_eq!(t.steps[1].run.totals.replies, 20);
+    let sweeps: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.workload == "rates").collect();
+    assert_eq!(sweeps.len(), 2, "one capacity search per repetition");
+    for sw in &sweeps {
+        assert_eq!(sw.status, "ok", "{}", sw.reason);
+        let t = &sw.sweep.as_ref().unwrap().targets[0];
+        let max = t.saturation.max_sustainable_rate.expect("a capacity");
+        assert!(max >= 200.0);
+        // It searched upward: more than one rate, in order, starting at 200.
+        assert!(t.steps.len() >= 2);
+        assert_eq!(t.steps[0].demanded_rate, 200.0);
+    }
+    let cap = res.cells.iter().find(|c| c.workload == "rates").unwrap();
+    assert_eq!(cap.metric, "max_rate");
+    assert_eq!(cap.n, 2);
     let sizes: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.workload == "sizes").collect();
     assert_eq!(sizes.len(), 4);
     let steps: Vec<&str> = sizes
         .iter()
         .map(|r| r.run.as_ref().unwrap().config.extra[runner::EXTRA_STEP].as_str())
         .collect();
-    assert_eq!(steps, ["/a.txt", "/b.bin", "/a.txt", "/b.bin"]);
-    let rows = report::rows(&res);
-    assert_eq!(rows.len(), 2 + 4);
+    assert_eq!(steps, ["/a.txt", "/a.txt", "/b.bin", "/b.bin"]);
+    assert_eq!(
+        res.verdicts
+            .iter()
+            .filter(|v| v.workload == "sizes")
+            .count(),
+        2
+    );
     let html = report::html(&res, Some(&s), false);
-    assert!(html.contains("highest rate sustained"));
     assert!(
-        html.contains("<polyline"),
+        html.contains("<polyline") || html.contains("<path"),
         "a varied workload gets a line chart"
     );
 }
@@ -293,6 +437,10 @@ fn sweep_and_vary_workloads_end_to_end() {
 #[test]
 fn tiny_study_with_httplab_models() {
     let Some(exe) = runner::find_httplab_exe() else {
+        assert!(
+            !ci(),
+            "no httplab binary next to the test executable under CI"
+        );
         eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
         return;
     };
@@ -316,58 +464,33 @@ fn tiny_study_with_httplab_models() {
         ..Options::default()
     };
     let res = runner::run_study(&s, &opts).unwrap();
-    assert_eq!(res.runs.len(), 6);
+    assert_eq!(res.runs.len(), 12);
     for r in &res.runs {
         assert_eq!(r.status, "ok", "{} {}: {}", r.server, r.workload, r.reason);
         let run = r.run.as_ref().unwrap();
         assert_eq!(run.accuracy.mismatches, 0, "{}", r.server);
         assert_eq!(run.errors.total, 0, "{}: {:?}", r.server, run.errors);
     }
-    // mode = "close": the client reconnects for every request.
+    // mode = "close": the client reconnects for every request of a session.
     let close = res
         .runs
         .iter()
         .find(|r| r.server == "httplab threads (close)" && r.workload == "short-load")
         .unwrap();
     let run = close.run.as_ref().unwrap();
+    assert_eq!(run.totals.replies, 40);
     assert_eq!(run.totals.connections, run.totals.replies);
+    // The fork model's children are counted: its CPU is not zero.
+    let fork = res
+        .runs
+        .iter()
+        .find(|r| r.server == "httplab fork (keep-alive)" && r.status == "ok")
+        .and_then(|r| r.run.as_ref())
+        .and_then(|r| r.server.as_ref())
+        .unwrap();
+    assert!(fork.cpu_s > 0.0, "{fork:?}");
     let html = report::html(&res, Some(&s), false);
     assert!(html.contains("httplab event") && html.contains("httplab fork (keep-alive)"));
-}
-
-#[test]
-fn httplab_load_driver_end_to_end() {
-    let servers = common::helper_server_toml("driven", None);
-    let workloads = "[[workloads]]\nname = \"via-load\"\nkind = \"load\"\ndriver = \"httplab-load\"\ntarget = \"/b.bin\"\nrate = 200\nnum_conns = 10\nnum_calls = 3\ntimeout_s = 5\n\
-        [[workloads]]\nname = \"via-users\"\nkind = \"users\"\ndriver = \"httplab-load\"\ntarget = \"/a.txt\"\nusers = 2\nrequests = 5\ntimeout_s = 5\n";
-    let s = study(&servers, workloads);
-    let res = runner::run_study(&s, &Options::default()).unwrap();
-    assert_eq!(res.runs.len(), 2);
-    for r in &res.runs {
-        assert_eq!(r.status, "ok", "{}: {}", r.workload, r.reason);
-        let run = r.run.as_ref().unwrap();
-        assert_eq!(
-            run.config.extra.get("driver").map(String::as_str),
-            Some("httplab-load")
-        );
-        assert!(run.server.is_some());
-        assert_eq!(run.accuracy.mismatches, 0);
-    }
-    assert_eq!(res.runs[0].run.as_ref().unwrap().totals.replies, 30);
-    assert_eq!(res.runs[1].run.as_ref().unwrap().totals.replies, 10);
-    let rows = report::rows(&res);
-    assert_eq!(
-        rows[0].metrics.get(&spec::Metric::Accuracy).copied(),
-        Some(100.0)
-    );
-}
-
-#[test]
-fn httplab_load_driver_rejects_sets_and_pages() {
-    let text = "name = \"x\"\n[corpus]\nsets = [{ name = \"s\", count = 2, size = 10 }]\n[[servers]]\nkind = \"nginx\"\n\
-        [[workloads]]\nname = \"w\"\nkind = \"load\"\ndriver = \"httplab-load\"\ntarget = \"set:s\"\n";
-    let e = format!("{:#}", spec::parse(text, "x.toml").unwrap_err());
-    assert!(e.contains("single-path"), "{e}");
 }
 
 #[test]
@@ -386,12 +509,9 @@ fn interrupt_during_a_run_keeps_the_partial_result_as_skipped() {
         ..Options::default()
     };
     let res = runner::run_study(&s, &opts).unwrap();
-    assert_eq!(res.runs.len(), 2);
     let first = &res.runs[0];
     assert_eq!(first.status, "skipped");
     assert_eq!(first.reason, runner::INTERRUPTED_DURING);
     assert!(first.run.as_ref().is_some_and(|r| r.interrupted));
-    assert_eq!(res.runs[1].status, "skipped");
-    let summary = report::summary(&res, Some(&s));
-    assert!(summary[0].contains("interrupted"), "{summary:?}");
+    assert!(res.runs.iter().all(|r| r.status == "skipped"));
 }

@@ -16,6 +16,15 @@ pub const ENV_ROOT: &str = "HTTPLAB_STUDY_HELPER_ROOT";
 pub const ENV_PORT: &str = "HTTPLAB_STUDY_HELPER_PORT";
 /// Exit the whole process after answering this many requests.
 pub const ENV_DIE_AFTER: &str = "HTTPLAB_STUDY_HELPER_DIE_AFTER";
+/// Hold every response this many milliseconds (a deliberately slow server).
+pub const ENV_DELAY_MS: &str = "HTTPLAB_STUDY_HELPER_DELAY_MS";
+
+/// TOML lines of a helper server that holds every response `delay_ms`.
+pub fn slow_helper_server_toml(name: &str, delay_ms: u64) -> String {
+    let mut t = helper_server_toml(name, None);
+    t.push_str(&format!("{ENV_DELAY_MS} = \"{delay_ms}\"\n"));
+    t
+}
 
 /// TOML lines of a `command` server running the helper in this test binary.
 pub fn helper_server_toml(name: &str, die_after: Option<u64>) -> String {
@@ -39,13 +48,19 @@ pub fn maybe_serve() {
     let die_after: Option<u64> = std::env::var(ENV_DIE_AFTER)
         .ok()
         .and_then(|v| v.parse().ok());
+    let delay = std::time::Duration::from_millis(
+        std::env::var(ENV_DELAY_MS)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+    );
     let l = TcpListener::bind(format!("127.0.0.1:{port}")).expect("bind");
     let served = Arc::new(AtomicU64::new(0));
     for s in l.incoming().flatten() {
         let root = PathBuf::from(&root);
         let served = Arc::clone(&served);
         std::thread::spawn(move || {
-            let _ = conn(s, &root, &served, die_after);
+            let _ = conn(s, &root, &served, die_after, delay);
         });
     }
 }
@@ -55,6 +70,7 @@ fn conn(
     root: &Path,
     served: &AtomicU64,
     die_after: Option<u64>,
+    delay: std::time::Duration,
 ) -> std::io::Result<()> {
     s.set_nodelay(true)?;
     let mut r = BufReader::new(s.try_clone()?);
@@ -81,6 +97,10 @@ fn conn(
         let n = served.fetch_add(1, Ordering::SeqCst) + 1;
         if die_after.is_some_and(|d| n > d) {
             std::process::exit(3);
+        }
+        if !delay.is_zero() {
+            // The server under test is slow on purpose (the A/B study's "B").
+            std::thread::sleep(delay);
         }
         let file = root.join(path.trim_start_matches('/'));
         match std::fs::read(&file) {

@@ -1,0 +1,285 @@
+//! The measurement protocol of a study: repetitions in rounds of random order
+//! (a randomized block design), adaptive stopping, and the statistics and
+//! verdict of every workload step.
+//!
+//! Every round visits every server once, in an order drawn afresh from the
+//! study's seed, so slow drift of a shared machine spreads over all servers
+//! instead of landing on whichever ran during it. Rounds repeat until every
+//! server's 95 % confidence interval of the workload's metric is within the
+//! protocol's precision, or the repetition cap is reached.
+
+use std::collections::BTreeMap;
+
+use httplab_model as m;
+use httplab_stats as st;
+
+use crate::spec::{Metric, ProtocolSpec, StudyFile, Workload, WorkloadKind};
+
+/// Why a cell stopped repeating.
+pub const STOP_PRECISION: &str = "precision";
+/// The repetition cap was reached first.
+pub const STOP_MAX: &str = "max-repetitions";
+/// The server failed.
+pub const STOP_FAILED: &str = "failed";
+/// Ctrl-C.
+pub const STOP_INTERRUPTED: &str = "interrupted";
+
+/// The protocol in force: the study's `[protocol]` resolved (seed drawn when absent).
+pub fn protocol(s: &StudyFile, quick: bool) -> m::Protocol {
+    let p: &ProtocolSpec = &s.protocol;
+    let min = p.min_repetitions.max(s.repetitions.unwrap_or(0));
+    m::Protocol {
+        seed: p.seed.unwrap_or_else(random_seed),
+        warmup_s: p.warmup_s,
+        window_s: p.window_s,
+        min_repetitions: min,
+        max_repetitions: p.max_repetitions.max(min),
+        precision: p.precision,
+        alpha: p.alpha,
+        min_effect: p.min_effect,
+        quick,
+    }
+}
+
+fn random_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    splitmix(t ^ u64::from(std::process::id()).rotate_left(32))
+}
+
+/// `--quick`: fewer repetitions and shorter windows (certainty traded for time).
+pub fn make_quick(s: &mut StudyFile) {
+    let p = &mut s.protocol;
+    p.warmup_s = p.warmup_s.min(0.3);
+    p.window_s = p.window_s.min(1.0);
+    p.min_repetitions = 2;
+    p.max_repetitions = p.max_repetitions.min(3);
+    s.repetitions = None;
+    for w in &mut s.workloads {
+        w.repetitions = None;
+        w.max_repetitions = w.max_repetitions.map(|x| x.min(3));
+        w.warmup_s = w.warmup_s.map(|x| x.min(0.3));
+        w.window_s = w.window_s.map(|x| x.min(1.0));
+    }
+}
+
+/// Repetition bounds of one workload: (fewest, most).
+pub fn reps_of(p: &m::Protocol, w: &Workload) -> (u32, u32) {
+    let min = w
+        .repetitions
+        .unwrap_or(p.min_repetitions)
+        .max(p.min_repetitions.min(2))
+        .max(2);
+    let max = w.max_repetitions.unwrap_or(p.max_repetitions).max(min);
+    (min, max)
+}
+
+/// The metric a workload is judged by.
+pub fn primary_metric(s: &StudyFile, w: &Workload) -> Metric {
+    w.metric.or(s.compare.metric).unwrap_or(match w.kind {
+        WorkloadKind::Users => Metric::ThroughputMbS,
+        WorkloadKind::Sweep => Metric::MaxRate,
+        WorkloadKind::Load => Metric::ReplyRate,
+    })
+}
+
+/// SplitMix64: a fixed, documented mixing function, so round orders are
+/// reproducible from the recorded seed on any platform and crate version.
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// The order of `items` in round `round` of step `step` of workload
+/// `workload`: a Fisher–Yates shuffle driven by the seed, so the same seed
+/// gives the same orders.
+pub fn round_order<T: Clone>(
+    items: &[T],
+    seed: u64,
+    workload: usize,
+    step: usize,
+    round: u32,
+) -> Vec<T> {
+    let mut v = items.to_vec();
+    let mut state = splitmix(
+        seed ^ splitmix(workload as u64 + 1)
+            ^ splitmix((step as u64 + 1) << 20)
+            ^ splitmix((u64::from(round) + 1) << 40),
+    );
+    for i in (1..v.len()).rev() {
+        state = splitmix(state);
+        let j = (state % (i as u64 + 1)) as usize;
+        v.swap(i, j);
+    }
+    v
+}
+
+/// One server's results on one workload step, gathered over rounds.
+#[derive(Debug, Clone, Default)]
+pub struct CellData {
+    /// Server.
+    pub server: String,
+    /// Primary metric per successful repetition, in round order.
+    pub values: Vec<f64>,
+    /// Every metric per successful repetition.
+    pub metrics: BTreeMap<String, Vec<f64>>,
+    /// Runs the client limited.
+    pub client_bound_runs: u32,
+    /// Why it stopped (set when it does).
+    pub stop: Option<&'static str>,
+}
+
+impl CellData {
+    /// Records one successful repetition.
+    pub fn push(&mut self, primary: f64, all: &BTreeMap<Metric, f64>, client_bound: bool) {
+        self.values.push(primary);
+        for (k, v) in all {
+            self.metrics
+                .entry(k.key().to_string())
+                .or_default()
+                .push(*v);
+        }
+        if client_bound {
+            self.client_bound_runs += 1;
+        }
+    }
+
+    /// True when its interval is narrow enough.
+    pub fn precise(&self, p: &m::Protocol, min: u32) -> bool {
+        st::precise_enough(&self.values, p.precision, min as usize)
+    }
+}
+
+/// Converts the statistics crate's estimate into the result model's.
+pub fn estimate(xs: &[f64]) -> Option<m::Estimate> {
+    let e = st::Estimate::of(xs)?;
+    let finite = |x: f64| x.is_finite().then_some(x);
+    Some(m::Estimate {
+        n: e.n as u32,
+        mean: e.mean,
+        median: e.median,
+        stddev: if e.stddev.is_finite() { e.stddev } else { 0.0 },
+        ci_low: finite(e.ci_low),
+        ci_high: finite(e.ci_high),
+    })
+}
+
+/// The cell record of one server on one step.
+pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) -> m::Cell {
+    m::Cell {
+        workload: workload.to_string(),
+        step: step.map(str::to_string),
+        server: d.server.clone(),
+        n: d.values.len() as u32,
+        metric: metric.key().to_string(),
+        values: d.metrics.clone(),
+        stop: d.stop.unwrap_or(STOP_MAX).to_string(),
+        precision: st::Estimate::of(&d.values)
+            .map(|e| e.relative_half_width())
+            .filter(|x| x.is_finite()),
+        client_bound_runs: d.client_bound_runs,
+        client_bound: d.client_bound_runs > 0,
+        metrics: d
+            .metrics
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), estimate(v)?)))
+            .collect(),
+    }
+}
+
+/// Verdict options from the protocol; the bootstrap seed is derived from the
+/// study seed and the step so every verdict is reproducible.
+pub fn verdict_options(p: &m::Protocol, workload: usize, step: usize) -> st::VerdictOptions {
+    st::VerdictOptions {
+        alpha: p.alpha,
+        resamples: 10_000,
+        seed: splitmix(p.seed ^ splitmix(((workload as u64) << 32) | step as u64)),
+        min_effect: p.min_effect,
+    }
+}
+
+/// The verdict of one step from its cells, as the result model records it.
+pub fn verdict(
+    workload: &str,
+    step: Option<&str>,
+    metric: Metric,
+    cells: &[CellData],
+    opts: &st::VerdictOptions,
+) -> m::StudyVerdict {
+    let better = if metric.higher_is_better() {
+        st::Better::Higher
+    } else {
+        st::Better::Lower
+    };
+    let samples: Vec<st::Sample> = cells
+        .iter()
+        .map(|c| st::Sample {
+            name: &c.server,
+            values: &c.values,
+            client_bound: c.client_bound_runs > 0,
+        })
+        .collect();
+    let v = st::verdict(metric.key(), better, &samples, opts);
+    to_model(workload, step, v)
+}
+
+/// The statistics crate's verdict as a result-model record.
+pub fn to_model(workload: &str, step: Option<&str>, v: st::Verdict) -> m::StudyVerdict {
+    m::StudyVerdict {
+        workload: workload.to_string(),
+        step: step.map(str::to_string),
+        metric: v.metric,
+        better: match v.better {
+            st::Better::Lower => "lower".into(),
+            st::Better::Higher => "higher".into(),
+        },
+        winner: v.winner,
+        leader: v.leader,
+        runner_up: v.runner_up,
+        ratio: v.ratio,
+        ratio_ci: v.ratio_ci,
+        p_value: v.p_value,
+        significant: v.significant,
+        n: v.n.into_iter().map(|(k, n)| (k, n as u32)).collect(),
+        client_bound: v.client_bound,
+        note: v.note,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_orders_are_reproducible_and_vary() {
+        let names = ["a", "b", "c", "d", "e"];
+        let o1 = round_order(&names, 42, 0, 0, 0);
+        assert_eq!(o1, round_order(&names, 42, 0, 0, 0));
+        let mut sorted = o1.clone();
+        sorted.sort();
+        assert_eq!(sorted, names);
+        let distinct: std::collections::BTreeSet<Vec<&str>> =
+            (0..20).map(|r| round_order(&names, 42, 0, 0, r)).collect();
+        assert!(distinct.len() > 10, "orders should differ between rounds");
+        assert_ne!(
+            (0..5)
+                .map(|r| round_order(&names, 1, 0, 0, r))
+                .collect::<Vec<_>>(),
+            (0..5)
+                .map(|r| round_order(&names, 2, 0, 0, r))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn every_server_leads_some_round() {
+        let names = ["a", "b", "c"];
+        let firsts: std::collections::BTreeSet<&str> = (0..30)
+            .map(|r| round_order(&names, 7, 1, 2, r)[0])
+            .collect();
+        assert_eq!(firsts.len(), 3);
+    }
+}
