@@ -3,8 +3,14 @@
 //! client"): the generator runs the run's *shape* (connections in flight,
 //! calls per connection, pipelining depth, response size) as fast as it can,
 //! closed loop, against an in-process sink that answers every request with
-//! the same pre-rendered bytes. The reply rate it reaches is its ceiling for
-//! that shape; a real run at >= 85 % of it is client-bound.
+//! the same pre-rendered bytes, and measures what each reply costs the
+//! generator in CPU time. Its ceiling for that shape is the rate at which
+//! that cost fills every core it may use: replies ÷ CPU seconds × cores
+//! (never below the rate it actually reached). A closed loop of a few
+//! connections is bounded by round trips, not by the client, so the reached
+//! rate alone would call a mostly idle client "saturated"; the CPU cost per
+//! reply is what the client can afford. A real run at >= 85 % of the
+//! ceiling is client-bound.
 //!
 //! The sink runs on the cores the client may NOT use, when there are any:
 //! in a real run the server is on other cores than the client (the study
@@ -65,6 +71,10 @@ pub struct Calibration {
     pub window_s: f64,
     /// Replies in the window.
     pub replies: u64,
+    /// Reply rate reached against the sink (bounded by round trips when few
+    /// connections are in flight; the ceiling extrapolates by CPU cost).
+    #[serde(default)]
+    pub reached_rps: f64,
     /// Generator CPU over the window, percent of one core.
     pub client_cpu_pct: f64,
 }
@@ -73,11 +83,12 @@ impl Calibration {
     /// One line for the text report.
     pub fn describe(&self) -> String {
         format!(
-            "httplab calibration: client ceiling {:.0} requests/s for {} ({} replies in {:.2} s, client CPU {:.0}%, sink on CPU {}{})",
+            "httplab calibration: client ceiling {:.0} requests/s for {} ({} replies in {:.2} s, {:.0}/s at client CPU {:.0}%: the ceiling is where that CPU cost per reply fills the client's cores; sink on CPU {}{})",
             self.ceiling_rps,
             self.shape,
             self.replies,
             self.window_s,
+            self.reached_rps,
             self.client_cpu_pct,
             cpu_list(&self.sink_cores),
             if self.shared_cores {
@@ -318,8 +329,17 @@ pub fn calibrate(spec: &LoadSpec) -> Result<Calibration> {
         );
     }
     let (shape, connections, calls_per_conn, pipeline) = shape_of(&cspec, body_len);
+    let reached = r.totals.replies as f64 / r.totals.test_duration_s.max(1e-9);
+    let cpu_s = r.self_check.client_cpu_pct / 100.0 * r.totals.test_duration_s;
+    let cores = (r.config.threads as usize).min(client_cores.len().max(1)) as f64;
+    let by_cpu = if cpu_s > 1e-3 {
+        r.totals.replies as f64 / cpu_s * cores
+    } else {
+        reached
+    };
     Ok(Calibration {
-        ceiling_rps: r.totals.replies as f64 / r.totals.test_duration_s.max(1e-9),
+        ceiling_rps: by_cpu.max(reached),
+        reached_rps: reached,
         shape,
         connections,
         calls_per_conn,

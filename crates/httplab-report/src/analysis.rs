@@ -325,6 +325,13 @@ where
             r = run(rate)?;
             *runs += 1;
         }
+        // A client-bound step ends the search, so one caused by a passing
+        // hiccup of a shared machine (a late second of sends) would end it
+        // early: it is measured once more, and the repeat stands.
+        if !r.interrupted && r.self_check.client_bound && *runs < cfg.max_runs {
+            r = run(rate)?;
+            *runs += 1;
+        }
         // An interrupted run (Ctrl-C) ends the search; it judges nothing.
         *stopped = r.interrupted;
         let ok = !r.interrupted && metrics(rate, &r, cfg.slo_ms).sustained;
@@ -475,6 +482,7 @@ mod tests {
         assert!(sat.client_bound);
         assert_eq!(sat.max_sustainable_rate, Some(8000.0));
         assert_eq!(steps.len(), 4, "1k, 2k, 4k, 8k");
+        assert_eq!(sat.runs, 5, "the client-bound step is measured twice");
     }
 
     #[test]
