@@ -879,5 +879,6 @@ fn build_result(
         },
         interrupted: plan.stop.load(Ordering::Relaxed),
         server: None,
+        shards: Vec::new(),
     }
 }
