@@ -78,8 +78,8 @@ pub fn cli_main_with(args: Vec<OsString>, analyze: Option<Analyze>) -> Result<Ex
     }
     let mut docs = Vec::with_capacity(cli.inputs.len());
     for p in &cli.inputs {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("cannot read {}", p.display()))?;
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
         let doc = Document::from_json(&text)
             .map_err(|e| anyhow::anyhow!("{}: not an httplab result: {e}", p.display()))?;
         docs.push((p.display().to_string(), doc));

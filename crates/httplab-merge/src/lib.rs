@@ -97,7 +97,9 @@ pub enum MergeError {
     #[error("nothing to merge: give the result files of every shard")]
     Empty,
     /// Run and sweep documents mixed.
-    #[error("{first} is {first_schema} but {other} is {other_schema}: merge results of one kind only")]
+    #[error(
+        "{first} is {first_schema} but {other} is {other_schema}: merge results of one kind only"
+    )]
     MixedSchemas {
         /// First file.
         first: String,
@@ -117,7 +119,9 @@ pub enum MergeError {
         what: String,
     },
     /// The document was itself produced by a merge.
-    #[error("{0}: already a merged result (it lists shards); merge the shards' own results instead")]
+    #[error(
+        "{0}: already a merged result (it lists shards); merge the shards' own results instead"
+    )]
     AlreadyMerged(String),
     /// No shard recorded, and `--force` not given.
     #[error("{0}: records no client shard (config.extra \"client_shard\" = \"I/N\"), so it was not run with --client I/N; pass --force to merge such results as shards 0..N-1 in the order given")]
@@ -153,7 +157,9 @@ pub enum MergeError {
         bn: u32,
     },
     /// The same shard given twice.
-    #[error("shard {shard} given twice: {first} and {second} overlap (each shard must be merged once)")]
+    #[error(
+        "shard {shard} given twice: {first} and {second} overlap (each shard must be merged once)"
+    )]
     Overlap {
         /// `I/N`.
         shard: String,
@@ -176,7 +182,9 @@ pub enum MergeError {
     #[error("{0}: records no run id (config.extra \"run_id\"); pass --force to merge results without one (their configurations must then match)")]
     NoRunId(String),
     /// Different run ids.
-    #[error("{a} belongs to run \"{a_id}\" but {b} to run \"{b_id}\": refusing to merge different runs")]
+    #[error(
+        "{a} belongs to run \"{a_id}\" but {b} to run \"{b_id}\": refusing to merge different runs"
+    )]
     DifferentRuns {
         /// File.
         a: String,

@@ -291,7 +291,12 @@ fn shard_info(name: &str, r: &RunResult, i: u32, n: u32, off: f64, host: String)
     ShardInfo {
         index: i,
         count: n,
-        run_id: r.config.extra.get(EXTRA_RUN_ID).cloned().unwrap_or_default(),
+        run_id: r
+            .config
+            .extra
+            .get(EXTRA_RUN_ID)
+            .cloned()
+            .unwrap_or_default(),
         host,
         source: name.to_string(),
         started_at: r.started_at.clone(),
@@ -320,7 +325,10 @@ fn parse_shard(s: &str) -> Option<(u32, u32)> {
 }
 
 /// (I, N) of every input, checked: one N, every I once.
-fn assign_shards(inputs: &[(&str, &RunResult)], force: bool) -> Result<Vec<(u32, u32)>, MergeError> {
+fn assign_shards(
+    inputs: &[(&str, &RunResult)],
+    force: bool,
+) -> Result<Vec<(u32, u32)>, MergeError> {
     let mut parsed = Vec::with_capacity(inputs.len());
     for (name, r) in inputs {
         parsed.push(match r.config.extra.get(EXTRA_CLIENT_SHARD) {
@@ -441,19 +449,43 @@ fn check_same_run(shards: &[(&str, &RunResult, u32)], force: bool) -> Result<(),
         )?;
         if any_missing {
             let (a, b) = (&base.config, &r.config);
-            differ("targets", format!("{:?}", a.targets), format!("{:?}", b.targets))?;
+            differ(
+                "targets",
+                format!("{:?}", a.targets),
+                format!("{:?}", b.targets),
+            )?;
             differ("rate", format!("{:?}", a.rate), format!("{:?}", b.rate))?;
             differ(
                 "distribution",
                 format!("{:?}", a.distribution),
                 format!("{:?}", b.distribution),
             )?;
-            differ("num_conns", format!("{:?}", a.num_conns), format!("{:?}", b.num_conns))?;
-            differ("num_calls", format!("{:?}", a.num_calls), format!("{:?}", b.num_calls))?;
-            differ("duration", format!("{:?}", a.duration_s), format!("{:?}", b.duration_s))?;
+            differ(
+                "num_conns",
+                format!("{:?}", a.num_conns),
+                format!("{:?}", b.num_conns),
+            )?;
+            differ(
+                "num_calls",
+                format!("{:?}", a.num_calls),
+                format!("{:?}", b.num_calls),
+            )?;
+            differ(
+                "duration",
+                format!("{:?}", a.duration_s),
+                format!("{:?}", b.duration_s),
+            )?;
             differ("users", format!("{:?}", a.users), format!("{:?}", b.users))?;
-            differ("think time", format!("{:?}", a.think_ms), format!("{:?}", b.think_ms))?;
-            differ("timeout", format!("{:?}", a.timeout_s), format!("{:?}", b.timeout_s))?;
+            differ(
+                "think time",
+                format!("{:?}", a.think_ms),
+                format!("{:?}", b.think_ms),
+            )?;
+            differ(
+                "timeout",
+                format!("{:?}", a.timeout_s),
+                format!("{:?}", b.timeout_s),
+            )?;
             differ("method", a.method.clone(), b.method.clone())?;
         }
     }
@@ -654,7 +686,10 @@ pub fn merge_summary(parts: &[Summary]) -> Summary {
         count: n,
         min: parts.iter().map(|s| s.min).fold(f64::INFINITY, f64::min),
         avg: mean,
-        max: parts.iter().map(|s| s.max).fold(f64::NEG_INFINITY, f64::max),
+        max: parts
+            .iter()
+            .map(|s| s.max)
+            .fold(f64::NEG_INFINITY, f64::max),
         median: parts.iter().map(|s| s.count as f64 * s.median).sum::<f64>() / nf,
         stddev: var.max(0.0).sqrt(),
     }
@@ -684,7 +719,9 @@ fn merge_series(
         return Vec::new();
     }
     if !(interval.is_finite() && interval > 0.0) {
-        warnings.push("the shards record no sample interval: the merged result has no time series".into());
+        warnings.push(
+            "the shards record no sample interval: the merged result has no time series".into(),
+        );
         return Vec::new();
     }
     let n = shards.len();
@@ -746,7 +783,10 @@ fn merge_extra(runs: &[&RunResult]) -> BTreeMap<String, String> {
         let vals: Vec<Option<&String>> = runs.iter().map(|r| r.config.extra.get(key)).collect();
         let k = key.as_str();
         if SUM_KEYS.contains(&k) || MAX_KEYS.contains(&k) {
-            let nums = vals.iter().flatten().filter_map(|v| v.trim().parse::<u64>().ok());
+            let nums = vals
+                .iter()
+                .flatten()
+                .filter_map(|v| v.trim().parse::<u64>().ok());
             let v = if SUM_KEYS.contains(&k) {
                 nums.sum::<u64>()
             } else {
@@ -778,14 +818,17 @@ fn sum_json(vals: &[Value]) -> Option<Value> {
     match first {
         Value::Number(_) => {
             if vals.iter().all(|v| v.as_u64().is_some()) {
-                Some(Value::from(vals.iter().filter_map(Value::as_u64).sum::<u64>()))
+                Some(Value::from(
+                    vals.iter().filter_map(Value::as_u64).sum::<u64>(),
+                ))
             } else {
                 let s: f64 = vals.iter().map(|v| v.as_f64()).sum::<Option<f64>>()?;
                 serde_json::Number::from_f64(s).map(Value::Number)
             }
         }
         Value::Array(_) => {
-            let arrays: Vec<&Vec<Value>> = vals.iter().map(Value::as_array).collect::<Option<_>>()?;
+            let arrays: Vec<&Vec<Value>> =
+                vals.iter().map(Value::as_array).collect::<Option<_>>()?;
             let len = arrays.iter().map(|a| a.len()).max().unwrap_or(0);
             let mut out = Vec::with_capacity(len);
             for i in 0..len {
@@ -845,8 +888,14 @@ mod tests {
 
     #[test]
     fn json_sums() {
-        let a: Value = serde_json::from_str(r#"{"started":2,"lifetime_sum_s":0.5,"length_histogram":[0,1],"x":"k"}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"started":3,"lifetime_sum_s":0.25,"length_histogram":[1,1,4],"x":"k"}"#).unwrap();
+        let a: Value = serde_json::from_str(
+            r#"{"started":2,"lifetime_sum_s":0.5,"length_histogram":[0,1],"x":"k"}"#,
+        )
+        .unwrap();
+        let b: Value = serde_json::from_str(
+            r#"{"started":3,"lifetime_sum_s":0.25,"length_histogram":[1,1,4],"x":"k"}"#,
+        )
+        .unwrap();
         let s = sum_json(&[a, b]).unwrap();
         assert_eq!(s["started"], 5);
         assert_eq!(s["lifetime_sum_s"], 0.75);

@@ -2,7 +2,9 @@
 //! ran the same steps (demanded rates), each step split with `--client I/N`;
 //! the merged sweep has, per target, one merged run per demanded rate.
 
-use httplab_model::{RunResult, Saturation, SweepResult, SweepStep, SweepTarget, ToolInfo, SWEEP_SCHEMA};
+use httplab_model::{
+    RunResult, Saturation, SweepResult, SweepStep, SweepTarget, ToolInfo, SWEEP_SCHEMA,
+};
 
 use crate::run::{merge_run_refs, parse_time};
 use crate::{Analyze, MergeError, Merged, Options};
@@ -60,7 +62,10 @@ pub fn merge_sweeps(
                     .iter()
                     .find(|x| same_rate(x.demanded_rate, rate))
                 {
-                    runs.push((format!("{name} (target {}, step {rate}/s)", t.label), &st.run));
+                    runs.push((
+                        format!("{name} (target {}, step {rate}/s)", t.label),
+                        &st.run,
+                    ));
                 }
             }
             if runs.len() < inputs.len() {
@@ -72,7 +77,8 @@ pub fn merge_sweeps(
                 ));
                 continue;
             }
-            let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+            let refs: Vec<(&str, &RunResult)> =
+                runs.iter().map(|(n, r)| (n.as_str(), *r)).collect();
             let m = merge_run_refs(&refs, opts)?;
             warnings.extend(
                 m.warnings
@@ -86,7 +92,11 @@ pub fn merge_sweeps(
         }
         for (name, s) in &inputs[1..] {
             for st in &s.targets[ti].steps {
-                if !t.steps.iter().any(|x| same_rate(x.demanded_rate, st.demanded_rate)) {
+                if !t
+                    .steps
+                    .iter()
+                    .any(|x| same_rate(x.demanded_rate, st.demanded_rate))
+                {
                     warnings.push(format!(
                         "target {}: step {}/s of {name} left out: {first_name} did not run it",
                         t.label, st.demanded_rate

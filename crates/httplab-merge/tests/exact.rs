@@ -23,8 +23,14 @@ fn same_distribution(a: &Latency, b: &Latency) {
     let (ha, hb) = (a.histogram().unwrap(), b.histogram().unwrap());
     match (ha, hb) {
         (Some(ha), Some(hb)) => {
-            let ca: Vec<(u64, u64)> = ha.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
-            let cb: Vec<(u64, u64)> = hb.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect();
+            let ca: Vec<(u64, u64)> = ha
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect();
+            let cb: Vec<(u64, u64)> = hb
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect();
             assert_eq!(ca, cb, "bucket counts differ");
         }
         (None, None) => {}

@@ -16,7 +16,9 @@ fn shard(i: u32, n: u32, samples_us: &[u64]) -> RunResult {
         started_at: "2026-03-01T12:00:00Z".into(),
         ..Default::default()
     };
-    r.config.extra.insert("client_shard".into(), format!("{i}/{n}"));
+    r.config
+        .extra
+        .insert("client_shard".into(), format!("{i}/{n}"));
     r.config.extra.insert("run_id".into(), "cli-run".into());
     r.reply.sample_interval_s = 1.0;
     r.totals.requests = samples_us.len() as u64;
@@ -64,6 +66,19 @@ fn merge_writes_the_output() {
     assert_eq!(r.latency.response.count, 5);
     assert_eq!(r.latency.response.max_ms, 100.0 + 0.031); // highest equivalent value at 3 digits
     assert_eq!(r.shards.len(), 2);
+    // `httplab report` renders it like any run, plus the per-shard table.
+    let rep = d.path().join("report");
+    let o = Command::new(env!("CARGO_BIN_EXE_httplab"))
+        .arg("report")
+        .arg(&out)
+        .arg("-o")
+        .arg(&rep)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    assert!(html.contains("Client shards of"), "no shard table");
+    assert!(html.contains("Response time percentiles"));
     // Refuses to overwrite an input.
     let o = merge(&[&a, &b], &a);
     assert!(!o.status.success());
@@ -79,11 +94,18 @@ fn missing_and_overlapping_shards_fail_clearly() {
     let out = d.path().join("all.json");
     let o = merge(&[&a, &b], &out);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("missing shard(s) 2/3"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("missing shard(s) 2/3"),
+        "{}",
+        stderr(&o)
+    );
     let o = merge(&[&a, &b, &b2], &out);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
-    assert!(e.contains("shard 1/3 given twice") && e.contains("b2.json"), "{e}");
+    assert!(
+        e.contains("shard 1/3 given twice") && e.contains("b2.json"),
+        "{e}"
+    );
     assert!(!out.exists(), "no output after a refusal");
 }
 
@@ -96,9 +118,17 @@ fn bad_files_fail_clearly() {
     let out = d.path().join("all.json");
     let o = merge(&[&a, &junk], &out);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("junk.json: not an httplab result"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("junk.json: not an httplab result"),
+        "{}",
+        stderr(&o)
+    );
     let o = merge(&[&d.path().join("absent.json")], &out);
-    assert!(stderr(&o).contains("cannot read") && stderr(&o).contains("absent.json"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot read") && stderr(&o).contains("absent.json"),
+        "{}",
+        stderr(&o)
+    );
     // Usage errors exit 2; --help explains the flags.
     let o = Command::new(env!("CARGO_BIN_EXE_httplab"))
         .args(["merge", "a.json"])

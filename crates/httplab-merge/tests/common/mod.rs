@@ -32,9 +32,16 @@ pub fn shard(i: u32, n: u32, run_id: &str, samples_us: &[u64], errors: u64) -> R
     r.config.rate = Some(300.0);
     r.config.num_conns = Some(3000);
     r.config.method = "GET".into();
-    r.config.command_line = vec!["--rate".into(), "300".into(), "--client".into(), format!("{i}/{n}")];
+    r.config.command_line = vec![
+        "--rate".into(),
+        "300".into(),
+        "--client".into(),
+        format!("{i}/{n}"),
+    ];
     if !run_id.is_empty() {
-        r.config.extra.insert(EXTRA_CLIENT_SHARD.into(), format!("{i}/{n}"));
+        r.config
+            .extra
+            .insert(EXTRA_CLIENT_SHARD.into(), format!("{i}/{n}"));
         r.config.extra.insert(EXTRA_RUN_ID.into(), run_id.into());
     }
     r.config.extra.insert("host".into(), format!("client-{i}"));
@@ -57,7 +64,9 @@ pub fn shard(i: u32, n: u32, run_id: &str, samples_us: &[u64], errors: u64) -> R
     r.accuracy.bytes_received = 1000 * k;
     r.latency.response = Latency::from_histogram(&h);
     r.latency.response_uncorrected = Latency::from_histogram(&h);
-    r.latency.connect = Latency::from_histogram(&hist_of(&samples_us.iter().map(|s| s / 10).collect::<Vec<_>>()));
+    r.latency.connect = Latency::from_histogram(&hist_of(
+        &samples_us.iter().map(|s| s / 10).collect::<Vec<_>>(),
+    ));
     // Samples spread over 10 intervals, in order.
     for s in 0..10u64 {
         let part: Vec<u64> = samples_us
@@ -67,7 +76,13 @@ pub fn shard(i: u32, n: u32, run_id: &str, samples_us: &[u64], errors: u64) -> R
             .map(|(_, v)| *v)
             .collect();
         let ih = hist_of(&part);
-        let q = |x: f64| if ih.is_empty() { 0.0 } else { ih.value_at_quantile(x) as f64 / 1000.0 };
+        let q = |x: f64| {
+            if ih.is_empty() {
+                0.0
+            } else {
+                ih.value_at_quantile(x) as f64 / 1000.0
+            }
+        };
         r.series.push(Interval {
             t_s: (s + 1) as f64,
             len_s: 1.0,
