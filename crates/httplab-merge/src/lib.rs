@@ -124,7 +124,7 @@ pub enum MergeError {
     )]
     AlreadyMerged(String),
     /// No shard recorded, and `--force` not given.
-    #[error("{0}: records no client shard (config.extra \"client_shard\" = \"I/N\"), so it was not run with --client I/N; pass --force to merge such results as shards 0..N-1 in the order given")]
+    #[error("{0}: records no client shard (config.extra \"client_shard\" = \"I/N\", written by a sharded `httplab load --client I/N`); pass --force to merge such results as shards 0..N-1 in the order given")]
     NoShardInfo(String),
     /// Some inputs are shards, others are not.
     #[error("{unsharded}: records no client shard while {sharded} is shard {shard}: merge only the shards of one run")]
