@@ -407,6 +407,7 @@ pub(crate) fn build_result(
         environment: environment(),
         interrupted,
         server: None,
+        shards: Vec::new(),
     }
 }
 

@@ -561,6 +561,75 @@ pub struct RunResult {
     /// Server cost, when the runner sampled the server.
     #[serde(default)]
     pub server: Option<ServerCost>,
+    /// The client shards this result was merged from (`httplab merge`), in
+    /// shard order; empty for a run from one client.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardInfo>,
+}
+
+/// Key of `RunConfig::extra` holding a sharded run's `I/N` (`--client I/N`;
+/// shard I of N, 0 <= I < N).
+pub const EXTRA_CLIENT_SHARD: &str = "client_shard";
+/// Key of `RunConfig::extra` holding the run id shared by every shard of one run.
+pub const EXTRA_RUN_ID: &str = "run_id";
+/// Key of `RunConfig::extra` holding the shared start instant (`--start-at`),
+/// RFC 3339 or unix seconds.
+pub const EXTRA_START_AT: &str = "start_at";
+/// Key of `RunConfig::extra` (or `Environment::extra`) holding the client's host name.
+pub const EXTRA_HOST: &str = "host";
+
+/// One client shard of a merged run: who ran it, when, and what it saw, so a
+/// report can show one slow client. Filled by `httplab merge`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ShardInfo {
+    /// Shard index I (0-based) of `I/N`.
+    pub index: u32,
+    /// Number of shards N.
+    pub count: u32,
+    /// Run id the shard recorded (empty when none).
+    #[serde(default)]
+    pub run_id: String,
+    /// Host the shard ran on, when recorded.
+    #[serde(default)]
+    pub host: String,
+    /// File (or name) the shard was read from.
+    #[serde(default)]
+    pub source: String,
+    /// The shard's own start time, RFC 3339.
+    pub started_at: String,
+    /// Seconds from the merged run's start to this shard's start.
+    pub start_offset_s: f64,
+    /// The shard's test duration, seconds.
+    pub test_duration_s: f64,
+    /// Connections the shard opened.
+    pub connections: u64,
+    /// Requests it sent.
+    pub requests: u64,
+    /// Replies it received.
+    pub replies: u64,
+    /// Errors of every class.
+    pub errors: u64,
+    /// Response time (coordinated-omission corrected) p50, ms.
+    pub p50_ms: f64,
+    /// Response time p99, ms.
+    pub p99_ms: f64,
+    /// The shard's generator flagged itself as the bottleneck.
+    pub client_bound: bool,
+    /// The shard's self-check warnings.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// The shard's command line.
+    #[serde(default)]
+    pub command_line: Vec<String>,
+    /// The shard's `config.extra`.
+    #[serde(default)]
+    pub extra: std::collections::BTreeMap<String, String>,
+    /// Writer of the shard's document.
+    #[serde(default)]
+    pub tool: ToolInfo,
+    /// The shard's machine.
+    #[serde(default)]
+    pub environment: Environment,
 }
 
 /// Saturation analysis of one target in a sweep.

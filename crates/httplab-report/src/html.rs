@@ -57,7 +57,8 @@ pub fn render_report_with(
 ) -> Result<ReportFiles> {
     let c = data::collect(docs);
     let figs = figures(&c)?;
-    let tables = text::all_tables(&c);
+    let mut tables = text::all_tables(&c);
+    tables.extend(crate::shards::shard_tables(&c));
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let mut svgs = Vec::new();

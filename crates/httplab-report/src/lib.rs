@@ -17,6 +17,7 @@ pub mod charts;
 pub mod csv;
 pub mod data;
 pub mod html;
+pub mod shards;
 pub mod sweep;
 pub mod synth;
 pub mod text;

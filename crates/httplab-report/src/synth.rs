@@ -245,6 +245,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         environment: environment(),
         interrupted: false,
         server: None,
+        shards: Vec::new(),
     }
 }
 

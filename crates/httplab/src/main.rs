@@ -37,7 +37,18 @@ const COMMANDS: &[(&str, &str, Entry)] = &[
         "Run a whole server comparison and write its report",
         httplab_study::cli_main,
     ),
+    (
+        "merge",
+        "Merge the results of a run's client shards (--client I/N) into one, exactly",
+        merge_main,
+    ),
 ];
+
+/// `httplab merge`, with merged sweeps re-analysed by the report's
+/// saturation analysis (httplab-merge itself depends only on the model).
+fn merge_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    httplab_merge::cli_main_with(args, Some(httplab_report::analysis::analyze))
+}
 
 fn cli() -> clap::Command {
     use clap::{Arg, Command};

@@ -1,0 +1,921 @@
+//! Merging the `httplab.run/1` results of the shards of one run.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hdrhistogram::Histogram;
+use httplab_model::{
+    Accuracy, Errors, Interval, Latencies, Latency, RunResult, ShardInfo, Summary, ToolInfo,
+    EXTRA_CLIENT_SHARD, EXTRA_HOST, EXTRA_RUN_ID, EXTRA_START_AT, RUN_SCHEMA,
+};
+use serde_json::Value;
+
+use crate::{MergeError, Merged, Options};
+
+/// Key of the merged `config.extra` listing the fields that could not be
+/// merged exactly, and how they were estimated.
+pub const EXTRA_APPROXIMATIONS: &str = "merge_approximations";
+/// Key of the merged `config.extra` holding the number of shards merged.
+pub const EXTRA_MERGED_SHARDS: &str = "merged_shards";
+
+/// What the merged document says about its inexact fields.
+const APPROXIMATIONS: &str = "connection.lifetime_ms.median: count-weighted mean of the shards' medians; \
+series[].p50_ms: reply-weighted mean of the shards' interval medians; \
+series[].p99_ms and self_check.schedule_lag_p50_ms/p99_ms: largest of the shards' values (an upper bound); \
+totals.max_concurrent_connections: sum of the shards' maxima (an upper bound)";
+
+/// Keys of `config.extra` whose values add up across shards.
+const SUM_KEYS: &[&str] = &["abandoned_calls"];
+/// Keys of `config.extra` whose merged value is the largest shard's.
+const MAX_KEYS: &[&str] = &["max_connect_burst"];
+/// Keys of `config.extra` holding JSON whose numbers add up (the load
+/// generator's session statistics).
+const JSON_SUM_KEYS: &[&str] = &["session_stats"];
+
+/// Merges the results of every shard of one run. Inputs are (name, result)
+/// pairs; the name (a file name) appears in errors and in the shard list.
+/// The order of the inputs does not matter: shards are merged in shard order.
+pub fn merge_runs(
+    inputs: &[(String, RunResult)],
+    opts: &Options,
+) -> Result<Merged<RunResult>, MergeError> {
+    let refs: Vec<(&str, &RunResult)> = inputs.iter().map(|(n, r)| (n.as_str(), r)).collect();
+    merge_run_refs(&refs, opts)
+}
+
+/// [`merge_runs`] on borrowed inputs.
+pub fn merge_run_refs(
+    inputs: &[(&str, &RunResult)],
+    opts: &Options,
+) -> Result<Merged<RunResult>, MergeError> {
+    if inputs.is_empty() {
+        return Err(MergeError::Empty);
+    }
+    for (name, r) in inputs {
+        if !r.shards.is_empty() {
+            return Err(MergeError::AlreadyMerged(name.to_string()));
+        }
+    }
+    let ids = assign_shards(inputs, opts.force)?;
+    // Shard order, whatever the order of the files.
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&i| ids[i].0);
+    let shards: Vec<(&str, &RunResult, u32)> = order
+        .iter()
+        .map(|&i| (inputs[i].0, inputs[i].1, ids[i].0))
+        .collect();
+    let count = ids[0].1;
+    check_same_run(&shards, opts.force)?;
+
+    let mut warnings = Vec::new();
+    let starts = shard_starts(&shards, opts, &mut warnings)?;
+    let t0 = starts.iter().copied().fold(f64::INFINITY, f64::min);
+    let offsets: Vec<f64> = starts.iter().map(|s| s - t0).collect();
+    let span = shards
+        .iter()
+        .zip(&offsets)
+        .map(|((_, r, _), o)| o + r.totals.test_duration_s.max(0.0))
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+
+    let base = shards[0].1;
+    let runs: Vec<&RunResult> = shards.iter().map(|(_, r, _)| *r).collect();
+    let names: Vec<&str> = shards.iter().map(|(n, _, _)| *n).collect();
+    let sum = |f: &dyn Fn(&RunResult) -> u64| runs.iter().map(|r| f(r)).sum::<u64>();
+    let fsum = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(|r| f(r)).sum::<f64>();
+    let fmax = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(|r| f(r)).fold(0.0_f64, f64::max);
+    // Mean of per-unit averages weighted by their unit counts: the merged
+    // total divided by the merged count, exactly.
+    let weighted = |avg: &dyn Fn(&RunResult) -> f64, n: &dyn Fn(&RunResult) -> u64| {
+        let total: u64 = sum(n);
+        if total == 0 {
+            0.0
+        } else {
+            fsum(&|r| avg(r) * n(r) as f64) / total as f64
+        }
+    };
+
+    let mut out: RunResult = base.clone();
+    out.schema = RUN_SCHEMA.into();
+    out.tool = ToolInfo::current(env!("CARGO_PKG_VERSION"));
+    let earliest = starts
+        .iter()
+        .enumerate()
+        .fold(0, |best, (i, s)| if *s < starts[best] { i } else { best });
+    out.started_at = runs[earliest].started_at.clone();
+    out.interrupted = runs.iter().any(|r| r.interrupted);
+    out.server = runs.iter().find_map(|r| r.server.clone());
+
+    // Latencies: every distribution, histograms added.
+    out.latency = merge_latencies(&runs, &names)?;
+
+    // Counters.
+    let t = &mut out.totals;
+    t.connections = sum(&|r| r.totals.connections);
+    t.requests = sum(&|r| r.totals.requests);
+    t.replies = sum(&|r| r.totals.replies);
+    t.test_duration_s = span;
+    t.max_concurrent_connections = sum(&|r| r.totals.max_concurrent_connections);
+    let (conns, reqs, replies) = (t.connections, t.requests, t.replies);
+
+    let c = &mut out.connection;
+    c.rate_per_s = conns as f64 / span;
+    c.ms_per_conn = if c.rate_per_s > 0.0 {
+        1000.0 / c.rate_per_s
+    } else {
+        0.0
+    };
+    let lifetimes: Vec<Summary> = runs.iter().map(|r| r.connection.lifetime_ms).collect();
+    c.lifetime_ms = merge_summary(&lifetimes);
+    c.connect_ms = if out.latency.connect.count > 0 {
+        out.latency.connect.mean_ms
+    } else {
+        weighted(&|r| r.connection.connect_ms, &|r| r.totals.connections)
+    };
+    // Successful connections of each shard, recovered from replies per connection.
+    let conns_ok = |r: &RunResult| {
+        if r.connection.replies_per_conn > 0.0 {
+            (r.totals.replies as f64 / r.connection.replies_per_conn).round() as u64
+        } else {
+            0
+        }
+    };
+    let ok = sum(&conns_ok);
+    out.connection.replies_per_conn = if ok > 0 {
+        replies as f64 / ok as f64
+    } else {
+        0.0
+    };
+
+    let q = &mut out.request;
+    q.rate_per_s = reqs as f64 / span;
+    q.ms_per_req = if q.rate_per_s > 0.0 {
+        1000.0 / q.rate_per_s
+    } else {
+        0.0
+    };
+    q.size_bytes = weighted(&|r| r.request.size_bytes, &|r| r.totals.requests);
+
+    let interval = base.reply.sample_interval_s;
+    out.series = merge_series(&shards, &offsets, interval, &mut warnings);
+    let full: Vec<f64> = out
+        .series
+        .iter()
+        .filter(|i| i.len_s >= interval * 0.999)
+        .map(|i| i.reply_rate)
+        .collect();
+    let by_replies = |f: &dyn Fn(&RunResult) -> f64| weighted(f, &|r| r.totals.replies);
+    let p = &mut out.reply;
+    p.rate = Summary::of(&full);
+    p.sample_interval_s = interval;
+    p.response_ms = by_replies(&|r| r.reply.response_ms);
+    p.transfer_ms = by_replies(&|r| r.reply.transfer_ms);
+    p.header_bytes = by_replies(&|r| r.reply.header_bytes);
+    p.content_bytes = by_replies(&|r| r.reply.content_bytes);
+    p.footer_bytes = by_replies(&|r| r.reply.footer_bytes);
+    for (k, s) in p.status.iter_mut().enumerate() {
+        *s = sum(&|r| r.reply.status[k]);
+    }
+
+    let res = &mut out.resources;
+    res.user_s = fsum(&|r| r.resources.user_s);
+    res.system_s = fsum(&|r| r.resources.system_s);
+    res.bytes_sent = sum(&|r| r.resources.bytes_sent);
+    res.bytes_received = sum(&|r| r.resources.bytes_received);
+    let bytes = (res.bytes_sent + res.bytes_received) as f64;
+    res.net_kb_per_s = bytes / 1024.0 / span;
+    res.net_mbit_per_s = bytes * 8.0 / 1e6 / span;
+
+    out.errors = runs
+        .iter()
+        .fold(Errors::default(), |a, r| add_errors(a, &r.errors));
+    out.accuracy = runs
+        .iter()
+        .fold(Accuracy::default(), |a, r| add_accuracy(a, &r.accuracy));
+
+    // Self-check: the merged run is client-bound when any shard was.
+    let sc = &mut out.self_check;
+    sc.client_cpu_pct = 100.0 * (res_cpu(&runs)) / span;
+    sc.schedule_lag_p50_ms = fmax(&|r| r.self_check.schedule_lag_p50_ms);
+    sc.schedule_lag_p99_ms = fmax(&|r| r.self_check.schedule_lag_p99_ms);
+    sc.schedule_lag_max_ms = fmax(&|r| r.self_check.schedule_lag_max_ms);
+    sc.late_starts = sum(&|r| r.self_check.late_starts);
+    sc.client_bound = runs.iter().any(|r| r.self_check.client_bound);
+    // The shards' clients are separate machines: their ceilings add, and the
+    // merged utilization is the merged reply rate over that sum (known only
+    // when every shard calibrated). Reasons are the union.
+    let ceilings: Option<Vec<f64>> = runs.iter().map(|r| r.self_check.client_ceiling).collect();
+    sc.client_ceiling = ceilings.map(|c| c.iter().sum::<f64>()).filter(|c| *c > 0.0);
+    sc.client_utilization = sc
+        .client_ceiling
+        .map(|c| out.totals.replies as f64 / out.totals.test_duration_s.max(1e-9) / c);
+    sc.reasons = Vec::new();
+    for r in &runs {
+        for reason in &r.self_check.reasons {
+            if !sc.reasons.contains(reason) {
+                sc.reasons.push(reason.clone());
+            }
+        }
+    }
+    sc.warnings = Vec::new();
+    for ((_, r, i), host) in shards.iter().zip(hosts(&runs)) {
+        let who = shard_label(*i, count, &host);
+        for w in &r.self_check.warnings {
+            sc.warnings.push(format!("{who}: {w}"));
+        }
+    }
+    for w in &warnings {
+        sc.warnings.push(format!("merge: {w}"));
+    }
+
+    // Configuration and environment: the first shard's, with the shard key
+    // replaced by the number of shards and per-shard keys dropped (each
+    // shard keeps its own in `shards`).
+    out.config.extra = merge_extra(&runs);
+    out.config.extra.remove(EXTRA_CLIENT_SHARD);
+    out.config
+        .extra
+        .insert(EXTRA_MERGED_SHARDS.into(), count.to_string());
+    out.config
+        .extra
+        .insert(EXTRA_APPROXIMATIONS.into(), APPROXIMATIONS.into());
+    let host_list: Vec<String> = hosts(&runs).into_iter().filter(|h| !h.is_empty()).collect();
+    out.environment
+        .extra
+        .insert("shards".into(), count.to_string());
+    if !host_list.is_empty() {
+        out.environment
+            .extra
+            .insert("hosts".into(), host_list.join(","));
+    }
+
+    out.shards = shards
+        .iter()
+        .zip(&offsets)
+        .zip(hosts(&runs))
+        .map(|(((name, r, i), off), host)| shard_info(name, r, *i, count, *off, host))
+        .collect();
+    Ok(Merged {
+        result: out,
+        warnings,
+    })
+}
+
+fn res_cpu(runs: &[&RunResult]) -> f64 {
+    runs.iter()
+        .map(|r| r.resources.user_s + r.resources.system_s)
+        .sum()
+}
+
+fn shard_label(i: u32, n: u32, host: &str) -> String {
+    if host.is_empty() {
+        format!("shard {i}/{n}")
+    } else {
+        format!("shard {i}/{n} ({host})")
+    }
+}
+
+/// The host each run recorded: `config.extra["host"]`, else the
+/// environment's `host` or `hostname`, else empty.
+fn hosts(runs: &[&RunResult]) -> Vec<String> {
+    runs.iter()
+        .map(|r| {
+            r.config
+                .extra
+                .get(EXTRA_HOST)
+                .or_else(|| r.environment.extra.get(EXTRA_HOST))
+                .or_else(|| r.environment.extra.get("hostname"))
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn shard_info(name: &str, r: &RunResult, i: u32, n: u32, off: f64, host: String) -> ShardInfo {
+    let lat = if r.latency.response.count > 0 {
+        &r.latency.response
+    } else {
+        &r.latency.response_uncorrected
+    };
+    let pct = |p: f64| {
+        lat.at(p)
+            .or_else(|| match lat.histogram() {
+                Ok(Some(h)) => Some(h.value_at_quantile(p / 100.0) as f64 / 1000.0),
+                _ => None,
+            })
+            .unwrap_or(0.0)
+    };
+    ShardInfo {
+        index: i,
+        count: n,
+        run_id: r
+            .config
+            .extra
+            .get(EXTRA_RUN_ID)
+            .cloned()
+            .unwrap_or_default(),
+        host,
+        source: name.to_string(),
+        started_at: r.started_at.clone(),
+        start_offset_s: off,
+        test_duration_s: r.totals.test_duration_s,
+        connections: r.totals.connections,
+        requests: r.totals.requests,
+        replies: r.totals.replies,
+        errors: r.errors.total,
+        p50_ms: pct(50.0),
+        p99_ms: pct(99.0),
+        client_bound: r.self_check.client_bound,
+        warnings: r.self_check.warnings.clone(),
+        command_line: r.config.command_line.clone(),
+        extra: r.config.extra.clone(),
+        tool: r.tool.clone(),
+        environment: r.environment.clone(),
+    }
+}
+
+fn parse_shard(s: &str) -> Option<(u32, u32)> {
+    let (i, n) = s.trim().split_once('/')?;
+    let i: u32 = i.trim().parse().ok()?;
+    let n: u32 = n.trim().parse().ok()?;
+    (n > 0 && i < n).then_some((i, n))
+}
+
+/// (I, N) of every input, checked: one N, every I once.
+fn assign_shards(
+    inputs: &[(&str, &RunResult)],
+    force: bool,
+) -> Result<Vec<(u32, u32)>, MergeError> {
+    let mut parsed = Vec::with_capacity(inputs.len());
+    for (name, r) in inputs {
+        parsed.push(match r.config.extra.get(EXTRA_CLIENT_SHARD) {
+            None => None,
+            Some(v) => Some(parse_shard(v).ok_or_else(|| MergeError::BadShard {
+                source_name: name.to_string(),
+                value: v.clone(),
+            })?),
+        });
+    }
+    let sharded = parsed.iter().position(Option::is_some);
+    let unsharded = parsed.iter().position(Option::is_none);
+    let ids: Vec<(u32, u32)> = match (sharded, unsharded) {
+        (None, _) => {
+            if !force {
+                return Err(MergeError::NoShardInfo(inputs[0].0.to_string()));
+            }
+            let n = inputs.len() as u32;
+            (0..n).map(|i| (i, n)).collect()
+        }
+        (Some(s), Some(u)) => {
+            let (i, n) = parsed[s].unwrap_or_default();
+            return Err(MergeError::PartlySharded {
+                unsharded: inputs[u].0.to_string(),
+                sharded: inputs[s].0.to_string(),
+                shard: format!("{i}/{n}"),
+            });
+        }
+        (Some(_), None) => parsed.into_iter().flatten().collect(),
+    };
+    let n = ids[0].1;
+    let mut seen: BTreeMap<u32, &str> = BTreeMap::new();
+    for ((i, ni), (name, _)) in ids.iter().zip(inputs) {
+        if *ni != n {
+            return Err(MergeError::ShardCount {
+                a: inputs[0].0.to_string(),
+                an: n,
+                b: name.to_string(),
+                bn: *ni,
+            });
+        }
+        if let Some(first) = seen.insert(*i, name) {
+            return Err(MergeError::Overlap {
+                shard: format!("{i}/{n}"),
+                first: first.to_string(),
+                second: name.to_string(),
+            });
+        }
+    }
+    let missing: Vec<String> = (0..n)
+        .filter(|i| !seen.contains_key(i))
+        .map(|i| format!("{i}/{n}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Missing {
+            missing: missing.join(", "),
+            have: seen.len(),
+            count: n,
+        });
+    }
+    Ok(ids)
+}
+
+/// Same run id everywhere; without run ids (force), the same configuration.
+/// The sample interval and the load mode must agree in any case.
+fn check_same_run(shards: &[(&str, &RunResult, u32)], force: bool) -> Result<(), MergeError> {
+    let (first, base, _) = shards[0];
+    let id = |r: &RunResult| {
+        r.config
+            .extra
+            .get(EXTRA_RUN_ID)
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let mut any_missing = false;
+    let mut known: Option<(&str, String)> = None;
+    for (name, r, _) in shards {
+        match id(r) {
+            None if !force => return Err(MergeError::NoRunId(name.to_string())),
+            None => any_missing = true,
+            Some(v) => match &known {
+                Some((kn, kv)) if *kv != v => {
+                    return Err(MergeError::DifferentRuns {
+                        a: kn.to_string(),
+                        a_id: kv.clone(),
+                        b: name.to_string(),
+                        b_id: v,
+                    })
+                }
+                Some(_) => {}
+                None => known = Some((name, v)),
+            },
+        }
+    }
+    for (name, r, _) in &shards[1..] {
+        let differ = |what: &str, a: String, b: String| {
+            if a == b {
+                Ok(())
+            } else {
+                Err(MergeError::Incompatible {
+                    a: first.to_string(),
+                    b: name.to_string(),
+                    what: what.into(),
+                    a_value: a,
+                    b_value: b,
+                })
+            }
+        };
+        differ(
+            "sample interval",
+            format!("{} s", base.reply.sample_interval_s),
+            format!("{} s", r.reply.sample_interval_s),
+        )?;
+        differ(
+            "load mode",
+            format!("{:?}", base.config.mode),
+            format!("{:?}", r.config.mode),
+        )?;
+        if any_missing {
+            let (a, b) = (&base.config, &r.config);
+            differ(
+                "targets",
+                format!("{:?}", a.targets),
+                format!("{:?}", b.targets),
+            )?;
+            differ("rate", format!("{:?}", a.rate), format!("{:?}", b.rate))?;
+            differ(
+                "distribution",
+                format!("{:?}", a.distribution),
+                format!("{:?}", b.distribution),
+            )?;
+            differ(
+                "num_conns",
+                format!("{:?}", a.num_conns),
+                format!("{:?}", b.num_conns),
+            )?;
+            differ(
+                "num_calls",
+                format!("{:?}", a.num_calls),
+                format!("{:?}", b.num_calls),
+            )?;
+            differ(
+                "duration",
+                format!("{:?}", a.duration_s),
+                format!("{:?}", b.duration_s),
+            )?;
+            differ("users", format!("{:?}", a.users), format!("{:?}", b.users))?;
+            differ(
+                "think time",
+                format!("{:?}", a.think_ms),
+                format!("{:?}", b.think_ms),
+            )?;
+            differ(
+                "timeout",
+                format!("{:?}", a.timeout_s),
+                format!("{:?}", b.timeout_s),
+            )?;
+            differ("method", a.method.clone(), b.method.clone())?;
+        }
+    }
+    Ok(())
+}
+
+/// Parses RFC 3339 (fractional seconds allowed) or unix seconds.
+pub(crate) fn parse_time(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if let Ok(v) = s.parse::<f64>() {
+        return v.is_finite().then_some(v);
+    }
+    let t = humantime::parse_rfc3339_weak(s).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(d.as_secs_f64())
+}
+
+/// Each shard's start (unix seconds): its recorded `--start-at` instant when
+/// there is one (the engine starts its clock on it), else `started_at`.
+/// Warns when starts disagree by more than the allowed skew.
+fn shard_starts(
+    shards: &[(&str, &RunResult, u32)],
+    opts: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<f64>, MergeError> {
+    let n = shards.len() as u32;
+    let mut starts = Vec::with_capacity(shards.len());
+    let mut actual = Vec::with_capacity(shards.len());
+    for (name, r, i) in shards {
+        let started = match parse_time(&r.started_at) {
+            Some(t) => t,
+            None if opts.force => {
+                warnings.push(format!(
+                    "{name}: started_at \"{}\" is not a time; its time series is aligned as if it started first",
+                    r.started_at
+                ));
+                f64::NAN
+            }
+            None => {
+                return Err(MergeError::BadTime {
+                    source_name: name.to_string(),
+                    field: "started_at".into(),
+                    value: r.started_at.clone(),
+                })
+            }
+        };
+        let planned = match r.config.extra.get(EXTRA_START_AT) {
+            Some(v) => Some(parse_time(v).ok_or_else(|| MergeError::BadTime {
+                source_name: name.to_string(),
+                field: format!("config.extra.{EXTRA_START_AT}"),
+                value: v.clone(),
+            })?),
+            None => None,
+        };
+        if let (Some(p), true) = (planned, started.is_finite()) {
+            // `started_at` has whole seconds: it may read up to 1 s early.
+            let late = started - p;
+            if late > opts.max_skew_s {
+                warnings.push(format!(
+                    "shard {i}/{n} ({name}) started {late:.1} s after the shared --start-at: its clock is behind or it started late"
+                ));
+            } else if -late > opts.max_skew_s + 1.0 {
+                warnings.push(format!(
+                    "shard {i}/{n} ({name}) recorded a start {:.1} s before the shared --start-at: its clock is ahead",
+                    -late
+                ));
+            }
+        }
+        actual.push(started);
+        starts.push(planned.unwrap_or(started));
+    }
+    let finite: Vec<f64> = starts.iter().copied().filter(|s| s.is_finite()).collect();
+    let lo = finite.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if finite.len() > 1 && hi - lo > opts.max_skew_s {
+        warnings.push(format!(
+            "the shards started up to {:.1} s apart (more than --max-skew {} s): their clocks or start times disagree; run them with one --start-at and synchronised clocks",
+            hi - lo,
+            opts.max_skew_s
+        ));
+    }
+    let lo = if lo.is_finite() { lo } else { 0.0 };
+    Ok(starts
+        .into_iter()
+        .map(|s| if s.is_finite() { s } else { lo })
+        .collect())
+}
+
+/// Adds two error blocks.
+fn add_errors(a: Errors, b: &Errors) -> Errors {
+    Errors {
+        total: a.total + b.total,
+        client_timo: a.client_timo + b.client_timo,
+        socket_timo: a.socket_timo + b.socket_timo,
+        connrefused: a.connrefused + b.connrefused,
+        connreset: a.connreset + b.connreset,
+        fd_unavail: a.fd_unavail + b.fd_unavail,
+        addrunavail: a.addrunavail + b.addrunavail,
+        ftab_full: a.ftab_full + b.ftab_full,
+        other: a.other + b.other,
+    }
+}
+
+fn add_accuracy(a: Accuracy, b: &Accuracy) -> Accuracy {
+    Accuracy {
+        bytes_expected: a.bytes_expected + b.bytes_expected,
+        bytes_received: a.bytes_received + b.bytes_received,
+        framing_errors: a.framing_errors + b.framing_errors,
+        verified: a.verified + b.verified,
+        mismatches: a.mismatches + b.mismatches,
+    }
+}
+
+/// Merges latency distributions exactly: the shards' HDR histograms are
+/// added (count per bucket), and every statistic is read from the sum.
+/// `parts` pairs each distribution with the name of its source for errors.
+pub fn merge_latency(parts: &[(&str, &Latency)], what: &str) -> Result<Latency, MergeError> {
+    let mut acc: Option<Histogram<u64>> = None;
+    for (name, l) in parts {
+        if l.count == 0 {
+            continue;
+        }
+        let err = |problem: String| MergeError::Histogram {
+            source_name: name.to_string(),
+            what: what.to_string(),
+            problem,
+        };
+        let h = l
+            .histogram()
+            .map_err(|e| err(e.to_string()))?
+            .ok_or_else(|| err(format!("{} values but no histogram", l.count)))?;
+        match acc.as_mut() {
+            None => {
+                let mut h = h;
+                h.auto(true);
+                acc = Some(h);
+            }
+            Some(a) => a
+                .add(&h)
+                .map_err(|e| err(format!("histogram cannot be added: {e:?}")))?,
+        }
+    }
+    Ok(acc.map_or_else(Latency::default, |h| Latency::from_histogram(&h)))
+}
+
+/// Merges every distribution of [`Latencies`], including ones this crate
+/// does not name: the block is walked as JSON so that a distribution added
+/// to the model later is merged too, rather than silently taken from one shard.
+fn merge_latencies(runs: &[&RunResult], names: &[&str]) -> Result<Latencies, MergeError> {
+    let internal = |what: &str| MergeError::Internal(what.to_string());
+    let mut values = Vec::with_capacity(runs.len());
+    for r in runs {
+        values.push(serde_json::to_value(&r.latency).map_err(|_| internal("latency"))?);
+    }
+    let keys: BTreeSet<String> = values
+        .iter()
+        .filter_map(Value::as_object)
+        .flat_map(|m| m.keys().cloned())
+        .collect();
+    let mut out = serde_json::Map::new();
+    for key in keys {
+        let mut parts: Vec<(&str, Latency)> = Vec::new();
+        for (v, name) in values.iter().zip(names) {
+            if let Some(x) = v.get(&key) {
+                let l: Latency = serde_json::from_value(x.clone())
+                    .map_err(|_| internal(&format!("latency.{key}")))?;
+                parts.push((name, l));
+            }
+        }
+        let refs: Vec<(&str, &Latency)> = parts.iter().map(|(n, l)| (*n, l)).collect();
+        let m = merge_latency(&refs, &format!("latency.{key}"))?;
+        out.insert(
+            key.clone(),
+            serde_json::to_value(m).map_err(|_| internal(&format!("latency.{key}")))?,
+        );
+    }
+    serde_json::from_value(Value::Object(out)).map_err(|_| internal("latency"))
+}
+
+/// Merges summaries of disjoint samples: count, min, max, mean and the
+/// population standard deviation are exact (pooled from each part's count,
+/// mean and deviation); the median cannot be, and is the count-weighted mean
+/// of the parts' medians.
+pub fn merge_summary(parts: &[Summary]) -> Summary {
+    let parts: Vec<&Summary> = parts.iter().filter(|s| s.count > 0).collect();
+    let n: u64 = parts.iter().map(|s| s.count).sum();
+    if n == 0 {
+        return Summary::default();
+    }
+    let nf = n as f64;
+    let mean = parts.iter().map(|s| s.count as f64 * s.avg).sum::<f64>() / nf;
+    let var = parts
+        .iter()
+        .map(|s| s.count as f64 * (s.stddev * s.stddev + (s.avg - mean) * (s.avg - mean)))
+        .sum::<f64>()
+        / nf;
+    Summary {
+        count: n,
+        min: parts.iter().map(|s| s.min).fold(f64::INFINITY, f64::min),
+        avg: mean,
+        max: parts
+            .iter()
+            .map(|s| s.max)
+            .fold(f64::NEG_INFINITY, f64::max),
+        median: parts.iter().map(|s| s.count as f64 * s.median).sum::<f64>() / nf,
+        stddev: var.max(0.0).sqrt(),
+    }
+}
+
+#[derive(Default)]
+struct Bucket {
+    len_s: f64,
+    connections: u64,
+    requests: u64,
+    replies: u64,
+    errors: u64,
+    bytes_in: u64,
+    open: u64,
+    p50_weighted: f64,
+    p99_max: f64,
+}
+
+/// Aligns every shard's intervals on the common start and adds them.
+fn merge_series(
+    shards: &[(&str, &RunResult, u32)],
+    offsets: &[f64],
+    interval: f64,
+    warnings: &mut Vec<String>,
+) -> Vec<Interval> {
+    if shards.iter().all(|(_, r, _)| r.series.is_empty()) {
+        return Vec::new();
+    }
+    if !(interval.is_finite() && interval > 0.0) {
+        warnings.push(
+            "the shards record no sample interval: the merged result has no time series".into(),
+        );
+        return Vec::new();
+    }
+    let n = shards.len();
+    let mut buckets: BTreeMap<i64, Bucket> = BTreeMap::new();
+    for ((name, r, i), off) in shards.iter().zip(offsets) {
+        let shift = off / interval;
+        if (shift - shift.round()).abs() > 1e-6 {
+            warnings.push(format!(
+                "shard {i}/{n} ({name}) started {off:.3} s after the first, not a whole number of {interval} s intervals: its time series is aligned to the nearest interval"
+            ));
+        }
+        let shift = shift.round() as i64;
+        for iv in &r.series {
+            let k = ((iv.t_s - iv.len_s) / interval).round() as i64 + shift;
+            let b = buckets.entry(k).or_default();
+            b.len_s = b.len_s.max(iv.len_s);
+            b.connections += iv.connections;
+            b.requests += iv.requests;
+            b.replies += iv.replies;
+            b.errors += iv.errors;
+            b.bytes_in += iv.bytes_in;
+            b.open += iv.open_connections;
+            b.p50_weighted += iv.p50_ms * iv.replies as f64;
+            b.p99_max = b.p99_max.max(iv.p99_ms);
+        }
+    }
+    buckets
+        .into_iter()
+        .map(|(k, b)| {
+            let len = if b.len_s > 0.0 { b.len_s } else { interval };
+            Interval {
+                t_s: k as f64 * interval + len,
+                len_s: len,
+                connections: b.connections,
+                requests: b.requests,
+                replies: b.replies,
+                errors: b.errors,
+                bytes_in: b.bytes_in,
+                reply_rate: b.replies as f64 / len,
+                p50_ms: if b.replies > 0 {
+                    b.p50_weighted / b.replies as f64
+                } else {
+                    0.0
+                },
+                p99_ms: b.p99_max,
+                open_connections: b.open,
+            }
+        })
+        .collect()
+}
+
+/// Merges `config.extra`: values every shard agrees on are kept; counters
+/// add; per-shard values (command lines, hosts) are dropped here and kept in
+/// each shard's [`ShardInfo::extra`].
+fn merge_extra(runs: &[&RunResult]) -> BTreeMap<String, String> {
+    let keys: BTreeSet<&String> = runs.iter().flat_map(|r| r.config.extra.keys()).collect();
+    let mut out = BTreeMap::new();
+    for key in keys {
+        let vals: Vec<Option<&String>> = runs.iter().map(|r| r.config.extra.get(key)).collect();
+        let k = key.as_str();
+        if SUM_KEYS.contains(&k) || MAX_KEYS.contains(&k) {
+            let nums = vals
+                .iter()
+                .flatten()
+                .filter_map(|v| v.trim().parse::<u64>().ok());
+            let v = if SUM_KEYS.contains(&k) {
+                nums.sum::<u64>()
+            } else {
+                nums.max().unwrap_or(0)
+            };
+            out.insert(key.clone(), v.to_string());
+        } else if JSON_SUM_KEYS.contains(&k) {
+            let parsed: Option<Vec<Value>> = vals
+                .iter()
+                .flatten()
+                .map(|v| serde_json::from_str(v).ok())
+                .collect();
+            if let Some(s) = parsed.and_then(|p| sum_json(&p)) {
+                out.insert(key.clone(), s.to_string());
+            }
+        } else if let Some(Some(first)) = vals.first() {
+            if vals.iter().all(|v| *v == Some(*first)) {
+                out.insert(key.clone(), (*first).clone());
+            }
+        }
+    }
+    out
+}
+
+/// Adds JSON documents of one shape: numbers add (integers stay integers),
+/// arrays add element by element, objects key by key; other values must agree.
+fn sum_json(vals: &[Value]) -> Option<Value> {
+    let first = vals.first()?;
+    match first {
+        Value::Number(_) => {
+            if vals.iter().all(|v| v.as_u64().is_some()) {
+                Some(Value::from(
+                    vals.iter().filter_map(Value::as_u64).sum::<u64>(),
+                ))
+            } else {
+                let s: f64 = vals.iter().map(|v| v.as_f64()).sum::<Option<f64>>()?;
+                serde_json::Number::from_f64(s).map(Value::Number)
+            }
+        }
+        Value::Array(_) => {
+            let arrays: Vec<&Vec<Value>> =
+                vals.iter().map(Value::as_array).collect::<Option<_>>()?;
+            let len = arrays.iter().map(|a| a.len()).max().unwrap_or(0);
+            let mut out = Vec::with_capacity(len);
+            for i in 0..len {
+                let col: Vec<Value> = arrays.iter().filter_map(|a| a.get(i).cloned()).collect();
+                out.push(sum_json(&col)?);
+            }
+            Some(Value::Array(out))
+        }
+        Value::Object(_) => {
+            let objs: Vec<&serde_json::Map<String, Value>> =
+                vals.iter().map(Value::as_object).collect::<Option<_>>()?;
+            let keys: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
+            let mut out = serde_json::Map::new();
+            for k in keys {
+                let col: Vec<Value> = objs.iter().filter_map(|o| o.get(k).cloned()).collect();
+                out.insert(k.clone(), sum_json(&col)?);
+            }
+            Some(Value::Object(out))
+        }
+        other => vals.iter().all(|v| v == other).then(|| other.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_strings() {
+        assert_eq!(parse_shard("0/3"), Some((0, 3)));
+        assert_eq!(parse_shard(" 2 / 3 "), Some((2, 3)));
+        assert_eq!(parse_shard("3/3"), None);
+        assert_eq!(parse_shard("1/0"), None);
+        assert_eq!(parse_shard("a/3"), None);
+        assert_eq!(parse_shard("1"), None);
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("2026-01-01T00:00:00Z"), Some(1_767_225_600.0));
+        assert_eq!(parse_time("2026-01-01T00:00:00.5Z"), Some(1_767_225_600.5));
+        assert_eq!(parse_time("1767225600.25"), Some(1_767_225_600.25));
+        assert_eq!(parse_time("yesterday"), None);
+    }
+
+    #[test]
+    fn summaries_pool_exactly() {
+        let a = [1.0, 2.0, 3.0];
+        let b = [10.0, 20.0];
+        let all = [1.0, 2.0, 3.0, 10.0, 20.0];
+        let m = merge_summary(&[Summary::of(&a), Summary::of(&b), Summary::default()]);
+        let u = Summary::of(&all);
+        assert_eq!((m.count, m.min, m.max), (u.count, u.min, u.max));
+        assert!((m.avg - u.avg).abs() < 1e-12);
+        assert!((m.stddev - u.stddev).abs() < 1e-12);
+    }
+
+    #[test]
+    fn json_sums() {
+        let a: Value = serde_json::from_str(
+            r#"{"started":2,"lifetime_sum_s":0.5,"length_histogram":[0,1],"x":"k"}"#,
+        )
+        .unwrap();
+        let b: Value = serde_json::from_str(
+            r#"{"started":3,"lifetime_sum_s":0.25,"length_histogram":[1,1,4],"x":"k"}"#,
+        )
+        .unwrap();
+        let s = sum_json(&[a, b]).unwrap();
+        assert_eq!(s["started"], 5);
+        assert_eq!(s["lifetime_sum_s"], 0.75);
+        assert_eq!(s["length_histogram"], serde_json::json!([1, 2, 4]));
+        assert_eq!(s["x"], "k");
+    }
+}
