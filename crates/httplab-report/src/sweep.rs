@@ -23,6 +23,8 @@ use std::sync::atomic::AtomicBool;
 
 /// Default seconds per step when neither `--num-conns` nor `--const-test-time` is given.
 pub const DEFAULT_STEP_SECONDS: f64 = 5.0;
+/// Default warm-up before each step's measured connections, seconds.
+pub const DEFAULT_WARMUP_SECONDS: f64 = 1.0;
 
 #[derive(Parser, Debug, Default)]
 #[command(
@@ -110,6 +112,12 @@ struct Cli {
     /// Upper bound on the runs of --find-max per target.
     #[arg(long)]
     max_runs: Option<u32>,
+    /// Seconds of load before each step's measured connections, discarded (the step opens rate × SECONDS more connections first) [default: 1]
+    #[arg(long, value_name = "SECONDS")]
+    warmup: Option<f64>,
+    /// Do not calibrate the load generator (by default it measures its own ceiling for the sweep's shape once per target, and every step records its utilization and is marked client-bound at ≥ 85 %)
+    #[arg(long)]
+    no_calibrate: bool,
     /// Accepted for autobench compatibility; no effect.
     #[arg(long, hide = true)]
     debug: bool,
@@ -212,6 +220,10 @@ pub struct SweepPlan {
     pub find_max: bool,
     /// Run limit of the adaptive search.
     pub max_runs: u32,
+    /// Warm-up before each step's measured connections, seconds (discarded).
+    pub warmup_s: f64,
+    /// Calibrate the generator once per target and pass its ceiling to every step.
+    pub calibrate: bool,
     /// Options passed to every load run.
     pub passthrough: Vec<String>,
     /// CSV destination (None: stdout).
@@ -249,8 +261,12 @@ impl SweepPlan {
         }
     }
 
-    /// The `httplab load` arguments of one step (httperf spelling, as autobench builds them).
+    /// The `httplab load` arguments of one step (httperf spelling, as autobench
+    /// builds them). With a warm-up, the step first opens `rate × warm-up`
+    /// connections that `--warmup` leaves out of every figure, so the
+    /// measured connections are still `conns_at(rate)`.
     pub fn load_args(&self, t: &Target, rate: f64) -> Vec<String> {
+        let warm = (rate * self.warmup_s).ceil() as u64;
         let mut a = vec![
             "httplab load".to_string(),
             "--server".into(),
@@ -262,12 +278,15 @@ impl SweepPlan {
             "--rate".into(),
             fmt_rate(rate),
             "--num-conns".into(),
-            self.conns_at(rate).to_string(),
+            (self.conns_at(rate) + warm).to_string(),
             "--num-calls".into(),
             self.num_calls.to_string(),
             "--timeout".into(),
             abcsv::perl_number(self.timeout_s),
         ];
+        if warm > 0 {
+            a.extend(["--warmup".into(), abcsv::perl_number(self.warmup_s)]);
+        }
         a.extend(self.passthrough.iter().cloned());
         a
     }
@@ -631,6 +650,14 @@ pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, cl
         slo_ms,
         find_max: cli.find_max,
         max_runs: cli.max_runs.unwrap_or(40).max(1),
+        warmup_s: match cli.warmup.or(num("warmup")?) {
+            Some(w) if !(0.0..=600.0).contains(&w) => {
+                bail!("--warmup {w}: seconds between 0 and 600")
+            }
+            Some(w) => w,
+            None => DEFAULT_WARMUP_SECONDS,
+        },
+        calibrate: !cli.no_calibrate,
         passthrough: pass,
         file,
         format,
@@ -758,11 +785,26 @@ pub fn step_line(t: &Target, rate: f64, r: &RunResult, slo_ms: f64) -> String {
     )
 }
 
-/// The default runner: `httplab load` as a library, one run per step.
+/// The default runner: `httplab load` as a library, one run per step. With
+/// `plan.calibrate` the generator measures its own ceiling for the sweep's
+/// shape once per target (the shape does not change with the rate) and every
+/// step gets it, so each step records its client utilization and is marked
+/// client-bound at 85 % or more of it.
 pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunResult> + '_ {
+    let mut ceilings: std::collections::HashMap<String, Option<f64>> = Default::default();
     move |t: &Target, rate: f64| {
         let args = plan.load_args(t, rate);
-        let mut r = run_load(&args)?;
+        let mut spec = parse_load(&args)?;
+        if plan.calibrate {
+            let c = ceilings.entry(t.label()).or_insert_with(|| {
+                httplab_load::calibrate(&spec)
+                    .ok()
+                    .map(|c| c.ceiling_rps)
+                    .filter(|x| x.is_finite() && *x > 0.0)
+            });
+            spec.client_ceiling = *c;
+        }
+        let mut r = httplab_load::run_with_stop(&spec, false, stop_flag())?;
         if r.label.is_empty() {
             r.label = t.label();
         }
@@ -770,16 +812,19 @@ pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunRe
     }
 }
 
-/// Runs `httplab load` with `args` (`args[0]` is the program name) in process.
-/// The run ends early, marked `interrupted`, once [`stop_flag`] is set.
-pub fn run_load(args: &[String]) -> Result<RunResult> {
-    let spec = httplab_load::parse_args(args.iter().skip(1)).with_context(|| {
+fn parse_load(args: &[String]) -> Result<httplab_load::LoadSpec> {
+    httplab_load::parse_args(args.iter().skip(1)).with_context(|| {
         format!(
             "bad load options: {}",
             args.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")
         )
-    })?;
-    httplab_load::run_with_stop(&spec, false, stop_flag())
+    })
+}
+
+/// Runs `httplab load` with `args` (`args[0]` is the program name) in process.
+/// The run ends early, marked `interrupted`, once [`stop_flag`] is set.
+pub fn run_load(args: &[String]) -> Result<RunResult> {
+    httplab_load::run_with_stop(&parse_load(args)?, false, stop_flag())
 }
 
 /// The sweep's Ctrl-C flag: the process-wide flag of [`install_sigint`].
@@ -1073,9 +1118,17 @@ mod tests {
         assert_eq!(p.file, Some(PathBuf::from("example.com.csv")));
         assert_eq!(p.json, PathBuf::from("example.com.json"));
         assert_eq!(p.passthrough, vec!["--hog".to_string()]);
+        // The default 1 s warm-up opens 20 more connections first and leaves
+        // them out (--warmup), so 200 are still measured.
         let a = p.load_args(&p.targets[0], 20.0);
         assert_eq!(
             a[1..].join(" "),
+            "--server www.example.com --port 80 --uri / --rate 20 --num-conns 220 --num-calls 1 --timeout 60 --warmup 1 --hog"
+        );
+        let mut p0 = p.clone();
+        p0.warmup_s = 0.0;
+        assert_eq!(
+            p0.load_args(&p0.targets[0], 20.0)[1..].join(" "),
             "--server www.example.com --port 80 --uri / --rate 20 --num-conns 200 --num-calls 1 --timeout 60 --hog"
         );
     }
