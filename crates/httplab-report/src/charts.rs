@@ -870,13 +870,24 @@ pub struct EstimateBar {
     pub client_bound: bool,
 }
 
+/// One point of an [`EstimateSeries`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EstimatePoint {
+    /// Mean.
+    pub mean: f64,
+    /// 95 % confidence interval of the mean, when known.
+    pub ci: Option<(f64, f64)>,
+    /// The load generator limited this figure.
+    pub client_bound: bool,
+}
+
 /// One line of [`estimate_lines`]: a value with its CI per step (None: no data).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EstimateSeries {
     /// Series name (a server).
     pub label: String,
-    /// Per step: mean, CI, client-bound.
-    pub points: Vec<Option<(f64, Option<(f64, f64)>, bool)>>,
+    /// Per step.
+    pub points: Vec<Option<EstimatePoint>>,
 }
 
 /// A vertical 95 % CI whisker with caps at `x`.
@@ -1002,7 +1013,7 @@ pub fn estimate_lines(
         let top = series
             .iter()
             .flat_map(|s| s.points.iter().flatten())
-            .map(|(m, ci, _)| ci.map_or(*m, |c| c.1.max(*m)))
+            .map(|p| p.ci.map_or(p.mean, |c| c.1.max(p.mean)))
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
         if top <= 0.0 {
@@ -1050,17 +1061,17 @@ pub fn estimate_lines(
                 .points
                 .iter()
                 .enumerate()
-                .filter_map(|(i, p)| p.map(|(m, _, _)| (i as f64 + 0.5 + off, m)))
+                .filter_map(|(i, p)| p.map(|p| (i as f64 + 0.5 + off, p.mean)))
                 .collect();
             chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?;
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, c.filled())))?;
             for (i, p) in s.points.iter().enumerate() {
-                if let Some((m, ci, bound)) = p {
-                    if let Some(ci) = ci {
-                        draw_whisker(&mut chart, i as f64 + 0.5 + off, *ci, c)?;
+                if let Some(p) = p {
+                    if let Some(ci) = p.ci {
+                        draw_whisker(&mut chart, i as f64 + 0.5 + off, ci, c)?;
                     }
-                    if *bound {
-                        cb.push((i as f64 + 0.5 + off, *m));
+                    if p.client_bound {
+                        cb.push((i as f64 + 0.5 + off, p.mean));
                     }
                 }
             }

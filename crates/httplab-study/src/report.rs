@@ -671,7 +671,11 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
                         .map(|st| {
                             let c = find(s, st)?;
                             let e = c.metrics.get(mt.key())?;
-                            Some((e.mean, e.ci_low.zip(e.ci_high), c.client_bound))
+                            Some(httplab_report::charts::EstimatePoint {
+                                mean: e.mean,
+                                ci: e.ci_low.zip(e.ci_high),
+                                client_bound: c.client_bound,
+                            })
                         })
                         .collect(),
                 })
