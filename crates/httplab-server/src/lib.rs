@@ -42,6 +42,8 @@ mod log;
 mod out;
 mod session;
 mod sys;
+#[doc(hidden)]
+pub mod testkit;
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
