@@ -4,10 +4,13 @@
 use httplab_wire::response::{ResponseError, ResponseParser};
 use libfuzzer_sys::fuzz_target;
 
+/// (status, de-chunked body, wire bytes) of one complete response.
+type Parsed = (u16, Vec<u8>, u64);
+
 /// Parses `wire` as the responses of one connection, feeding at most
 /// `piece` bytes per call. Returns (status, body, wire bytes) per complete
 /// response and the error that stopped parsing, if any.
-fn run(wire: &[u8], piece: usize, heads: u8) -> (Vec<(u16, Vec<u8>, u64)>, Option<ResponseError>) {
+fn run(wire: &[u8], piece: usize, heads: u8) -> (Vec<Parsed>, Option<ResponseError>) {
     let mut p = ResponseParser::new();
     let mut out = Vec::new();
     let mut idx = 0u32;

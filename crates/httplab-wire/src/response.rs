@@ -732,7 +732,10 @@ mod tests {
                 break;
             }
         }
-        assert_eq!(failed, Some(ResponseError::BadChunk("chunk-size line too long")));
+        assert_eq!(
+            failed,
+            Some(ResponseError::BadChunk("chunk-size line too long"))
+        );
 
         let mut p = ResponseParser::new();
         p.start(false);
