@@ -58,7 +58,7 @@ pub struct FileInfo {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Identity {
+pub(crate) struct Identity {
     dev: u64,
     ino: u64,
     len: u64,
@@ -219,7 +219,7 @@ impl FileCache {
         Ok(resolved)
     }
 
-    fn resolve(&self, raw: &str) -> Result<(Resolved, PathBuf, Identity), Miss> {
+    pub(crate) fn resolve(&self, raw: &str) -> Result<(Resolved, PathBuf, Identity), Miss> {
         let decoded: Vec<u8> = percent_encoding::percent_decode_str(raw).collect();
         if decoded.contains(&0) {
             return Err(Miss::BadPath);

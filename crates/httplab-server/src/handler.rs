@@ -490,7 +490,7 @@ pub fn reason(status: u16) -> &'static str {
     }
 }
 
-fn parse_date(v: &[u8]) -> Option<u64> {
+pub(crate) fn parse_date(v: &[u8]) -> Option<u64> {
     let s = std::str::from_utf8(v).ok()?;
     let t = httpdate::parse_http_date(s).ok()?;
     t.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
@@ -498,7 +498,7 @@ fn parse_date(v: &[u8]) -> Option<u64> {
 
 /// Does the If-Match / If-None-Match list `v` match `etag`? `strong`
 /// selects strong comparison (weak tags never match then).
-fn etag_matches(v: &[u8], etag: &str, strong: bool) -> bool {
+pub(crate) fn etag_matches(v: &[u8], etag: &str, strong: bool) -> bool {
     let v = trim(v);
     if v == b"*" {
         return true;
@@ -520,13 +520,19 @@ fn etag_matches(v: &[u8], etag: &str, strong: bool) -> bool {
 }
 
 fn if_range_matches(v: &[u8], info: &FileInfo) -> bool {
+    if_range_value_matches(v, &info.etag, info.mtime_secs)
+}
+
+/// `If-Range`: a strong entity tag must equal `etag`, a date must equal the
+/// modification time; weak tags never match.
+pub(crate) fn if_range_value_matches(v: &[u8], etag: &str, mtime_secs: u64) -> bool {
     let v = trim(v);
     if v.starts_with(b"\"") {
-        v == info.etag.as_bytes()
+        v == etag.as_bytes()
     } else if v.starts_with(b"W/") {
         false
     } else {
-        parse_date(v) == Some(info.mtime_secs)
+        parse_date(v) == Some(mtime_secs)
     }
 }
 

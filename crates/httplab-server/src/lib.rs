@@ -45,6 +45,8 @@ mod log;
 mod out;
 mod session;
 mod sys;
+#[doc(hidden)]
+pub mod testkit;
 mod tickets;
 mod tls;
 

@@ -76,6 +76,34 @@ impl OutQueue {
         }
     }
 
+    /// Moves everything queued into `sink` (file segments read from their
+    /// files), as if it had been written; for tests and fuzz targets, which
+    /// drive a session without a socket.
+    pub fn drain_into(&mut self, sink: &mut Vec<u8>) {
+        use std::os::unix::fs::FileExt;
+        for f in std::mem::take(&mut self.files) {
+            if self.pos < f.at {
+                sink.extend_from_slice(&self.buf[self.pos..f.at]);
+                self.pos = f.at;
+            }
+            let mut off = f.off;
+            let mut chunk = [0u8; 8192];
+            while off < f.end {
+                let want = ((f.end - off) as usize).min(chunk.len());
+                match f.file.read_at(&mut chunk[..want], off) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        sink.extend_from_slice(&chunk[..n]);
+                        off += n as u64;
+                    }
+                }
+            }
+        }
+        sink.extend_from_slice(&self.buf[self.pos..]);
+        self.buf.clear();
+        self.pos = 0;
+    }
+
     /// Writes to socket `fd` until done, blocked, or `budget` bytes were
     /// sent; `written` is increased by the bytes sent.
     pub fn write_to(&mut self, fd: RawFd, budget: usize, written: &mut u64) -> io::Result<Flush> {

@@ -35,6 +35,10 @@ use std::fmt;
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Most header fields accepted in one head.
 pub const MAX_HEADERS: usize = 128;
+/// Longest chunk-size line (size, extensions, CRLF) accepted, bytes. A
+/// server that streams an endless chunk extension fails here instead of
+/// holding the response open without sending data.
+pub const MAX_CHUNK_LINE: u32 = 4096;
 
 /// How the body of a response is delimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -136,6 +140,7 @@ enum State {
         digits: u32,
         in_ext: bool,
         saw_cr: bool,
+        line_len: u32,
     },
     ChunkData {
         remaining: u64,
@@ -316,6 +321,7 @@ impl ResponseParser {
                                 digits: 0,
                                 in_ext: false,
                                 saw_cr: false,
+                                line_len: 0,
                             }
                         }
                         _ => return Err(ResponseError::BadChunk("missing CRLF after chunk data")),
@@ -326,12 +332,17 @@ impl ResponseParser {
                     mut digits,
                     mut in_ext,
                     mut saw_cr,
+                    mut line_len,
                 } => {
                     let mut done_line = false;
                     while pos < input.len() {
                         let b = input[pos];
                         pos += 1;
                         self.info.chunk_overhead_bytes += 1;
+                        line_len += 1;
+                        if line_len > MAX_CHUNK_LINE {
+                            return Err(ResponseError::BadChunk("chunk-size line too long"));
+                        }
                         if b == b'\n' {
                             done_line = true;
                             break;
@@ -365,6 +376,7 @@ impl ResponseParser {
                             digits,
                             in_ext,
                             saw_cr,
+                            line_len,
                         };
                         break;
                     }
@@ -383,6 +395,11 @@ impl ResponseParser {
                         let b = input[pos];
                         pos += 1;
                         self.info.footer_bytes += 1;
+                        // Every byte counts, CRs included: a trailer of
+                        // endless CRs must fail too.
+                        if self.info.footer_bytes > MAX_HEAD_BYTES as u64 {
+                            return Err(ResponseError::BadChunk("trailer too large"));
+                        }
                         if b == b'\n' {
                             if line_len == 0 {
                                 finished = true;
@@ -391,9 +408,6 @@ impl ResponseParser {
                             line_len = 0;
                         } else if b != b'\r' {
                             line_len += 1;
-                            if self.info.footer_bytes > MAX_HEAD_BYTES as u64 {
-                                return Err(ResponseError::BadChunk("trailer too large"));
-                            }
                         }
                     }
                     if finished {
@@ -467,6 +481,7 @@ impl ResponseParser {
                 digits: 0,
                 in_ext: false,
                 saw_cr: false,
+                line_len: 0,
             };
         } else if let Some(n) = parsed.content_length {
             self.info.framing = Framing::Length;
@@ -696,6 +711,45 @@ mod tests {
         assert_eq!(p.feed(&big), Err(ResponseError::HeadTooLarge));
         let mut idle = ResponseParser::new();
         assert_eq!(idle.feed(b"x"), Err(ResponseError::Unexpected));
+    }
+
+    #[test]
+    fn endless_chunk_extension_and_trailer_fail() {
+        // Found while writing the response fuzz target (its inputs are too
+        // short to reach these limits): a chunk extension or a trailer of
+        // CRs could stream forever without an error before.
+        let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut p = ResponseParser::new();
+        p.start(false);
+        let s = p.feed(head).unwrap();
+        assert_eq!(s.consumed, head.len());
+        let _ = p.feed(b"5;").unwrap();
+        let ext = vec![b'a'; 1024];
+        let mut failed = None;
+        for _ in 0..8 {
+            if let Err(e) = p.feed(&ext) {
+                failed = Some(e);
+                break;
+            }
+        }
+        assert_eq!(
+            failed,
+            Some(ResponseError::BadChunk("chunk-size line too long"))
+        );
+
+        let mut p = ResponseParser::new();
+        p.start(false);
+        let _ = p.feed(head).unwrap();
+        let _ = p.feed(b"0\r\n").unwrap();
+        let crs = vec![b'\r'; 4096];
+        let mut failed = None;
+        for _ in 0..(MAX_HEAD_BYTES / 4096 + 2) {
+            if let Err(e) = p.feed(&crs) {
+                failed = Some(e);
+                break;
+            }
+        }
+        assert_eq!(failed, Some(ResponseError::BadChunk("trailer too large")));
     }
 
     #[test]

@@ -1,0 +1,220 @@
+//! Hooks for fuzz targets and property tests: the sans-I/O session driven
+//! by byte slices instead of sockets, the path resolver, and the Range and
+//! conditional-header parsers. Not part of the supported API (hidden from
+//! the docs); nothing on a serving path calls it.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use crate::config::ServerConfig;
+use crate::files::{Body, FileCache, Resolved};
+use crate::handler::Handler;
+use crate::session::Session;
+
+pub use crate::handler::{parse_ranges, RangeSpec};
+
+/// A request handler over a real root directory, with no sockets and no
+/// shared-memory statistics beyond its own. Its `Date` is fixed when it is
+/// created (it is never ticked), so its responses are deterministic.
+pub struct Harness {
+    handler: Handler,
+    rbuf_size: usize,
+}
+
+/// One simulated connection of a [`Harness`].
+pub struct Conn {
+    session: Session,
+    peer: Option<IpAddr>,
+}
+
+impl Harness {
+    /// A handler for `cfg` (its root is canonicalised as `Server::start` does).
+    pub fn new(cfg: ServerConfig) -> anyhow::Result<Harness> {
+        let root = std::fs::canonicalize(&cfg.root)
+            .with_context(|| format!("root {} is not usable", cfg.root.display()))?;
+        let stats = crate::stats::shared().context("cannot map statistics")?;
+        let rbuf_size = cfg.pipeline_buffer.max(1);
+        Ok(Harness {
+            handler: Handler::new(Arc::new(cfg), root, None, stats),
+            rbuf_size,
+        })
+    }
+
+    /// A fresh connection.
+    pub fn connect(&self, now: Instant) -> Conn {
+        let peer = Some(IpAddr::from([127, 0, 0, 1]));
+        Conn {
+            session: Session::new(peer, now),
+            peer,
+        }
+    }
+
+    /// The peer sends `input` in one piece; everything the server answers is
+    /// appended to `out` (file segments read from their files), as a driver
+    /// that can always write would. Returns how many bytes of `input` the
+    /// session took (fewer once it closes).
+    pub fn send(
+        &mut self,
+        c: &mut Conn,
+        mut input: &[u8],
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let mut taken = 0;
+        loop {
+            self.flush(c, now, out);
+            c.session.process(&mut self.handler, now, false);
+            if !c.session.out.is_empty() {
+                continue;
+            }
+            if c.session.finished() || input.is_empty() {
+                return taken;
+            }
+            if !c.session.has_rbuf() {
+                let _ = c.session.attach_rbuf(vec![0; self.rbuf_size]);
+            }
+            let Some(slot) = c.session.read_slot() else {
+                return taken;
+            };
+            let n = slot.len().min(input.len());
+            slot[..n].copy_from_slice(&input[..n]);
+            c.session.filled(n, now);
+            input = &input[n..];
+            taken += n;
+        }
+    }
+
+    /// The peer half-closes; the final responses are appended to `out`.
+    pub fn close(&mut self, c: &mut Conn, now: Instant, out: &mut Vec<u8>) {
+        c.session.on_eof();
+        let _ = self.send(c, &[], now, out);
+    }
+
+    /// Time passes to `now` without input: a due timeout fires (a 408 is
+    /// appended to `out` when a head was in progress). Returns true when the
+    /// connection would be closed.
+    pub fn tick(&mut self, c: &mut Conn, now: Instant, out: &mut Vec<u8>) -> bool {
+        let closed = c.session.on_timeout(&mut self.handler, now).is_some();
+        self.flush(c, now, out);
+        closed || c.session.finished()
+    }
+
+    /// Whether the connection is done (the server would close it).
+    pub fn finished(&self, c: &Conn) -> bool {
+        c.session.finished()
+    }
+
+    /// The simulated peer address.
+    pub fn peer(&self, c: &Conn) -> Option<IpAddr> {
+        c.peer
+    }
+
+    fn flush(&mut self, c: &mut Conn, now: Instant, out: &mut Vec<u8>) {
+        if !c.session.out.is_empty() {
+            c.session.out.drain_into(out);
+            c.session.wrote(now);
+        }
+    }
+}
+
+/// What [`Resolver::lookup`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// A regular file: its canonical path and the bytes that would be sent.
+    File {
+        /// Canonical path of the file.
+        path: PathBuf,
+        /// Its content as served.
+        body: Vec<u8>,
+    },
+    /// A redirect to the directory's path with a slash added.
+    Redirect(String),
+    /// A directory listing of this canonical directory.
+    Listing(PathBuf),
+    /// Refused with this status (400, 403, 404).
+    Miss(u16),
+}
+
+/// The server's path resolver (the same code and cache as a worker's).
+pub struct Resolver {
+    cache: FileCache,
+    root: PathBuf,
+}
+
+impl Resolver {
+    /// A resolver for `root` (canonicalised); `small_file_max` decides which
+    /// files are held in memory and which are sent from a descriptor.
+    pub fn new(root: &Path, small_file_max: u64, list_dirs: bool) -> anyhow::Result<Resolver> {
+        let root = std::fs::canonicalize(root)
+            .with_context(|| format!("root {} is not usable", root.display()))?;
+        let cache = FileCache::new(
+            root.clone(),
+            "httplab",
+            small_file_max,
+            64 << 20,
+            std::time::Duration::from_secs(1),
+            list_dirs,
+        );
+        Ok(Resolver { cache, root })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves a raw (still percent-encoded) request path, bypassing the
+    /// cache so every call walks the file system.
+    pub fn lookup(&self, raw: &str) -> Lookup {
+        match self.cache.resolve(raw) {
+            Err(m) => Lookup::Miss(m.status()),
+            Ok((Resolved::Redirect(r), _, _)) => Lookup::Redirect(r),
+            Ok((Resolved::Listing(p), _, _)) => Lookup::Listing(p),
+            Ok((Resolved::File(info), path, _)) => {
+                let body = match &info.body {
+                    Body::Mem(m) => m.to_vec(),
+                    Body::Fd(f) => {
+                        let mut v = vec![0; info.len as usize];
+                        let n = read_at_most(f, &mut v);
+                        v.truncate(n);
+                        v
+                    }
+                };
+                Lookup::File { path, body }
+            }
+        }
+    }
+}
+
+fn read_at_most(f: &std::fs::File, buf: &mut [u8]) -> usize {
+    use std::os::unix::fs::FileExt;
+    let mut done = 0;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], done as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => done += n,
+        }
+    }
+    done
+}
+
+/// `If-Match` / `If-None-Match` list comparison, as the handler does it.
+pub fn etag_matches(value: &[u8], etag: &str, strong: bool) -> bool {
+    crate::handler::etag_matches(value, etag, strong)
+}
+
+/// `If-Range` comparison against a representation with this strong `etag`
+/// and modification time (whole seconds since the epoch).
+pub fn if_range_matches(value: &[u8], etag: &str, mtime_secs: u64) -> bool {
+    crate::handler::if_range_value_matches(value, etag, mtime_secs)
+}
+
+/// An HTTP date as whole seconds since the epoch, as the handler reads
+/// `If-Modified-Since` and friends.
+pub fn parse_http_date(value: &[u8]) -> Option<u64> {
+    crate::handler::parse_date(value)
+}
