@@ -360,6 +360,7 @@ const FLAGS: &[&str] = &[
     "no-config",
     "quiet",
     "find-max",
+    "no-calibrate",
     "debug",
     "help",
     "version",
@@ -385,6 +386,7 @@ const VALUED: &[&str] = &[
     "config",
     "slo",
     "max-runs",
+    "warmup",
 ];
 
 fn canonical(name: &str) -> String {
@@ -1125,6 +1127,16 @@ mod tests {
             a[1..].join(" "),
             "--server www.example.com --port 80 --uri / --rate 20 --num-conns 220 --num-calls 1 --timeout 60 --warmup 1 --hog"
         );
+        // --warmup and --no-calibrate are the sweep's own options, never
+        // passed through to httplab load.
+        let (mine, pass) = split_args(&[
+            "--warmup".into(),
+            "0.5".into(),
+            "--no-calibrate".into(),
+            "--hog".into(),
+        ]);
+        assert_eq!(mine, ["--warmup", "0.5", "--no-calibrate"]);
+        assert_eq!(pass, ["--hog"]);
         let mut p0 = p.clone();
         p0.warmup_s = 0.0;
         assert_eq!(
