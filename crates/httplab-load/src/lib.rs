@@ -49,7 +49,9 @@
 //! `session_stats` (JSON of [`SessionStats`], session workloads only),
 //! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`,
 //! `verbose`, `busy_poll`, `unsent_calls`, `reconnect`, `calls_per_conn`,
-//! `uri_list`, `calibration` (JSON of [`Calibration`]).
+//! `uri_list`, `calibration` (JSON of [`Calibration`]), `host`; client shards
+//! (`--client I/N` with N > 1, `--run-id`, `--start-at`) add `client_shard`,
+//! `run_id`, `start_at` and [`EXTRA_SHARD_SESSIONS`].
 //!
 //! # Meaning of the numbers
 //!
