@@ -708,7 +708,9 @@ pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, cl
         Some(c) => {
             let (i, n) = c
                 .split_once('/')
-                .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)))
+                .and_then(|(i, n)| {
+                    Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?))
+                })
                 .filter(|(i, n)| *n > 0 && i < n)
                 .ok_or_else(|| anyhow!("bad --client '{c}': expected I/N with 0 <= I < N"))?;
             Some((i, n))
@@ -1237,15 +1239,38 @@ mod tests {
     fn sharded_steps_share_their_instants() {
         let args = |extra: &[&str]| {
             let mut v = vec![
-                "x", "--no-config", "--host1", "127.0.0.1", "--port1", "8080", "--low-rate", "100",
-                "--high-rate", "200", "--rate-step", "100", "--num-conns", "300", "--warmup", "1",
+                "x",
+                "--no-config",
+                "--host1",
+                "127.0.0.1",
+                "--port1",
+                "8080",
+                "--low-rate",
+                "100",
+                "--high-rate",
+                "200",
+                "--rate-step",
+                "100",
+                "--num-conns",
+                "300",
+                "--warmup",
+                "1",
             ];
             v.extend_from_slice(extra);
             parse_plan(&os(&v))
         };
-        let p = args(&["--client", "1/3", "--start-at", "1000", "--run-id", "r1", "--step-gap", "2"])
-            .unwrap()
-            .unwrap();
+        let p = args(&[
+            "--client",
+            "1/3",
+            "--start-at",
+            "1000",
+            "--run-id",
+            "r1",
+            "--step-gap",
+            "2",
+        ])
+        .unwrap()
+        .unwrap();
         assert_eq!(p.client, Some((1, 3)));
         assert_eq!(p.warmup_s, 1.0);
         let t = &p.targets[0];

@@ -331,7 +331,10 @@ fn three_client_hosts_merge_to_the_one_machine_run() {
         let x = &r.config.extra;
         assert_eq!(x.get("client_shard"), Some(&format!("{i}/3")));
         assert_eq!(x.get("run_id").map(String::as_str), Some("netns-test"));
-        assert!(x.contains_key("start_at") && x.contains_key("host"), "{x:?}");
+        assert!(
+            x.contains_key("start_at") && x.contains_key("host"),
+            "{x:?}"
+        );
         // The whole run's demand, and this shard's part of it (k mod 3 == i).
         assert_eq!(r.config.num_conns, Some(CONNS));
         let mine = (CONNS - i as u64).div_ceil(3);
@@ -359,7 +362,11 @@ fn three_client_hosts_merge_to_the_one_machine_run() {
     let mut all: Vec<u64> = Vec::new();
     for (i, p) in raws.iter().enumerate() {
         let raw = read_raw(p);
-        assert_eq!(raw.len() as u64, parts[i].totals.replies, "raw of shard {i}");
+        assert_eq!(
+            raw.len() as u64,
+            parts[i].totals.replies,
+            "raw of shard {i}"
+        );
         all.extend(raw);
     }
     for &v in &all {
@@ -376,7 +383,11 @@ fn three_client_hosts_merge_to_the_one_machine_run() {
     assert_eq!(merged.latency.response.count, all.len() as u64);
     assert_eq!(h.min(), union.min());
     assert_eq!(h.max(), union.max());
-    for p in STANDARD_PERCENTILES.iter().copied().chain([0.0, 25.0, 75.0, 100.0]) {
+    for p in STANDARD_PERCENTILES
+        .iter()
+        .copied()
+        .chain([0.0, 25.0, 75.0, 100.0])
+    {
         let q = p / 100.0;
         let (got, want) = (h.value_at_quantile(q), union.value_at_quantile(q));
         assert_eq!(got, want, "p{p}: merged {got} µs, union {want} µs");
