@@ -9,7 +9,8 @@ use anyhow::{bail, Context, Result};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 
 use crate::spec::{
-    parse_session_log, parse_time, parse_uri_list, Arrival, Dist, LoadSpec, PrintWhat, Workload,
+    parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival, Dist, LoadSpec,
+    PrintWhat, Workload,
 };
 
 const AFTER_HELP: &str = "\
@@ -113,7 +114,9 @@ struct Cli {
     /// Sessions: a reply with this status code fails the session.
     #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
     failure_status: Option<u16>,
-    /// This machine is client I of N (biases --wset and the random schedules).
+    /// This machine is client I of N: it runs shard I of the run's schedule (open loop: the
+    /// arrivals k with k mod N = I, at their planned times; --users: the users u with
+    /// u mod N = I); N shards together run exactly the one-machine schedule.
     #[arg(long, value_name = "I/N", help_heading = "Workload (httperf)")]
     client: Option<String>,
 
@@ -175,7 +178,7 @@ struct Cli {
     /// Run for this long (e.g. 10s) instead of a count; with --rate the schedule runs this long.
     #[arg(long, value_name = "TIME", help_heading = "httplab")]
     duration: Option<String>,
-    /// Seed of the random schedules (default derived from --client, like httperf).
+    /// Seed of the random schedules (the same on every --client shard: they split one schedule).
     #[arg(long, value_name = "N", help_heading = "httplab")]
     seed: Option<u64>,
     /// Worker threads; the schedule is split between them [default: 1].
@@ -231,6 +234,21 @@ struct Cli {
     /// client-utilization check; a run at >= 85 % of it is client-bound.
     #[arg(long, value_name = "R", help_heading = "Calibration")]
     client_ceiling: Option<f64>,
+
+    // ---- client shards ----
+    /// Start the schedule on this instant (RFC 3339 UTC, e.g. 2026-03-01T12:00:00Z, or unix
+    /// seconds): wait for it (at most 24 h ahead); refused once it has passed. Give every
+    /// shard of a run the same instant.
+    #[arg(long, value_name = "TIME", help_heading = "Client shards")]
+    start_at: Option<String>,
+    /// Id of the run, the same on every shard (recorded for `httplab merge`) [default: derived
+    /// from the command line without the shard index and --start-at].
+    #[arg(long, value_name = "ID", help_heading = "Client shards")]
+    run_id: Option<String>,
+    /// Testing aid: write every corrected response time (µs, one a line) to FILE. (Not
+    /// `--raw-...`: that would make httperf's `--ra` prefix of --rate ambiguous.)
+    #[arg(long = "latency-dump", value_name = "FILE", hide = true)]
+    raw_latencies: Option<PathBuf>,
 
     // ---- httperf options httplab does not implement ----
     /// Not supported (no TLS in httplab).
@@ -388,9 +406,13 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
             .with_context(|| format!("bad --client '{c}': expected I/N"))?;
         spec.client = (i, n);
     }
-    spec.seed = cli
-        .seed
-        .unwrap_or(0x5eed_0000_0000_0000 ^ (u64::from(spec.client.0) << 16));
+    // Not derived from the shard index: every shard generates the one schedule.
+    spec.seed = cli.seed.unwrap_or(0x5eed_0000_0000_0000);
+    if let Some(t) = &cli.start_at {
+        spec.start_at = Some(parse_start_at(t)?);
+    }
+    spec.run_id = cli.run_id;
+    spec.raw_latencies = cli.raw_latencies;
     spec.threads = cli.threads.unwrap_or(1);
     if let Some(s) = &cli.sample_interval {
         spec.sample_interval = parse_time(s).context("--sample-interval")?;

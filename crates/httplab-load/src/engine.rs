@@ -22,7 +22,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::plan::{share, Plan, ReqSel, Schedule};
+use crate::plan::{share_lane, Plan, Schedule};
 use crate::spec::{Arrival, LoadSpec};
 use crate::stats::{interval_hist, rec, Collector, ErrClass, IntervalPart, WorkerStats};
 use crate::sys;
@@ -102,6 +102,8 @@ struct Slot {
     grp_measured: bool,
     /// Paced users: this user's share of the request schedule.
     pace: Option<Schedule>,
+    /// Global index of the session's arrival (or user) in the whole run's schedule.
+    arrival: u64,
 }
 
 impl Slot {
@@ -144,6 +146,7 @@ impl Slot {
             grp_replies: 0,
             grp_measured: true,
             pace: None,
+            arrival: 0,
         }
     }
 
@@ -205,11 +208,6 @@ pub(crate) struct Worker<'a> {
     open_conns: u64,
     end_at: Option<Instant>,
     drain_until: Option<Instant>,
-    // wset walk
-    wset_idx: u64,
-    wset_acc: f64,
-    // --uri-list rotation
-    list_idx: u64,
     // local addresses
     local_next: usize,
     serial: u64,
@@ -229,6 +227,9 @@ pub(crate) struct Worker<'a> {
     timeout: Option<Duration>,
     reply_timeout: Option<Duration>,
     lag_threshold_us: u64,
+    /// (lane, lanes): this worker runs the arrivals k ≡ lane (mod lanes) of
+    /// the whole run's schedule (`plan::lane`: shards, then threads).
+    lane: (u64, u64),
 }
 
 fn dur(s: f64) -> Duration {
@@ -254,38 +255,19 @@ impl<'a> Worker<'a> {
         )?;
         let spec = ctx.spec;
         let plan = ctx.plan;
+        let lane = plan.lane(ctx.thread, ctx.threads);
         let (schedule, concurrency) = match plan.arrival {
-            Arrival::Open(d) => (
-                Some(Schedule::new(d, ctx.thread, ctx.threads, spec.seed)),
-                0,
-            ),
-            Arrival::Concurrent(k) => (None, share(k, ctx.thread, ctx.threads)),
+            Arrival::Open(d) => (Some(Schedule::lane(d, lane.0, lane.1, spec.seed)), 0),
+            Arrival::Concurrent(k) => (None, share_lane(k, lane)),
         };
         let sessions_left = if plan.is_users {
             Some(concurrency)
         } else {
-            plan.sessions_total
-                .map(|n| share(n, ctx.thread, ctx.threads))
+            plan.sessions_total.map(|n| share_lane(n, lane))
         };
         let mut st = WorkerStats::new();
         st.planned_sessions = sessions_left.unwrap_or(0);
-        let wset_idx = match plan.wset {
-            Some((n, _)) => {
-                let (ci, cn) = spec.client;
-                let bias = n * u64::from(ci) / u64::from(cn.max(1));
-                (bias + n * u64::from(ctx.thread) / u64::from(ctx.threads.max(1))) % n.max(1)
-            }
-            None => 0,
-        };
-        let list_idx = match plan.list_len {
-            0 => 0,
-            n => {
-                let n = u64::from(n);
-                let (ci, cn) = spec.client;
-                let bias = n * u64::from(ci) / u64::from(cn.max(1));
-                (bias + n * u64::from(ctx.thread) / u64::from(ctx.threads.max(1))) % n
-            }
-        };
+        st.keep_raw(spec.raw_latencies.is_some());
         let win = ctx.t0 + dur(spec.warmup);
         let interval = dur(spec.sample_interval);
         let timeout = spec.timeout.map(dur);
@@ -310,9 +292,6 @@ impl<'a> Worker<'a> {
             open_conns: 0,
             end_at: spec.duration.map(|d| win + dur(d)),
             drain_until: None,
-            wset_idx,
-            wset_acc: 0.0,
-            list_idx,
             local_next: ctx.thread as usize,
             serial: 0,
             interval,
@@ -330,6 +309,7 @@ impl<'a> Worker<'a> {
             timeout,
             reply_timeout,
             lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
+            lane,
         })
     }
 
@@ -615,9 +595,11 @@ impl<'a> Worker<'a> {
         if let Some(n) = self.sessions_left.as_mut() {
             *n = n.saturating_sub(1);
         }
-        let tmpl = (self.started_here as usize * self.ctx.threads as usize
-            + self.ctx.thread as usize)
-            % self.ctx.plan.templates();
+        let arrival = self
+            .lane
+            .0
+            .saturating_add(self.lane.1.saturating_mul(self.started_here));
+        let tmpl = (arrival % self.ctx.plan.templates() as u64) as usize;
         let measured = sched >= self.win;
         if measured {
             self.st.sessions.started += 1;
@@ -630,6 +612,7 @@ impl<'a> Worker<'a> {
         let s = &mut self.slots[idx];
         s.in_use = true;
         s.tmpl = tmpl;
+        s.arrival = arrival;
         s.sess_start = sched;
         s.sess_measured = measured;
         s.grp_open = false;
@@ -644,11 +627,9 @@ impl<'a> Worker<'a> {
         s.think_until = None;
         s.armed = None;
         if let Some((d, users)) = self.ctx.plan.pace {
-            let user =
-                u64::from(self.ctx.thread) + u64::from(self.ctx.threads) * (self.started_here - 1);
             s.pace = Some(Schedule::new(
                 d,
-                user.min(u64::from(u32::MAX)) as u32,
+                arrival.min(u64::from(u32::MAX)) as u32,
                 users.clamp(1, u64::from(u32::MAX)) as u32,
                 self.ctx.spec.seed,
             ));
@@ -799,29 +780,6 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    fn next_req(&mut self, sel: ReqSel) -> u32 {
-        match sel {
-            ReqSel::Fixed(r) => r,
-            ReqSel::Wset => {
-                let plan = self.ctx.plan;
-                let (n, x) = plan.wset.unwrap_or((1, 0.0));
-                self.wset_acc += x;
-                if self.wset_acc >= 1.0 {
-                    self.wset_acc -= 1.0;
-                    self.wset_idx = (self.wset_idx + 1) % n.max(1);
-                }
-                plan.wset_base + self.wset_idx as u32
-            }
-            ReqSel::List => {
-                let plan = self.ctx.plan;
-                let n = u64::from(plan.list_len.max(1));
-                let i = self.list_idx % n;
-                self.list_idx = (i + 1) % n;
-                plan.list_base + i as u32
-            }
-        }
-    }
-
     /// Makes sure the session has a connection and sends what the burst allows.
     fn pump(&mut self, idx: usize, now: Instant) {
         if self.slots[idx].sock.is_none() {
@@ -848,7 +806,7 @@ impl<'a> Worker<'a> {
                 break;
             }
             let sel = plan.call(s.tmpl, s.burst, s.burst_sent);
-            let req = self.next_req(sel);
+            let req = plan.req_for(sel, s.arrival, s.burst, s.burst_sent);
             let serial = self.serial;
             self.serial += 1;
             let r = &plan.requests[req as usize];
@@ -1159,10 +1117,7 @@ impl<'a> Worker<'a> {
         rec(&mut st.first_byte, resp_us);
         let total_unc = us(now.saturating_duration_since(p.sent));
         rec(&mut st.response_unc, total_unc);
-        rec(
-            &mut st.response,
-            us(now.saturating_duration_since(p.intended)),
-        );
+        st.record_response(us(now.saturating_duration_since(p.intended)));
         if m {
             rec(&mut self.ihist, total_unc);
         }

@@ -49,7 +49,9 @@
 //! `session_stats` (JSON of [`SessionStats`], session workloads only),
 //! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`,
 //! `verbose`, `busy_poll`, `unsent_calls`, `reconnect`, `calls_per_conn`,
-//! `uri_list`, `calibration` (JSON of [`Calibration`]).
+//! `uri_list`, `calibration` (JSON of [`Calibration`]), `host`; client shards
+//! (`--client I/N` with N > 1, `--run-id`, `--start-at`) add `client_shard`,
+//! `run_id`, `start_at` and [`EXTRA_SHARD_SESSIONS`].
 //!
 //! # Meaning of the numbers
 //!
@@ -98,8 +100,8 @@ pub use report::{
     EXTRA_UNSENT, UTILIZATION_LIMIT,
 };
 pub use spec::{
-    parse_session_log, parse_time, parse_uri_list, Arrival, Dist, LoadSpec, LogBurst, LogCall,
-    LogSession, PrintWhat, Workload,
+    format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
+    Dist, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload,
 };
 pub use stats::SessionStats;
 
@@ -141,13 +143,98 @@ fn resolve(spec: &LoadSpec) -> Result<SocketAddr> {
 
 /// Like [`run`], but ends early (reporting what ran so far) once `stop` is set.
 pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Result<RunResult> {
+    run_raw(spec, progress, stop).map(|(r, _)| r)
+}
+
+/// Longest wait for `--start-at`.
+pub const MAX_START_WAIT_S: f64 = 24.0 * 3600.0;
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Fails when `--start-at` has passed or is too far ahead.
+pub fn check_start_at(spec: &LoadSpec) -> Result<()> {
+    if let Some(at) = spec.start_at {
+        let ahead = at - unix_now();
+        if ahead <= 0.0 {
+            bail!(
+                "--start-at {} has passed ({:.3} s ago): give every shard an instant far enough ahead for all of them to be ready",
+                spec::format_unix_micros(at),
+                -ahead
+            );
+        }
+        if ahead > MAX_START_WAIT_S {
+            bail!(
+                "--start-at {} is {:.0} s ahead, more than the 24 h httplab waits",
+                spec::format_unix_micros(at),
+                ahead
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Waits for `--start-at` (or not), returning the schedule's t0 and the
+/// `started_at` to record (with microseconds for a shared start).
+fn wait_start(spec: &LoadSpec, stop: &AtomicBool) -> Result<(Instant, String)> {
+    let Some(at) = spec.start_at else {
+        // Start a little in the future so every worker is set up before its first send.
+        return Ok((
+            Instant::now() + Duration::from_millis(5),
+            httplab_model::now_rfc3339(),
+        ));
+    };
+    check_start_at(spec)?;
+    loop {
+        let left = at - unix_now();
+        if left <= 0.05 {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            bail!("interrupted while waiting for --start-at");
+        }
+        std::thread::sleep(Duration::from_secs_f64((left - 0.05).min(0.1)));
+    }
+    // The workers sleep the last few milliseconds to t0 themselves.
+    let left = (at - unix_now()).max(0.0);
+    Ok((
+        Instant::now() + Duration::from_secs_f64(left),
+        spec::format_unix_micros(at),
+    ))
+}
+
+/// The client's host name (`config.extra.host`).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Like [`run_with_stop`], and the corrected response times (µs) when
+/// `spec.raw_latencies` is set.
+fn run_raw(
+    spec: &LoadSpec,
+    progress: bool,
+    stop: &AtomicBool,
+) -> Result<(RunResult, Option<Vec<u64>>)> {
     spec.validate()?;
+    check_start_at(spec)?;
     let _ = sys::raise_nofile_limit();
     let addr = resolve(spec)?;
     let plan = plan::Plan::build(spec);
     // Sequential httperf runs (no --rate) are one stream: one thread.
     let threads = match (spec.arrival, &spec.workload) {
-        (Arrival::Concurrent(k), _) => spec.threads.min(k.clamp(1, u64::from(u32::MAX)) as u32),
+        (Arrival::Concurrent(k), _) => {
+            // This shard's users (or connections at a time).
+            let (i, n) = spec.client;
+            let mine = plan::share_lane(k, (u64::from(i), u64::from(n.max(1))));
+            spec.threads.min(mine.clamp(1, u64::from(u32::MAX)) as u32)
+        }
         _ => spec.threads,
     }
     .max(1);
@@ -155,10 +242,8 @@ pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Resu
     spec_eff.threads = threads;
     let spec = &spec_eff;
     let collector = stats::Collector::new(threads, spec.sample_interval);
-    let started_at = httplab_model::now_rfc3339();
+    let (t0, started_at) = wait_start(spec, stop)?;
     let wall0 = Instant::now();
-    // Start a little in the future so every worker is set up before its first send.
-    let t0 = Instant::now() + Duration::from_millis(5);
     let show = progress && !spec.no_progress && std::io::stderr().is_terminal();
     let ctxs: Vec<engine::WorkerCtx<'_>> = (0..threads)
         .map(|i| engine::WorkerCtx {
@@ -228,15 +313,44 @@ pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Resu
     }
     let series = collector.finish();
     let interrupted = stop.load(Ordering::Relaxed);
-    Ok(report::build_result(
+    let mut result = report::build_result(
         spec,
         &total,
         series,
         started_at,
         wall0.elapsed().as_secs_f64(),
         interrupted,
-    ))
+    );
+    let extra = &mut result.config.extra;
+    extra.insert(httplab_model::EXTRA_HOST.into(), host_name());
+    if spec.is_shard() {
+        let (i, n) = spec.client;
+        extra.insert(httplab_model::EXTRA_CLIENT_SHARD.into(), format!("{i}/{n}"));
+        extra.insert(
+            httplab_model::EXTRA_RUN_ID.into(),
+            spec.run_id(&result.started_at),
+        );
+        if let Some(at) = spec.start_at {
+            extra.insert(
+                httplab_model::EXTRA_START_AT.into(),
+                spec::format_unix_micros(at),
+            );
+        }
+        // config.rate, num_conns, users ... are the whole run's demand;
+        // this is the part of a counted demand this shard ran.
+        if total.planned_sessions > 0 {
+            extra.insert(
+                EXTRA_SHARD_SESSIONS.into(),
+                total.planned_sessions.to_string(),
+            );
+        }
+    }
+    Ok((result, total.raw.take()))
 }
+
+/// Key of `config.extra` holding, for a client shard of a counted run, the
+/// sessions (connections, sessions or users) of the schedule it ran.
+pub const EXTRA_SHARD_SESSIONS: &str = "shard_sessions";
 
 /// Entry point of `httplab load`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
@@ -263,9 +377,19 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         spec.client_ceiling = Some(c.ceiling_rps);
         calibration = Some(c);
     }
+    check_start_at(&spec)?;
     sys::install_sigint();
     let stop = sys::interrupted();
-    let mut result = run_with_stop(&spec, true, stop)?;
+    let (mut result, raw) = run_raw(&spec, true, stop)?;
+    if let (Some(path), Some(raw)) = (&spec.raw_latencies, raw) {
+        let mut text = String::with_capacity(raw.len() * 8);
+        for v in raw {
+            text.push_str(&v.to_string());
+            text.push('\n');
+        }
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write --latency-dump file {}", path.display()))?;
+    }
     if let Some(c) = &calibration {
         if let Ok(j) = serde_json::to_string(c) {
             result.config.extra.insert(EXTRA_CALIBRATION.to_string(), j);

@@ -69,6 +69,10 @@ pub(crate) struct Plan {
     pub close_after_group: bool,
     /// Calls of a request-oriented session (its connection's calls).
     pub calls_per_session: Option<u64>,
+    /// `--client I/N`: this machine runs shard I of N of the schedule.
+    pub shard: (u32, u32),
+    /// Closed-loop users: their number (the stride of the global call index).
+    pub users: u64,
 }
 
 pub(crate) fn wset_path(prefix: &str, n: u64, i: u64) -> String {
@@ -267,6 +271,72 @@ impl Plan {
             user_group,
             close_after_group,
             calls_per_session,
+            shard: spec.client,
+            users: match &spec.workload {
+                Workload::Users { users, .. } => *users,
+                _ => 0,
+            },
+        }
+    }
+
+    /// The lane of worker `thread` of `threads` in the whole run's schedule:
+    /// `(lane, lanes)` such that this worker runs the arrivals (sessions,
+    /// connections, users) k with `k mod lanes == lane`. See [`lane`].
+    pub fn lane(&self, thread: u32, threads: u32) -> (u64, u64) {
+        lane(self.shard, thread, threads)
+    }
+
+    /// The request call `sent` of burst `burst` of arrival `arrival` (its
+    /// global index in the whole run's schedule) sends.
+    ///
+    /// `--wset` walks and `--uri-list` rotations are functions of the call's
+    /// global index (see [`Plan::call_index`]), not of a per-thread cursor,
+    /// so that every shard and thread picks exactly the path the one-machine
+    /// run picks for the same call, and a retried call asks for the same path.
+    pub fn req_for(&self, sel: ReqSel, arrival: u64, burst: u64, sent: u32) -> u32 {
+        match sel {
+            ReqSel::Fixed(r) => r,
+            ReqSel::Wset => {
+                let (n, x) = self.wset.unwrap_or((1, 0.0));
+                let c = self.call_index(arrival, burst, sent);
+                // The walk moves on by x files per call: after c + 1 calls it
+                // is at floor((c + 1) x), the position httperf's accumulator
+                // reaches (x = 1: a new file every call).
+                let pos = ((c as f64 + 1.0) * x).floor();
+                let pos = if pos.is_finite() && pos >= 0.0 {
+                    pos as u64
+                } else {
+                    0
+                };
+                self.wset_base + (pos % n.max(1)) as u32
+            }
+            ReqSel::List => {
+                let n = u64::from(self.list_len.max(1));
+                let c = self.call_index(arrival, burst, sent);
+                self.list_base + (c % n) as u32
+            }
+        }
+    }
+
+    /// Global index of a call: closed-loop user u's j-th request is
+    /// `j * users + u` (the users take turns); call j of open-loop session k
+    /// (C calls each) is `k * C + j`. Unique per call, independent of threads
+    /// and shards.
+    pub fn call_index(&self, arrival: u64, burst: u64, sent: u32) -> u64 {
+        match self.shape {
+            Shape::Calls {
+                total, burst: b, ..
+            } => {
+                let j = burst
+                    .saturating_mul(u64::from(b))
+                    .saturating_add(u64::from(sent));
+                if self.is_users {
+                    j.saturating_mul(self.users.max(1)).saturating_add(arrival)
+                } else {
+                    arrival.saturating_mul(total).saturating_add(j)
+                }
+            }
+            Shape::Log { .. } => arrival,
         }
     }
 
@@ -318,13 +388,24 @@ impl Plan {
     }
 }
 
-/// Share of `total` items for thread `i` of `n` (items i, i+n, i+2n, ...).
-pub(crate) fn share(total: u64, i: u32, n: u32) -> u64 {
-    let (i, n) = (u64::from(i), u64::from(n));
-    if total <= i {
+/// The lane of worker `thread` of `threads` on shard `(i, n)` (`--client I/N`):
+/// shard i runs the arrivals k with `k mod n == i`; its m-th arrival
+/// (`k = i + n m`) goes to its thread `m mod threads`. So the worker runs
+/// exactly the arrivals `k ≡ i + n·thread (mod n·threads)`, and every shard
+/// may use its own number of threads.
+pub(crate) fn lane(shard: (u32, u32), thread: u32, threads: u32) -> (u64, u64) {
+    let (i, n) = (u64::from(shard.0), u64::from(shard.1.max(1)));
+    let (t, tn) = (u64::from(thread), u64::from(threads.max(1)));
+    (i + n * t, n * tn)
+}
+
+/// Share of `total` items (k = 0, 1, ...) for a lane: the k with
+/// `k mod lanes == lane`.
+pub(crate) fn share_lane(total: u64, (lane, lanes): (u64, u64)) -> u64 {
+    if total <= lane {
         0
     } else {
-        (total - i).div_ceil(n)
+        (total - lane).div_ceil(lanes.max(1))
     }
 }
 
@@ -349,33 +430,112 @@ impl Rng {
     }
 }
 
-/// Arrival times (seconds from t0) of one thread's share of an open-loop schedule.
+/// Arrival times (seconds from t0) of one lane of a schedule.
 #[derive(Debug, Clone)]
 pub(crate) struct Schedule {
     dist: Dist,
-    threads: u32,
     rng: Rng,
     next: f64,
+    mode: Mode,
+}
+
+#[derive(Debug, Clone)]
+enum Mode {
+    /// An independent stream (a paced user): gaps of `n` mean gaps.
+    Stream { n: u32 },
+    /// Every `lanes`-th arrival of the one global sequence, from arrival
+    /// `k`: the sequence is generated in full and filtered, so that all
+    /// lanes on all machines see bit-identical times.
+    Lane {
+        lanes: u64,
+        k: u64,
+        /// Time of global arrival `gen_k` (the generator's position).
+        gen_t: f64,
+        gen_k: u64,
+    },
 }
 
 impl Schedule {
-    pub fn new(dist: Dist, thread: u32, threads: u32, seed: u64) -> Schedule {
-        let mut rng =
-            Rng::new(seed.wrapping_add(u64::from(thread).wrapping_mul(0xA24B_AED4_963E_E407)));
+    /// Stream `i` of `n` independent streams that together have the mean
+    /// gap of `dist` (each stream's gaps are n times longer; deterministic
+    /// streams interleave exactly). Paced users use one stream each, so a
+    /// user's schedule depends only on its index, the user count and the seed.
+    pub fn new(dist: Dist, i: u32, n: u32, seed: u64) -> Schedule {
+        let mut rng = Rng::new(seed.wrapping_add(u64::from(i).wrapping_mul(0xA24B_AED4_963E_E407)));
         let first = match dist {
-            // Threads interleave: thread i fires at i*p, i*p + T*p, ...
-            Dist::Deterministic(p) => p * f64::from(thread),
+            Dist::Deterministic(p) => p * f64::from(i),
             Dist::Uniform(a, b) => {
-                (a + (b - a) * rng.next_f64()) * f64::from(thread) / f64::from(threads.max(1))
+                (a + (b - a) * rng.next_f64()) * f64::from(i) / f64::from(n.max(1))
             }
-            Dist::Exponential(m) => -(1.0 - rng.next_f64()).ln() * m * f64::from(threads),
+            Dist::Exponential(m) => -(1.0 - rng.next_f64()).ln() * m * f64::from(n),
         };
         Schedule {
             dist,
-            threads,
             rng,
             next: first,
+            mode: Mode::Stream { n },
         }
+    }
+
+    /// Lane `lane` of `lanes` of the whole run's schedule (see [`lane`]):
+    /// the global arrivals k with `k mod lanes == lane`, at the times the
+    /// one-machine schedule gives them. The global sequence is: arrival 0 at
+    /// 0 (deterministic, uniform) or after one gap (exponential), then one
+    /// gap per arrival, all drawn from one generator seeded with `seed`.
+    /// A lane draws every gap of the sequence and keeps its own arrivals
+    /// (`lanes` draws per arrival; for deterministic schedules `k · p`).
+    pub fn lane(dist: Dist, lane: u64, lanes: u64, seed: u64) -> Schedule {
+        let mut rng = Rng::new(seed);
+        let gen_t = match dist {
+            Dist::Deterministic(_) => 0.0,
+            Dist::Uniform(..) => {
+                // Drawn and discarded: the sequence starts at 0 (kept so that
+                // a one-lane schedule is unchanged from earlier versions).
+                let _ = rng.next_f64();
+                0.0
+            }
+            Dist::Exponential(m) => -(1.0 - rng.next_f64()).ln() * m,
+        };
+        let mut s = Schedule {
+            dist,
+            rng,
+            next: 0.0,
+            mode: Mode::Lane {
+                lanes: lanes.max(1),
+                k: lane,
+                gen_t,
+                gen_k: 0,
+            },
+        };
+        s.next = s.lane_time(lane);
+        s
+    }
+
+    /// Lane mode: moves the generator to global arrival `k` and returns its time.
+    fn lane_time(&mut self, k: u64) -> f64 {
+        let Mode::Lane {
+            ref mut gen_t,
+            ref mut gen_k,
+            ..
+        } = self.mode
+        else {
+            return self.next;
+        };
+        if let Dist::Deterministic(p) = self.dist {
+            *gen_k = k;
+            *gen_t = k as f64 * p;
+            return *gen_t;
+        }
+        while *gen_k < k {
+            let gap = match self.dist {
+                Dist::Uniform(a, b) => a + (b - a) * self.rng.next_f64(),
+                Dist::Exponential(m) => -(1.0 - self.rng.next_f64()).ln() * m,
+                Dist::Deterministic(p) => p,
+            };
+            *gen_t += gap;
+            *gen_k += 1;
+        }
+        *gen_t
     }
 
     /// The next arrival, seconds from t0.
@@ -385,13 +545,24 @@ impl Schedule {
 
     /// Moves to the following arrival.
     pub fn advance(&mut self) {
-        let t = f64::from(self.threads);
-        let gap = match self.dist {
-            Dist::Deterministic(p) => p * t,
-            Dist::Uniform(a, b) => (a + (b - a) * self.rng.next_f64()) * t,
-            Dist::Exponential(m) => -(1.0 - self.rng.next_f64()).ln() * m * t,
-        };
-        self.next += gap;
+        match self.mode {
+            Mode::Stream { n } => {
+                let t = f64::from(n);
+                let gap = match self.dist {
+                    Dist::Deterministic(p) => p * t,
+                    Dist::Uniform(a, b) => (a + (b - a) * self.rng.next_f64()) * t,
+                    Dist::Exponential(m) => -(1.0 - self.rng.next_f64()).ln() * m * t,
+                };
+                self.next += gap;
+            }
+            Mode::Lane { lanes, k, .. } => {
+                let k = k.saturating_add(lanes);
+                if let Mode::Lane { k: ref mut kk, .. } = self.mode {
+                    *kk = k;
+                }
+                self.next = self.lane_time(k);
+            }
+        }
     }
 }
 
@@ -411,7 +582,7 @@ mod tests {
     fn shares_sum_to_total() {
         for total in [0u64, 1, 7, 100, 6001] {
             for n in 1..=5 {
-                let s: u64 = (0..n).map(|i| share(total, i, n)).sum();
+                let s: u64 = (0..n).map(|i| share_lane(total, (i, n))).sum();
                 assert_eq!(s, total);
             }
         }
@@ -453,5 +624,164 @@ mod tests {
             assert!((1.0..3.0).contains(&gap));
             last = u.peek();
         }
+    }
+
+    /// Every call a lane demands: (arrival k, call j, request, time of arrival).
+    type Demand = Vec<(u64, u64, u32, u64)>;
+
+    /// The calls the lanes of one machine demand: each lane's arrivals
+    /// (counted, or before `until` seconds), their times, and the request
+    /// of each of their calls, as the engine computes them.
+    fn demand(
+        plan: &Plan,
+        shard: (u32, u32),
+        threads: u32,
+        total: u64,
+        until: Option<f64>,
+        seed: u64,
+    ) -> Demand {
+        let mut out = Vec::new();
+        let calls = plan.calls_per_session.unwrap_or(1);
+        for t in 0..threads {
+            let ln = lane(shard, t, threads);
+            match plan.arrival {
+                Arrival::Open(d) => {
+                    let mut s = Schedule::lane(d, ln.0, ln.1, seed);
+                    let count = share_lane(total, ln);
+                    let mut m = 0;
+                    loop {
+                        let done = match until {
+                            Some(u) => s.peek() >= u,
+                            None => m >= count,
+                        };
+                        if done {
+                            break;
+                        }
+                        let k = ln.0 + ln.1 * m;
+                        for j in 0..calls {
+                            let r = plan.req_for(ReqSel::Wset, k, j, 0);
+                            out.push((k, j, r, s.peek().to_bits()));
+                        }
+                        s.advance();
+                        m += 1;
+                    }
+                }
+                Arrival::Concurrent(users) => {
+                    for m in 0..share_lane(users, ln) {
+                        let u = ln.0 + ln.1 * m;
+                        for j in 0..total {
+                            out.push((u, j, plan.req_for(ReqSel::List, u, j, 0), 0));
+                        }
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    fn dist_of(kind: u8, mean: f64) -> Dist {
+        match kind % 3 {
+            0 => Dist::Deterministic(mean),
+            1 => Dist::Uniform(mean * 0.5, mean * 1.5),
+            _ => Dist::Exponential(mean),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+        /// The union of N shards' schedules (each with its own thread
+        /// count) is exactly the one-machine schedule: the same arrivals,
+        /// each once, at bit-identical times, with the same requests, for
+        /// every arrival kind, counted or timed.
+        #[test]
+        fn shards_union_is_the_schedule(
+            kind in 0u8..3,
+            mean in 0.0001f64..0.05,
+            total in 0u64..400,
+            n in 1u32..7,
+            threads in proptest::collection::vec(1u32..5, 6),
+            seed in proptest::prelude::any::<u64>(),
+            timed in proptest::prelude::any::<bool>(),
+            calls in 1u64..4,
+            wset_x in 0.0f64..=1.0,
+        ) {
+            let mut spec = LoadSpec::new("h", 80);
+            spec.arrival = Arrival::Open(dist_of(kind, mean));
+            spec.workload = Workload::Requests { num_conns: Some(total), num_calls: calls, burst: 1 };
+            spec.wset = Some((13, wset_x));
+            spec.seed = seed;
+            let until = timed.then_some(mean * total as f64 / 2.0);
+            let one = demand(&Plan::build(&spec), (0, 1), 1, total, until, seed);
+            let mut union = Vec::new();
+            for i in 0..n {
+                spec.client = (i, n);
+                union.extend(demand(&Plan::build(&spec), (i, n), threads[i as usize], total, until, seed));
+            }
+            union.sort_unstable();
+            if !timed {
+                proptest::prop_assert_eq!(one.len() as u64, total * calls);
+            }
+            proptest::prop_assert_eq!(union, one);
+        }
+
+        /// Closed-loop users: user u runs on shard u mod N with all its
+        /// calls and their paths; the shards' users are the run's users.
+        #[test]
+        fn shards_split_users(users in 1u64..60, n in 1u32..7, t in 1u32..4, per in 1u64..5) {
+            let mut spec = LoadSpec::new("h", 80);
+            spec.arrival = Arrival::Concurrent(users);
+            spec.workload = Workload::Users { users, requests_per_user: Some(per), think: 0.0, pace: None };
+            spec.uris = vec!["/a".into(), "/b".into(), "/c".into()];
+            let one = demand(&Plan::build(&spec), (0, 1), 1, per, None, 1);
+            let mut union = Vec::new();
+            for i in 0..n {
+                spec.client = (i, n);
+                let plan = Plan::build(&spec);
+                let part = demand(&plan, (i, n), t, per, None, 1);
+                proptest::prop_assert!(part.iter().all(|c| c.0 % u64::from(n) == u64::from(i)));
+                union.extend(part);
+            }
+            union.sort_unstable();
+            proptest::prop_assert_eq!(one.len() as u64, users * per);
+            proptest::prop_assert_eq!(union, one);
+        }
+    }
+
+    #[test]
+    fn one_lane_schedule_is_unchanged() {
+        // A one-machine, one-thread schedule is what earlier versions drew.
+        for d in [
+            Dist::Uniform(0.001, 0.003),
+            Dist::Exponential(0.002),
+            Dist::Deterministic(0.001),
+        ] {
+            let mut old = Schedule::new(d, 0, 1, 9);
+            let mut new = Schedule::lane(d, 0, 1, 9);
+            for _ in 0..1000 {
+                assert!((old.peek() - new.peek()).abs() < 1e-9);
+                old.advance();
+                new.advance();
+            }
+        }
+    }
+
+    #[test]
+    fn wset_and_list_follow_the_global_call() {
+        let mut spec = LoadSpec::new("h", 80);
+        spec.wset = Some((4, 1.0));
+        spec.workload = Workload::Requests {
+            num_conns: Some(10),
+            num_calls: 2,
+            burst: 1,
+        };
+        let p = Plan::build(&spec);
+        let w: Vec<u32> = (0..3)
+            .flat_map(|k| (0..2).map(move |j| (k, j)))
+            .map(|(k, j)| p.req_for(ReqSel::Wset, k, j, 0) - p.wset_base)
+            .collect();
+        assert_eq!(w, vec![1, 2, 3, 0, 1, 2]);
+        assert_eq!(p.req_for(ReqSel::Fixed(0), 5, 1, 0), 0);
     }
 }

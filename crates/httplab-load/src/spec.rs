@@ -236,7 +236,9 @@ pub struct LoadSpec {
     pub print_reply: PrintWhat,
     /// Verbose report (httperf `-v`).
     pub verbose: bool,
-    /// `--client=I/N`.
+    /// `--client=I/N`: this machine runs shard I of N of the schedule (open
+    /// loop: the arrivals k with k mod N == I; closed loop: the users u with
+    /// u mod N == I). (0, 1): the whole schedule.
     pub client: (u32, u32),
     /// Seed of the random schedules and file-set walks.
     pub seed: u64,
@@ -295,6 +297,16 @@ pub struct LoadSpec {
     pub quiet: bool,
     /// Suppress live progress even on a terminal (CLI only).
     pub no_progress: bool,
+    // ---- client shards (docs/distributed.md) ----
+    /// `--start-at`: the shared start instant, unix seconds: the run waits
+    /// for it and starts its schedule clock on it; refused once it has passed.
+    pub start_at: Option<f64>,
+    /// `--run-id`: the id shared by every shard of one run (None: derived
+    /// from the command line and the start time, see [`LoadSpec::run_id`]).
+    pub run_id: Option<String>,
+    /// `--latency-dump`: write every corrected response time (µs, one a line) here (CLI only;
+    /// a testing aid: memory grows with the replies).
+    pub raw_latencies: Option<PathBuf>,
 }
 
 impl LoadSpec {
@@ -353,7 +365,36 @@ impl LoadSpec {
             calibrate_only: false,
             quiet: false,
             no_progress: false,
+            start_at: None,
+            run_id: None,
+            raw_latencies: None,
         }
+    }
+
+    /// Whether this run is a client shard: `--client I/N` with N > 1, or a
+    /// `--run-id` or `--start-at` given. Shards record `client_shard`,
+    /// `run_id` and `start_at` in `config.extra`.
+    pub fn is_shard(&self) -> bool {
+        self.client.1 > 1 || self.run_id.is_some() || self.start_at.is_some()
+    }
+
+    /// The run id: `--run-id`, else `run-` and 16 hex digits of a hash of
+    /// the normalised command line (without the shard index, so every shard
+    /// derives the same id) and the start time: `--start-at` when given,
+    /// else `started_at` (then only shards started in the same second agree).
+    pub fn run_id(&self, started_at: &str) -> String {
+        if let Some(id) = &self.run_id {
+            return id.clone();
+        }
+        let (i, n) = self.client;
+        let cmd = self
+            .normalized_command()
+            .replace(&format!("--client={i}/{n}"), &format!("--client=*/{n}"));
+        let when = match self.start_at {
+            Some(t) => format!("{t}"),
+            None => started_at.to_string(),
+        };
+        format!("run-{:016x}", fnv1a(format!("{cmd}\n{when}").as_bytes()))
     }
 
     /// The base URL (`http://server:port`).
@@ -418,6 +459,32 @@ impl LoadSpec {
         let (i, n) = self.client;
         if n == 0 || i >= n {
             bail!("--client I/N needs 0 <= I < N");
+        }
+        if n > 1 {
+            match (&self.workload, self.arrival) {
+                (Workload::Users { users, .. }, _) if *users < u64::from(n) => bail!(
+                    "--client {i}/{n}: {users} user(s) cannot be split into {n} shards (user u runs on shard u mod N): use at least {n} users"
+                ),
+                (Workload::Users { .. }, _) | (_, Arrival::Open(_)) => {}
+                (_, Arrival::Concurrent(_)) => bail!(
+                    "--client {i}/{n}: a sequential run (no --rate or --period: one connection after another) has no schedule to split; give --rate (open loop) or --users (closed loop)"
+                ),
+            }
+        }
+        if let Some(t) = self.start_at {
+            if !(t.is_finite() && t > 0.0) {
+                bail!("--start-at must be a time after 1970");
+            }
+        }
+        if let Some(id) = &self.run_id {
+            if id.is_empty()
+                || id.len() > 128
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+            {
+                bail!("--run-id '{id}' must be 1 to 128 characters of A-Z a-z 0-9 - _ . :");
+            }
         }
         let counted = match &self.workload {
             Workload::Requests {
@@ -602,6 +669,44 @@ impl LoadSpec {
         }
         s
     }
+}
+
+/// FNV-1a, 64 bits. Written here rather than using std's hasher because the
+/// run id must be the same on every client, whatever Rust version built it
+/// (std's `DefaultHasher` output is unspecified across releases).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Parses `--start-at`: RFC 3339 (`2026-03-01T12:00:00Z`, fractions of a
+/// second allowed) or unix seconds (`1772366400`, `1772366400.25`). Returns
+/// unix seconds.
+pub fn parse_start_at(s: &str) -> Result<f64> {
+    let t = s.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        if v.is_finite() && v > 0.0 {
+            return Ok(v);
+        }
+        bail!("bad --start-at '{s}': unix seconds must be positive");
+    }
+    let when = humantime::parse_rfc3339_weak(t).with_context(|| {
+        format!("bad --start-at '{s}': expected RFC 3339 (2026-03-01T12:00:00Z) or unix seconds")
+    })?;
+    let d = when
+        .duration_since(std::time::UNIX_EPOCH)
+        .with_context(|| format!("bad --start-at '{s}': before 1970"))?;
+    Ok(d.as_secs_f64())
+}
+
+/// Formats unix seconds as RFC 3339 UTC with microseconds.
+pub fn format_unix_micros(t: f64) -> String {
+    let d = std::time::Duration::from_secs_f64(t.max(0.0));
+    humantime::format_rfc3339_micros(std::time::UNIX_EPOCH + d).to_string()
 }
 
 fn fmt_num(x: f64) -> String {

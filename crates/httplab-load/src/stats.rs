@@ -125,6 +125,8 @@ pub(crate) struct WorkerStats {
     pub sessions: SessionStats,
     pub port_exhausted: bool,
     pub fd_exhausted: bool,
+    /// `--latency-dump`: every corrected response time, µs (None: not kept).
+    pub raw: Option<Vec<u64>>,
 }
 
 impl WorkerStats {
@@ -168,6 +170,22 @@ impl WorkerStats {
             sessions: SessionStats::default(),
             port_exhausted: false,
             fd_exhausted: false,
+            raw: None,
+        }
+    }
+
+    /// Keeps every corrected response time as well (`--latency-dump`, a
+    /// debugging and testing aid: it grows by 8 bytes per reply).
+    pub fn keep_raw(&mut self, on: bool) {
+        self.raw = on.then(Vec::new);
+    }
+
+    /// Records a corrected response time (µs) in the histogram, and in the
+    /// raw list when kept, with the value the histogram got.
+    pub fn record_response(&mut self, us: u64) {
+        rec(&mut self.response, us);
+        if let Some(r) = self.raw.as_mut() {
+            r.push(us.max(1));
         }
     }
 
@@ -220,6 +238,9 @@ impl WorkerStats {
         let _ = self.lifetime.add(&o.lifetime);
         let _ = self.lag.add(&o.lag);
         let _ = self.session.add(&o.session);
+        if let Some(r) = &o.raw {
+            self.raw.get_or_insert_with(Vec::new).extend_from_slice(r);
+        }
         self.unsent_calls += o.unsent_calls;
         self.cpu_user += o.cpu_user;
         self.cpu_sys += o.cpu_sys;

@@ -232,6 +232,8 @@ pub fn merge_run_refs(
     // shard keeps its own in `shards`).
     out.config.extra = merge_extra(&runs);
     out.config.extra.remove(EXTRA_CLIENT_SHARD);
+    // Each shard's own share of a counted demand; the merged run is the whole.
+    out.config.extra.remove("shard_sessions");
     out.config
         .extra
         .insert(EXTRA_MERGED_SHARDS.into(), count.to_string());

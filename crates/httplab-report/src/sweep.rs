@@ -121,6 +121,25 @@ struct Cli {
     /// Accepted for autobench compatibility; no effect.
     #[arg(long, hide = true)]
     debug: bool,
+
+    // ---- client shards (docs/distributed.md) ----
+    /// This machine is client I of N: every step runs shard I of its schedule (`httplab load
+    /// --client I/N`); merge the N sweeps with `httplab merge`. Needs --start-at.
+    #[arg(long, value_name = "I/N", help_heading = "Client shards")]
+    client: Option<String>,
+    /// The sweep's shared start (RFC 3339 UTC or unix seconds). Step s starts at this instant
+    /// plus the planned lengths of the steps before it, each plus --step-gap (and, before the
+    /// first rate, the calibration of each target), the same instants on every shard.
+    #[arg(long, value_name = "TIME", help_heading = "Client shards")]
+    start_at: Option<String>,
+    /// Run id passed to every step (default: each step derives one from its command line
+    /// and start, the same on every shard).
+    #[arg(long, value_name = "ID", help_heading = "Client shards")]
+    run_id: Option<String>,
+    /// With --start-at: seconds between the planned end of a step's schedule and the next
+    /// step's start, for its last replies (a step that overruns it fails the sweep) [default: 5].
+    #[arg(long, value_name = "SECONDS", help_heading = "Client shards")]
+    step_gap: Option<f64>,
 }
 
 /// One server under test.
@@ -238,6 +257,14 @@ pub struct SweepPlan {
     pub quiet: bool,
     /// The arguments as given (after `httplab sweep`).
     pub command_line: Vec<String>,
+    /// `--client I/N`, passed to every step.
+    pub client: Option<(u32, u32)>,
+    /// `--start-at`, unix seconds: the sweep's shared start.
+    pub start_at: Option<f64>,
+    /// `--run-id`, passed to every step.
+    pub run_id: Option<String>,
+    /// `--step-gap`, seconds.
+    pub step_gap_s: f64,
 }
 
 impl SweepPlan {
@@ -288,9 +315,44 @@ impl SweepPlan {
             a.extend(["--warmup".into(), abcsv::perl_number(self.warmup_s)]);
         }
         a.extend(self.passthrough.iter().cloned());
+        if let Some((i, n)) = self.client {
+            a.extend(["--client".into(), format!("{i}/{n}")]);
+        }
+        if let Some(id) = &self.run_id {
+            a.extend(["--run-id".into(), id.clone()]);
+        }
+        if let Some(at) = self.step_start(t, rate) {
+            a.extend(["--start-at".into(), format!("{at:.6}")]);
+        }
         a
     }
+
+    /// With `--start-at`: the instant (unix seconds) the step of `rate`
+    /// against `t` starts, the same on every shard. Steps run in the sweep's
+    /// order (each rate, every target); each takes its planned schedule
+    /// (connections ÷ rate, warm-up included) plus `step_gap_s`; before the
+    /// first rate, each target's calibration gets a slot of its own.
+    pub fn step_start(&self, t: &Target, rate: f64) -> Option<f64> {
+        let mut at = self.start_at?;
+        for (ri, r) in self.rates().into_iter().enumerate() {
+            for tt in &self.targets {
+                if ri == 0 && self.calibrate {
+                    at += CALIBRATION_SLOT_S;
+                }
+                if tt == t && r == rate {
+                    return Some(at);
+                }
+                let warm = (r * self.warmup_s).ceil() as u64;
+                at += (self.conns_at(r) + warm) as f64 / r + self.step_gap_s;
+            }
+        }
+        None
+    }
 }
+
+/// Time set aside for one target's calibration in a sharded sweep, seconds.
+pub const CALIBRATION_SLOT_S: f64 =
+    httplab_load::CALIBRATION_WARMUP_S + httplab_load::CALIBRATION_WINDOW_S + 2.0;
 
 fn fmt_rate(r: f64) -> String {
     abcsv::perl_number(r)
@@ -387,6 +449,11 @@ const VALUED: &[&str] = &[
     "slo",
     "max-runs",
     "warmup",
+    // client shards
+    "client",
+    "start-at",
+    "run-id",
+    "step-gap",
 ];
 
 fn canonical(name: &str) -> String {
@@ -637,6 +704,35 @@ pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, cl
         (None, None, Some(r)) => r.join("sweep.json"),
         (None, None, None) => PathBuf::from("sweep.json"),
     };
+    let client = match &cli.client {
+        Some(c) => {
+            let (i, n) = c
+                .split_once('/')
+                .and_then(|(i, n)| {
+                    Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?))
+                })
+                .filter(|(i, n)| *n > 0 && i < n)
+                .ok_or_else(|| anyhow!("bad --client '{c}': expected I/N with 0 <= I < N"))?;
+            Some((i, n))
+        }
+        None => None,
+    };
+    let start_at = match &cli.start_at {
+        Some(t) => Some(httplab_load::parse_start_at(t)?),
+        None => None,
+    };
+    let step_gap_s = cli.step_gap.unwrap_or(5.0);
+    if !(step_gap_s.is_finite() && (0.0..=3600.0).contains(&step_gap_s)) {
+        bail!("--step-gap must be between 0 and 3600 seconds");
+    }
+    if let Some((_, n)) = client.filter(|c| c.1 > 1) {
+        if cli.find_max {
+            bail!("--client with --find-max: each shard would search on its own share; run a stepped sweep (--low-rate, --high-rate, --rate-step) and merge it");
+        }
+        if start_at.is_none() {
+            bail!("a sweep split into {n} shards needs --start-at (the shards' steps must start together)");
+        }
+    }
     let slo_ms = match &cli.slo {
         Some(s) => parse_duration_ms(s)?,
         None => 1000.0,
@@ -667,6 +763,10 @@ pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, cl
         report: cli.report.clone(),
         quiet: cli.quiet || get("quiet").is_some_and(truthy),
         command_line: strs,
+        client,
+        start_at,
+        run_id: cli.run_id.clone(),
+        step_gap_s,
     }))
 }
 
@@ -1143,6 +1243,63 @@ mod tests {
             p0.load_args(&p0.targets[0], 20.0)[1..].join(" "),
             "--server www.example.com --port 80 --uri / --rate 20 --num-conns 200 --num-calls 1 --timeout 60 --hog"
         );
+    }
+
+    #[test]
+    fn sharded_steps_share_their_instants() {
+        let args = |extra: &[&str]| {
+            let mut v = vec![
+                "x",
+                "--no-config",
+                "--host1",
+                "127.0.0.1",
+                "--port1",
+                "8080",
+                "--low-rate",
+                "100",
+                "--high-rate",
+                "200",
+                "--rate-step",
+                "100",
+                "--num-conns",
+                "300",
+                "--warmup",
+                "1",
+            ];
+            v.extend_from_slice(extra);
+            parse_plan(&os(&v))
+        };
+        let p = args(&[
+            "--client",
+            "1/3",
+            "--start-at",
+            "1000",
+            "--run-id",
+            "r1",
+            "--step-gap",
+            "2",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.client, Some((1, 3)));
+        assert_eq!(p.warmup_s, 1.0);
+        let t = &p.targets[0];
+        // Calibration slot, then step 100/s: (300 + 100) / 100 s + 2 s gap.
+        let s1 = 1000.0 + CALIBRATION_SLOT_S;
+        assert_eq!(p.step_start(t, 100.0), Some(s1));
+        assert_eq!(p.step_start(t, 200.0), Some(s1 + 4.0 + 2.0));
+        let a = p.load_args(t, 200.0)[1..].join(" ");
+        assert!(a.contains("--client 1/3"), "{a}");
+        assert!(a.contains("--run-id r1"), "{a}");
+        assert!(a.contains(&format!("--start-at {:.6}", s1 + 6.0)), "{a}");
+        // Every step parses as a load spec.
+        assert!(httplab_load::parse_args(p.load_args(t, 200.0).iter().skip(1)).is_ok());
+        // Sharded sweeps need a shared start and fixed steps.
+        assert!(args(&["--client", "1/3"]).is_err());
+        assert!(args(&["--client", "1/3", "--start-at", "1000", "--find-max"]).is_err());
+        assert!(args(&["--client", "3/3", "--start-at", "1000"]).is_err());
+        let q = args(&["--no-calibrate"]).unwrap().unwrap();
+        assert!(!q.calibrate && q.client.is_none() && q.step_start(t, 100.0).is_none());
     }
 
     #[test]
