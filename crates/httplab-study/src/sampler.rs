@@ -15,6 +15,7 @@ struct Proc {
     ppid: i32,
     pgrp: i32,
     ticks: u64,
+    own_ticks: u64,
     threads: u64,
     rss_pages: u64,
 }
@@ -31,6 +32,7 @@ fn read_stat(pid: i32) -> Option<Proc> {
         ppid: n(1) as i32,
         pgrp: n(2) as i32,
         ticks: (n(11) + n(12) + n(13) + n(14)).max(0) as u64,
+        own_ticks: (n(11) + n(12)).max(0) as u64,
         threads: n(17).max(0) as u64,
         rss_pages: n(21).max(0) as u64,
     })
@@ -68,6 +70,11 @@ fn page_size() -> u64 {
 /// PIDs of the tree rooted at `root` (its process group and descendants).
 pub fn tree_pids(root: i32) -> Vec<i32> {
     server_pids(root).into_iter().map(|(p, _)| p).collect()
+}
+
+/// CPU ticks of `pid` itself (utime + stime, exited threads included).
+pub fn own_ticks(pid: i32) -> u64 {
+    read_stat(pid).map_or(0, |p| p.own_ticks)
 }
 
 /// CPU ticks of the children `pid` has waited for (cutime + cstime).
