@@ -7,21 +7,24 @@
 //! session owns one slot and at most one connection at a time.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use httplab_wire::response::{Framing, ResponseParser};
+use httplab_wire::response::Framing;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use rustls::{ClientConfig, ClientConnection, HandshakeKind};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::h1::{Eof, FeedError, H1Conn, Pending, Reply};
 use crate::plan::{share, Plan, ReqSel, Schedule};
 use crate::spec::{Arrival, LoadSpec};
 use crate::stats::{interval_hist, rec, Collector, ErrClass, IntervalPart, WorkerStats};
@@ -44,16 +47,8 @@ pub(crate) struct WorkerCtx<'a> {
     pub addr: SocketAddr,
     pub stop: &'a AtomicBool,
     pub collector: &'a Collector,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    req: u32,
-    sent: Instant,
-    intended: Instant,
-    serial: u64,
-    /// Scheduled inside the measurement window (not in the warm-up).
-    measured: bool,
+    /// HTTPS: the run's TLS client configuration.
+    pub tls: Option<&'a crate::tls::Client>,
 }
 
 #[derive(Debug)]
@@ -68,14 +63,13 @@ struct Slot {
     conn_failed: bool,
     /// The connection was opened for something scheduled in the window.
     conn_measured: bool,
-    /// The bytes in `out` belong to measured requests.
-    out_measured: bool,
-    out: Vec<u8>,
-    out_pos: usize,
-    pending: VecDeque<Pending>,
-    parser: ResponseParser,
-    resp_first: Option<Instant>,
-    print_buf: Vec<u8>,
+    /// The HTTP/1.1 state of the connection (requests out, replies in).
+    h1: H1Conn,
+    /// HTTPS: the TLS state of the connection (between socket and `h1`).
+    tls: Option<Box<ClientConnection>>,
+    /// The TLS handshake is under way (requests wait for its end).
+    handshaking: bool,
+    hs_start: Instant,
     verify_off: u64,
     verify_bad: bool,
     verify_on: bool,
@@ -105,7 +99,7 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(now: Instant) -> Slot {
+    fn new(now: Instant, capture: bool) -> Slot {
         Slot {
             gen: 0,
             in_use: false,
@@ -115,13 +109,10 @@ impl Slot {
             conn_replies: 0,
             conn_failed: false,
             conn_measured: true,
-            out_measured: true,
-            out: Vec::new(),
-            out_pos: 0,
-            pending: VecDeque::new(),
-            parser: ResponseParser::new(),
-            resp_first: None,
-            print_buf: Vec::new(),
+            h1: H1Conn::new(capture),
+            tls: None,
+            handshaking: false,
+            hs_start: now,
             verify_off: 0,
             verify_bad: false,
             verify_on: false,
@@ -229,6 +220,8 @@ pub(crate) struct Worker<'a> {
     timeout: Option<Duration>,
     reply_timeout: Option<Duration>,
     lag_threshold_us: u64,
+    /// HTTPS: this worker's TLS configuration (its own session cache).
+    tls_cfg: Option<Arc<ClientConfig>>,
 }
 
 fn dur(s: f64) -> Duration {
@@ -330,6 +323,7 @@ impl<'a> Worker<'a> {
             timeout,
             reply_timeout,
             lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
+            tls_cfg: ctx.tls.map(|t| t.for_worker()),
         })
     }
 
@@ -605,7 +599,8 @@ impl<'a> Worker<'a> {
         match self.free.pop() {
             Some(i) => i,
             None => {
-                self.slots.push(Slot::new(now));
+                self.slots
+                    .push(Slot::new(now, self.ctx.spec.print_reply.any()));
                 self.slots.len() - 1
             }
         }
@@ -783,8 +778,7 @@ impl<'a> Worker<'a> {
         s.conn_start = now;
         s.conn_replies = 0;
         s.conn_failed = false;
-        s.out.clear();
-        s.out_pos = 0;
+        s.h1.reset();
         s.sess_conns += 1;
         s.deadline = self.timeout.map(|t| now + t);
         if !connecting {
@@ -830,7 +824,11 @@ impl<'a> Worker<'a> {
                 return;
             }
         }
-        if self.slots[idx].connecting {
+        if self.slots[idx].connecting || self.slots[idx].handshaking {
+            return;
+        }
+        if self.tls_cfg.is_some() && self.slots[idx].tls.is_none() {
+            self.start_tls(idx, now);
             return;
         }
         let plan = self.ctx.plan;
@@ -853,10 +851,6 @@ impl<'a> Worker<'a> {
             self.serial += 1;
             let r = &plan.requests[req as usize];
             let s = &mut self.slots[idx];
-            if s.pending.is_empty() {
-                s.parser.start(r.is_head);
-                s.resp_first = None;
-            }
             let intended = s.intended.min(now);
             let measured = if plan.is_users {
                 s.intended >= self.win
@@ -868,15 +862,17 @@ impl<'a> Worker<'a> {
                 s.grp_start = intended;
                 s.grp_measured = measured;
             }
-            s.out.extend_from_slice(&r.bytes);
-            s.out_measured = measured;
-            s.pending.push_back(Pending {
-                req,
-                sent: now,
-                intended,
-                serial,
-                measured,
-            });
+            s.h1.queue(
+                &r.bytes,
+                Pending {
+                    req,
+                    is_head: r.is_head,
+                    sent: now,
+                    intended,
+                    serial,
+                    measured,
+                },
+            );
             s.burst_sent += 1;
             if measured {
                 self.st.requests += 1;
@@ -889,7 +885,7 @@ impl<'a> Worker<'a> {
             }
         }
         let s = &mut self.slots[idx];
-        if !s.pending.is_empty() && s.deadline.is_none() {
+        if s.h1.outstanding() > 0 && s.deadline.is_none() {
             s.deadline = self.reply_timeout.map(|t| now + t);
         }
         self.arm(idx);
@@ -897,14 +893,18 @@ impl<'a> Worker<'a> {
     }
 
     fn flush(&mut self, idx: usize, now: Instant) {
+        if self.slots[idx].tls.is_some() {
+            self.flush_tls(idx, now);
+            return;
+        }
         let s = &mut self.slots[idx];
         let Some(sock) = s.sock.as_mut() else { return };
-        while s.out_pos < s.out.len() {
-            match sock.write(&s.out[s.out_pos..]) {
+        while !s.h1.output().is_empty() {
+            match sock.write(s.h1.output()) {
                 Ok(0) => break,
                 Ok(n) => {
-                    s.out_pos += n;
-                    if s.out_measured {
+                    s.h1.wrote(n);
+                    if s.h1.output_measured() {
                         self.st.bytes_sent += n as u64;
                     } else {
                         self.warm.bytes_sent += n as u64;
@@ -919,8 +919,52 @@ impl<'a> Worker<'a> {
                 }
             }
         }
-        s.out.clear();
-        s.out_pos = 0;
+    }
+
+    /// HTTPS: requests into rustls (after the handshake), records out to the socket.
+    fn flush_tls(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.slots[idx];
+        let (Some(sock), Some(tls)) = (s.sock.as_mut(), s.tls.as_mut()) else {
+            return;
+        };
+        let mut err = None;
+        loop {
+            if !s.handshaking && !s.h1.output().is_empty() {
+                // rustls encrypts into its own send buffer (it allocates per
+                // record: the one allocation per request over TLS).
+                match tls.writer().write(s.h1.output()) {
+                    Ok(n) => {
+                        let st = if s.h1.output_measured() {
+                            &mut self.st
+                        } else {
+                            &mut self.warm
+                        };
+                        st.bytes_sent += n as u64;
+                        s.h1.wrote(n);
+                    }
+                    Err(e) => {
+                        err = Some(ErrClass::from_io(&e));
+                        break;
+                    }
+                }
+            }
+            if !tls.wants_write() {
+                break;
+            }
+            match tls.write_tls(sock) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    err = Some(ErrClass::from_io(&e));
+                    break;
+                }
+            }
+        }
+        if let Some(c) = err {
+            self.fail(idx, c, now);
+        }
     }
 
     fn on_event(&mut self, idx: usize, rw: (bool, bool), closed: bool, now: Instant) {
@@ -980,13 +1024,49 @@ impl<'a> Worker<'a> {
                 break;
             }
             let Some(sock) = s.sock.as_mut() else { break };
-            match sock.read(&mut buf) {
-                Ok(0) => {
+            let is_tls = s.tls.is_some();
+            let got = match s.tls.as_mut() {
+                None => match sock.read(&mut buf) {
+                    Ok(0) => Got::Eof,
+                    Ok(n) => Got::Data(n),
+                    Err(e) => Got::Io(e),
+                },
+                Some(tls) => tls_read(tls, sock, &mut buf, s.handshaking),
+            };
+            match got {
+                Got::Eof if s.handshaking => {
+                    self.tls_failed(idx, || {
+                        "the server closed the connection during the TLS handshake (refused?)"
+                            .into()
+                    });
+                    self.fail(idx, ErrClass::ConnReset, now);
+                    break;
+                }
+                Got::Eof => {
                     self.on_eof(idx, now);
                     break;
                 }
-                Ok(n) => {
-                    let measured = s.pending.front().map_or(s.conn_measured, |p| p.measured);
+                Got::HandshakeDone => {
+                    self.on_handshake(idx, now);
+                    continue;
+                }
+                Got::Tls(e) => {
+                    // Send the alert rustls queued, then give up.
+                    if let (Some(sock), Some(tls)) = (s.sock.as_mut(), s.tls.as_mut()) {
+                        let _ = tls.write_tls(sock);
+                    }
+                    if s.handshaking {
+                        self.tls_failed(idx, || crate::tls::describe_error(&e));
+                    } else if s.conn_measured {
+                        self.st.framing_errors += 1;
+                    } else {
+                        self.warm.framing_errors += 1;
+                    }
+                    self.fail(idx, ErrClass::Other, now);
+                    break;
+                }
+                Got::Data(n) => {
+                    let measured = s.h1.oldest().map_or(s.conn_measured, |p| p.measured);
                     if measured {
                         self.st.bytes_recv += n as u64;
                         self.part.bytes_in += n as u64;
@@ -996,15 +1076,16 @@ impl<'a> Worker<'a> {
                     if !self.process(idx, &buf[..n], now) {
                         break;
                     }
-                    if n < buf.len() && !closed {
+                    if n < buf.len() && !closed && !is_tls {
                         // A short read drained the socket (epoll(7)): no need
-                        // for one more read to see EAGAIN.
+                        // for one more read to see EAGAIN. (Not over TLS: a
+                        // short plaintext read says nothing about the socket.)
                         break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
+                Got::Io(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Got::Io(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Got::Io(e) => {
                     let c = ErrClass::from_io(&e);
                     self.fail(idx, c, now);
                     break;
@@ -1012,32 +1093,105 @@ impl<'a> Worker<'a> {
             }
         }
         self.rbuf = buf;
+        // TLS: records the handshake (or a key update) wants sent.
+        let s = &self.slots[idx];
+        if s.in_use && s.gen == gen && s.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            self.flush(idx, now);
+        }
     }
 
-    /// Feeds received bytes to the parser. Returns false when the connection
-    /// is gone (closed, failed) and reading must stop.
+    /// Starts the TLS handshake on a fresh connection; requests wait for its end.
+    fn start_tls(&mut self, idx: usize, now: Instant) {
+        let (Some(cfg), Some(client)) = (self.tls_cfg.as_ref(), self.ctx.tls) else {
+            return;
+        };
+        match ClientConnection::new(cfg.clone(), client.name.clone()) {
+            Ok(c) => {
+                let s = &mut self.slots[idx];
+                s.tls = Some(Box::new(c));
+                s.handshaking = true;
+                s.hs_start = now;
+                s.deadline = self.timeout.map(|t| now + t);
+                self.arm(idx);
+                self.flush(idx, now);
+            }
+            Err(e) => {
+                self.tls_failed(idx, || crate::tls::describe_error(&e));
+                self.fail(idx, ErrClass::Other, now);
+            }
+        }
+    }
+
+    /// The handshake completed: record it, then send what waits.
+    fn on_handshake(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.slots[idx];
+        s.handshaking = false;
+        s.deadline = None;
+        let Some(tls) = s.tls.as_ref() else { return };
+        let st = if s.conn_measured {
+            &mut self.st.tls
+        } else {
+            &mut self.warm.tls
+        };
+        rec(
+            &mut st.handshake,
+            us(now.saturating_duration_since(s.hs_start)),
+        );
+        if tls.handshake_kind() == Some(HandshakeKind::Resumed) {
+            st.resumed += 1;
+        } else {
+            st.full += 1;
+        }
+        if let Some(v) = tls.protocol_version().and_then(|v| v.as_str()) {
+            *st.versions.entry(v).or_default() += 1;
+        }
+        if let Some(c) = tls
+            .negotiated_cipher_suite()
+            .and_then(|c| c.suite().as_str())
+        {
+            *st.suites.entry(c).or_default() += 1;
+        }
+        let alpn = tls
+            .alpn_protocol()
+            .map_or(std::borrow::Cow::Borrowed("none"), String::from_utf8_lossy);
+        match st.alpn.get_mut(alpn.as_ref()) {
+            Some(n) => *n += 1,
+            None => {
+                st.alpn.insert(alpn.into_owned(), 1);
+            }
+        }
+        self.pump(idx, now);
+    }
+
+    /// Counts a failed handshake of slot `idx` (once) and ends its handshake state.
+    fn tls_failed(&mut self, idx: usize, why: impl FnOnce() -> String) {
+        let s = &mut self.slots[idx];
+        if !s.handshaking && s.tls.is_some() {
+            return;
+        }
+        s.handshaking = false;
+        let st = if s.conn_measured {
+            &mut self.st.tls
+        } else {
+            &mut self.warm.tls
+        };
+        st.failed(why);
+    }
+
+    /// Feeds received bytes to the connection's HTTP/1.1 machine. Returns
+    /// false when the connection is gone (closed, failed) and reading must stop.
     fn process(&mut self, idx: usize, data: &[u8], now: Instant) -> bool {
-        let spec = self.ctx.spec;
         let mut pos = 0;
         while pos < data.len() {
             let s = &mut self.slots[idx];
-            if s.pending.is_empty() {
-                // Data nobody asked for.
-                if s.conn_measured {
-                    self.st.framing_errors += 1;
-                } else {
-                    self.warm.framing_errors += 1;
-                }
-                self.fail(idx, ErrClass::Other, now);
-                return false;
-            }
-            if s.resp_first.is_none() {
-                s.resp_first = Some(now);
-            }
-            let step = match s.parser.feed(&data[pos..]) {
-                Ok(st) => st,
-                Err(_) => {
-                    if s.pending.front().is_some_and(|p| p.measured) {
+            let fed = match s.h1.feed(&data[pos..], now) {
+                Ok(f) => f,
+                Err(e) => {
+                    let measured = match e {
+                        FeedError::Unsolicited => s.conn_measured,
+                        FeedError::Malformed { measured } => measured,
+                    };
+                    if measured {
                         self.st.framing_errors += 1;
                     } else {
                         self.warm.framing_errors += 1;
@@ -1046,19 +1200,21 @@ impl<'a> Worker<'a> {
                     return false;
                 }
             };
-            if spec.print_reply.any() {
-                s.print_buf
-                    .extend_from_slice(&data[pos..pos + step.consumed]);
-            }
-            if step.head_done {
-                let info = s.parser.info();
-                s.verify_on = self.verifier.is_some() && info.status == 200;
+            if fed.head_done {
+                let status = fed
+                    .reply
+                    .map_or_else(|| s.h1.head_status(), |r| r.info.status);
+                s.verify_on = self.verifier.is_some() && status == 200;
                 s.verify_off = 0;
                 s.verify_bad = false;
             }
-            if let Some((off, len)) = step.body {
+            if let Some((off, len)) = fed.body {
                 if s.verify_on {
-                    let front = s.pending.front().map_or(0, |p| p.req);
+                    let front = fed
+                        .reply
+                        .map(|r| r.call.req)
+                        .or_else(|| s.h1.oldest().map(|p| p.req))
+                        .unwrap_or(0);
                     let body = &data[pos + off..pos + off + len];
                     let path = &self.ctx.plan.requests[front as usize].path;
                     let vo = s.verify_off as usize;
@@ -1073,15 +1229,15 @@ impl<'a> Worker<'a> {
                     s.verify_off += len as u64;
                 }
             }
-            pos += step.consumed;
+            pos += fed.consumed;
             // Progress: push the deadline out.
             let s = &mut self.slots[idx];
             s.deadline = self.timeout.map(|t| now + t);
-            if step.complete {
-                if !self.on_reply(idx, now) {
+            if let Some(r) = fed.reply {
+                if !self.on_reply(idx, r, now) {
                     return false;
                 }
-            } else if step.consumed == 0 {
+            } else if fed.consumed == 0 {
                 break;
             }
         }
@@ -1090,32 +1246,30 @@ impl<'a> Worker<'a> {
 
     fn on_eof(&mut self, idx: usize, now: Instant) {
         let s = &mut self.slots[idx];
-        if s.pending.is_empty() {
-            // Idle keep-alive connection closed by the server: reconnect on demand.
-            self.close_conn(idx, true);
-            let s = &self.slots[idx];
-            if s.think_until.is_none() && s.burst_sent < s.burst_len {
-                self.pump(idx, now);
+        match s.h1.eof(now) {
+            Eof::Idle => {
+                // Idle keep-alive connection closed by the server: reconnect on demand.
+                self.close_conn(idx, true);
+                let s = &self.slots[idx];
+                if s.think_until.is_none() && s.burst_sent < s.burst_len {
+                    self.pump(idx, now);
+                }
             }
-            return;
-        }
-        match s.parser.eof() {
-            Ok(true) => {
-                // A close-delimited body ended; its reply has keep_alive
-                // false, so on_reply closes and carries on.
-                self.on_reply(idx, now);
+            // A close-delimited body ended; its reply has keep_alive
+            // false, so on_reply closes and carries on.
+            Eof::Reply(r) => {
+                self.on_reply(idx, r, now);
             }
-            Ok(false) => self.fail(idx, ErrClass::ConnReset, now),
-            Err(_) => {
-                let info = s.parser.info();
-                let st = if s.pending.front().is_some_and(|p| p.measured) {
+            Eof::Truncated => self.fail(idx, ErrClass::ConnReset, now),
+            Eof::Malformed { measured, info } => {
+                let st = if measured {
                     &mut self.st
                 } else {
                     &mut self.warm
                 };
-                if info.framing == Framing::Length {
-                    st.bytes_expected += info.content_length.unwrap_or(0);
-                    st.body_received += info.body_bytes;
+                if let Some((expected, got)) = H1Conn::expected_received(&info) {
+                    st.bytes_expected += expected;
+                    st.body_received += got;
                 }
                 st.framing_errors += 1;
                 self.fail(idx, ErrClass::Other, now);
@@ -1124,16 +1278,15 @@ impl<'a> Worker<'a> {
     }
 
     /// A reply completed. Returns false when the connection is gone.
-    fn on_reply(&mut self, idx: usize, now: Instant) -> bool {
+    fn on_reply(&mut self, idx: usize, reply: Reply, now: Instant) -> bool {
         let spec = self.ctx.spec;
         let plan = self.ctx.plan;
         let s = &mut self.slots[idx];
-        let Some(p) = s.pending.pop_front() else {
-            return false;
-        };
-        let info = s.parser.info();
-        let first = s.resp_first.unwrap_or(now);
-        s.resp_first = None;
+        let Reply {
+            call: p,
+            info,
+            first,
+        } = reply;
         let m = p.measured;
         let st = if m { &mut self.st } else { &mut self.warm };
         st.replies += 1;
@@ -1179,8 +1332,9 @@ impl<'a> Worker<'a> {
             s.verify_on = false;
         }
         if spec.print_reply.any() {
-            print_reply(spec.print_reply, p.serial, &s.print_buf, &info);
-            s.print_buf.clear();
+            let raw = s.h1.captured();
+            print_reply(spec.print_reply, p.serial, raw, &info);
+            raw.clear();
         }
         s.conn_replies += 1;
         s.sess_replies += 1;
@@ -1213,9 +1367,7 @@ impl<'a> Worker<'a> {
             s.burst_done -= 1;
             s.burst_sent -= 1;
         }
-        if let Some(front) = s.pending.front() {
-            let is_head = plan.requests[front.req as usize].is_head;
-            s.parser.start(is_head);
+        if s.h1.outstanding() > 0 {
             s.deadline = self.reply_timeout.map(|t| now + t);
         } else {
             s.deadline = None;
@@ -1247,9 +1399,9 @@ impl<'a> Worker<'a> {
             // The server closes after this reply (or the user's session is
             // over); unsent or unanswered calls go on a new connection.
             let s = &mut self.slots[idx];
-            let lost = s.pending.len() as u32;
+            let lost = s.h1.outstanding() as u32;
             s.burst_sent -= lost;
-            s.pending.clear();
+            s.h1.reset();
             self.close_conn(idx, true);
         }
         let s = &mut self.slots[idx];
@@ -1297,14 +1449,19 @@ impl<'a> Worker<'a> {
             }
         }
         s.connecting = false;
-        s.out.clear();
-        s.out_pos = 0;
-        s.pending.clear();
+        s.h1.reset();
+        s.tls = None;
+        s.handshaking = false;
         s.deadline = None;
     }
 
     /// A connection failed with `class`: count it, close, and end or continue the session.
     fn fail(&mut self, idx: usize, class: ErrClass, now: Instant) {
+        if self.slots[idx].handshaking {
+            self.tls_failed(idx, || {
+                format!("the TLS handshake did not complete: {}", class.words())
+            });
+        }
         // The error belongs to what was waiting: the oldest call, else the connection.
         let measured = self.waiting_measured(idx);
         if measured {
@@ -1356,7 +1513,7 @@ impl<'a> Worker<'a> {
     /// session's next call) of slot `idx` was scheduled in the window.
     fn waiting_measured(&self, idx: usize) -> bool {
         let s = &self.slots[idx];
-        match s.pending.front() {
+        match s.h1.oldest() {
             Some(p) => p.measured,
             None if s.sock.is_some() => s.conn_measured,
             None => self.in_window(idx),
@@ -1427,7 +1584,9 @@ impl<'a> Worker<'a> {
             if !self.slots[idx].in_use {
                 continue;
             }
-            let waiting = !self.slots[idx].pending.is_empty() || self.slots[idx].connecting;
+            let waiting = self.slots[idx].h1.outstanding() > 0
+                || self.slots[idx].connecting
+                || self.slots[idx].handshaking;
             if waiting {
                 let measured = self.waiting_measured(idx);
                 if interrupted {
@@ -1445,6 +1604,49 @@ impl<'a> Worker<'a> {
             self.end_session(idx, now);
         }
         self.schedule = None;
+    }
+}
+
+/// What one read from a connection gave (plain or TLS).
+enum Got {
+    Data(usize),
+    Eof,
+    HandshakeDone,
+    Io(io::Error),
+    Tls(rustls::Error),
+}
+
+/// Reads plaintext from a TLS connection: what rustls has decrypted, else
+/// ciphertext from the socket, processed. Reports the handshake's end.
+fn tls_read(
+    tls: &mut ClientConnection,
+    sock: &mut TcpStream,
+    buf: &mut [u8],
+    handshaking: bool,
+) -> Got {
+    loop {
+        if !handshaking {
+            match tls.reader().read(buf) {
+                Ok(0) => return Got::Eof,
+                Ok(n) => return Got::Data(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The peer closed without close_notify: an ordinary end of
+                // stream for HTTP/1.1, whose framing says whether it was complete.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Got::Eof,
+                Err(e) => return Got::Io(e),
+            }
+        }
+        match tls.read_tls(sock) {
+            Ok(0) => return Got::Eof,
+            Ok(_) => {}
+            Err(e) => return Got::Io(e),
+        }
+        if let Err(e) = tls.process_new_packets() {
+            return Got::Tls(e);
+        }
+        if handshaking && !tls.is_handshaking() {
+            return Got::HandshakeDone;
+        }
     }
 }
 

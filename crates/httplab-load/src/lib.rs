@@ -68,11 +68,13 @@
 mod calibrate;
 mod cli;
 mod engine;
+mod h1;
 mod plan;
 mod report;
 mod spec;
 mod stats;
 mod sys;
+mod tls;
 
 /// Process-wide Ctrl-C handling shared by every httplab command that runs load:
 /// the first SIGINT sets [`interrupted`], a second exits at once (status 130).
@@ -102,6 +104,7 @@ pub use spec::{
     LogSession, PrintWhat, Workload,
 };
 pub use stats::SessionStats;
+pub use tls::{parse_ciphers, TlsSpec, TlsVersion};
 
 /// Parses httperf-style arguments (without the program name) into a spec.
 /// `--help`/`--version` are errors here; use [`cli_main`] for those.
@@ -144,6 +147,13 @@ pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Resu
     spec.validate()?;
     let _ = sys::raise_nofile_limit();
     let addr = resolve(spec)?;
+    let tls = match &spec.tls {
+        Some(t) => {
+            let sni_fallback = spec.host_header.as_deref().unwrap_or(&spec.server);
+            Some(tls::Client::new(t, sni_fallback)?)
+        }
+        None => None,
+    };
     let plan = plan::Plan::build(spec);
     // Sequential httperf runs (no --rate) are one stream: one thread.
     let threads = match (spec.arrival, &spec.workload) {
@@ -170,6 +180,7 @@ pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Resu
             addr,
             stop,
             collector: &collector,
+            tls: tls.as_ref(),
         })
         .collect();
     let results: Vec<std::io::Result<stats::WorkerStats>> = std::thread::scope(|scope| {
@@ -228,14 +239,18 @@ pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Resu
     }
     let series = collector.finish();
     let interrupted = stop.load(Ordering::Relaxed);
-    Ok(report::build_result(
+    let mut result = report::build_result(
         spec,
         &total,
         series,
         started_at,
         wall0.elapsed().as_secs_f64(),
         interrupted,
-    ))
+    );
+    if let Some(t) = &tls {
+        report::add_tls(&mut result, &total, t);
+    }
+    Ok(result)
 }
 
 /// Entry point of `httplab load`: `args[0]` is the program name.

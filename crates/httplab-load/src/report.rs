@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use httplab_model::{
     Accuracy, ConnectionStats, Environment, Errors, Interval, Latencies, Latency, LoadMode,
-    ReplyStats, RequestStats, Resources, RunConfig, RunResult, SelfCheck, Summary, ToolInfo,
-    Totals, RUN_SCHEMA,
+    ReplyStats, RequestStats, Resources, RunConfig, RunResult, SelfCheck, Summary, TlsSummary,
+    ToolInfo, Totals, RUN_SCHEMA,
 };
 
 use crate::spec::{Arrival, LoadSpec, Workload};
@@ -323,6 +323,19 @@ pub(crate) fn build_result(
             ),
         );
     }
+    if st.connections > 0 && st.connect.is_empty() {
+        // Not a client limit: the target could not be reached at all.
+        self_check.warnings.push(format!(
+            "no connection succeeded ({} attempts; connrefused {}, socket-timo {}, client-timo {}, addrunavail {}): is the server listening on {}:{}?",
+            st.connections,
+            errors.connrefused,
+            errors.socket_timo,
+            errors.client_timo,
+            errors.addrunavail,
+            spec.server,
+            spec.port
+        ));
+    }
     self_check.client_bound = !self_check.reasons.is_empty();
     RunResult {
         schema: RUN_SCHEMA.into(),
@@ -408,6 +421,39 @@ pub(crate) fn build_result(
         interrupted,
         server: None,
         shards: Vec::new(),
+        tls: None,
+    }
+}
+
+/// Adds the TLS block of an HTTPS run.
+pub(crate) fn add_tls(r: &mut RunResult, st: &WorkerStats, client: &crate::tls::Client) {
+    let t = &st.tls;
+    r.tls = Some(TlsSummary {
+        verified: client.verify,
+        sni: client.sni.clone(),
+        resumption: client.reuse,
+        handshakes: t.full + t.resumed,
+        full: t.full,
+        resumed: t.resumed,
+        failures: t.failures,
+        handshake: Latency::from_histogram(&t.handshake),
+        versions: t
+            .versions
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        cipher_suites: t.suites.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        alpn: t.alpn.clone(),
+        first_error: t.first_error.clone(),
+    });
+}
+
+fn fmt_counts(m: &std::collections::BTreeMap<String, u64>) -> String {
+    let v: Vec<String> = m.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(", ")
     }
 }
 
@@ -623,6 +669,9 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         "response (uncorrected)",
         &r.latency.response_uncorrected,
     );
+    if let Some(tls) = &r.tls {
+        fmt_pct_row(&mut o, "TLS handshake", &tls.handshake);
+    }
     if r.latency.session.count > 0 {
         fmt_pct_row(&mut o, "session", &r.latency.session);
         let _ = writeln!(
@@ -630,6 +679,37 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             "httplab session time: {} sessions, mean {:.3} ms (all calls of a session, reconnections included)",
             r.latency.session.count, r.latency.session.mean_ms
         );
+    }
+    if let Some(tls) = &r.tls {
+        let _ = writeln!(
+            o,
+            "httplab TLS: handshakes {} (full {}, resumed {}{}), failed {}; version {}; cipher {}; ALPN {}",
+            tls.handshakes,
+            tls.full,
+            tls.resumed,
+            if tls.resumption { "" } else { ", resumption off" },
+            tls.failures,
+            fmt_counts(&tls.versions),
+            fmt_counts(&tls.cipher_suites),
+            fmt_counts(&tls.alpn),
+        );
+        let _ = writeln!(
+            o,
+            "httplab TLS certificate: {}; SNI {}",
+            if tls.verified {
+                "verified"
+            } else {
+                "NOT VERIFIED (--ssl or --insecure: any certificate was accepted)"
+            },
+            if tls.sni.is_empty() {
+                "none (IP address)"
+            } else {
+                tls.sni.as_str()
+            }
+        );
+        if let Some(e) = &tls.first_error {
+            let _ = writeln!(o, "httplab TLS error (first of {}): {e}", tls.failures);
+        }
     }
     if r.config.warmup_s > 0.0 {
         let _ = writeln!(
@@ -746,10 +826,10 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             100.0 * UTILIZATION_LIMIT
         );
     }
+    for w in &sc.warnings {
+        let _ = writeln!(o, "httplab WARNING: {w}");
+    }
     if sc.client_bound {
-        for w in &sc.warnings {
-            let _ = writeln!(o, "httplab WARNING: {w}");
-        }
         let _ = writeln!(
             o,
             "httplab verdict: CLIENT-BOUND ({}): the load generator limited this run; do not read it as the server's capacity",

@@ -295,6 +295,8 @@ pub struct LoadSpec {
     pub quiet: bool,
     /// Suppress live progress even on a terminal (CLI only).
     pub no_progress: bool,
+    /// HTTPS (`https://` URLs, `--ssl`): TLS settings; None: cleartext.
+    pub tls: Option<crate::tls::TlsSpec>,
 }
 
 impl LoadSpec {
@@ -353,12 +355,14 @@ impl LoadSpec {
             calibrate_only: false,
             quiet: false,
             no_progress: false,
+            tls: None,
         }
     }
 
-    /// The base URL (`http://server:port`).
+    /// The base URL (`http://server:port`, `https://` over TLS).
     pub fn base_url(&self) -> String {
-        format!("http://{}:{}", self.server, self.port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}:{}", self.server, self.port)
     }
 
     /// Checks the combination of options; called by [`crate::run`].
@@ -497,6 +501,12 @@ impl LoadSpec {
             " --client={}/{} --server={} --port={} --uri={}",
             self.client.0, self.client.1, self.server, self.port, self.uri
         ));
+        if let Some(t) = &self.tls {
+            s.push_str(" --ssl");
+            if !t.reuse {
+                s.push_str(" --ssl-no-reuse");
+            }
+        }
         if let Arrival::Open(d) = self.arrival {
             match d {
                 Dist::Deterministic(p) => s.push_str(&format!(" --rate={}", fmt_num(1.0 / p))),
