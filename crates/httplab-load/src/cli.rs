@@ -267,6 +267,15 @@ struct Cli {
     /// Offer only this TLS version: 1.2 or 1.3 [default: both].
     #[arg(long, value_name = "V", help_heading = "TLS")]
     tls_version: Option<String>,
+
+    // ---- overload ----
+    /// Most connections in setup at once (connecting, in the TLS handshake, or waiting for
+    /// their first reply byte), over all threads; when reached, open-loop arrivals wait and
+    /// their wait counts in the corrected latency (an arrival waiting longer than --timeout
+    /// is counted as client-timo without being attempted). Keeps an overloaded server's
+    /// listen queue from overflowing [default: 500].
+    #[arg(long, value_name = "N", help_heading = "Overload")]
+    max_connecting: Option<u64>,
 }
 
 /// Outcome of parsing a command line.
@@ -327,6 +336,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
         spec.port = 443;
     }
     spec.tls = tls_spec(&cli, https)?;
+    spec.max_connecting = cli.max_connecting;
     if let Some(s) = cli.server {
         spec.server = s;
     }

@@ -49,6 +49,11 @@ pub(crate) struct WorkerCtx<'a> {
     pub collector: &'a Collector,
     /// HTTPS: the run's TLS client configuration.
     pub tls: Option<&'a crate::tls::Client>,
+    /// Source addresses to spread connections over (`--local-addr`, or
+    /// automatic for loopback targets); empty: the kernel chooses.
+    pub local_addrs: &'a [IpAddr],
+    /// This thread's cap on connections in setup (see `Worker::setup_now`).
+    pub setup_cap: u64,
 }
 
 #[derive(Debug)]
@@ -70,6 +75,9 @@ struct Slot {
     /// The TLS handshake is under way (requests wait for its end).
     handshaking: bool,
     hs_start: Instant,
+    /// The connection is in setup: connecting, in its TLS handshake, or
+    /// waiting for its first reply byte (not yet served by the server).
+    in_setup: bool,
     verify_off: u64,
     verify_bad: bool,
     verify_on: bool,
@@ -113,6 +121,7 @@ impl Slot {
             tls: None,
             handshaking: false,
             hs_start: now,
+            in_setup: false,
             verify_off: 0,
             verify_bad: false,
             verify_on: false,
@@ -222,6 +231,14 @@ pub(crate) struct Worker<'a> {
     lag_threshold_us: u64,
     /// HTTPS: this worker's TLS configuration (its own session cache).
     tls_cfg: Option<Arc<ClientConfig>>,
+    /// Connections in setup now. Open-loop arrivals wait while it is at
+    /// `ctx.setup_cap`: under overload the server's accept queue then never
+    /// overflows (no dropped SYNs, no 1 s / 3 s retransmission stalls, no
+    /// descriptors piling up), and the generator runs at the server's pace.
+    setup_now: u64,
+    /// The schedule is behind because of the setup cap: arrivals started
+    /// now waited for the server, not for the generator.
+    backlogged: bool,
 }
 
 fn dur(s: f64) -> Duration {
@@ -324,6 +341,8 @@ impl<'a> Worker<'a> {
             reply_timeout,
             lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
             tls_cfg: ctx.tls.map(|t| t.for_worker()),
+            setup_now: 0,
+            backlogged: false,
         })
     }
 
@@ -402,7 +421,10 @@ impl<'a> Worker<'a> {
             // Sleep until the next thing to do.
             let mut next = self.next_tick;
             if let Some(s) = &self.schedule {
-                next = next.min(t0 + dur(s.peek()));
+                if self.setup_now < self.ctx.setup_cap {
+                    next = next.min(t0 + dur(s.peek()));
+                }
+                // At the cap, a connection leaving setup (a socket event) wakes us.
             }
             if let Some(Reverse((t, _, _))) = self.heap.peek() {
                 next = next.min(*t);
@@ -492,6 +514,20 @@ impl<'a> Worker<'a> {
                 self.schedule = None;
                 break;
             }
+            if self.setup_now >= self.ctx.setup_cap {
+                // The server has not taken the connections already on their
+                // way: this arrival waits (its lateness is recorded when it starts).
+                if !self.backlogged {
+                    self.backlogged = true;
+                    let st = if at >= self.win {
+                        &mut self.st
+                    } else {
+                        &mut self.warm
+                    };
+                    st.setup_capped += 1;
+                }
+                break;
+            }
             sched.advance();
             let lag = us(now.saturating_duration_since(at));
             let st = if at >= self.win {
@@ -499,14 +535,69 @@ impl<'a> Worker<'a> {
             } else {
                 &mut self.warm
             };
-            rec(&mut st.lag, lag);
-            if lag > self.lag_threshold_us {
-                st.late_starts += 1;
+            if self.backlogged {
+                // Late because the server did not keep up: not the
+                // generator's lag, but recorded as its own figure.
+                rec(&mut st.setup_wait, lag);
+                if self
+                    .timeout
+                    .is_some_and(|t| now.saturating_duration_since(at) > t)
+                {
+                    // It would only start to time out: count it as a
+                    // client timeout without opening a socket.
+                    self.skip_session(at);
+                    continue;
+                }
+            } else {
+                rec(&mut st.lag, lag);
+                if lag > self.lag_threshold_us {
+                    st.late_starts += 1;
+                }
             }
             burst += 1;
             self.start_session(at, now);
         }
+        if self
+            .schedule
+            .as_ref()
+            .is_some_and(|s| t0 + dur(s.peek()) > now)
+        {
+            // Caught up with the schedule.
+            self.backlogged = false;
+        }
         self.st.max_burst = self.st.max_burst.max(burst);
+    }
+
+    /// An open-loop arrival dropped because it waited longer than --timeout
+    /// for a connection slot: a session that failed with a client timeout,
+    /// without a connection.
+    fn skip_session(&mut self, sched: Instant) {
+        if let Some(n) = self.sessions_left.as_mut() {
+            *n = n.saturating_sub(1);
+        }
+        self.started_here += 1;
+        let measured = sched >= self.win;
+        let st = if measured {
+            &mut self.st
+        } else {
+            &mut self.warm
+        };
+        st.sessions.started += 1;
+        st.sessions.failed += 1;
+        st.not_attempted += 1;
+        st.error(ErrClass::ClientTimo);
+        if measured {
+            self.part.errors += 1;
+        }
+    }
+
+    /// The connection of slot `idx` left setup (served, or gone).
+    fn setup_done(&mut self, idx: usize) {
+        let s = &mut self.slots[idx];
+        if s.in_setup {
+            s.in_setup = false;
+            self.setup_now = self.setup_now.saturating_sub(1);
+        }
     }
 
     /// Work queued by `fail` and `end_session`; only what was queued before
@@ -693,7 +784,7 @@ impl<'a> Worker<'a> {
     }
 
     fn local_addr(&mut self) -> Option<IpAddr> {
-        let la = &self.ctx.spec.local_addrs;
+        let la = self.ctx.local_addrs;
         if la.is_empty() {
             return None;
         }
@@ -721,7 +812,7 @@ impl<'a> Worker<'a> {
         if spec.close_with_reset {
             let _ = sock.set_linger(Some(Duration::ZERO));
         }
-        let tries = spec.local_addrs.len().max(1);
+        let tries = self.ctx.local_addrs.len().max(1);
         let mut result = Err(ErrClass::Other);
         for _ in 0..tries {
             if let Some(ip) = self.local_addr() {
@@ -774,6 +865,10 @@ impl<'a> Worker<'a> {
         }
         let s = &mut self.slots[idx];
         s.sock = Some(stream);
+        if !s.in_setup {
+            s.in_setup = true;
+            self.setup_now += 1;
+        }
         s.connecting = connecting;
         s.conn_start = now;
         s.conn_replies = 0;
@@ -1181,6 +1276,8 @@ impl<'a> Worker<'a> {
     /// Feeds received bytes to the connection's HTTP/1.1 machine. Returns
     /// false when the connection is gone (closed, failed) and reading must stop.
     fn process(&mut self, idx: usize, data: &[u8], now: Instant) -> bool {
+        // The server is serving this connection: it has left setup.
+        self.setup_done(idx);
         let mut pos = 0;
         while pos < data.len() {
             let s = &mut self.slots[idx];
@@ -1433,6 +1530,7 @@ impl<'a> Worker<'a> {
     }
 
     fn close_conn(&mut self, idx: usize, ok: bool) {
+        self.setup_done(idx);
         let s = &mut self.slots[idx];
         if let Some(sock) = s.sock.take() {
             drop(sock);

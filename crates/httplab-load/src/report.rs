@@ -308,8 +308,10 @@ pub(crate) fn build_result(
             &mut self_check,
             "fd_exhausted",
             format!(
-                "ran out of file descriptors {} times: raise the hard RLIMIT_NOFILE (ulimit -Hn)",
-                errors.fd_unavail
+                "ran out of file descriptors {} times (RLIMIT_NOFILE {}, at most {} connections open at once): raise the hard limit (ulimit -Hn), or lower --max-connecting if the server was not accepting",
+                errors.fd_unavail,
+                sys::raise_nofile_limit().map_or("?".to_string(), |n| n.to_string()),
+                st.max_open
             ),
         );
     }
@@ -318,8 +320,10 @@ pub(crate) fn build_result(
             &mut self_check,
             "ports_exhausted",
             format!(
-                "ran out of local ports {} times: spread connections with --local-addr 127.0.0.2,127.0.0.3,...",
-                errors.addrunavail
+                "ran out of local ports {} times (ephemeral range {}, {} TCP sockets in TIME_WAIT at the end): spread connections with --local-addr A,B,... (automatic for loopback targets), or widen net.ipv4.ip_local_port_range",
+                errors.addrunavail,
+                sys::ephemeral_ports().map_or("?".to_string(), |(a, b)| format!("{a}-{b}")),
+                sys::time_wait_sockets().map_or("?".to_string(), |n| n.to_string())
             ),
         );
     }
@@ -423,6 +427,48 @@ pub(crate) fn build_result(
         shards: Vec::new(),
         tls: None,
     }
+}
+
+/// Key of `config.extra`: arrivals dropped after waiting longer than
+/// --timeout for a connection slot (counted as client-timo).
+pub const EXTRA_NOT_ATTEMPTED: &str = "not_attempted";
+
+/// Records the overload guard (connections in setup capped, source
+/// addresses) and, when it held arrivals back, says so and names why.
+pub(crate) fn add_overload(
+    r: &mut RunResult,
+    spec: &LoadSpec,
+    st: &WorkerStats,
+    local_addrs: &[std::net::IpAddr],
+    cap: u64,
+) {
+    let x = &mut r.config.extra;
+    x.insert("max_connecting".into(), cap.to_string());
+    if spec.local_addrs.is_empty() && !local_addrs.is_empty() {
+        x.insert(
+            "local_addrs_auto".into(),
+            format!("{}-{}", local_addrs[0], local_addrs[local_addrs.len() - 1]),
+        );
+    }
+    if st.setup_capped == 0 {
+        return;
+    }
+    let waited = st.setup_wait.len();
+    let p99 = if waited > 0 {
+        st.setup_wait.value_at_quantile(0.99) as f64 / 1000.0
+    } else {
+        0.0
+    };
+    x.insert("setup_capped".into(), st.setup_capped.to_string());
+    x.insert("setup_waited".into(), waited.to_string());
+    x.insert("setup_wait_p99_ms".into(), format!("{p99:.3}"));
+    if st.not_attempted > 0 {
+        x.insert(EXTRA_NOT_ATTEMPTED.into(), st.not_attempted.to_string());
+    }
+    r.self_check.warnings.push(format!(
+        "demand exceeded what the server took: {cap} connections were in setup (connecting or waiting for their first reply byte; --max-connecting) {} times, so {waited} arrivals waited for a slot (p99 {p99:.3} ms, included in the corrected latency) and {} were not attempted after waiting longer than --timeout (counted as client-timo). The limit is the server's rate of accepting and answering new connections (its listen queue), not the generator's descriptors or ports",
+        st.setup_capped, st.not_attempted
+    ));
 }
 
 /// Adds the TLS block of an HTTPS run.

@@ -297,7 +297,18 @@ pub struct LoadSpec {
     pub no_progress: bool,
     /// HTTPS (`https://` URLs, `--ssl`): TLS settings; None: cleartext.
     pub tls: Option<crate::tls::TlsSpec>,
+    /// Most connections in setup at once (connecting, in the TLS handshake,
+    /// or waiting for their first reply byte), over all threads; open-loop
+    /// arrivals wait while it is reached (see the README's "Overload").
+    /// None: [`DEFAULT_MAX_CONNECTING`].
+    pub max_connecting: Option<u64>,
 }
+
+/// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
+/// backlog (511) and Linux's somaxconn (4096), so a server that falls behind
+/// never has SYNs dropped from its accept queue by this client; a remote
+/// target at R connections/s with round trip T needs about R * T.
+pub const DEFAULT_MAX_CONNECTING: u64 = 500;
 
 impl LoadSpec {
     /// httperf's defaults against `server:port` (one connection, one call, GET /).
@@ -356,6 +367,7 @@ impl LoadSpec {
             quiet: false,
             no_progress: false,
             tls: None,
+            max_connecting: None,
         }
     }
 
@@ -369,6 +381,9 @@ impl LoadSpec {
     pub fn validate(&self) -> Result<()> {
         if self.threads == 0 {
             bail!("--threads must be at least 1");
+        }
+        if self.max_connecting == Some(0) {
+            bail!("--max-connecting must be at least 1");
         }
         if !(self.sample_interval >= 0.001 && self.sample_interval.is_finite()) {
             bail!("--sample-interval must be at least 1ms");

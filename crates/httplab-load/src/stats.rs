@@ -140,6 +140,13 @@ pub(crate) struct WorkerStats {
     pub fd_exhausted: bool,
     /// HTTPS runs: what the TLS layer did.
     pub tls: TlsStats,
+    /// Open-loop arrivals that waited for a connection slot (the setup cap):
+    /// how long after their scheduled time they started.
+    pub setup_wait: Histogram<u64>,
+    /// Times the setup cap held the schedule back.
+    pub setup_capped: u64,
+    /// Arrivals dropped after waiting longer than --timeout for a slot.
+    pub not_attempted: u64,
 }
 
 /// TLS counters of one worker (see `httplab_model::TlsSummary`).
@@ -240,6 +247,9 @@ impl WorkerStats {
             port_exhausted: false,
             fd_exhausted: false,
             tls: TlsStats::new(),
+            setup_wait: hist(),
+            setup_capped: 0,
+            not_attempted: 0,
         }
     }
 
@@ -294,6 +304,9 @@ impl WorkerStats {
         let _ = self.session.add(&o.session);
         self.unsent_calls += o.unsent_calls;
         self.tls.merge(&o.tls);
+        let _ = self.setup_wait.add(&o.setup_wait);
+        self.setup_capped += o.setup_capped;
+        self.not_attempted += o.not_attempted;
         self.cpu_user += o.cpu_user;
         self.cpu_sys += o.cpu_sys;
         self.end_s = self.end_s.max(o.end_s);
