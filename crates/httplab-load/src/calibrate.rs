@@ -151,6 +151,9 @@ fn calibration_spec(spec: &LoadSpec, port: u16) -> Result<(LoadSpec, Vec<u8>)> {
     c.server = Ipv4Addr::LOCALHOST.to_string();
     c.port = port;
     c.local_addrs.clear();
+    // The sink speaks cleartext: an HTTPS run's ceiling is measured without
+    // TLS (an upper bound of the TLS ceiling).
+    c.tls = None;
     c.warmup = CALIBRATION_WARMUP_S;
     c.duration = Some(CALIBRATION_WINDOW_S);
     c.timeout = Some(5.0);

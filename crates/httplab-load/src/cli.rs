@@ -12,6 +12,7 @@ use crate::spec::{
     parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival, Dist, LoadSpec,
     PrintWhat, Workload,
 };
+use crate::tls::{parse_ciphers, TlsSpec, TlsVersion};
 
 const AFTER_HELP: &str = "\
 Any httperf command line works with `httperf` replaced by `httplab load`; long
@@ -23,6 +24,8 @@ Examples:
   httplab load http://127.0.0.1:8080/x --rate 1000 --duration 10s --json run.json
   httplab load http://127.0.0.1:8080/ --users 50 --requests-per-user 200 --think 10ms
   httplab load --server h --wsesslog 100,1,sessions.txt --rate 10
+  httplab load https://example.org/ --rate 50 --num-conns 500 --timeout 5
+  httplab load --ssl --server 127.0.0.1 --port 8443 --uri /x --rate 100 --num-conns 1000
 
 Latency is measured both from the scheduled start (coordinated-omission
 corrected) and from the actual send. See the crate documentation for the JSON schema.";
@@ -38,7 +41,8 @@ corrected) and from the actual send. See the crate documentation for the JSON sc
     max_term_width = 100
 )]
 struct Cli {
-    /// Target URL (http://host[:port]/path); sets --server, --port and --uri.
+    /// Target URL (http://host[:port]/path or https://...); sets --server, --port and
+    /// --uri; https:// speaks TLS and verifies the server's certificate.
     #[arg(value_name = "URL")]
     url: Option<String>,
 
@@ -251,19 +255,45 @@ struct Cli {
     raw_latencies: Option<PathBuf>,
 
     // ---- httperf options httplab does not implement ----
-    /// Not supported (no TLS in httplab).
-    #[arg(long, hide = true)]
-    ssl: bool,
-    #[arg(long, hide = true)]
-    ssl_ciphers: Option<String>,
-    #[arg(long, hide = true)]
-    ssl_no_reuse: bool,
     #[arg(long, hide = true)]
     session_cookie: bool,
     #[arg(long, hide = true)]
     wlog: Option<String>,
     #[arg(long, hide = true)]
     use_timer_cache: bool,
+
+    // ---- TLS (httperf's --ssl options, and https:// URLs) ----
+    /// Speak TLS (httperf): the certificate is NOT verified, as in httperf, and the report
+    /// says so; default port 443. https:// URLs verify instead.
+    #[arg(long, help_heading = "TLS")]
+    ssl: bool,
+    /// Cipher suites to offer, OpenSSL or rustls names, ':' separated (rustls has only
+    /// modern AEAD suites; others are refused with the list of available ones).
+    #[arg(long, value_name = "LIST", help_heading = "TLS")]
+    ssl_ciphers: Option<String>,
+    /// Do not resume TLS sessions: every connection makes a full handshake (httperf;
+    /// resumption by session ticket or ID is on by default).
+    #[arg(long, help_heading = "TLS")]
+    ssl_no_reuse: bool,
+    /// Verify the server's certificate against the CA certificates in this PEM file
+    /// instead of the system's roots (also turns verification on with --ssl).
+    #[arg(long, value_name = "FILE", help_heading = "TLS")]
+    cacert: Option<PathBuf>,
+    /// Do not verify the server's certificate (https:// URLs; a self-signed target).
+    #[arg(long, help_heading = "TLS")]
+    insecure: bool,
+    /// Offer only this TLS version: 1.2 or 1.3 [default: both].
+    #[arg(long, value_name = "V", help_heading = "TLS")]
+    tls_version: Option<String>,
+
+    // ---- overload ----
+    /// Most connections in setup at once (connecting, in the TLS handshake, or waiting for
+    /// their first reply byte), over all threads; when reached, open-loop arrivals wait and
+    /// their wait counts in the corrected latency (an arrival waiting longer than --timeout
+    /// is counted as client-timo without being attempted). Keeps an overloaded server's
+    /// listen queue from overflowing [default: 500].
+    #[arg(long, value_name = "N", help_heading = "Overload")]
+    max_connecting: Option<u64>,
 }
 
 /// Outcome of parsing a command line.
@@ -304,9 +334,6 @@ pub fn parse(args: &[OsString]) -> Result<Parsed> {
 }
 
 fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
-    if cli.ssl || cli.ssl_ciphers.is_some() || cli.ssl_no_reuse {
-        bail!("--ssl is not supported: httplab load speaks plain HTTP/1.1 only");
-    }
     if cli.session_cookie {
         bail!("--session-cookie is not supported");
     }
@@ -315,12 +342,19 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     }
     let mut spec = LoadSpec::new("localhost", 80);
     spec.command_line = command_line;
+    let mut https = false;
     if let Some(url) = &cli.url {
-        let (host, port, path) = parse_url(url)?;
+        let (secure, host, port, path) = parse_url(url)?;
+        https = secure;
         spec.server = host;
         spec.port = port;
         spec.uri = path;
+    } else if cli.ssl {
+        // httperf: --ssl without --port means 443.
+        spec.port = 443;
     }
+    spec.tls = tls_spec(&cli, https)?;
+    spec.max_connecting = cli.max_connecting;
     if let Some(s) = cli.server {
         spec.server = s;
     }
@@ -554,11 +588,59 @@ fn parse_print(v: Option<&str>, name: &str) -> Result<PrintWhat> {
     })
 }
 
-/// Splits `http://host[:port][/path]` into its parts.
-pub fn parse_url(url: &str) -> Result<(String, u16, String)> {
-    let rest = url
-        .strip_prefix("http://")
-        .with_context(|| format!("URL '{url}' must start with http:// (https is not supported)"))?;
+/// The TLS settings the command line asks for (None: cleartext).
+fn tls_spec(cli: &Cli, https: bool) -> Result<Option<TlsSpec>> {
+    let tls = https || cli.ssl;
+    if !tls {
+        for (given, name) in [
+            (cli.ssl_ciphers.is_some(), "--ssl-ciphers"),
+            (cli.ssl_no_reuse, "--ssl-no-reuse"),
+            (cli.cacert.is_some(), "--cacert"),
+            (cli.insecure, "--insecure"),
+            (cli.tls_version.is_some(), "--tls-version"),
+        ] {
+            if given {
+                bail!("{name} needs TLS: give an https:// URL or --ssl");
+            }
+        }
+        return Ok(None);
+    }
+    if cli.insecure && cli.cacert.is_some() {
+        bail!("--insecure and --cacert contradict each other: choose one");
+    }
+    let version = match cli.tls_version.as_deref() {
+        None => None,
+        Some("1.2") => Some(TlsVersion::V1_2),
+        Some("1.3") => Some(TlsVersion::V1_3),
+        Some(v) => bail!("--tls-version must be 1.2 or 1.3, not '{v}'"),
+    };
+    Ok(Some(TlsSpec {
+        // httperf's --ssl does not verify; https:// does unless --insecure;
+        // --cacert always does.
+        verify: cli.cacert.is_some() || (https && !cli.ssl && !cli.insecure),
+        cacert: cli.cacert.clone(),
+        ciphers: cli
+            .ssl_ciphers
+            .as_deref()
+            .map(parse_ciphers)
+            .unwrap_or_default(),
+        reuse: !cli.ssl_no_reuse,
+        version,
+        sni: None,
+        alpn: vec!["http/1.1".into()],
+    }))
+}
+
+/// Splits `http[s]://host[:port][/path]` into (https, host, port, path).
+pub fn parse_url(url: &str) -> Result<(bool, String, u16, String)> {
+    let (https, rest) = if let Some(r) = url.strip_prefix("http://") {
+        (false, r)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (true, r)
+    } else {
+        bail!("URL '{url}' must start with http:// or https://");
+    };
+    let default_port = if https { 443 } else { 80 };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
@@ -573,7 +655,7 @@ pub fn parse_url(url: &str) -> Result<(String, u16, String)> {
         let host = &stripped[..end];
         let port = match stripped[end + 1..].strip_prefix(':') {
             Some(p) => p.parse().with_context(|| format!("bad port in '{url}'"))?,
-            None => 80,
+            None => default_port,
         };
         (host.to_string(), port)
     } else {
@@ -582,10 +664,10 @@ pub fn parse_url(url: &str) -> Result<(String, u16, String)> {
                 h.to_string(),
                 p.parse().with_context(|| format!("bad port in '{url}'"))?,
             ),
-            None => (authority.to_string(), 80),
+            None => (authority.to_string(), default_port),
         }
     };
-    Ok((host, port, path))
+    Ok((https, host, port, path))
 }
 
 #[cfg(test)]
@@ -720,7 +802,20 @@ mod tests {
         assert!(bad("--rate abc"));
         assert!(bad("--num-calls 0"));
         assert!(bad("--client 2/1"));
-        assert!(bad("--ssl"));
+        assert!(bad("--insecure"));
+        assert!(bad("--ssl --tls-version 1.1"));
+        assert!(bad("https://h/ --insecure --cacert x.pem"));
+        let s = spec("--ssl --server h --ssl-no-reuse --ssl-ciphers ECDHE-RSA-AES128-GCM-SHA256");
+        let t = s.tls.as_ref().unwrap();
+        assert_eq!(s.port, 443);
+        assert!(!t.verify && !t.reuse);
+        assert_eq!(t.ciphers, vec!["ECDHE-RSA-AES128-GCM-SHA256".to_string()]);
+        let s = spec("https://h:8443/x");
+        assert!(s.tls.as_ref().unwrap().verify);
+        assert_eq!((s.port, s.uri.as_str()), (8443, "/x"));
+        assert!(!spec("https://h/ --insecure").tls.unwrap().verify);
+        assert!(spec("--ssl --cacert ca.pem").tls.unwrap().verify);
+        assert!(spec("http://h/").tls.is_none());
         let paced = spec("http://h/ --users 3 --rate 5 --duration 2s");
         assert!(matches!(
             paced.workload,
@@ -808,13 +903,21 @@ mod tests {
     fn urls() {
         assert_eq!(
             parse_url("http://h:81/a?b").unwrap(),
-            ("h".into(), 81, "/a?b".into())
+            (false, "h".into(), 81, "/a?b".into())
         );
-        assert_eq!(parse_url("http://h").unwrap(), ("h".into(), 80, "/".into()));
+        assert_eq!(
+            parse_url("http://h").unwrap(),
+            (false, "h".into(), 80, "/".into())
+        );
+        assert_eq!(
+            parse_url("https://h").unwrap(),
+            (true, "h".into(), 443, "/".into())
+        );
         assert_eq!(
             parse_url("http://[::1]:9/").unwrap(),
-            ("::1".into(), 9, "/".into())
+            (false, "::1".into(), 9, "/".into())
         );
+        assert!(parse_url("ftp://h/").is_err());
         assert!(parse_url("http://h:x/").is_err());
     }
 }

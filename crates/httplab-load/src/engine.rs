@@ -7,21 +7,24 @@
 //! session owns one slot and at most one connection at a time.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use httplab_wire::response::{Framing, ResponseParser};
+use httplab_wire::response::Framing;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use rustls::{ClientConfig, ClientConnection, HandshakeKind};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::h1::{Eof, FeedError, H1Conn, Pending, Reply};
 use crate::plan::{share_lane, Plan, Schedule};
 use crate::spec::{Arrival, LoadSpec};
 use crate::stats::{interval_hist, rec, Collector, ErrClass, IntervalPart, WorkerStats};
@@ -44,16 +47,13 @@ pub(crate) struct WorkerCtx<'a> {
     pub addr: SocketAddr,
     pub stop: &'a AtomicBool,
     pub collector: &'a Collector,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    req: u32,
-    sent: Instant,
-    intended: Instant,
-    serial: u64,
-    /// Scheduled inside the measurement window (not in the warm-up).
-    measured: bool,
+    /// HTTPS: the run's TLS client configuration.
+    pub tls: Option<&'a crate::tls::Client>,
+    /// Source addresses to spread connections over (`--local-addr`, or
+    /// automatic for loopback targets); empty: the kernel chooses.
+    pub local_addrs: &'a [IpAddr],
+    /// This thread's cap on connections in setup (see `Worker::setup_now`).
+    pub setup_cap: u64,
 }
 
 #[derive(Debug)]
@@ -68,14 +68,16 @@ struct Slot {
     conn_failed: bool,
     /// The connection was opened for something scheduled in the window.
     conn_measured: bool,
-    /// The bytes in `out` belong to measured requests.
-    out_measured: bool,
-    out: Vec<u8>,
-    out_pos: usize,
-    pending: VecDeque<Pending>,
-    parser: ResponseParser,
-    resp_first: Option<Instant>,
-    print_buf: Vec<u8>,
+    /// The HTTP/1.1 state of the connection (requests out, replies in).
+    h1: H1Conn,
+    /// HTTPS: the TLS state of the connection (between socket and `h1`).
+    tls: Option<Box<ClientConnection>>,
+    /// The TLS handshake is under way (requests wait for its end).
+    handshaking: bool,
+    hs_start: Instant,
+    /// The connection is in setup: connecting, in its TLS handshake, or
+    /// waiting for its first reply byte (not yet served by the server).
+    in_setup: bool,
     verify_off: u64,
     verify_bad: bool,
     verify_on: bool,
@@ -107,7 +109,7 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(now: Instant) -> Slot {
+    fn new(now: Instant, capture: bool) -> Slot {
         Slot {
             gen: 0,
             in_use: false,
@@ -117,13 +119,11 @@ impl Slot {
             conn_replies: 0,
             conn_failed: false,
             conn_measured: true,
-            out_measured: true,
-            out: Vec::new(),
-            out_pos: 0,
-            pending: VecDeque::new(),
-            parser: ResponseParser::new(),
-            resp_first: None,
-            print_buf: Vec::new(),
+            h1: H1Conn::new(capture),
+            tls: None,
+            handshaking: false,
+            hs_start: now,
+            in_setup: false,
             verify_off: 0,
             verify_bad: false,
             verify_on: false,
@@ -230,6 +230,16 @@ pub(crate) struct Worker<'a> {
     /// (lane, lanes): this worker runs the arrivals k ≡ lane (mod lanes) of
     /// the whole run's schedule (`plan::lane`: shards, then threads).
     lane: (u64, u64),
+    /// HTTPS: this worker's TLS configuration (its own session cache).
+    tls_cfg: Option<Arc<ClientConfig>>,
+    /// Connections in setup now. Open-loop arrivals wait while it is at
+    /// `ctx.setup_cap`: under overload the server's accept queue then never
+    /// overflows (no dropped SYNs, no 1 s / 3 s retransmission stalls, no
+    /// descriptors piling up), and the generator runs at the server's pace.
+    setup_now: u64,
+    /// The schedule is behind because of the setup cap: arrivals started
+    /// now waited for the server, not for the generator.
+    backlogged: bool,
 }
 
 fn dur(s: f64) -> Duration {
@@ -310,6 +320,9 @@ impl<'a> Worker<'a> {
             reply_timeout,
             lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
             lane,
+            tls_cfg: ctx.tls.map(|t| t.for_worker()),
+            setup_now: 0,
+            backlogged: false,
         })
     }
 
@@ -388,7 +401,10 @@ impl<'a> Worker<'a> {
             // Sleep until the next thing to do.
             let mut next = self.next_tick;
             if let Some(s) = &self.schedule {
-                next = next.min(t0 + dur(s.peek()));
+                if self.setup_now < self.ctx.setup_cap {
+                    next = next.min(t0 + dur(s.peek()));
+                }
+                // At the cap, a connection leaving setup (a socket event) wakes us.
             }
             if let Some(Reverse((t, _, _))) = self.heap.peek() {
                 next = next.min(*t);
@@ -478,6 +494,20 @@ impl<'a> Worker<'a> {
                 self.schedule = None;
                 break;
             }
+            if self.setup_now >= self.ctx.setup_cap {
+                // The server has not taken the connections already on their
+                // way: this arrival waits (its lateness is recorded when it starts).
+                if !self.backlogged {
+                    self.backlogged = true;
+                    let st = if at >= self.win {
+                        &mut self.st
+                    } else {
+                        &mut self.warm
+                    };
+                    st.setup_capped += 1;
+                }
+                break;
+            }
             sched.advance();
             let lag = us(now.saturating_duration_since(at));
             let st = if at >= self.win {
@@ -485,14 +515,69 @@ impl<'a> Worker<'a> {
             } else {
                 &mut self.warm
             };
-            rec(&mut st.lag, lag);
-            if lag > self.lag_threshold_us {
-                st.late_starts += 1;
+            if self.backlogged {
+                // Late because the server did not keep up: not the
+                // generator's lag, but recorded as its own figure.
+                rec(&mut st.setup_wait, lag);
+                if self
+                    .timeout
+                    .is_some_and(|t| now.saturating_duration_since(at) > t)
+                {
+                    // It would only start to time out: count it as a
+                    // client timeout without opening a socket.
+                    self.skip_session(at);
+                    continue;
+                }
+            } else {
+                rec(&mut st.lag, lag);
+                if lag > self.lag_threshold_us {
+                    st.late_starts += 1;
+                }
             }
             burst += 1;
             self.start_session(at, now);
         }
+        if self
+            .schedule
+            .as_ref()
+            .is_some_and(|s| t0 + dur(s.peek()) > now)
+        {
+            // Caught up with the schedule.
+            self.backlogged = false;
+        }
         self.st.max_burst = self.st.max_burst.max(burst);
+    }
+
+    /// An open-loop arrival dropped because it waited longer than --timeout
+    /// for a connection slot: a session that failed with a client timeout,
+    /// without a connection.
+    fn skip_session(&mut self, sched: Instant) {
+        if let Some(n) = self.sessions_left.as_mut() {
+            *n = n.saturating_sub(1);
+        }
+        self.started_here += 1;
+        let measured = sched >= self.win;
+        let st = if measured {
+            &mut self.st
+        } else {
+            &mut self.warm
+        };
+        st.sessions.started += 1;
+        st.sessions.failed += 1;
+        st.not_attempted += 1;
+        st.error(ErrClass::ClientTimo);
+        if measured {
+            self.part.errors += 1;
+        }
+    }
+
+    /// The connection of slot `idx` left setup (served, or gone).
+    fn setup_done(&mut self, idx: usize) {
+        let s = &mut self.slots[idx];
+        if s.in_setup {
+            s.in_setup = false;
+            self.setup_now = self.setup_now.saturating_sub(1);
+        }
     }
 
     /// Work queued by `fail` and `end_session`; only what was queued before
@@ -585,7 +670,8 @@ impl<'a> Worker<'a> {
         match self.free.pop() {
             Some(i) => i,
             None => {
-                self.slots.push(Slot::new(now));
+                self.slots
+                    .push(Slot::new(now, self.ctx.spec.print_reply.any()));
                 self.slots.len() - 1
             }
         }
@@ -679,7 +765,7 @@ impl<'a> Worker<'a> {
     }
 
     fn local_addr(&mut self) -> Option<IpAddr> {
-        let la = &self.ctx.spec.local_addrs;
+        let la = self.ctx.local_addrs;
         if la.is_empty() {
             return None;
         }
@@ -707,7 +793,7 @@ impl<'a> Worker<'a> {
         if spec.close_with_reset {
             let _ = sock.set_linger(Some(Duration::ZERO));
         }
-        let tries = spec.local_addrs.len().max(1);
+        let tries = self.ctx.local_addrs.len().max(1);
         let mut result = Err(ErrClass::Other);
         for _ in 0..tries {
             if let Some(ip) = self.local_addr() {
@@ -760,12 +846,15 @@ impl<'a> Worker<'a> {
         }
         let s = &mut self.slots[idx];
         s.sock = Some(stream);
+        if !s.in_setup {
+            s.in_setup = true;
+            self.setup_now += 1;
+        }
         s.connecting = connecting;
         s.conn_start = now;
         s.conn_replies = 0;
         s.conn_failed = false;
-        s.out.clear();
-        s.out_pos = 0;
+        s.h1.reset();
         s.sess_conns += 1;
         s.deadline = self.timeout.map(|t| now + t);
         if !connecting {
@@ -788,7 +877,11 @@ impl<'a> Worker<'a> {
                 return;
             }
         }
-        if self.slots[idx].connecting {
+        if self.slots[idx].connecting || self.slots[idx].handshaking {
+            return;
+        }
+        if self.tls_cfg.is_some() && self.slots[idx].tls.is_none() {
+            self.start_tls(idx, now);
             return;
         }
         let plan = self.ctx.plan;
@@ -811,10 +904,6 @@ impl<'a> Worker<'a> {
             self.serial += 1;
             let r = &plan.requests[req as usize];
             let s = &mut self.slots[idx];
-            if s.pending.is_empty() {
-                s.parser.start(r.is_head);
-                s.resp_first = None;
-            }
             let intended = s.intended.min(now);
             let measured = if plan.is_users {
                 s.intended >= self.win
@@ -826,15 +915,17 @@ impl<'a> Worker<'a> {
                 s.grp_start = intended;
                 s.grp_measured = measured;
             }
-            s.out.extend_from_slice(&r.bytes);
-            s.out_measured = measured;
-            s.pending.push_back(Pending {
-                req,
-                sent: now,
-                intended,
-                serial,
-                measured,
-            });
+            s.h1.queue(
+                &r.bytes,
+                Pending {
+                    req,
+                    is_head: r.is_head,
+                    sent: now,
+                    intended,
+                    serial,
+                    measured,
+                },
+            );
             s.burst_sent += 1;
             if measured {
                 self.st.requests += 1;
@@ -847,7 +938,7 @@ impl<'a> Worker<'a> {
             }
         }
         let s = &mut self.slots[idx];
-        if !s.pending.is_empty() && s.deadline.is_none() {
+        if s.h1.outstanding() > 0 && s.deadline.is_none() {
             s.deadline = self.reply_timeout.map(|t| now + t);
         }
         self.arm(idx);
@@ -855,14 +946,18 @@ impl<'a> Worker<'a> {
     }
 
     fn flush(&mut self, idx: usize, now: Instant) {
+        if self.slots[idx].tls.is_some() {
+            self.flush_tls(idx, now);
+            return;
+        }
         let s = &mut self.slots[idx];
         let Some(sock) = s.sock.as_mut() else { return };
-        while s.out_pos < s.out.len() {
-            match sock.write(&s.out[s.out_pos..]) {
+        while !s.h1.output().is_empty() {
+            match sock.write(s.h1.output()) {
                 Ok(0) => break,
                 Ok(n) => {
-                    s.out_pos += n;
-                    if s.out_measured {
+                    s.h1.wrote(n);
+                    if s.h1.output_measured() {
                         self.st.bytes_sent += n as u64;
                     } else {
                         self.warm.bytes_sent += n as u64;
@@ -877,8 +972,52 @@ impl<'a> Worker<'a> {
                 }
             }
         }
-        s.out.clear();
-        s.out_pos = 0;
+    }
+
+    /// HTTPS: requests into rustls (after the handshake), records out to the socket.
+    fn flush_tls(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.slots[idx];
+        let (Some(sock), Some(tls)) = (s.sock.as_mut(), s.tls.as_mut()) else {
+            return;
+        };
+        let mut err = None;
+        loop {
+            if !s.handshaking && !s.h1.output().is_empty() {
+                // rustls encrypts into its own send buffer (it allocates per
+                // record: the one allocation per request over TLS).
+                match tls.writer().write(s.h1.output()) {
+                    Ok(n) => {
+                        let st = if s.h1.output_measured() {
+                            &mut self.st
+                        } else {
+                            &mut self.warm
+                        };
+                        st.bytes_sent += n as u64;
+                        s.h1.wrote(n);
+                    }
+                    Err(e) => {
+                        err = Some(ErrClass::from_io(&e));
+                        break;
+                    }
+                }
+            }
+            if !tls.wants_write() {
+                break;
+            }
+            match tls.write_tls(sock) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    err = Some(ErrClass::from_io(&e));
+                    break;
+                }
+            }
+        }
+        if let Some(c) = err {
+            self.fail(idx, c, now);
+        }
     }
 
     fn on_event(&mut self, idx: usize, rw: (bool, bool), closed: bool, now: Instant) {
@@ -938,13 +1077,49 @@ impl<'a> Worker<'a> {
                 break;
             }
             let Some(sock) = s.sock.as_mut() else { break };
-            match sock.read(&mut buf) {
-                Ok(0) => {
+            let is_tls = s.tls.is_some();
+            let got = match s.tls.as_mut() {
+                None => match sock.read(&mut buf) {
+                    Ok(0) => Got::Eof,
+                    Ok(n) => Got::Data(n),
+                    Err(e) => Got::Io(e),
+                },
+                Some(tls) => tls_read(tls, sock, &mut buf, s.handshaking),
+            };
+            match got {
+                Got::Eof if s.handshaking => {
+                    self.tls_failed(idx, || {
+                        "the server closed the connection during the TLS handshake (refused?)"
+                            .into()
+                    });
+                    self.fail(idx, ErrClass::ConnReset, now);
+                    break;
+                }
+                Got::Eof => {
                     self.on_eof(idx, now);
                     break;
                 }
-                Ok(n) => {
-                    let measured = s.pending.front().map_or(s.conn_measured, |p| p.measured);
+                Got::HandshakeDone => {
+                    self.on_handshake(idx, now);
+                    continue;
+                }
+                Got::Tls(e) => {
+                    // Send the alert rustls queued, then give up.
+                    if let (Some(sock), Some(tls)) = (s.sock.as_mut(), s.tls.as_mut()) {
+                        let _ = tls.write_tls(sock);
+                    }
+                    if s.handshaking {
+                        self.tls_failed(idx, || crate::tls::describe_error(&e));
+                    } else if s.conn_measured {
+                        self.st.framing_errors += 1;
+                    } else {
+                        self.warm.framing_errors += 1;
+                    }
+                    self.fail(idx, ErrClass::Other, now);
+                    break;
+                }
+                Got::Data(n) => {
+                    let measured = s.h1.oldest().map_or(s.conn_measured, |p| p.measured);
                     if measured {
                         self.st.bytes_recv += n as u64;
                         self.part.bytes_in += n as u64;
@@ -954,15 +1129,16 @@ impl<'a> Worker<'a> {
                     if !self.process(idx, &buf[..n], now) {
                         break;
                     }
-                    if n < buf.len() && !closed {
+                    if n < buf.len() && !closed && !is_tls {
                         // A short read drained the socket (epoll(7)): no need
-                        // for one more read to see EAGAIN.
+                        // for one more read to see EAGAIN. (Not over TLS: a
+                        // short plaintext read says nothing about the socket.)
                         break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
+                Got::Io(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Got::Io(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Got::Io(e) => {
                     let c = ErrClass::from_io(&e);
                     self.fail(idx, c, now);
                     break;
@@ -970,32 +1146,107 @@ impl<'a> Worker<'a> {
             }
         }
         self.rbuf = buf;
+        // TLS: records the handshake (or a key update) wants sent.
+        let s = &self.slots[idx];
+        if s.in_use && s.gen == gen && s.tls.as_ref().is_some_and(|t| t.wants_write()) {
+            self.flush(idx, now);
+        }
     }
 
-    /// Feeds received bytes to the parser. Returns false when the connection
-    /// is gone (closed, failed) and reading must stop.
+    /// Starts the TLS handshake on a fresh connection; requests wait for its end.
+    fn start_tls(&mut self, idx: usize, now: Instant) {
+        let (Some(cfg), Some(client)) = (self.tls_cfg.as_ref(), self.ctx.tls) else {
+            return;
+        };
+        match ClientConnection::new(cfg.clone(), client.name.clone()) {
+            Ok(c) => {
+                let s = &mut self.slots[idx];
+                s.tls = Some(Box::new(c));
+                s.handshaking = true;
+                s.hs_start = now;
+                s.deadline = self.timeout.map(|t| now + t);
+                self.arm(idx);
+                self.flush(idx, now);
+            }
+            Err(e) => {
+                self.tls_failed(idx, || crate::tls::describe_error(&e));
+                self.fail(idx, ErrClass::Other, now);
+            }
+        }
+    }
+
+    /// The handshake completed: record it, then send what waits.
+    fn on_handshake(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.slots[idx];
+        s.handshaking = false;
+        s.deadline = None;
+        let Some(tls) = s.tls.as_ref() else { return };
+        let st = if s.conn_measured {
+            &mut self.st.tls
+        } else {
+            &mut self.warm.tls
+        };
+        rec(
+            &mut st.handshake,
+            us(now.saturating_duration_since(s.hs_start)),
+        );
+        if tls.handshake_kind() == Some(HandshakeKind::Resumed) {
+            st.resumed += 1;
+        } else {
+            st.full += 1;
+        }
+        if let Some(v) = tls.protocol_version().and_then(|v| v.as_str()) {
+            *st.versions.entry(v).or_default() += 1;
+        }
+        if let Some(c) = tls
+            .negotiated_cipher_suite()
+            .and_then(|c| c.suite().as_str())
+        {
+            *st.suites.entry(c).or_default() += 1;
+        }
+        let alpn = tls
+            .alpn_protocol()
+            .map_or(std::borrow::Cow::Borrowed("none"), String::from_utf8_lossy);
+        match st.alpn.get_mut(alpn.as_ref()) {
+            Some(n) => *n += 1,
+            None => {
+                st.alpn.insert(alpn.into_owned(), 1);
+            }
+        }
+        self.pump(idx, now);
+    }
+
+    /// Counts a failed handshake of slot `idx` (once) and ends its handshake state.
+    fn tls_failed(&mut self, idx: usize, why: impl FnOnce() -> String) {
+        let s = &mut self.slots[idx];
+        if !s.handshaking && s.tls.is_some() {
+            return;
+        }
+        s.handshaking = false;
+        let st = if s.conn_measured {
+            &mut self.st.tls
+        } else {
+            &mut self.warm.tls
+        };
+        st.failed(why);
+    }
+
+    /// Feeds received bytes to the connection's HTTP/1.1 machine. Returns
+    /// false when the connection is gone (closed, failed) and reading must stop.
     fn process(&mut self, idx: usize, data: &[u8], now: Instant) -> bool {
-        let spec = self.ctx.spec;
+        // The server is serving this connection: it has left setup.
+        self.setup_done(idx);
         let mut pos = 0;
         while pos < data.len() {
             let s = &mut self.slots[idx];
-            if s.pending.is_empty() {
-                // Data nobody asked for.
-                if s.conn_measured {
-                    self.st.framing_errors += 1;
-                } else {
-                    self.warm.framing_errors += 1;
-                }
-                self.fail(idx, ErrClass::Other, now);
-                return false;
-            }
-            if s.resp_first.is_none() {
-                s.resp_first = Some(now);
-            }
-            let step = match s.parser.feed(&data[pos..]) {
-                Ok(st) => st,
-                Err(_) => {
-                    if s.pending.front().is_some_and(|p| p.measured) {
+            let fed = match s.h1.feed(&data[pos..], now) {
+                Ok(f) => f,
+                Err(e) => {
+                    let measured = match e {
+                        FeedError::Unsolicited => s.conn_measured,
+                        FeedError::Malformed { measured } => measured,
+                    };
+                    if measured {
                         self.st.framing_errors += 1;
                     } else {
                         self.warm.framing_errors += 1;
@@ -1004,19 +1255,21 @@ impl<'a> Worker<'a> {
                     return false;
                 }
             };
-            if spec.print_reply.any() {
-                s.print_buf
-                    .extend_from_slice(&data[pos..pos + step.consumed]);
-            }
-            if step.head_done {
-                let info = s.parser.info();
-                s.verify_on = self.verifier.is_some() && info.status == 200;
+            if fed.head_done {
+                let status = fed
+                    .reply
+                    .map_or_else(|| s.h1.head_status(), |r| r.info.status);
+                s.verify_on = self.verifier.is_some() && status == 200;
                 s.verify_off = 0;
                 s.verify_bad = false;
             }
-            if let Some((off, len)) = step.body {
+            if let Some((off, len)) = fed.body {
                 if s.verify_on {
-                    let front = s.pending.front().map_or(0, |p| p.req);
+                    let front = fed
+                        .reply
+                        .map(|r| r.call.req)
+                        .or_else(|| s.h1.oldest().map(|p| p.req))
+                        .unwrap_or(0);
                     let body = &data[pos + off..pos + off + len];
                     let path = &self.ctx.plan.requests[front as usize].path;
                     let vo = s.verify_off as usize;
@@ -1031,15 +1284,15 @@ impl<'a> Worker<'a> {
                     s.verify_off += len as u64;
                 }
             }
-            pos += step.consumed;
+            pos += fed.consumed;
             // Progress: push the deadline out.
             let s = &mut self.slots[idx];
             s.deadline = self.timeout.map(|t| now + t);
-            if step.complete {
-                if !self.on_reply(idx, now) {
+            if let Some(r) = fed.reply {
+                if !self.on_reply(idx, r, now) {
                     return false;
                 }
-            } else if step.consumed == 0 {
+            } else if fed.consumed == 0 {
                 break;
             }
         }
@@ -1048,32 +1301,30 @@ impl<'a> Worker<'a> {
 
     fn on_eof(&mut self, idx: usize, now: Instant) {
         let s = &mut self.slots[idx];
-        if s.pending.is_empty() {
-            // Idle keep-alive connection closed by the server: reconnect on demand.
-            self.close_conn(idx, true);
-            let s = &self.slots[idx];
-            if s.think_until.is_none() && s.burst_sent < s.burst_len {
-                self.pump(idx, now);
+        match s.h1.eof(now) {
+            Eof::Idle => {
+                // Idle keep-alive connection closed by the server: reconnect on demand.
+                self.close_conn(idx, true);
+                let s = &self.slots[idx];
+                if s.think_until.is_none() && s.burst_sent < s.burst_len {
+                    self.pump(idx, now);
+                }
             }
-            return;
-        }
-        match s.parser.eof() {
-            Ok(true) => {
-                // A close-delimited body ended; its reply has keep_alive
-                // false, so on_reply closes and carries on.
-                self.on_reply(idx, now);
+            // A close-delimited body ended; its reply has keep_alive
+            // false, so on_reply closes and carries on.
+            Eof::Reply(r) => {
+                self.on_reply(idx, r, now);
             }
-            Ok(false) => self.fail(idx, ErrClass::ConnReset, now),
-            Err(_) => {
-                let info = s.parser.info();
-                let st = if s.pending.front().is_some_and(|p| p.measured) {
+            Eof::Truncated => self.fail(idx, ErrClass::ConnReset, now),
+            Eof::Malformed { measured, info } => {
+                let st = if measured {
                     &mut self.st
                 } else {
                     &mut self.warm
                 };
-                if info.framing == Framing::Length {
-                    st.bytes_expected += info.content_length.unwrap_or(0);
-                    st.body_received += info.body_bytes;
+                if let Some((expected, got)) = H1Conn::expected_received(&info) {
+                    st.bytes_expected += expected;
+                    st.body_received += got;
                 }
                 st.framing_errors += 1;
                 self.fail(idx, ErrClass::Other, now);
@@ -1082,16 +1333,15 @@ impl<'a> Worker<'a> {
     }
 
     /// A reply completed. Returns false when the connection is gone.
-    fn on_reply(&mut self, idx: usize, now: Instant) -> bool {
+    fn on_reply(&mut self, idx: usize, reply: Reply, now: Instant) -> bool {
         let spec = self.ctx.spec;
         let plan = self.ctx.plan;
         let s = &mut self.slots[idx];
-        let Some(p) = s.pending.pop_front() else {
-            return false;
-        };
-        let info = s.parser.info();
-        let first = s.resp_first.unwrap_or(now);
-        s.resp_first = None;
+        let Reply {
+            call: p,
+            info,
+            first,
+        } = reply;
         let m = p.measured;
         let st = if m { &mut self.st } else { &mut self.warm };
         st.replies += 1;
@@ -1134,8 +1384,9 @@ impl<'a> Worker<'a> {
             s.verify_on = false;
         }
         if spec.print_reply.any() {
-            print_reply(spec.print_reply, p.serial, &s.print_buf, &info);
-            s.print_buf.clear();
+            let raw = s.h1.captured();
+            print_reply(spec.print_reply, p.serial, raw, &info);
+            raw.clear();
         }
         s.conn_replies += 1;
         s.sess_replies += 1;
@@ -1168,9 +1419,7 @@ impl<'a> Worker<'a> {
             s.burst_done -= 1;
             s.burst_sent -= 1;
         }
-        if let Some(front) = s.pending.front() {
-            let is_head = plan.requests[front.req as usize].is_head;
-            s.parser.start(is_head);
+        if s.h1.outstanding() > 0 {
             s.deadline = self.reply_timeout.map(|t| now + t);
         } else {
             s.deadline = None;
@@ -1202,9 +1451,9 @@ impl<'a> Worker<'a> {
             // The server closes after this reply (or the user's session is
             // over); unsent or unanswered calls go on a new connection.
             let s = &mut self.slots[idx];
-            let lost = s.pending.len() as u32;
+            let lost = s.h1.outstanding() as u32;
             s.burst_sent -= lost;
-            s.pending.clear();
+            s.h1.reset();
             self.close_conn(idx, true);
         }
         let s = &mut self.slots[idx];
@@ -1236,6 +1485,7 @@ impl<'a> Worker<'a> {
     }
 
     fn close_conn(&mut self, idx: usize, ok: bool) {
+        self.setup_done(idx);
         let s = &mut self.slots[idx];
         if let Some(sock) = s.sock.take() {
             drop(sock);
@@ -1252,14 +1502,19 @@ impl<'a> Worker<'a> {
             }
         }
         s.connecting = false;
-        s.out.clear();
-        s.out_pos = 0;
-        s.pending.clear();
+        s.h1.reset();
+        s.tls = None;
+        s.handshaking = false;
         s.deadline = None;
     }
 
     /// A connection failed with `class`: count it, close, and end or continue the session.
     fn fail(&mut self, idx: usize, class: ErrClass, now: Instant) {
+        if self.slots[idx].handshaking {
+            self.tls_failed(idx, || {
+                format!("the TLS handshake did not complete: {}", class.words())
+            });
+        }
         // The error belongs to what was waiting: the oldest call, else the connection.
         let measured = self.waiting_measured(idx);
         if measured {
@@ -1311,7 +1566,7 @@ impl<'a> Worker<'a> {
     /// session's next call) of slot `idx` was scheduled in the window.
     fn waiting_measured(&self, idx: usize) -> bool {
         let s = &self.slots[idx];
-        match s.pending.front() {
+        match s.h1.oldest() {
             Some(p) => p.measured,
             None if s.sock.is_some() => s.conn_measured,
             None => self.in_window(idx),
@@ -1382,7 +1637,9 @@ impl<'a> Worker<'a> {
             if !self.slots[idx].in_use {
                 continue;
             }
-            let waiting = !self.slots[idx].pending.is_empty() || self.slots[idx].connecting;
+            let waiting = self.slots[idx].h1.outstanding() > 0
+                || self.slots[idx].connecting
+                || self.slots[idx].handshaking;
             if waiting {
                 let measured = self.waiting_measured(idx);
                 if interrupted {
@@ -1400,6 +1657,49 @@ impl<'a> Worker<'a> {
             self.end_session(idx, now);
         }
         self.schedule = None;
+    }
+}
+
+/// What one read from a connection gave (plain or TLS).
+enum Got {
+    Data(usize),
+    Eof,
+    HandshakeDone,
+    Io(io::Error),
+    Tls(rustls::Error),
+}
+
+/// Reads plaintext from a TLS connection: what rustls has decrypted, else
+/// ciphertext from the socket, processed. Reports the handshake's end.
+fn tls_read(
+    tls: &mut ClientConnection,
+    sock: &mut TcpStream,
+    buf: &mut [u8],
+    handshaking: bool,
+) -> Got {
+    loop {
+        if !handshaking {
+            match tls.reader().read(buf) {
+                Ok(0) => return Got::Eof,
+                Ok(n) => return Got::Data(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The peer closed without close_notify: an ordinary end of
+                // stream for HTTP/1.1, whose framing says whether it was complete.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Got::Eof,
+                Err(e) => return Got::Io(e),
+            }
+        }
+        match tls.read_tls(sock) {
+            Ok(0) => return Got::Eof,
+            Ok(_) => {}
+            Err(e) => return Got::Io(e),
+        }
+        if let Err(e) = tls.process_new_packets() {
+            return Got::Tls(e);
+        }
+        if handshaking && !tls.is_handshaking() {
+            return Got::HandshakeDone;
+        }
     }
 }
 

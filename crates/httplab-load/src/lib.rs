@@ -1,5 +1,15 @@
-//! `httplab load`: an httperf-compatible HTTP/1.1 load generator that is
-//! accurate where httperf, wrk and oha are not.
+//! `httplab load`: an httperf-compatible HTTP/1.1 and HTTPS load generator
+//! that is accurate where httperf, wrk and oha are not.
+//!
+//! - **HTTPS**: `https://` URLs (certificates verified; `--cacert`,
+//!   `--insecure`) and httperf's `--ssl` (not verified, as httperf),
+//!   `--ssl-ciphers`, `--ssl-no-reuse`; TLS 1.2/1.3, SNI, ALPN; the TLS
+//!   handshake is its own latency row ([`httplab_model::TlsSummary`]).
+//! - **Overload without collapse**: connections in setup are capped
+//!   (`--max-connecting`), loopback targets get source addresses spread over
+//!   127.0.0.0/8, and the report names what limited the run.
+//! - **Shape**: protocol state machines without I/O (`h1.rs`; TLS as a byte
+//!   transformer, `tls.rs`) driven by one epoll I/O driver (`engine.rs`).
 //!
 //! - **httperf compatible**: every httperf 0.9 command line runs with
 //!   `httperf` replaced by `httplab load` (same options, prefixes, meaning),
@@ -49,9 +59,11 @@
 //! `session_stats` (JSON of [`SessionStats`], session workloads only),
 //! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`,
 //! `verbose`, `busy_poll`, `unsent_calls`, `reconnect`, `calls_per_conn`,
-//! `uri_list`, `calibration` (JSON of [`Calibration`]), `host`; client shards
-//! (`--client I/N` with N > 1, `--run-id`, `--start-at`) add `client_shard`,
-//! `run_id`, `start_at` and [`EXTRA_SHARD_SESSIONS`].
+//! `uri_list`, `calibration` (JSON of [`Calibration`]), `host`, `max_connecting`,
+//! `local_addrs_auto`, `setup_capped`, `setup_waited`, `setup_wait_p99_ms`,
+//! `not_attempted`; client shards (`--client I/N` with N > 1, `--run-id`,
+//! `--start-at`) add `client_shard`, `run_id`, `start_at` and
+//! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`].
 //!
 //! # Meaning of the numbers
 //!
@@ -70,11 +82,13 @@
 mod calibrate;
 mod cli;
 mod engine;
+mod h1;
 mod plan;
 mod report;
 mod spec;
 mod stats;
 mod sys;
+mod tls;
 
 /// Process-wide Ctrl-C handling shared by every httplab command that runs load:
 /// the first SIGINT sets [`interrupted`], a second exits at once (status 130).
@@ -101,9 +115,10 @@ pub use report::{
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
-    Dist, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload,
+    Dist, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload, DEFAULT_MAX_CONNECTING,
 };
 pub use stats::SessionStats;
+pub use tls::{parse_ciphers, TlsSpec, TlsVersion};
 
 /// Parses httperf-style arguments (without the program name) into a spec.
 /// `--help`/`--version` are errors here; use [`cli_main`] for those.
@@ -140,6 +155,28 @@ fn resolve(spec: &LoadSpec) -> Result<SocketAddr> {
         .copied()
         .with_context(|| format!("server '{}' has no address", spec.server))
 }
+
+/// Source addresses: `--local-addr` when given; for an IPv4 loopback target,
+/// [`AUTO_LOOPBACK_SOURCES`] addresses of 127.0.0.0/8, so ports in TIME_WAIT
+/// towards the one server address never run out (each source address has
+/// its own ephemeral port range); else none (the kernel chooses).
+fn source_addrs(spec: &LoadSpec, addr: SocketAddr) -> Vec<std::net::IpAddr> {
+    if !spec.local_addrs.is_empty() {
+        return spec.local_addrs.clone();
+    }
+    // Where 127.0.0.0/8 is not all local (some sandboxes), keep the kernel's choice.
+    let spread_ok =
+        || std::net::TcpListener::bind((std::net::Ipv4Addr::new(127, 0, 0, 2), 0)).is_ok();
+    match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_loopback() && spread_ok() => (1..=AUTO_LOOPBACK_SOURCES)
+            .map(|i| std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, i)))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Source addresses spread over for loopback targets (127.0.0.1 ..= 127.0.0.N).
+pub const AUTO_LOOPBACK_SOURCES: u8 = 16;
 
 /// Like [`run`], but ends early (reporting what ran so far) once `stop` is set.
 pub fn run_with_stop(spec: &LoadSpec, progress: bool, stop: &AtomicBool) -> Result<RunResult> {
@@ -226,6 +263,13 @@ fn run_raw(
     check_start_at(spec)?;
     let _ = sys::raise_nofile_limit();
     let addr = resolve(spec)?;
+    let tls = match &spec.tls {
+        Some(t) => {
+            let sni_fallback = spec.host_header.as_deref().unwrap_or(&spec.server);
+            Some(tls::Client::new(t, sni_fallback)?)
+        }
+        None => None,
+    };
     let plan = plan::Plan::build(spec);
     // Sequential httperf runs (no --rate) are one stream: one thread.
     let threads = match (spec.arrival, &spec.workload) {
@@ -242,6 +286,8 @@ fn run_raw(
     spec_eff.threads = threads;
     let spec = &spec_eff;
     let collector = stats::Collector::new(threads, spec.sample_interval);
+    let local_addrs = source_addrs(spec, addr);
+    let cap = spec.max_connecting.unwrap_or(spec::DEFAULT_MAX_CONNECTING);
     let (t0, started_at) = wait_start(spec, stop)?;
     let wall0 = Instant::now();
     let show = progress && !spec.no_progress && std::io::stderr().is_terminal();
@@ -255,6 +301,9 @@ fn run_raw(
             addr,
             stop,
             collector: &collector,
+            tls: tls.as_ref(),
+            local_addrs: &local_addrs,
+            setup_cap: plan::share_lane(cap, (i as u64, threads as u64)).max(1),
         })
         .collect();
     let results: Vec<std::io::Result<stats::WorkerStats>> = std::thread::scope(|scope| {
@@ -321,6 +370,10 @@ fn run_raw(
         wall0.elapsed().as_secs_f64(),
         interrupted,
     );
+    if let Some(t) = &tls {
+        report::add_tls(&mut result, &total, t);
+    }
+    report::add_overload(&mut result, spec, &total, &local_addrs, cap);
     let extra = &mut result.config.extra;
     extra.insert(httplab_model::EXTRA_HOST.into(), host_name());
     if spec.is_shard() {

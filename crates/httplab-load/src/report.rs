@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use httplab_model::{
     Accuracy, ConnectionStats, Environment, Errors, Interval, Latencies, Latency, LoadMode,
-    ReplyStats, RequestStats, Resources, RunConfig, RunResult, SelfCheck, Summary, ToolInfo,
-    Totals, RUN_SCHEMA,
+    ReplyStats, RequestStats, Resources, RunConfig, RunResult, SelfCheck, Summary, TlsSummary,
+    ToolInfo, Totals, RUN_SCHEMA,
 };
 
 use crate::spec::{Arrival, LoadSpec, Workload};
@@ -308,8 +308,10 @@ pub(crate) fn build_result(
             &mut self_check,
             "fd_exhausted",
             format!(
-                "ran out of file descriptors {} times: raise the hard RLIMIT_NOFILE (ulimit -Hn)",
-                errors.fd_unavail
+                "ran out of file descriptors {} times (RLIMIT_NOFILE {}, at most {} connections open at once): raise the hard limit (ulimit -Hn), or lower --max-connecting if the server was not accepting",
+                errors.fd_unavail,
+                sys::raise_nofile_limit().map_or("?".to_string(), |n| n.to_string()),
+                st.max_open
             ),
         );
     }
@@ -318,10 +320,25 @@ pub(crate) fn build_result(
             &mut self_check,
             "ports_exhausted",
             format!(
-                "ran out of local ports {} times: spread connections with --local-addr 127.0.0.2,127.0.0.3,...",
-                errors.addrunavail
+                "ran out of local ports {} times (ephemeral range {}, {} TCP sockets in TIME_WAIT at the end): spread connections with --local-addr A,B,... (automatic for loopback targets), or widen net.ipv4.ip_local_port_range",
+                errors.addrunavail,
+                sys::ephemeral_ports().map_or("?".to_string(), |(a, b)| format!("{a}-{b}")),
+                sys::time_wait_sockets().map_or("?".to_string(), |n| n.to_string())
             ),
         );
+    }
+    if st.connections > 0 && st.connect.is_empty() {
+        // Not a client limit: the target could not be reached at all.
+        self_check.warnings.push(format!(
+            "no connection succeeded ({} attempts; connrefused {}, socket-timo {}, client-timo {}, addrunavail {}): is the server listening on {}:{}?",
+            st.connections,
+            errors.connrefused,
+            errors.socket_timo,
+            errors.client_timo,
+            errors.addrunavail,
+            spec.server,
+            spec.port
+        ));
     }
     self_check.client_bound = !self_check.reasons.is_empty();
     RunResult {
@@ -408,6 +425,81 @@ pub(crate) fn build_result(
         interrupted,
         server: None,
         shards: Vec::new(),
+        tls: None,
+    }
+}
+
+/// Key of `config.extra`: arrivals dropped after waiting longer than
+/// --timeout for a connection slot (counted as client-timo).
+pub const EXTRA_NOT_ATTEMPTED: &str = "not_attempted";
+
+/// Records the overload guard (connections in setup capped, source
+/// addresses) and, when it held arrivals back, says so and names why.
+pub(crate) fn add_overload(
+    r: &mut RunResult,
+    spec: &LoadSpec,
+    st: &WorkerStats,
+    local_addrs: &[std::net::IpAddr],
+    cap: u64,
+) {
+    let x = &mut r.config.extra;
+    x.insert("max_connecting".into(), cap.to_string());
+    if spec.local_addrs.is_empty() && !local_addrs.is_empty() {
+        x.insert(
+            "local_addrs_auto".into(),
+            format!("{}-{}", local_addrs[0], local_addrs[local_addrs.len() - 1]),
+        );
+    }
+    if st.setup_capped == 0 {
+        return;
+    }
+    let waited = st.setup_wait.len();
+    let p99 = if waited > 0 {
+        st.setup_wait.value_at_quantile(0.99) as f64 / 1000.0
+    } else {
+        0.0
+    };
+    x.insert("setup_capped".into(), st.setup_capped.to_string());
+    x.insert("setup_waited".into(), waited.to_string());
+    x.insert("setup_wait_p99_ms".into(), format!("{p99:.3}"));
+    if st.not_attempted > 0 {
+        x.insert(EXTRA_NOT_ATTEMPTED.into(), st.not_attempted.to_string());
+    }
+    r.self_check.warnings.push(format!(
+        "demand exceeded what the server took: {cap} connections were in setup (connecting or waiting for their first reply byte; --max-connecting) {} times, so {waited} arrivals waited for a slot (p99 {p99:.3} ms, included in the corrected latency) and {} were not attempted after waiting longer than --timeout (counted as client-timo). The limit is the server's rate of accepting and answering new connections (its listen queue), not the generator's descriptors or ports",
+        st.setup_capped, st.not_attempted
+    ));
+}
+
+/// Adds the TLS block of an HTTPS run.
+pub(crate) fn add_tls(r: &mut RunResult, st: &WorkerStats, client: &crate::tls::Client) {
+    let t = &st.tls;
+    r.tls = Some(TlsSummary {
+        verified: client.verify,
+        sni: client.sni.clone(),
+        resumption: client.reuse,
+        handshakes: t.full + t.resumed,
+        full: t.full,
+        resumed: t.resumed,
+        failures: t.failures,
+        handshake: Latency::from_histogram(&t.handshake),
+        versions: t
+            .versions
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        cipher_suites: t.suites.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        alpn: t.alpn.clone(),
+        first_error: t.first_error.clone(),
+    });
+}
+
+fn fmt_counts(m: &std::collections::BTreeMap<String, u64>) -> String {
+    let v: Vec<String> = m.iter().map(|(k, n)| format!("{k} ({n})")).collect();
+    if v.is_empty() {
+        "-".into()
+    } else {
+        v.join(", ")
     }
 }
 
@@ -623,6 +715,9 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         "response (uncorrected)",
         &r.latency.response_uncorrected,
     );
+    if let Some(tls) = &r.tls {
+        fmt_pct_row(&mut o, "TLS handshake", &tls.handshake);
+    }
     if r.latency.session.count > 0 {
         fmt_pct_row(&mut o, "session", &r.latency.session);
         let _ = writeln!(
@@ -630,6 +725,37 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             "httplab session time: {} sessions, mean {:.3} ms (all calls of a session, reconnections included)",
             r.latency.session.count, r.latency.session.mean_ms
         );
+    }
+    if let Some(tls) = &r.tls {
+        let _ = writeln!(
+            o,
+            "httplab TLS: handshakes {} (full {}, resumed {}{}), failed {}; version {}; cipher {}; ALPN {}",
+            tls.handshakes,
+            tls.full,
+            tls.resumed,
+            if tls.resumption { "" } else { ", resumption off" },
+            tls.failures,
+            fmt_counts(&tls.versions),
+            fmt_counts(&tls.cipher_suites),
+            fmt_counts(&tls.alpn),
+        );
+        let _ = writeln!(
+            o,
+            "httplab TLS certificate: {}; SNI {}",
+            if tls.verified {
+                "verified"
+            } else {
+                "NOT VERIFIED (--ssl or --insecure: any certificate was accepted)"
+            },
+            if tls.sni.is_empty() {
+                "none (IP address)"
+            } else {
+                tls.sni.as_str()
+            }
+        );
+        if let Some(e) = &tls.first_error {
+            let _ = writeln!(o, "httplab TLS error (first of {}): {e}", tls.failures);
+        }
     }
     if r.config.warmup_s > 0.0 {
         let _ = writeln!(
@@ -746,10 +872,10 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             100.0 * UTILIZATION_LIMIT
         );
     }
+    for w in &sc.warnings {
+        let _ = writeln!(o, "httplab WARNING: {w}");
+    }
     if sc.client_bound {
-        for w in &sc.warnings {
-            let _ = writeln!(o, "httplab WARNING: {w}");
-        }
         let _ = writeln!(
             o,
             "httplab verdict: CLIENT-BOUND ({}): the load generator limited this run; do not read it as the server's capacity",

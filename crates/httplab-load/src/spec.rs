@@ -307,7 +307,20 @@ pub struct LoadSpec {
     /// `--latency-dump`: write every corrected response time (µs, one a line) here (CLI only;
     /// a testing aid: memory grows with the replies).
     pub raw_latencies: Option<PathBuf>,
+    /// HTTPS (`https://` URLs, `--ssl`): TLS settings; None: cleartext.
+    pub tls: Option<crate::tls::TlsSpec>,
+    /// Most connections in setup at once (connecting, in the TLS handshake,
+    /// or waiting for their first reply byte), over all threads; open-loop
+    /// arrivals wait while it is reached (see the README's "Overload").
+    /// None: [`DEFAULT_MAX_CONNECTING`].
+    pub max_connecting: Option<u64>,
 }
+
+/// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
+/// backlog (511) and Linux's somaxconn (4096), so a server that falls behind
+/// never has SYNs dropped from its accept queue by this client; a remote
+/// target at R connections/s with round trip T needs about R * T.
+pub const DEFAULT_MAX_CONNECTING: u64 = 500;
 
 impl LoadSpec {
     /// httperf's defaults against `server:port` (one connection, one call, GET /).
@@ -368,6 +381,8 @@ impl LoadSpec {
             start_at: None,
             run_id: None,
             raw_latencies: None,
+            tls: None,
+            max_connecting: None,
         }
     }
 
@@ -397,15 +412,19 @@ impl LoadSpec {
         format!("run-{:016x}", fnv1a(format!("{cmd}\n{when}").as_bytes()))
     }
 
-    /// The base URL (`http://server:port`).
+    /// The base URL (`http://server:port`, `https://` over TLS).
     pub fn base_url(&self) -> String {
-        format!("http://{}:{}", self.server, self.port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}:{}", self.server, self.port)
     }
 
     /// Checks the combination of options; called by [`crate::run`].
     pub fn validate(&self) -> Result<()> {
         if self.threads == 0 {
             bail!("--threads must be at least 1");
+        }
+        if self.max_connecting == Some(0) {
+            bail!("--max-connecting must be at least 1");
         }
         if !(self.sample_interval >= 0.001 && self.sample_interval.is_finite()) {
             bail!("--sample-interval must be at least 1ms");
@@ -564,6 +583,12 @@ impl LoadSpec {
             " --client={}/{} --server={} --port={} --uri={}",
             self.client.0, self.client.1, self.server, self.port, self.uri
         ));
+        if let Some(t) = &self.tls {
+            s.push_str(" --ssl");
+            if !t.reuse {
+                s.push_str(" --ssl-no-reuse");
+            }
+        }
         if let Arrival::Open(d) = self.arrival {
             match d {
                 Dist::Deterministic(p) => s.push_str(&format!(" --rate={}", fmt_num(1.0 / p))),

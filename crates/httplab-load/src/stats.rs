@@ -37,6 +37,19 @@ pub(crate) enum ErrClass {
 }
 
 impl ErrClass {
+    /// The class in words, for messages.
+    pub fn words(self) -> &'static str {
+        match self {
+            ErrClass::ClientTimo => "no answer within --timeout",
+            ErrClass::SocketTimo => "the kernel timed the connection out",
+            ErrClass::ConnRefused => "connection refused",
+            ErrClass::ConnReset => "the server closed or reset the connection",
+            ErrClass::FdUnavail => "out of file descriptors",
+            ErrClass::AddrUnavail => "out of local ports",
+            ErrClass::Other => "protocol error",
+        }
+    }
+
     pub fn from_io(e: &std::io::Error) -> ErrClass {
         match e.raw_os_error() {
             Some(libc::ECONNREFUSED) => ErrClass::ConnRefused,
@@ -127,6 +140,71 @@ pub(crate) struct WorkerStats {
     pub fd_exhausted: bool,
     /// `--latency-dump`: every corrected response time, µs (None: not kept).
     pub raw: Option<Vec<u64>>,
+    /// HTTPS runs: what the TLS layer did.
+    pub tls: TlsStats,
+    /// Open-loop arrivals that waited for a connection slot (the setup cap):
+    /// how long after their scheduled time they started.
+    pub setup_wait: Histogram<u64>,
+    /// Times the setup cap held the schedule back.
+    pub setup_capped: u64,
+    /// Arrivals dropped after waiting longer than --timeout for a slot.
+    pub not_attempted: u64,
+}
+
+/// TLS counters of one worker (see `httplab_model::TlsSummary`).
+#[derive(Debug)]
+pub(crate) struct TlsStats {
+    pub handshake: Histogram<u64>,
+    pub full: u64,
+    pub resumed: u64,
+    pub failures: u64,
+    /// Keys are rustls' static names: counting allocates only a map node per new key.
+    pub versions: BTreeMap<&'static str, u64>,
+    pub suites: BTreeMap<&'static str, u64>,
+    pub alpn: BTreeMap<String, u64>,
+    pub first_error: Option<String>,
+}
+
+impl TlsStats {
+    pub fn new() -> TlsStats {
+        TlsStats {
+            handshake: hist(),
+            full: 0,
+            resumed: 0,
+            failures: 0,
+            versions: BTreeMap::new(),
+            suites: BTreeMap::new(),
+            alpn: BTreeMap::new(),
+            first_error: None,
+        }
+    }
+
+    /// Counts a failed handshake; `why` is called for the first one only.
+    pub fn failed(&mut self, why: impl FnOnce() -> String) {
+        self.failures += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(why());
+        }
+    }
+
+    pub fn merge(&mut self, o: &TlsStats) {
+        let _ = self.handshake.add(&o.handshake);
+        self.full += o.full;
+        self.resumed += o.resumed;
+        self.failures += o.failures;
+        for (k, v) in &o.versions {
+            *self.versions.entry(k).or_default() += v;
+        }
+        for (k, v) in &o.suites {
+            *self.suites.entry(k).or_default() += v;
+        }
+        for (k, v) in &o.alpn {
+            *self.alpn.entry(k.clone()).or_default() += v;
+        }
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+    }
 }
 
 impl WorkerStats {
@@ -171,6 +249,10 @@ impl WorkerStats {
             port_exhausted: false,
             fd_exhausted: false,
             raw: None,
+            tls: TlsStats::new(),
+            setup_wait: hist(),
+            setup_capped: 0,
+            not_attempted: 0,
         }
     }
 
@@ -242,6 +324,10 @@ impl WorkerStats {
             self.raw.get_or_insert_with(Vec::new).extend_from_slice(r);
         }
         self.unsent_calls += o.unsent_calls;
+        self.tls.merge(&o.tls);
+        let _ = self.setup_wait.add(&o.setup_wait);
+        self.setup_capped += o.setup_capped;
+        self.not_attempted += o.not_attempted;
         self.cpu_user += o.cpu_user;
         self.cpu_sys += o.cpu_sys;
         self.end_s = self.end_s.max(o.end_s);

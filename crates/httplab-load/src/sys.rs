@@ -237,3 +237,23 @@ pub fn kernel() -> String {
     };
     format!("{} {}", field(&u.sysname), field(&u.release))
 }
+
+/// TCP sockets in TIME_WAIT on this machine (/proc/net/sockstat, `tw`).
+pub fn time_wait_sockets() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/sockstat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("TCP:"))?;
+    let mut it = line.split_whitespace();
+    while let Some(w) = it.next() {
+        if w == "tw" {
+            return it.next()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// The ephemeral port range (net.ipv4.ip_local_port_range).
+pub fn ephemeral_ports() -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = text.split_whitespace().map(|v| v.parse::<u32>().ok());
+    Some((it.next()??, it.next()??))
+}

@@ -565,6 +565,47 @@ pub struct RunResult {
     /// shard order; empty for a run from one client.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardInfo>,
+    /// TLS facts of a run over HTTPS (`httplab load --ssl`, `https://`);
+    /// absent for cleartext runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSummary>,
+}
+
+/// What the TLS layer of an HTTPS run did (`RunResult::tls`). Counts cover
+/// the measurement window, like every other counter.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TlsSummary {
+    /// Whether the server's certificate was verified. False for httperf's
+    /// `--ssl` spelling and for `--insecure`: the report says so.
+    pub verified: bool,
+    /// Server name sent as SNI (empty: none, the target is an IP address).
+    #[serde(default)]
+    pub sni: String,
+    /// Whether session resumption was offered (off with `--ssl-no-reuse`).
+    pub resumption: bool,
+    /// Handshakes completed.
+    pub handshakes: u64,
+    /// Of those, full handshakes.
+    pub full: u64,
+    /// Of those, resumed handshakes (session ticket or session ID).
+    pub resumed: u64,
+    /// Handshakes that failed (alert, refused, verification failure, close).
+    pub failures: u64,
+    /// Handshake time: from the TCP connection's establishment to the end of
+    /// the TLS handshake (HDR percentiles, like the other latency rows).
+    pub handshake: Latency,
+    /// Completed handshakes per protocol version (e.g. `TLSv1_3`).
+    #[serde(default)]
+    pub versions: std::collections::BTreeMap<String, u64>,
+    /// Completed handshakes per cipher suite (rustls names).
+    #[serde(default)]
+    pub cipher_suites: std::collections::BTreeMap<String, u64>,
+    /// Completed handshakes per ALPN protocol (`none` when the server chose none).
+    #[serde(default)]
+    pub alpn: std::collections::BTreeMap<String, u64>,
+    /// The first handshake failure's reason, as rustls words it.
+    #[serde(default)]
+    pub first_error: Option<String>,
 }
 
 /// Key of `RunConfig::extra` holding a sharded run's `I/N` (`--client I/N`;

@@ -246,6 +246,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         interrupted: false,
         server: None,
         shards: Vec::new(),
+        tls: None,
     }
 }
 
