@@ -131,6 +131,12 @@ struct Cli {
     /// Seconds added to --timeout while waiting for a reply to start.
     #[arg(long, value_name = "X", help_heading = "Connections (httperf)")]
     think_timeout: Option<String>,
+    /// Longest a reply may take, from its request's send to its last byte, however steadily it
+    /// streams (--timeout only bounds the gaps between bytes); a reply over it is cut and counted
+    /// as response-timo. Units as --timeout (2, 500ms, 1m) [default: no limit; a --duration run
+    /// still ends at its drain].
+    #[arg(long, value_name = "X", help_heading = "Connections (httperf)")]
+    max_response_time: Option<String>,
     /// SO_SNDBUF of each connection in bytes (httperf's 4096 is shown but only set when given).
     #[arg(long, value_name = "N", help_heading = "Connections (httperf)")]
     send_buffer: Option<usize>,
@@ -415,6 +421,9 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     }
     if let Some(t) = &cli.timeout {
         spec.timeout = Some(parse_time(t).context("--timeout")?);
+    }
+    if let Some(t) = &cli.max_response_time {
+        spec.max_response_time = Some(parse_time(t).context("--max-response-time")?);
     }
     if let Some(t) = &cli.think_timeout {
         spec.think_timeout = parse_time(t).context("--think-timeout")?;

@@ -150,11 +150,16 @@ impl Slot {
         }
     }
 
-    fn wake(&self) -> Option<Instant> {
-        match (self.deadline, self.think_until) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+    /// When the oldest outstanding reply reaches `--max-response-time`.
+    fn limit(&self, max_resp: Option<Duration>) -> Option<Instant> {
+        Some(self.h1.oldest()?.sent + max_resp?)
+    }
+
+    fn wake(&self, max_resp: Option<Duration>) -> Option<Instant> {
+        [self.deadline, self.think_until, self.limit(max_resp)]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -226,6 +231,8 @@ pub(crate) struct Worker<'a> {
     started_here: u64,
     timeout: Option<Duration>,
     reply_timeout: Option<Duration>,
+    /// `--max-response-time`.
+    max_resp: Option<Duration>,
     lag_threshold_us: u64,
     /// (lane, lanes): this worker runs the arrivals k ≡ lane (mod lanes) of
     /// the whole run's schedule (`plan::lane`: shards, then threads).
@@ -318,6 +325,7 @@ impl<'a> Worker<'a> {
             started_here: 0,
             timeout,
             reply_timeout,
+            max_resp: spec.max_response_time.map(dur),
             lag_threshold_us: (spec.lag_threshold * 1e6) as u64,
             lane,
             tls_cfg: ctx.tls.map(|t| t.for_worker()),
@@ -620,7 +628,7 @@ impl<'a> Worker<'a> {
 
     fn arm(&mut self, idx: usize) {
         let s = &mut self.slots[idx];
-        if let Some(w) = s.wake() {
+        if let Some(w) = s.wake(self.max_resp) {
             if s.armed.map_or(true, |a| w < a) {
                 s.armed = Some(w);
                 self.heap.push(Reverse((w, idx, s.gen)));
@@ -639,13 +647,17 @@ impl<'a> Worker<'a> {
                 continue;
             }
             s.armed = None;
-            let Some(w) = s.wake() else { continue };
+            let Some(w) = s.wake(self.max_resp) else {
+                continue;
+            };
             if w > now {
                 s.armed = Some(w);
                 self.heap.push(Reverse((w, idx, gen)));
                 continue;
             }
-            if s.deadline.is_some_and(|d| d <= now) {
+            if s.limit(self.max_resp).is_some_and(|d| d <= now) {
+                self.fail(idx, ErrClass::ResponseTimo, now);
+            } else if s.deadline.is_some_and(|d| d <= now) {
                 self.fail(idx, ErrClass::ClientTimo, now);
             } else if let Some(until) = s.think_until.filter(|d| *d <= now) {
                 s.think_until = None;
@@ -1115,7 +1127,7 @@ impl<'a> Worker<'a> {
                     } else {
                         self.warm.framing_errors += 1;
                     }
-                    self.fail(idx, ErrClass::Other, now);
+                    self.fail(idx, ErrClass::Tls, now);
                     break;
                 }
                 Got::Data(n) => {
@@ -1170,7 +1182,7 @@ impl<'a> Worker<'a> {
             }
             Err(e) => {
                 self.tls_failed(idx, || crate::tls::describe_error(&e));
-                self.fail(idx, ErrClass::Other, now);
+                self.fail(idx, ErrClass::Tls, now);
             }
         }
     }
@@ -1242,16 +1254,18 @@ impl<'a> Worker<'a> {
             let fed = match s.h1.feed(&data[pos..], now) {
                 Ok(f) => f,
                 Err(e) => {
-                    let measured = match e {
-                        FeedError::Unsolicited => s.conn_measured,
-                        FeedError::Malformed { measured } => measured,
+                    let (measured, class) = match e {
+                        FeedError::Unsolicited => (s.conn_measured, ErrClass::BodyOverrun),
+                        FeedError::Malformed { measured, error } => {
+                            (measured, ErrClass::from_response(error))
+                        }
                     };
                     if measured {
                         self.st.framing_errors += 1;
                     } else {
                         self.warm.framing_errors += 1;
                     }
-                    self.fail(idx, ErrClass::Other, now);
+                    self.fail(idx, class, now);
                     return false;
                 }
             };
@@ -1289,7 +1303,23 @@ impl<'a> Worker<'a> {
             let s = &mut self.slots[idx];
             s.deadline = self.timeout.map(|t| now + t);
             if let Some(r) = fed.reply {
+                let measured = r.call.measured;
+                let more_expected = self.slots[idx].h1.outstanding() > 0;
                 if !self.on_reply(idx, r, now) {
+                    if pos < data.len() && !more_expected {
+                        // The connection ended after this reply, yet more
+                        // bytes followed it: the server sent beyond its framing.
+                        let st = if measured {
+                            &mut self.st
+                        } else {
+                            &mut self.warm
+                        };
+                        st.framing_errors += 1;
+                        st.error(ErrClass::BodyOverrun);
+                        if measured {
+                            self.part.errors += 1;
+                        }
+                    }
                     return false;
                 }
             } else if fed.consumed == 0 {
@@ -1316,7 +1346,11 @@ impl<'a> Worker<'a> {
                 self.on_reply(idx, r, now);
             }
             Eof::Truncated => self.fail(idx, ErrClass::ConnReset, now),
-            Eof::Malformed { measured, info } => {
+            Eof::Malformed {
+                measured,
+                info,
+                error,
+            } => {
                 let st = if measured {
                     &mut self.st
                 } else {
@@ -1327,7 +1361,7 @@ impl<'a> Worker<'a> {
                     st.body_received += got;
                 }
                 st.framing_errors += 1;
-                self.fail(idx, ErrClass::Other, now);
+                self.fail(idx, ErrClass::from_response(error), now);
             }
         }
     }

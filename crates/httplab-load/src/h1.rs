@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use httplab_wire::response::{Framing, ResponseInfo, ResponseParser};
+use httplab_wire::response::{Framing, ResponseError, ResponseInfo, ResponseParser};
 
 /// One call sent and not yet answered.
 #[derive(Debug, Clone, Copy)]
@@ -64,7 +64,10 @@ pub(crate) enum FeedError {
     /// Bytes arrived while no call was outstanding.
     Unsolicited,
     /// The response is malformed; `measured` says whose it was.
-    Malformed { measured: bool },
+    Malformed {
+        measured: bool,
+        error: ResponseError,
+    },
 }
 
 /// How the peer's end of stream (FIN, TLS close) left the connection.
@@ -77,7 +80,11 @@ pub(crate) enum Eof {
     /// The connection closed before the outstanding reply was complete.
     Truncated,
     /// The reply was malformed or cut inside its framing.
-    Malformed { measured: bool, info: ResponseInfo },
+    Malformed {
+        measured: bool,
+        info: ResponseInfo,
+        error: ResponseError,
+    },
 }
 
 /// The HTTP/1.1 client side of one connection (see the module docs).
@@ -181,7 +188,7 @@ impl H1Conn {
         let step = self
             .parser
             .feed(data)
-            .map_err(|_| FeedError::Malformed { measured })?;
+            .map_err(|error| FeedError::Malformed { measured, error })?;
         if self.capture {
             self.captured.extend_from_slice(&data[..step.consumed]);
         }
@@ -209,9 +216,10 @@ impl H1Conn {
                 None => Eof::Truncated,
             },
             Ok(false) => Eof::Truncated,
-            Err(_) => Eof::Malformed {
+            Err(error) => Eof::Malformed {
                 measured,
                 info: self.parser.info(),
+                error,
             },
         }
     }
@@ -293,7 +301,10 @@ mod tests {
         c.queue(b"GET / HTTP/1.1\r\n\r\n", call(0, now));
         assert!(matches!(
             c.feed(b"garbage\r\n\r\n", now),
-            Err(FeedError::Malformed { measured: true })
+            Err(FeedError::Malformed {
+                measured: true,
+                error: ResponseError::BadStatusLine(_)
+            })
         ));
         c.reset();
         c.queue(b"GET / HTTP/1.1\r\n\r\n", call(0, now));

@@ -10,7 +10,7 @@ use httplab_model::{
 };
 
 use crate::spec::{Arrival, LoadSpec, Workload};
-use crate::stats::{SessionStats, WorkerStats};
+use crate::stats::{ErrClass, SessionStats, WorkerStats};
 use crate::sys;
 
 /// Key of `config.extra` holding the httperf-style normalised command line.
@@ -231,7 +231,28 @@ pub(crate) fn build_result(
         fd_unavail: st.errors[4],
         addrunavail: st.errors[5],
         ftab_full: 0,
-        other: st.errors[6],
+        // httperf's `other` holds every protocol fault, named below.
+        other: st.errors[ErrClass::Other as usize]
+            + [
+                ErrClass::BadStatusLine,
+                ErrClass::BadHeader,
+                ErrClass::HeadersTooLarge,
+                ErrClass::BadChunk,
+                ErrClass::BodyOverrun,
+                ErrClass::Truncated,
+                ErrClass::Tls,
+            ]
+            .iter()
+            .map(|c| st.errors[*c as usize])
+            .sum::<u64>(),
+        response_timo: st.errors[ErrClass::ResponseTimo as usize],
+        bad_status_line: st.errors[ErrClass::BadStatusLine as usize],
+        bad_header: st.errors[ErrClass::BadHeader as usize],
+        headers_too_large: st.errors[ErrClass::HeadersTooLarge as usize],
+        bad_chunk: st.errors[ErrClass::BadChunk as usize],
+        body_overrun: st.errors[ErrClass::BodyOverrun as usize],
+        truncated: st.errors[ErrClass::Truncated as usize],
+        tls: st.errors[ErrClass::Tls as usize],
     };
     let conn_rate = per(st.connections);
     let req_rate = per(st.requests);
@@ -654,6 +675,16 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         "Errors: fd-unavail {} addrunavail {} ftab-full {} other {}",
         e.fd_unavail, e.addrunavail, e.ftab_full, e.other
     );
+    // httplab's named classes (the parts of `other`, and response-timo),
+    // shown when any is non-zero so clean reports keep httperf's shape.
+    let named = e.named();
+    if named.iter().any(|(_, n)| *n > 0) {
+        let _ = write!(o, "Error detail:");
+        for (name, n) in named {
+            let _ = write!(o, " {name} {n}");
+        }
+        let _ = writeln!(o);
+    }
     if let Some(ss) = x
         .get(EXTRA_SESSIONS)
         .and_then(|j| serde_json::from_str::<SessionStats>(j).ok())

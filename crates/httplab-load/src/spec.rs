@@ -314,6 +314,9 @@ pub struct LoadSpec {
     /// arrivals wait while it is reached (see the README's "Overload").
     /// None: [`DEFAULT_MAX_CONNECTING`].
     pub max_connecting: Option<u64>,
+    /// `--max-response-time`: longest a reply may take from its request's
+    /// send to its end, seconds (None: no limit).
+    pub max_response_time: Option<f64>,
 }
 
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
@@ -383,6 +386,7 @@ impl LoadSpec {
             raw_latencies: None,
             tls: None,
             max_connecting: None,
+            max_response_time: None,
         }
     }
 
@@ -437,6 +441,11 @@ impl LoadSpec {
         if let Some(t) = self.timeout {
             if !(t > 0.0 && t.is_finite()) {
                 bail!("--timeout must be a positive number of seconds");
+            }
+        }
+        if let Some(t) = self.max_response_time {
+            if !(t > 0.0 && t.is_finite()) {
+                bail!("--max-response-time must be a positive time");
             }
         }
         if self.method.is_empty() || self.method.bytes().any(|b| b.is_ascii_whitespace()) {

@@ -24,7 +24,10 @@ pub(crate) fn rec(h: &mut Histogram<u64>, us: u64) {
     h.saturating_record(us.max(1));
 }
 
-/// httperf's error classes, by index.
+/// Error classes, by index: httperf's seven, then httplab's named ones.
+/// The named protocol faults (`BadStatusLine` .. `TlsHandshake`) are parts
+/// of httperf's `other` in the report, so httperf's totals stay comparable;
+/// `ResponseTimo` is a class of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ErrClass {
     ClientTimo,
@@ -33,8 +36,29 @@ pub(crate) enum ErrClass {
     ConnReset,
     FdUnavail,
     AddrUnavail,
+    /// A fault with no better name (kept for httperf's `other`).
     Other,
+    /// The reply was not complete within --max-response-time of its request.
+    ResponseTimo,
+    /// The status line is not HTTP/1.x (garbage, bad version, no code).
+    BadStatusLine,
+    /// A header line is malformed (bad or conflicting Content-Length ...).
+    BadHeader,
+    /// The head is larger than the parser's limit or has too many fields.
+    HeadersTooLarge,
+    /// Chunked framing is broken.
+    BadChunk,
+    /// Bytes beyond the reply's framing (more than Content-Length, data
+    /// with no request outstanding).
+    BodyOverrun,
+    /// The connection ended inside the reply's framing (a cut chunk).
+    Truncated,
+    /// The TLS layer failed (handshake refused, certificate, bad record).
+    Tls,
 }
+
+/// Number of [`ErrClass`] values.
+pub(crate) const ERR_CLASSES: usize = 15;
 
 impl ErrClass {
     /// The class in words, for messages.
@@ -47,6 +71,27 @@ impl ErrClass {
             ErrClass::FdUnavail => "out of file descriptors",
             ErrClass::AddrUnavail => "out of local ports",
             ErrClass::Other => "protocol error",
+            ErrClass::ResponseTimo => "reply not complete within --max-response-time",
+            ErrClass::BadStatusLine => "bad status line",
+            ErrClass::BadHeader => "malformed header",
+            ErrClass::HeadersTooLarge => "response head too large",
+            ErrClass::BadChunk => "bad chunked framing",
+            ErrClass::BodyOverrun => "bytes beyond the reply's framing",
+            ErrClass::Truncated => "connection closed inside the reply's framing",
+            ErrClass::Tls => "TLS failure",
+        }
+    }
+
+    /// The class of a response parser error.
+    pub fn from_response(e: httplab_wire::response::ResponseError) -> ErrClass {
+        use httplab_wire::response::ResponseError as E;
+        match e {
+            E::BadStatusLine(_) => ErrClass::BadStatusLine,
+            E::Malformed(_) => ErrClass::BadHeader,
+            E::HeadTooLarge => ErrClass::HeadersTooLarge,
+            E::BadChunk(_) => ErrClass::BadChunk,
+            E::Truncated => ErrClass::Truncated,
+            E::Unexpected => ErrClass::BodyOverrun,
         }
     }
 
@@ -108,7 +153,7 @@ pub(crate) struct WorkerStats {
     pub footer_bytes: u64,
     pub response_sum_us: f64,
     pub transfer_sum_us: f64,
-    pub errors: [u64; 7],
+    pub errors: [u64; ERR_CLASSES],
     pub max_open: u64,
     pub max_burst: u64,
     pub late_starts: u64,
@@ -222,7 +267,7 @@ impl WorkerStats {
             footer_bytes: 0,
             response_sum_us: 0.0,
             transfer_sum_us: 0.0,
-            errors: [0; 7],
+            errors: [0; ERR_CLASSES],
             max_open: 0,
             max_burst: 0,
             late_starts: 0,
@@ -300,7 +345,7 @@ impl WorkerStats {
         self.footer_bytes += o.footer_bytes;
         self.response_sum_us += o.response_sum_us;
         self.transfer_sum_us += o.transfer_sum_us;
-        for i in 0..7 {
+        for i in 0..ERR_CLASSES {
             self.errors[i] += o.errors[i];
         }
         self.max_open += o.max_open;

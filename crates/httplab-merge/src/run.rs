@@ -594,17 +594,7 @@ fn shard_starts(
 
 /// Adds two error blocks.
 fn add_errors(a: Errors, b: &Errors) -> Errors {
-    Errors {
-        total: a.total + b.total,
-        client_timo: a.client_timo + b.client_timo,
-        socket_timo: a.socket_timo + b.socket_timo,
-        connrefused: a.connrefused + b.connrefused,
-        connreset: a.connreset + b.connreset,
-        fd_unavail: a.fd_unavail + b.fd_unavail,
-        addrunavail: a.addrunavail + b.addrunavail,
-        ftab_full: a.ftab_full + b.ftab_full,
-        other: a.other + b.other,
-    }
+    a.add(b)
 }
 
 fn add_accuracy(a: Accuracy, b: &Accuracy) -> Accuracy {

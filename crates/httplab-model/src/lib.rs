@@ -389,8 +389,75 @@ pub struct Errors {
     pub addrunavail: u64,
     /// httperf's table-full (kept for compatibility; httplab has no table).
     pub ftab_full: u64,
-    /// Anything else: garbage replies, bad framing, short bodies.
+    /// httperf's catch-all: every protocol fault below (bad_status_line ..
+    /// tls) plus the unnamed rest.
     pub other: u64,
+    /// Replies not complete within `--max-response-time` of their request
+    /// (a class of its own, in `total`, not in `other`).
+    #[serde(default)]
+    pub response_timo: u64,
+    /// Part of `other`: the status line was not HTTP/1.x (garbage, bad version).
+    #[serde(default)]
+    pub bad_status_line: u64,
+    /// Part of `other`: a malformed header (bad or conflicting Content-Length ...).
+    #[serde(default)]
+    pub bad_header: u64,
+    /// Part of `other`: the response head exceeded the parser's limit.
+    #[serde(default)]
+    pub headers_too_large: u64,
+    /// Part of `other`: broken chunked framing.
+    #[serde(default)]
+    pub bad_chunk: u64,
+    /// Part of `other`: bytes beyond the reply's framing (more body than
+    /// Content-Length, data with no request outstanding).
+    #[serde(default)]
+    pub body_overrun: u64,
+    /// Part of `other`: the connection ended inside the reply's framing.
+    #[serde(default)]
+    pub truncated: u64,
+    /// Part of `other`: TLS failures (handshake refused, certificate, bad record).
+    #[serde(default)]
+    pub tls: u64,
+}
+
+impl Errors {
+    /// The sum of two error blocks, class by class (shards of one run).
+    pub fn add(&self, o: &Errors) -> Errors {
+        Errors {
+            total: self.total + o.total,
+            client_timo: self.client_timo + o.client_timo,
+            socket_timo: self.socket_timo + o.socket_timo,
+            connrefused: self.connrefused + o.connrefused,
+            connreset: self.connreset + o.connreset,
+            fd_unavail: self.fd_unavail + o.fd_unavail,
+            addrunavail: self.addrunavail + o.addrunavail,
+            ftab_full: self.ftab_full + o.ftab_full,
+            other: self.other + o.other,
+            response_timo: self.response_timo + o.response_timo,
+            bad_status_line: self.bad_status_line + o.bad_status_line,
+            bad_header: self.bad_header + o.bad_header,
+            headers_too_large: self.headers_too_large + o.headers_too_large,
+            bad_chunk: self.bad_chunk + o.bad_chunk,
+            body_overrun: self.body_overrun + o.body_overrun,
+            truncated: self.truncated + o.truncated,
+            tls: self.tls + o.tls,
+        }
+    }
+
+    /// The named parts of `other` and `response_timo`, as (name, count),
+    /// in report order, zero counts included.
+    pub fn named(&self) -> [(&'static str, u64); 8] {
+        [
+            ("response-timo", self.response_timo),
+            ("bad-status-line", self.bad_status_line),
+            ("bad-header", self.bad_header),
+            ("headers-too-large", self.headers_too_large),
+            ("bad-chunk", self.bad_chunk),
+            ("body-overrun", self.body_overrun),
+            ("truncated", self.truncated),
+            ("tls", self.tls),
+        ]
+    }
 }
 
 /// Body accuracy: did every reply carry what its framing promised?

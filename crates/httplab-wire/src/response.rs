@@ -87,7 +87,9 @@ impl ResponseInfo {
 /// Why a response could not be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResponseError {
-    /// The head is not valid HTTP/1.x.
+    /// The status line is not HTTP/1.x (garbage, bad version, no code).
+    BadStatusLine(&'static str),
+    /// A header field is malformed (bad or conflicting Content-Length ...).
     Malformed(&'static str),
     /// The head is larger than [`MAX_HEAD_BYTES`] or has too many fields.
     HeadTooLarge,
@@ -102,6 +104,7 @@ pub enum ResponseError {
 impl fmt::Display for ResponseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            ResponseError::BadStatusLine(m) => write!(f, "bad status line: {m}"),
             ResponseError::Malformed(m) => write!(f, "malformed response head: {m}"),
             ResponseError::HeadTooLarge => write!(f, "response head too large"),
             ResponseError::BadChunk(m) => write!(f, "bad chunked framing: {m}"),
@@ -521,13 +524,17 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, ResponseE
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(ResponseError::HeadTooLarge),
-        Err(httparse::Error::Status) => return Err(ResponseError::Malformed("bad status line")),
-        Err(httparse::Error::Version) => return Err(ResponseError::Malformed("bad HTTP version")),
+        Err(httparse::Error::Status) => {
+            return Err(ResponseError::BadStatusLine("bad status code"))
+        }
+        Err(httparse::Error::Version) => {
+            return Err(ResponseError::BadStatusLine("not an HTTP/1.x version"))
+        }
         Err(_) => return Err(ResponseError::Malformed("bad header")),
     };
     let status = resp
         .code
-        .ok_or(ResponseError::Malformed("no status code"))?;
+        .ok_or(ResponseError::BadStatusLine("no status code"))?;
     let minor = resp.version.unwrap_or(1);
     let mut content_length: Option<u64> = None;
     let mut chunked = false;
@@ -537,6 +544,8 @@ fn parse_head_bytes(buf: &[u8]) -> Result<Option<(usize, ParsedHead)>, ResponseE
             let v = std::str::from_utf8(h.value)
                 .ok()
                 .map(str::trim)
+                // Digits only: `u64::from_str` would also take "+5".
+                .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
                 .and_then(|s| s.parse::<u64>().ok())
                 .ok_or(ResponseError::Malformed("bad Content-Length"))?;
             if let Some(prev) = content_length {
@@ -695,7 +704,15 @@ mod tests {
     fn garbage_and_limits() {
         let mut p = ResponseParser::new();
         p.start(false);
-        assert!(p.feed(b"GARBAGE GARBAGE\r\n\r\n").is_err());
+        assert!(matches!(
+            p.feed(b"GARBAGE GARBAGE\r\n\r\n"),
+            Err(ResponseError::BadStatusLine(_))
+        ));
+        p.start(false);
+        assert!(matches!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello"),
+            Err(ResponseError::Malformed(_))
+        ));
         p.start(false);
         assert!(matches!(
             p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"),

@@ -30,6 +30,17 @@ pub enum Mode {
     CloseAtOnce,
     /// 200 with `Connection: close`, then close.
     OkClose(Vec<u8>),
+    /// 200 chunked, a small chunk every 20 ms for at most 60 s: a reply
+    /// that keeps streaming (never idle long enough for --timeout).
+    EndlessChunked,
+    /// `Content-Length: 10` followed by 100 body bytes, then close.
+    Overrun,
+    /// A status line, then header lines without end (at most 64 MiB).
+    EndlessHeaders,
+    /// Chunked framing with a chunk size that is not hex.
+    BadChunk,
+    /// A chunked reply cut inside a chunk, then close.
+    CutChunk,
 }
 
 /// What the server saw.
@@ -229,6 +240,46 @@ fn serve(
                     return;
                 }
                 Mode::CloseAtOnce => return,
+                Mode::EndlessChunked => {
+                    let _ =
+                        conn.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+                    // Bounded: 3 000 chunks of 20 ms; ends when the client goes.
+                    for _ in 0..3000 {
+                        if conn.write_all(b"5\r\nhello\r\n").is_err() {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    return;
+                }
+                Mode::Overrun => {
+                    let mut r = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n".to_vec();
+                    r.extend_from_slice(&[b'x'; 100]);
+                    let _ = conn.write_all(&r);
+                    return;
+                }
+                Mode::EndlessHeaders => {
+                    let _ = conn.write_all(b"HTTP/1.1 200 OK\r\n");
+                    let line = [b"X-Endless: ".as_slice(), &[b'a'; 1000], b"\r\n"].concat();
+                    for _ in 0..64 * 1024 {
+                        if conn.write_all(&line).is_err() {
+                            return;
+                        }
+                    }
+                    return;
+                }
+                Mode::BadChunk => {
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+                    );
+                    return;
+                }
+                Mode::CutChunk => {
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nonly-part",
+                    );
+                    return;
+                }
             }
         }
         seen.max_batch.fetch_max(batch, Ordering::SeqCst);
