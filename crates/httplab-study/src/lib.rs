@@ -245,6 +245,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
             let run_id = run_id
                 .clone()
                 .unwrap_or_else(|| shard::derive_run_id(&study, count));
+            shard::check_run_id(&run_id)?;
             let sh = shard::Shard {
                 index,
                 count,

@@ -77,11 +77,8 @@ pub fn derive_run_id(study: &StudyFile, count: u32) -> String {
     if let Some(seed) = study.protocol.seed {
         key.push_str(&format!("|seed={seed}"));
     }
-    format!(
-        "study-{}-{:016x}",
-        sanitize(&study.name),
-        fnv1a(key.as_bytes())
-    )
+    let name: String = sanitize(&study.name).chars().take(40).collect();
+    format!("study-{name}-{:016x}", fnv1a(key.as_bytes()))
 }
 
 /// Fixes a study for sharding (see the module docs): fixed repetitions, a
@@ -135,7 +132,29 @@ pub fn prepare(study: &mut StudyFile, shard: &Shard) -> Result<()> {
     Ok(())
 }
 
-/// The run id of one load run of a sharded study: the same on every shard.
+/// Longest study run id (`--run-id`): leaves room in a load run's id
+/// (at most 128 characters) for the run's own part.
+pub const MAX_RUN_ID: usize = 64;
+
+/// Checks a `--run-id` for a study: 1 to [`MAX_RUN_ID`] characters of
+/// A-Z a-z 0-9 - _ . (the characters `httplab load --run-id` takes, but `:`,
+/// which separates the parts of each run's id).
+pub fn check_run_id(id: &str) -> Result<()> {
+    if id.is_empty()
+        || id.len() > MAX_RUN_ID
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        bail!("--run-id '{id}' must be 1 to {MAX_RUN_ID} characters of A-Z a-z 0-9 - _ .");
+    }
+    Ok(())
+}
+
+/// The run id of one load run of a sharded study, the same on every shard:
+/// `STUDY_ID:WORKLOAD:STEP:SERVER:rROUND` (names reduced to A-Z a-z 0-9 - _ .;
+/// when that is longer than `httplab load` takes, the part after the study
+/// id becomes a hash of it).
 pub fn run_id_of(
     study_run_id: &str,
     workload: &str,
@@ -143,10 +162,18 @@ pub fn run_id_of(
     server: &str,
     round: u32,
 ) -> String {
-    format!(
-        "{study_run_id}/{workload}/{}/{server}/r{round}",
-        step.unwrap_or("-")
-    )
+    let tail = format!(
+        "{}:{}:{}:r{round}",
+        sanitize(workload),
+        step.map_or_else(|| "-".to_string(), sanitize),
+        sanitize(server)
+    );
+    let id = format!("{study_run_id}:{tail}");
+    if id.len() <= 128 {
+        id
+    } else {
+        format!("{study_run_id}:{:016x}", fnv1a(tail.as_bytes()))
+    }
 }
 
 /// File name (under `runs/`) of one run of a sharded study:
@@ -175,7 +202,7 @@ pub fn run_files<'a>(res: &'a m::StudyResult, shard: &Shard) -> Vec<(String, &'a
 fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
                 c
             } else {
                 '_'
@@ -225,10 +252,14 @@ mod tests {
         assert_eq!(s.workloads[0].max_repetitions, Some(3));
         assert!(s.protocol.seed.is_some());
         assert_eq!(
-            run_id_of("R", "w", None, "nginx", 2),
-            "R/w/-/nginx/r2",
+            run_id_of("R", "w", None, "apache event", 2),
+            "R:w:-:apache_event:r2",
             "no shard index in a run id"
         );
+        let long = run_id_of("R", &"w".repeat(200), Some("set:x"), "s", 0);
+        assert!(long.len() <= 128 && long.starts_with("R:"), "{long}");
+        check_run_id(&derive_run_id(&s, 2)).unwrap();
+        assert!(check_run_id("a:b").is_err() && check_run_id("").is_err());
     }
 
     #[test]
