@@ -256,6 +256,12 @@ fn check_load_over_tls(name: &str, server_toml: &str) {
             "{name} {what}: one handshake per connection: {t:?}"
         );
         assert_eq!(t.full + t.resumed, t.handshakes, "{name} {what}");
+        // Resumption is on by default and every peer's configuration keeps
+        // sessions (tickets, and a session cache where the server has one).
+        assert!(
+            t.resumption && t.resumed > 0,
+            "{name} {what}: no session resumed: {t:?}"
+        );
         assert_eq!(t.failures, 0, "{name} {what}: {:?}", t.first_error);
         assert!(
             !t.versions.is_empty() && !t.cipher_suites.is_empty(),
