@@ -16,7 +16,9 @@ pub mod rounds;
 pub mod runner;
 pub mod sampler;
 pub mod servers;
+pub mod shard;
 pub mod spec;
+pub mod tls;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -54,6 +56,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "worker-threads",
         "Seed 004: server threads, client load, file size and file-set size; MB/s and accuracy",
         include_str!("../../../studies/worker-threads.toml"),
+    ),
+    (
+        "https",
+        "httplab vs nginx, Apache, lighttpd and h2o over TLS: full and resumed handshakes per second, keep-alive requests",
+        include_str!("../../../studies/https.toml"),
     ),
 ];
 
@@ -144,6 +151,22 @@ struct Cli {
     /// No progress bar
     #[arg(long)]
     no_progress: bool,
+    /// Serve and load over TLS (as `tls = true` in the study file): the study makes a
+    /// self-signed certificate for 127.0.0.1, every server serves HTTPS with it, and every
+    /// workload runs over TLS, verifying that certificate
+    #[arg(long)]
+    tls: bool,
+    /// This machine is client I of N: every load run of the study runs shard I of its
+    /// schedule (as `httplab load --client I/N`). Fixes the study in advance (every cell
+    /// exactly its fewest repetitions, one seed for all shards) and keeps each run's JSON
+    /// in OUT/runs/ for `httplab merge`; capacity searches, one-stream workloads and
+    /// fewer users than N are refused. See docs/distributed.md
+    #[arg(long, value_name = "I/N", help_heading = "Client shards")]
+    client: Option<String>,
+    /// Id of the sharded study, the same on every shard (each run's id is derived from it)
+    /// [default: derived from the study and N]
+    #[arg(long, value_name = "ID", help_heading = "Client shards")]
+    run_id: Option<String>,
 }
 
 fn install_sigint() {
@@ -194,6 +217,9 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     }
     let mut study = load_study(&which)?;
     apply_overrides(&mut study, &cli)?;
+    if cli.tls {
+        study.tls = true;
+    }
     if !cli.servers.is_empty() {
         let names: Vec<String> = spec::expand_servers(&study)
             .into_iter()
@@ -209,8 +235,37 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         }
         study = restrict_servers(study, &cli.servers);
     }
+    let shard = match (&cli.client, &cli.run_id) {
+        (None, None) => None,
+        (client, run_id) => {
+            let (index, count) = match client {
+                Some(c) => shard::parse_client(c)?,
+                None => (0, 1),
+            };
+            let run_id = run_id
+                .clone()
+                .unwrap_or_else(|| shard::derive_run_id(&study, count));
+            shard::check_run_id(&run_id)?;
+            let sh = shard::Shard {
+                index,
+                count,
+                run_id,
+            };
+            shard::prepare(&mut study, &sh).with_context(|| format!("--client {index}/{count}"))?;
+            Some(sh)
+        }
+    };
     if cli.dry_run {
         print!("{}", runner::describe_plan(&study));
+        if let Some(sh) = &shard {
+            println!(
+                "shard: client {}/{} of run {} (every cell exactly its fewest repetitions; run files in {}/runs/)",
+                sh.index,
+                sh.count,
+                sh.run_id,
+                cli.out.display()
+            );
+        }
         return Ok(ExitCode::SUCCESS);
     }
     install_sigint();
@@ -235,6 +290,8 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         on_event: None,
         work_dir: None,
         quick: cli.quick,
+        tls: cli.tls,
+        shard: shard.clone(),
     };
     let (lo, hi) = runner::count_runs_range(&study);
     eprintln!(
@@ -249,6 +306,16 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     let result = result?;
     let interrupted = stop.load(Ordering::Relaxed);
     report::write_all(&result, Some(&study), &cli.out, interrupted)?;
+    if let Some(sh) = &shard {
+        let n = write_run_files(&result, sh, &cli.out)?;
+        println!(
+            "Shard {}/{} of {}: {n} run file(s) in {} (merge each run's shards with `httplab merge`)",
+            sh.index,
+            sh.count,
+            sh.run_id,
+            cli.out.join("runs").display()
+        );
+    }
     println!("Summary: {}", report::headline(&result, Some(&study)));
     for line in report::summary(&result, Some(&study)) {
         println!("  {line}");
@@ -261,7 +328,24 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     })
 }
 
-/// Keeps only the named servers (report names after expansion).
+/// Writes every run of a sharded study as its own `httplab.run/1` document
+/// under `OUT/runs/` (see [`shard::run_file_name`]); returns how many.
+pub fn write_run_files(
+    res: &httplab_model::StudyResult,
+    sh: &shard::Shard,
+    out: &std::path::Path,
+) -> Result<usize> {
+    let dir = out.join("runs");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let files = shard::run_files(res, sh);
+    for (name, run) in &files {
+        let path = dir.join(name);
+        let text = serde_json::to_string_pretty(run).context("serializing a run")?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(files.len())
+}
+
 /// Applies the command line's protocol options to the study.
 fn apply_overrides(study: &mut spec::StudyFile, cli: &Cli) -> Result<()> {
     if cli.quick {
@@ -321,6 +405,7 @@ fn apply_overrides(study: &mut spec::StudyFile, cli: &Cli) -> Result<()> {
     Ok(())
 }
 
+/// Keeps only the named servers (report names after expansion).
 pub fn restrict_servers(mut s: spec::StudyFile, keep: &[String]) -> spec::StudyFile {
     let expanded = spec::expand_servers(&s);
     let mut servers = Vec::new();

@@ -100,6 +100,12 @@ pub struct Options {
     pub work_dir: Option<PathBuf>,
     /// `--quick` was given (recorded in the protocol).
     pub quick: bool,
+    /// `--tls`: serve and load over TLS even when the study file does not say
+    /// `tls = true`.
+    pub tls: bool,
+    /// `--client I/N`: every load run is this shard of the run's schedule.
+    /// The study must have been fixed with [`crate::shard::prepare`].
+    pub shard: Option<crate::shard::Shard>,
 }
 
 impl Default for Options {
@@ -111,6 +117,8 @@ impl Default for Options {
             on_event: None,
             work_dir: None,
             quick: false,
+            tls: false,
+            shard: None,
         }
     }
 }
@@ -126,6 +134,10 @@ pub struct StepParams {
     pub target: String,
     /// Requests per connection.
     pub num_calls: u64,
+    /// `num_calls` was written (by the workload or its `vary`): a `users`
+    /// workload then opens a new connection every `num_calls` requests;
+    /// without it a user keeps one keep-alive connection for all of them.
+    pub num_calls_given: bool,
     /// Pipeline depth.
     pub pipeline: u32,
     /// Reply timeout.
@@ -160,6 +172,7 @@ pub fn steps_with(w: &Workload, proto: &crate::spec::ProtocolSpec) -> Vec<StepPa
                 num_calls: Option<u64>,
                 pipeline: Option<u32>,
                 target: &str| {
+        let num_calls_given = num_calls.or(w.num_calls).is_some();
         let num_calls = num_calls.or(w.num_calls).unwrap_or(1).max(1);
         let offer = match w.kind {
             WorkloadKind::Users => Offer::Closed {
@@ -177,6 +190,7 @@ pub fn steps_with(w: &Workload, proto: &crate::spec::ProtocolSpec) -> Vec<StepPa
             offer,
             target: target.to_string(),
             num_calls,
+            num_calls_given,
             pipeline: pipeline.or(w.pipeline).unwrap_or(1).max(1),
             timeout: Duration::from_secs_f64(w.timeout_s.unwrap_or(5.0).clamp(0.01, 600.0)),
             max_duration: Duration::from_secs_f64(
@@ -379,7 +393,11 @@ pub fn describe_offer(p: &StepParams) -> String {
             t
         }
     };
-    t.push_str(&format!(", {} call(s)/conn", p.num_calls));
+    if matches!(p.offer, Offer::Closed { .. }) && !p.num_calls_given {
+        t.push_str(", one keep-alive connection per user");
+    } else {
+        t.push_str(&format!(", {} call(s)/conn", p.num_calls));
+    }
     if p.pipeline > 1 {
         t.push_str(&format!(", pipeline {}", p.pipeline));
     }
@@ -429,6 +447,13 @@ pub fn describe_plan(s: &StudyFile) -> String {
         );
     }
     let (sc, cc, notes) = resolve_pinning(s);
+    if s.tls {
+        let _ = writeln!(
+            o,
+            "tls: every server serves HTTPS and every run loads over TLS ({})",
+            crate::tls::CERT_DESCRIPTION
+        );
+    }
     let _ = writeln!(
         o,
         "pinning: servers on {}, load generator on {}",
@@ -440,7 +465,7 @@ pub fn describe_plan(s: &StudyFile) -> String {
     }
     let _ = writeln!(o, "servers:");
     for sv in &all {
-        let status = match servers::plan(sv, &dry_context(), 0) {
+        let status = match servers::plan(sv, &dry_context(s.tls), 0) {
             Ok(_) => "available".to_string(),
             Err(u) => u.reason(),
         };
@@ -487,7 +512,12 @@ pub fn describe_plan(s: &StudyFile) -> String {
             } else {
                 format!("[{}] ", p.step)
             };
-            let _ = writeln!(o, "    {label}{}", describe_offer(p));
+            let tls = match (s.tls, w.tls_resume.unwrap_or(true)) {
+                (false, _) => "",
+                (true, true) => "; over TLS, sessions resumed",
+                (true, false) => "; over TLS, a full handshake per connection",
+            };
+            let _ = writeln!(o, "    {label}{}{tls}", describe_offer(p));
         }
     }
     let (lo, hi) = count_runs_range(s);
@@ -509,12 +539,16 @@ pub fn human_secs(s: f64) -> String {
     }
 }
 
-fn dry_context() -> servers::Context {
+fn dry_context(tls: bool) -> servers::Context {
     servers::Context {
         root: PathBuf::from("/nonexistent"),
         work: PathBuf::from("/nonexistent"),
         httplab_exe: find_httplab_exe(),
         probe_path: "/".into(),
+        tls: tls.then(|| crate::tls::CertFiles {
+            cert: PathBuf::from("/nonexistent/cert.pem"),
+            key: PathBuf::from("/nonexistent/key.pem"),
+        }),
     }
 }
 
@@ -591,6 +625,8 @@ struct Ctx<'a> {
     corpus: &'a CorpusIndex,
     proto: m::Protocol,
     client_cores: Vec<usize>,
+    /// HTTPS: the study's certificate (also the load generator's CA file).
+    tls: Option<crate::tls::CertFiles>,
     bar: Option<indicatif::ProgressBar>,
     runs: Vec<m::StudyRun>,
     cells: Vec<m::Cell>,
@@ -649,6 +685,22 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
     let (server_cores, client_cores, notes) = resolve_pinning(study);
     let proto = rounds::protocol(study, opts.quick);
     let mut env = crate::env::environment();
+    let tls = if study.tls || opts.tls {
+        let c = crate::tls::generate(&base.join("tls"))?;
+        env.extra
+            .insert(EXTRA_TLS.into(), crate::tls::CERT_DESCRIPTION.into());
+        Some(c)
+    } else {
+        None
+    };
+    if let Some(sh) = &opts.shard {
+        env.extra.insert(
+            crate::shard::EXTRA_STUDY_SHARD.into(),
+            format!("{}/{}", sh.index, sh.count),
+        );
+        env.extra
+            .insert(crate::shard::EXTRA_STUDY_RUN_ID.into(), sh.run_id.clone());
+    }
     env.client_affinity = client_cores.iter().map(|&c| c as u32).collect();
     env.extra
         .insert("server_cores".into(), cores_text(&server_cores));
@@ -683,6 +735,7 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         corpus: &corpus,
         proto,
         client_cores,
+        tls,
         bar,
         runs: Vec::new(),
         cells: Vec::new(),
@@ -697,8 +750,17 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         env.extra
             .insert("server_cpu_source".into(), src.name().to_string());
     }
+    for s in &slots {
+        if let Some(seen) = s.running.as_ref().and_then(|r| r.tls_seen.as_ref()) {
+            env.extra
+                .insert(format!("tls: {}", s.inst.name), seen.clone());
+        }
+    }
     for (wi, w) in study.workloads.iter().enumerate() {
         run_workload(&mut cx, &mut slots, wi, w);
+    }
+    if cx.tls.is_some() {
+        env.extra.insert(EXTRA_TLS_SEEN.into(), tls_seen(&cx.runs));
     }
     for s in &mut slots {
         if let Some(r) = &mut s.running {
@@ -767,6 +829,7 @@ fn start_servers(
             work: work.clone(),
             httplab_exe: cx.opts.httplab_exe.clone(),
             probe_path: cx.corpus.probe_path(),
+            tls: cx.tls.clone(),
         };
         cx.announce(&format!("starting {}", slot.inst.name));
         let mut last_err = String::new();
@@ -783,7 +846,8 @@ fn start_servers(
                 Ok(p) => p,
                 Err(u) => {
                     let status = match u {
-                        servers::Unavailable::NotInstalled { .. } => "not installed",
+                        servers::Unavailable::NotInstalled { .. }
+                        | servers::Unavailable::NoTls { .. } => "not installed",
                         servers::Unavailable::Other(_) => "failed",
                     };
                     env.extra
@@ -901,7 +965,7 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                                 "failed",
                                 format!("server not running: it exited earlier ({why})"),
                             )),
-                            None => measure(cx, slot, w, p),
+                            None => measure(cx, slot, w, p, round),
                         },
                         (_, Some((_, why))) => Err(("failed", why.clone())),
                         (None, None) => Err(("failed", "server not running".to_string())),
@@ -1090,6 +1154,7 @@ fn measure(
     slot: &mut Slot,
     w: &Workload,
     p: &StepParams,
+    round: u32,
 ) -> std::result::Result<Measured, RunErr> {
     let name = slot.inst.name.clone();
     cx.emit(Event::RunStarted {
@@ -1097,9 +1162,9 @@ fn measure(
         workload: w.name.clone(),
     });
     if w.kind == WorkloadKind::Sweep {
-        return capacity(cx, slot, w, p);
+        return capacity(cx, slot, w, p, round);
     }
-    let run = one_run(cx, slot, w, p, None)?;
+    let run = one_run(cx, slot, w, p, None, round)?;
     let cb = run.self_check.client_bound;
     Ok(Measured {
         run: Some(run),
@@ -1117,6 +1182,7 @@ fn capacity(
     slot: &mut Slot,
     w: &Workload,
     p: &StepParams,
+    round: u32,
 ) -> std::result::Result<Measured, RunErr> {
     let cfg = httplab_report::analysis::FindMax {
         start: w.low_rate.unwrap_or(100.0),
@@ -1127,7 +1193,7 @@ fn capacity(
     };
     let mut err: Option<RunErr> = None;
     let found = httplab_report::analysis::find_max(&cfg, |rate| {
-        match one_run(cx, slot, w, p, Some(rate)) {
+        match one_run(cx, slot, w, p, Some(rate), round) {
             Ok(r) => Ok(r),
             Err(e) => {
                 err = Some(e.clone());
@@ -1158,7 +1224,11 @@ fn capacity(
         command_line: Vec::new(),
         targets: vec![m::SweepTarget {
             label: slot.inst.name.clone(),
-            url: format!("http://{addr}{}", w.target),
+            url: format!(
+                "{}://{addr}{}",
+                if cx.tls.is_some() { "https" } else { "http" },
+                w.target
+            ),
             steps,
             saturation: sat,
         }],
@@ -1185,7 +1255,8 @@ fn capacity(
 /// ceiling depends on (connections, calls, pipelining, paths), not where it
 /// points or how long or how fast it is asked to go.
 fn shape_key(args: &[String]) -> String {
-    const IGNORED: [&str; 10] = [
+    const IGNORED: [&str; 11] = [
+        "--run-id",
         "--server",
         "--port",
         "--label",
@@ -1218,6 +1289,7 @@ fn one_run(
     w: &Workload,
     p: &StepParams,
     rate: Option<f64>,
+    round: u32,
 ) -> std::result::Result<m::RunResult, RunErr> {
     let Some(srv) = slot.running.as_mut() else {
         return Err(("failed", "server not running".into()));
@@ -1258,7 +1330,26 @@ fn one_run(
         root: &cx.corpus.root,
         label: &label,
         threads: cx.client_cores.len().max(1),
+        tls: cx.tls.as_ref().map(|t| TlsArgs {
+            ca: &t.cert,
+            resume: w.tls_resume.unwrap_or(true),
+        }),
     });
+    let mut args = args;
+    if let Some(sh) = &cx.opts.shard {
+        args.extend([
+            "--client".to_string(),
+            format!("{}/{}", sh.index, sh.count),
+            "--run-id".into(),
+            crate::shard::run_id_of(
+                &sh.run_id,
+                &w.name,
+                step_label(&p).as_deref(),
+                &slot.inst.name,
+                round,
+            ),
+        ]);
+    }
     let mut spec = httplab_load::parse_args(&args)
         .map_err(|e| ("failed", format!("httplab load arguments: {e:#}")))?;
     // Calibrate the client once per shape (its ceiling for this shape).
@@ -1366,6 +1457,48 @@ pub struct LoadArgs<'a> {
     pub label: &'a str,
     /// Generator threads (one per client core).
     pub threads: usize,
+    /// Over TLS: the CA file and whether sessions resume (None: cleartext).
+    pub tls: Option<TlsArgs<'a>>,
+}
+
+/// How a study run speaks TLS.
+#[derive(Debug, Clone, Copy)]
+pub struct TlsArgs<'a> {
+    /// The study's certificate, the only trust anchor (`--cacert`).
+    pub ca: &'a Path,
+    /// Resume sessions on new connections (else `--ssl-no-reuse`).
+    pub resume: bool,
+}
+
+/// Key of `environment.extra` saying the study ran over TLS (and how).
+pub const EXTRA_TLS: &str = "tls";
+/// Key of `environment.extra` with the TLS versions and cipher suites the
+/// study's runs negotiated (handshake counts).
+pub const EXTRA_TLS_SEEN: &str = "tls_seen";
+
+/// `TLSv1_3 ×1200, TLS13_AES_256_GCM_SHA384 ×1200` over every run's
+/// handshakes (`RunResult.tls`).
+pub fn tls_seen(runs: &[m::StudyRun]) -> String {
+    let mut versions: BTreeMap<String, u64> = BTreeMap::new();
+    let mut suites: BTreeMap<String, u64> = BTreeMap::new();
+    for t in runs.iter().filter_map(|r| r.run.as_ref()?.tls.as_ref()) {
+        for (k, v) in &t.versions {
+            *versions.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &t.cipher_suites {
+            *suites.entry(k.clone()).or_default() += v;
+        }
+    }
+    let all: Vec<String> = versions
+        .iter()
+        .chain(suites.iter())
+        .map(|(k, v)| format!("{k} ×{v}"))
+        .collect();
+    if all.is_empty() {
+        "no handshake completed".into()
+    } else {
+        format!("handshakes: {}", all.join(", "))
+    }
 }
 
 /// The `httplab load` arguments (httperf spellings) of one study run.
@@ -1409,7 +1542,9 @@ pub fn load_args(a: &LoadArgs) -> Vec<String> {
     if warm > 0.0 {
         push("--warmup", format!("{warm}"));
     }
-    if p.num_calls > 1 {
+    if p.num_calls > 1 || (p.num_calls_given && matches!(p.offer, Offer::Closed { .. })) {
+        // Users keep one connection for all their requests unless told
+        // otherwise; `num_calls = 1` written out means a connection per request.
         push("--num-calls", p.num_calls.to_string());
     }
     if p.pipeline > 1 {
@@ -1482,6 +1617,16 @@ pub fn load_args(a: &LoadArgs) -> Vec<String> {
     }
     if p.num_calls > 1 {
         v.push("--reconnect".into());
+    }
+    if let Some(t) = &a.tls {
+        // `--ssl` keeps the study's host/port spelling; `--cacert` turns
+        // verification on against the study's certificate only.
+        v.push("--ssl".into());
+        v.push("--cacert".into());
+        v.push(t.ca.to_string_lossy().into_owned());
+        if !t.resume {
+            v.push("--ssl-no-reuse".into());
+        }
     }
     v
 }

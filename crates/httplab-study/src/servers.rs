@@ -92,6 +92,27 @@ fn apache_modules() -> Option<PathBuf> {
     .find(|p| p.join("mod_authz_core.so").is_file())
 }
 
+/// lighttpd's module directories (Debian layout first).
+const LIGHTTPD_MODULE_DIRS: &[&str] = &[
+    "/usr/lib/lighttpd",
+    "/usr/lib64/lighttpd",
+    "/usr/local/lib/lighttpd",
+    "/usr/local/lib64/lighttpd",
+];
+
+/// Whether lighttpd can load its TLS module: false only when a module
+/// directory exists here and holds no `mod_openssl.so` (a lighttpd built
+/// elsewhere, e.g. under `HTTPLAB_PEER_DIRS`, is given the benefit of the
+/// doubt: its start-up error says so if it cannot).
+fn lighttpd_has_tls() -> bool {
+    let dirs: Vec<PathBuf> = LIGHTTPD_MODULE_DIRS
+        .iter()
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .collect();
+    dirs.is_empty() || dirs.iter().any(|d| d.join("mod_openssl.so").is_file())
+}
+
 /// Why a server cannot run here.
 #[derive(Debug, Clone)]
 pub enum Unavailable {
@@ -102,6 +123,14 @@ pub enum Unavailable {
     },
     /// Something else (e.g. the httplab binary cannot be found).
     Other(String),
+    /// The server is installed but cannot serve HTTPS here (a study over
+    /// TLS): its TLS module is missing.
+    NoTls {
+        /// The missing module.
+        module: String,
+        /// Debian package that provides it.
+        package: String,
+    },
 }
 
 impl Unavailable {
@@ -112,6 +141,9 @@ impl Unavailable {
                 format!("not installed (Debian package: {package})")
             }
             Unavailable::Other(s) => s.clone(),
+            Unavailable::NoTls { module, package } => {
+                format!("cannot serve HTTPS here: {module} is missing (Debian package: {package})")
+            }
         }
     }
 }
@@ -135,6 +167,9 @@ pub struct LaunchPlan {
     pub ready_path: String,
     /// Readiness deadline.
     pub ready_timeout: Duration,
+    /// Serves HTTPS: the readiness probe speaks TLS and trusts this
+    /// certificate (PEM) only.
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// Inputs shared by every server of a study.
@@ -148,6 +183,8 @@ pub struct Context {
     pub httplab_exe: Option<PathBuf>,
     /// Default readiness path.
     pub probe_path: String,
+    /// Serve HTTPS with this certificate and key (a study over TLS).
+    pub tls: Option<crate::tls::CertFiles>,
 }
 
 /// Picks a free loopback port (the kernel's choice; released before use).
@@ -161,11 +198,21 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn subst(s: &str, port: u16, root: &Path, dir: &Path, workers: u32) -> String {
+fn subst(s: &str, port: u16, ctx: &Context, workers: u32) -> String {
+    let (cert, key) = match &ctx.tls {
+        Some(t) => (
+            t.cert.to_string_lossy().into_owned(),
+            t.key.to_string_lossy().into_owned(),
+        ),
+        None => (String::new(), String::new()),
+    };
     s.replace("{port}", &port.to_string())
-        .replace("{root}", &root.to_string_lossy())
-        .replace("{dir}", &dir.to_string_lossy())
+        .replace("{root}", &ctx.root.to_string_lossy())
+        .replace("{dir}", &ctx.work.to_string_lossy())
         .replace("{workers}", &workers.to_string())
+        .replace("{cert}", &cert)
+        .replace("{key}", &key)
+        .replace("{scheme}", if ctx.tls.is_some() { "https" } else { "http" })
 }
 
 /// Builds the launch plan of one server (config text, argv), or says why it cannot run.
@@ -193,7 +240,14 @@ pub fn plan(
         ready_timeout: Duration::from_secs_f64(
             sv.ready_timeout_s.unwrap_or(15.0).clamp(0.1, 600.0),
         ),
+        tls_ca: ctx.tls.as_ref().map(|t| t.cert.clone()),
     };
+    let tls = ctx.tls.as_ref().map(|t| {
+        (
+            t.cert.to_string_lossy().into_owned(),
+            t.key.to_string_lossy().into_owned(),
+        )
+    });
     let bin = match peer_binary(sv.kind) {
         Some(b) => match find_peer(&b) {
             Some(path) => Some(path.to_string_lossy().into_owned()),
@@ -248,6 +302,14 @@ pub fn plan(
                 "--pipelining".into(),
                 pipe.into(),
             ]);
+            if let Some((cert, key)) = &tls {
+                argv.extend([
+                    "--tls-cert".to_string(),
+                    cert.clone(),
+                    "--tls-key".into(),
+                    key.clone(),
+                ]);
+            }
             argv.extend(sv.args.iter().cloned());
             p.argv = argv;
             p.error_log = None;
@@ -260,6 +322,18 @@ pub fn plan(
             } else {
                 "keepalive_timeout 0;"
             };
+            // Over TLS: both versions, a shared session cache (session IDs,
+            // TLS 1.2) and tickets (on by default) for resumption.
+            let (ssl, ssl_conf) = match &tls {
+                Some((cert, key)) => (
+                    " ssl",
+                    format!(
+                        "    ssl_certificate {cert};\n    ssl_certificate_key {key};\n    ssl_protocols TLSv1.2 TLSv1.3;\n\
+                         \x20   ssl_session_cache shared:httplab:10m;\n    ssl_session_timeout 1h;\n    ssl_session_tickets on;\n"
+                    ),
+                ),
+                None => ("", String::new()),
+            };
             let conf = format!(
                 "# written by httplab study\n\
                  daemon off;\nmaster_process on;\n{user}worker_processes {workers};\n\
@@ -270,7 +344,7 @@ pub fn plan(
                  \x20 fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
                  \x20 types {{ text/html html; text/plain txt; image/gif gif; image/jpeg jpg; }}\n\
                  \x20 default_type application/octet-stream;\n\
-                 \x20 server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    root {root};\n  }}\n{extra}}}\n",
+                 \x20 server {{\n    listen 127.0.0.1:{port}{ssl} backlog=4096;\n    root {root};\n{ssl_conf}  }}\n{extra}}}\n",
                 extra = indent(&sv.extra_config, "  "),
                 sf = if sendfile { "on" } else { "off" },
             );
@@ -329,6 +403,30 @@ pub fn plan(
                 ka = if keep_alive { "On" } else { "Off" },
                 sf = if sendfile { "On" } else { "Off" },
             );
+            let conf = match &tls {
+                None => conf,
+                Some((cert, key)) => {
+                    let base = PathBuf::from(mods.as_ref());
+                    for m in ["mod_ssl.so", "mod_socache_shmcb.so"] {
+                        if !base.join(m).is_file() {
+                            return Err(Unavailable::NoTls {
+                                module: format!("Apache's {m}"),
+                                package: "apache2".into(),
+                            });
+                        }
+                    }
+                    // A server-wide SSL engine on the one listener, both
+                    // versions, and a shared session cache (session IDs);
+                    // tickets are on by default.
+                    format!(
+                        "{conf}LoadModule socache_shmcb_module {mods}/mod_socache_shmcb.so\n\
+                         LoadModule ssl_module {mods}/mod_ssl.so\n\
+                         SSLEngine on\nSSLCertificateFile \"{cert}\"\nSSLCertificateKeyFile \"{key}\"\n\
+                         SSLProtocol -all +TLSv1.2 +TLSv1.3\n\
+                         SSLSessionCache \"shmcb:{dir}/ssl_scache(512000)\"\nSSLSessionCacheTimeout 3600\n"
+                    )
+                }
+            };
             let conf = format!("{conf}{}", indent(&sv.extra_config, ""));
             p.files.push(("apache.conf".into(), conf));
             p.files.push((
@@ -359,6 +457,19 @@ pub fn plan(
             if workers > 1 {
                 conf.push_str(&format!("server.max-worker = {workers}\n"));
             }
+            if let Some((cert, key)) = &tls {
+                if !lighttpd_has_tls() {
+                    return Err(Unavailable::NoTls {
+                        module: "lighttpd's mod_openssl".into(),
+                        package: "lighttpd-mod-openssl".into(),
+                    });
+                }
+                conf.push_str(&format!(
+                    "server.modules = ( \"mod_openssl\" )\nssl.engine = \"enable\"\n\
+                     ssl.pemfile = \"{cert}\"\nssl.privkey = \"{key}\"\n\
+                     ssl.openssl.ssl-conf-cmd = ( \"MinProtocol\" => \"TLSv1.2\" )\n"
+                ));
+            }
             conf.push_str(&indent(&sv.extra_config, ""));
             p.files.push(("lighttpd.conf".into(), conf));
             p.argv = vec![
@@ -371,8 +482,14 @@ pub fn plan(
         ServerKind::H2o => {
             let workers = inst.workers.unwrap_or(1);
             let user = if is_root() { "user: root\n" } else { "" };
+            let ssl = match &tls {
+                Some((cert, key)) => format!(
+                    "  ssl:\n    certificate-file: {cert}\n    key-file: {key}\n    minimum-version: TLSv1.2\n"
+                ),
+                None => String::new(),
+            };
             let conf = format!(
-                "# written by httplab study\nlisten:\n  host: 127.0.0.1\n  port: {port}\n\
+                "# written by httplab study\nlisten:\n  host: 127.0.0.1\n  port: {port}\n{ssl}\
                  num-threads: {workers}\nmax-connections: 16384\n{user}pid-file: {dir}/h2o.pid\n\
                  error-log: {dir}/error.log\nhttp1-request-timeout: 75\n\
                  file.send-gzip: OFF\n\
@@ -389,15 +506,11 @@ pub fn plan(
         }
         ServerKind::Command => {
             let w = inst.workers.unwrap_or(1);
-            p.argv = sv
-                .command
-                .iter()
-                .map(|a| subst(a, port, &ctx.root, &ctx.work, w))
-                .collect();
+            p.argv = sv.command.iter().map(|a| subst(a, port, ctx, w)).collect();
             p.env = sv
                 .env
                 .iter()
-                .map(|(k, v)| (k.clone(), subst(v, port, &ctx.root, &ctx.work, w)))
+                .map(|(k, v)| (k.clone(), subst(v, port, ctx, w)))
                 .collect();
             p.error_log = None;
             let Some(prog) = p.argv.first() else {
@@ -428,6 +541,10 @@ pub struct Running {
     work: PathBuf,
     error_log: Option<String>,
     stopped: bool,
+    /// HTTPS: the probe's client configuration (trusting the study's certificate).
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// HTTPS: the version and cipher suite the readiness probe's handshake chose.
+    pub tls_seen: Option<String>,
 }
 
 /// Builds a cpu_set_t from core numbers.
@@ -541,6 +658,10 @@ pub fn start(
             Ok(())
         });
     }
+    let tls = match &p.tls_ca {
+        Some(ca) => Some(crate::tls::client_config(ca)?),
+        None => None,
+    };
     let child = cmd
         .spawn()
         .with_context(|| format!("starting {}", p.argv.join(" ")))?;
@@ -552,6 +673,8 @@ pub fn start(
         work: work.to_path_buf(),
         error_log: p.error_log.clone(),
         stopped: false,
+        tls,
+        tls_seen: None,
     };
     if let Err(e) = r.wait_ready(&p.ready_path, p.ready_timeout) {
         r.stop();
@@ -578,11 +701,13 @@ pub fn probe(addr: SocketAddr, path: &str, timeout: Duration) -> Result<u16> {
         }
         n += k;
     }
-    if n < 12 || !buf.starts_with(b"HTTP/1.") {
-        bail!(
-            "not an HTTP response: {:?}",
-            String::from_utf8_lossy(&buf[..n])
-        );
+    status_code(&buf[..n])
+}
+
+/// The status code of the start of an HTTP/1.x response (at least 12 bytes).
+pub fn status_code(buf: &[u8]) -> Result<u16> {
+    if buf.len() < 12 || !buf.starts_with(b"HTTP/1.") {
+        bail!("not an HTTP response: {:?}", String::from_utf8_lossy(buf));
     }
     std::str::from_utf8(&buf[9..12])
         .ok()
@@ -603,10 +728,18 @@ impl Running {
                     self.log_tail()
                 );
             }
-            match probe(self.addr, path, Duration::from_millis(500)) {
+            let t = Duration::from_millis(500);
+            let got = match &self.tls {
+                Some(cfg) => crate::tls::probe(self.addr, path, t, cfg).map(|(code, seen)| {
+                    self.tls_seen = Some(seen);
+                    code
+                }),
+                None => probe(self.addr, path, t),
+            };
+            match got {
                 Ok(200) => return Ok(()),
                 Ok(code) => last = format!("GET {path} answered {code}"),
-                Err(e) => last = e.to_string(),
+                Err(e) => last = format!("{e:#}"),
             }
             if Instant::now() >= deadline {
                 bail!(

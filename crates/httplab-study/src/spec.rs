@@ -141,6 +141,11 @@ pub struct StudyFile {
     /// The seed's questions, answered from the verdicts at the end of the report.
     #[serde(default)]
     pub questions: Vec<Question>,
+    /// Serve and load over TLS (HTTPS): the study makes a self-signed
+    /// certificate, every server serves HTTPS with it and every workload runs
+    /// over TLS (`httplab study --tls` sets it too).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// `[protocol]`: how every workload step is measured on every server.
@@ -675,6 +680,11 @@ pub struct Workload {
     /// Load generator (default: the study's `driver`).
     #[serde(default)]
     pub driver: Option<Driver>,
+    /// Over TLS: resume TLS sessions on new connections (default true, as
+    /// browsers do); `false` makes every connection a full handshake
+    /// (`httplab load --ssl-no-reuse`). Ignored in a cleartext study.
+    #[serde(default)]
+    pub tls_resume: Option<bool>,
 }
 
 /// How long a run measures.

@@ -47,6 +47,7 @@ fn check_peer(server_toml: &str) {
         work: dir.path().join("work"),
         httplab_exe: None,
         probe_path: idx.probe_path(),
+        tls: None,
     };
     let port = servers::free_port().unwrap();
     let plan = match servers::plan(&inst, &ctx, port) {
@@ -142,6 +143,7 @@ fn missing_peer_is_not_installed_with_package() {
         work: "/tmp".into(),
         httplab_exe: None,
         probe_path: "/".into(),
+        tls: None,
     };
     let e = servers::plan(&inst, &ctx, 1).unwrap_err();
     assert!(e.reason().contains("not found"), "{}", e.reason());
