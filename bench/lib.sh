@@ -29,6 +29,20 @@ make_corpus() {
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
+# TLS=1: start_server serves HTTPS with a self-signed certificate for
+# 127.0.0.1/localhost made once per run (openssl); SCHEME says which.
+TLS=${TLS:-0}
+SCHEME=http
+[ "$TLS" = 1 ] && SCHEME=https
+CERT=$BENCH_TMP/cert.pem
+KEY=$BENCH_TMP/key.pem
+make_cert() {
+  [ -f "$CERT" ] && return 0
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj /CN=localhost -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+    -keyout "$KEY" -out "$CERT" >/dev/null 2>&1
+}
+
 # start_server NAME ROOT: sets SERVER_PID and SERVER_PORT. One worker, pinned.
 start_server() {
   local name=$1 root=$2 dir="$BENCH_TMP/$1"
@@ -37,8 +51,11 @@ start_server() {
   SERVER_PORT=$(free_port)
   case "$name" in
     httplab)
+      local tlsargs=""
+      [ "$TLS" = 1 ] && { make_cert; tlsargs="--tls-cert $CERT --tls-key $KEY"; }
+      # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
-        --workers 1 --quiet >"$dir/out.log" 2>&1 &
+        --workers 1 --quiet $tlsargs >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-*)
@@ -48,6 +65,13 @@ start_server() {
       SERVER_PID=$!
       ;;
     nginx)
+      local ssl="" sslconf=""
+      if [ "$TLS" = 1 ]; then
+        make_cert
+        ssl=" ssl"
+        [ "${HTTP2:-0}" = 1 ] && ssl=" ssl http2"
+        sslconf="ssl_certificate $CERT; ssl_certificate_key $KEY; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:10m; ssl_session_tickets on;"
+      fi
       cat >"$dir/nginx.conf" <<EOF
 worker_processes 1;
 worker_rlimit_nofile 200000;
@@ -68,7 +92,8 @@ http {
   keepalive_requests 100000000;
   keepalive_timeout 75s;
   server {
-    listen 127.0.0.1:$SERVER_PORT backlog=4096;
+    listen 127.0.0.1:$SERVER_PORT$ssl backlog=4096;
+    $sslconf
     root $root;
   }
 }
@@ -77,10 +102,18 @@ EOF
       SERVER_PID=$!
       ;;
     h2o)
+      local h2ossl=""
+      if [ "$TLS" = 1 ]; then
+        make_cert
+        h2ossl="  ssl:
+    certificate-file: $CERT
+    key-file: $KEY"
+      fi
       cat >"$dir/h2o.conf" <<EOF
 listen:
   host: 127.0.0.1
   port: $SERVER_PORT
+$h2ossl
 num-threads: 1
 max-connections: 150000
 user: root
@@ -111,6 +144,11 @@ server.network-backend = "sendfile"
 server.stat-cache-engine = "simple"
 mimetype.assign = ( ".html" => "text/html", ".txt" => "text/plain", ".bin" => "application/octet-stream" )
 EOF
+      if [ "$TLS" = 1 ]; then
+        make_cert
+        printf 'server.modules += ( "mod_openssl" )\nssl.engine = "enable"\nssl.pemfile = "%s"\nssl.privkey = "%s"\n' \
+          "$CERT" "$KEY" >>"$dir/lighttpd.conf"
+      fi
       taskset -c "$SERVER_CORE" lighttpd -D -f "$dir/lighttpd.conf" >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
@@ -157,7 +195,7 @@ EOF
   esac
   local i
   for i in $(seq 1 100); do
-    if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$SERVER_PORT/f87.txt"; then
+    if curl -sk -o /dev/null --max-time 1 "$SCHEME://127.0.0.1:$SERVER_PORT/f87.txt"; then
       return 0
     fi
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -199,6 +237,17 @@ server_ticks() {
   local t=0 p
   for p in $(server_pids "$SERVER_PID"); do
     t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+# CPU nanoseconds (schedstat: time on CPU) of the server tree's live threads.
+server_ns() {
+  local t=0 p x
+  for p in $(server_pids "$SERVER_PID"); do
+    for x in /proc/"$p"/task/*/schedstat; do
+      t=$((t + $(awk '{print $1}' "$x" 2>/dev/null || echo 0)))
+    done
   done
   echo "$t"
 }
