@@ -10,11 +10,12 @@
 # synchronised clock (chrony/NTP). Results are copied back with scp into
 # OUT_DIR/RUN_ID/shard-k.json and merged into OUT_DIR/RUN_ID/merged.json by the
 # local httplab. SSH, SCP and HTTPLAB in the environment replace the commands
-# used; --dry-run prints the commands without running them.
+# used (with options, e.g. SSH="ssh -p 2222 -i KEY", SCP="scp -P 2222 -i KEY"); --dry-run prints the commands without running them.
 set -euo pipefail
 
-ssh_cmd="${SSH:-ssh}"
-scp_cmd="${SCP:-scp}"
+# SSH and SCP may carry options ("ssh -p 2222 -i KEY"): split them into words.
+read -r -a ssh_cmd <<<"${SSH:-ssh}"
+read -r -a scp_cmd <<<"${SCP:-scp}"
 httplab="${HTTPLAB:-httplab}"
 remote_httplab="httplab"
 delay=15
@@ -64,9 +65,9 @@ for k in "${!hosts[@]}"; do
   remote="$(printf '%q ' "$remote_httplab" load "$@" \
     --client "$k/$n" --start-at "$start_at" --run-id "$run_id" --json "$(remote_file "$k")")"
   if [ "$dry_run" = 1 ]; then
-    run "$ssh_cmd" "${ssh_opts[@]}" "${hosts[$k]}" "$remote"
+    run "${ssh_cmd[@]}" "${ssh_opts[@]}" "${hosts[$k]}" "$remote"
   else
-    "$ssh_cmd" "${ssh_opts[@]}" "${hosts[$k]}" "$remote" >"$dir/shard-$k.log" 2>&1 &
+    "${ssh_cmd[@]}" "${ssh_opts[@]}" "${hosts[$k]}" "$remote" >"$dir/shard-$k.log" 2>&1 &
     pids+=("$!")
   fi
 done
@@ -80,7 +81,7 @@ for k in "${!pids[@]}"; do
 done
 [ "$failed" = 0 ] || exit 1
 for k in "${!hosts[@]}"; do
-  run "$scp_cmd" "${ssh_opts[@]}" -q "${hosts[$k]}:$(remote_file "$k")" "$dir/shard-$k.json"
+  run "${scp_cmd[@]}" "${ssh_opts[@]}" -q "${hosts[$k]}:$(remote_file "$k")" "$dir/shard-$k.json"
 done
 shard_files=()
 for k in "${!hosts[@]}"; do shard_files+=("$dir/shard-$k.json"); done
