@@ -11,6 +11,7 @@ pub mod answers;
 pub mod corpus;
 pub mod cpu;
 pub mod env;
+pub mod idle;
 pub mod report;
 pub mod rounds;
 pub mod runner;
