@@ -541,7 +541,7 @@ pub struct Row {
     pub open_at_end: f64,
     /// Mean descriptors the server added while holding.
     pub fds_added: f64,
-    /// Mean server RSS per held connection, bytes.
+    /// Largest server RSS added per held connection over the repetitions, bytes.
     pub rss_per_conn: Option<f64>,
     /// Notes of the repetitions (distinct).
     pub notes: Vec<String>,
@@ -594,7 +594,11 @@ pub fn rows(res: &m::StudyResult, w: &str) -> Vec<Row> {
                 Some(extra_f(r, "server_fds_during")? - extra_f(r, "server_fds_before")?)
             }))
             .unwrap_or(0.0),
-            rss_per_conn: mean(&col(&|r| extra_f(r, "server_rss_per_conn_bytes"))),
+            // The largest: a later round finds memory an earlier one left
+            // the server, and shows less than the connections cost.
+            rss_per_conn: col(&|r| extra_f(r, "server_rss_per_conn_bytes"))
+                .into_iter()
+                .reduce(f64::max),
             notes,
         });
     }
@@ -623,8 +627,8 @@ pub fn html_section(res: &m::StudyResult, w: &str) -> Option<String> {
         "<h3>Under idle connections</h3><p>Means over repetitions. <i>connected</i>: held \
          connections whose handshake completed; <i>open at end</i>: still open when the client \
          finished; <i>server fds added</i>: the server's descriptors while holding minus before \
-         (what it actually accepted); <i>RSS / conn</i>: the server's memory added per held \
-         connection.</p>"
+         (what it actually accepted); <i>RSS / conn</i>: the server's peak memory added per held \
+         connection (the largest over repetitions: later rounds reuse memory an earlier one left).</p>"
     );
     let _ = writeln!(
         h,

@@ -56,6 +56,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "Seed 004: server threads, client load, file size and file-set size; MB/s and accuracy",
         include_str!("../../../studies/worker-threads.toml"),
     ),
+    (
+        "idle",
+        "Issue 12: 100, 1 000 and 10 000 idle connections held while a client measures, on httplab's models and every peer (about 3 minutes)",
+        include_str!("../../../studies/idle.toml"),
+    ),
 ];
 
 /// Looks up a built-in study by name.
