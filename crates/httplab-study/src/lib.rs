@@ -11,6 +11,7 @@ pub mod answers;
 pub mod corpus;
 pub mod cpu;
 pub mod env;
+pub mod idle;
 pub mod report;
 pub mod rounds;
 pub mod runner;
@@ -61,6 +62,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "https",
         "httplab vs nginx, Apache, lighttpd and h2o over TLS: full and resumed handshakes per second, keep-alive requests",
         include_str!("../../../studies/https.toml"),
+    ),
+    (
+        "idle",
+        "100, 1 000 and 10 000 idle connections held while a client measures, on httplab's models and every peer (about 3 minutes)",
+        include_str!("../../../studies/idle.toml"),
     ),
 ];
 

@@ -211,10 +211,13 @@ fn at(workload: &str, step: &Option<String>) -> String {
 
 /// One line per verdict: "workload [step]: note".
 pub fn summary(res: &m::StudyResult, _study: Option<&StudyFile>) -> Vec<String> {
-    res.verdicts
+    let mut v: Vec<String> = res
+        .verdicts
         .iter()
         .map(|v| format!("{}: {}", at(&v.workload, &v.step), v.note))
-        .collect()
+        .collect();
+    v.extend(crate::idle::summary_lines(res));
+    v
 }
 
 /// One sentence over all verdicts: how many named a significant winner.
@@ -788,4 +791,7 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
         }
     }
     let _ = writeln!(h, "</table>");
+    if let Some(t) = crate::idle::html_section(res, w) {
+        h.push_str(&t);
+    }
 }

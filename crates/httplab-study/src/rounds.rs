@@ -80,7 +80,7 @@ pub fn primary_metric(s: &StudyFile, w: &Workload) -> Metric {
     w.metric.or(s.compare.metric).unwrap_or(match w.kind {
         WorkloadKind::Users => Metric::ThroughputMbS,
         WorkloadKind::Sweep => Metric::MaxRate,
-        WorkloadKind::Load => Metric::ReplyRate,
+        WorkloadKind::Load | WorkloadKind::Idle => Metric::ReplyRate,
     })
 }
 

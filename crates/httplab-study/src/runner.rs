@@ -174,16 +174,20 @@ pub fn steps_with(w: &Workload, proto: &crate::spec::ProtocolSpec) -> Vec<StepPa
                 target: &str| {
         let num_calls_given = num_calls.or(w.num_calls).is_some();
         let num_calls = num_calls.or(w.num_calls).unwrap_or(1).max(1);
-        let offer = match w.kind {
-            WorkloadKind::Users => Offer::Closed {
+        // An idle workload's normal client is closed loop unless it has a rate.
+        let closed = w.kind == WorkloadKind::Users
+            || (w.kind == WorkloadKind::Idle && rate.or(w.rate).is_none());
+        let offer = if closed {
+            Offer::Closed {
                 users: users.or(w.users).unwrap_or(1).max(1),
                 requests: w.requests.unwrap_or(100).max(1),
                 think_ms: w.think_ms.unwrap_or(0.0).max(0.0),
-            },
-            WorkloadKind::Load | WorkloadKind::Sweep => Offer::Open {
+            }
+        } else {
+            Offer::Open {
                 rate: rate.or(w.rate),
                 num_conns: num_conns.or(w.num_conns).unwrap_or(100).max(1),
-            },
+            }
         };
         StepParams {
             step,
@@ -265,6 +269,10 @@ pub fn steps_with(w: &Workload, proto: &crate::spec::ProtocolSpec) -> Vec<StepPa
                         base(label, None, None, None, None, None, t)
                     }
                     (VaryParam::Target, VaryValue::Num(_)) => {
+                        base(label, None, None, None, None, None, &w.target)
+                    }
+                    // The step's label is its value (see `idle::conns_of`).
+                    (VaryParam::IdleConns, _) => {
                         base(label, None, None, None, None, None, &w.target)
                     }
                 }
@@ -517,7 +525,12 @@ pub fn describe_plan(s: &StudyFile) -> String {
                 (true, true) => "; over TLS, sessions resumed",
                 (true, false) => "; over TLS, a full handshake per connection",
             };
-            let _ = writeln!(o, "    {label}{}{tls}", describe_offer(p));
+            let idle = if w.kind == WorkloadKind::Idle {
+                format!(", {}", crate::idle::describe(w, p))
+            } else {
+                String::new()
+            };
+            let _ = writeln!(o, "    {label}{}{idle}{tls}", describe_offer(p));
         }
     }
     let (lo, hi) = count_runs_range(s);
@@ -1164,7 +1177,46 @@ fn measure(
     if w.kind == WorkloadKind::Sweep {
         return capacity(cx, slot, w, p, round);
     }
+    if w.kind == WorkloadKind::Idle {
+        return idle_run(cx, slot, w, p, round);
+    }
     let run = one_run(cx, slot, w, p, None, round)?;
+    let cb = run.self_check.client_bound;
+    Ok(Measured {
+        run: Some(run),
+        sweep: None,
+        value: None,
+        client_bound: cb,
+    })
+}
+
+/// An idle workload's repetition: the held connections opened (see
+/// [`crate::idle`]), the normal client's run, then the holder's census and the
+/// server's descriptors and memory before and during the hold.
+fn idle_run(
+    cx: &mut Ctx,
+    slot: &mut Slot,
+    w: &Workload,
+    p: &StepParams,
+    round: u32,
+) -> std::result::Result<Measured, RunErr> {
+    let Some(srv) = slot.running.as_ref() else {
+        return Err(("failed", "server not running".into()));
+    };
+    let (addr, pid) = (srv.addr, srv.pid);
+    let hold = crate::idle::HoldSpec::of(w, p, addr);
+    let before = crate::sampler::sample(pid, 0.0);
+    cx.announce(&format!(
+        "{} · opening {} idle connections",
+        slot.inst.name, hold.conns
+    ));
+    let mut holder = crate::idle::Holder::open(&hold, &cx.opts.stop)
+        .map_err(|e| ("failed", format!("idle connections: {e:#}")))?;
+    let r = one_run(cx, slot, w, p, None, round);
+    let census = holder.census();
+    drop(holder);
+    let mut run = r?;
+    crate::idle::annotate(&mut run, &census, hold.send, &before);
     let cb = run.self_check.client_bound;
     Ok(Measured {
         run: Some(run),
@@ -1402,7 +1454,9 @@ fn one_run(
             ),
         ));
     }
-    if run.totals.replies == 0 && run.errors.total > 0 {
+    // Under idle connections a server that stops answering is the finding,
+    // kept as a run (reply rate 0, its errors and the holder's note).
+    if run.totals.replies == 0 && run.errors.total > 0 && w.kind != WorkloadKind::Idle {
         let e = &run.errors;
         return Err(("failed", format!(
             "no replies: {} errors (connrefused {}, connreset {}, client-timo {}, socket-timo {}, other {})",

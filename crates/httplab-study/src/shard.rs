@@ -94,6 +94,13 @@ pub fn prepare(study: &mut StudyFile, shard: &Shard) -> Result<()> {
                 shard.count
             );
         }
+        if w.kind == WorkloadKind::Idle && n > 1 {
+            bail!(
+                "workload '{}' holds idle connections from this machine: every shard would hold its own set, so the server would see {} times as many; run it unsharded",
+                w.name,
+                shard.count
+            );
+        }
         for p in steps_with(w, &study.protocol) {
             let step = if p.step.is_empty() {
                 String::new()

@@ -436,6 +436,10 @@ pub enum WorkloadKind {
     Users,
     /// Rate sweep (autobench): `load` at `low_rate`, `low_rate + rate_step`, … `high_rate`.
     Sweep,
+    /// A normal client (`users`, or open loop at `rate`) measured while
+    /// `idle_conns` idle connections are held open against the server
+    /// (slowloris-style; see `crate::idle`).
+    Idle,
 }
 
 impl WorkloadKind {
@@ -445,6 +449,7 @@ impl WorkloadKind {
             WorkloadKind::Load => "load",
             WorkloadKind::Users => "users",
             WorkloadKind::Sweep => "sweep",
+            WorkloadKind::Idle => "idle",
         }
     }
 }
@@ -551,6 +556,8 @@ pub enum VaryParam {
     Pipeline,
     /// Target (`/path`, `set:NAME`, `page:NAME`).
     Target,
+    /// idle: connections held open while the client measures.
+    IdleConns,
 }
 
 impl VaryParam {
@@ -563,6 +570,7 @@ impl VaryParam {
             VaryParam::NumConns => "num_conns",
             VaryParam::Pipeline => "pipeline",
             VaryParam::Target => "target",
+            VaryParam::IdleConns => "idle_conns",
         }
     }
 }
@@ -685,6 +693,18 @@ pub struct Workload {
     /// (`httplab load --ssl-no-reuse`). Ignored in a cleartext study.
     #[serde(default)]
     pub tls_resume: Option<bool>,
+    /// idle: connections held open while the client measures (default 100;
+    /// `vary = { param = "idle_conns", … }` for steps).
+    #[serde(default)]
+    pub idle_conns: Option<u64>,
+    /// idle: what each held connection sends: `silent` (default: connected,
+    /// nothing sent) or `partial` (an unfinished request line, as slowloris).
+    #[serde(default)]
+    pub idle_send: Option<crate::idle::IdleSend>,
+    /// idle: longest wait for the held connections to connect, seconds
+    /// (default: `timeout_s`); connections still pending then are counted as such.
+    #[serde(default)]
+    pub idle_connect_s: Option<f64>,
 }
 
 /// How long a run measures.
@@ -910,6 +930,22 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
                 }
             }
             WorkloadKind::Load => {}
+            WorkloadKind::Idle => {
+                crate::idle::validate(w).with_context(|| format!("{at}workload '{}'", w.name))?
+            }
+        }
+        if w.kind != WorkloadKind::Idle
+            && (w.idle_conns.is_some()
+                || w.idle_send.is_some()
+                || w.idle_connect_s.is_some()
+                || w.vary
+                    .as_ref()
+                    .is_some_and(|v| v.param == VaryParam::IdleConns))
+        {
+            bail!(
+                "{at}workload '{}': idle_conns, idle_send, idle_connect_s and vary idle_conns need kind = \"idle\"",
+                w.name
+            );
         }
         if w.rate.is_some_and(|r| r <= 0.0) {
             bail!("{at}workload '{}': rate must be positive", w.name);

@@ -18,6 +18,7 @@ fn every_builtin_parses_and_plans() {
         "file-sizes",
         "capacity",
         "worker-threads",
+        "idle",
     ] {
         assert!(builtin(n).is_some(), "missing built-in {n}");
     }

@@ -1,0 +1,185 @@
+//! End to end: the idle-connections workload (`kind = "idle"`) against
+//! `httplab serve` run as a separate process: the event model keeps serving
+//! while connections are held; a threads model whose whole pool is held
+//! stops, and the report says so. Bounded by timeouts (the servers' header
+//! and idle timeouts are raised above the test's length so that nothing
+//! frees the pool while it runs); no sleeps, no timing assertions.
+
+use httplab_model as m;
+use httplab_study::runner::{self, Options};
+use httplab_study::{idle, report, spec};
+
+fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The httplab binary, or None (skip) when the workspace is not built.
+fn httplab() -> Option<std::path::PathBuf> {
+    let Some(exe) = runner::find_httplab_exe() else {
+        assert!(
+            !ci(),
+            "no httplab binary next to the test executable under CI"
+        );
+        eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
+        return None;
+    };
+    let serves = std::process::Command::new(&exe)
+        .args(["serve", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !serves {
+        assert!(!ci(), "{} has no working `serve` under CI", exe.display());
+        eprintln!(
+            "SKIP: {} has no working `serve` (stale build?)",
+            exe.display()
+        );
+        return None;
+    }
+    Some(exe)
+}
+
+fn study(servers: &str, workload: &str) -> spec::StudyFile {
+    let text = format!(
+        "name = \"idle-test\"\n[protocol]\nwarmup_s = 0\nwindow_s = 1.0\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 3\n\
+         [corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}]\n{servers}\n{workload}\n"
+    );
+    spec::parse(&text, "idle-test.toml").unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// Timeouts of the server above anything this test waits for.
+const LONG_TIMEOUTS: &str =
+    "args = [\"--header-timeout\", \"120s\", \"--idle-timeout\", \"120s\"]\n";
+
+fn extra(run: &m::RunResult, k: &str) -> u64 {
+    run.config
+        .extra
+        .get(&format!("idle_{k}"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("idle_{k} missing: {:?}", run.config.extra))
+}
+
+#[test]
+fn event_model_keeps_serving_while_idle_connections_are_held() {
+    let Some(exe) = httplab() else { return };
+    let servers =
+        format!("[[servers]]\nkind = \"httplab\"\nmodel = \"event\"\nworkers = 1\n{LONG_TIMEOUTS}");
+    for send in ["silent", "partial"] {
+        let w = format!(
+            "[[workloads]]\nname = \"idle\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nusers = 2\nnum_calls = 20\n\
+             idle_conns = 50\nidle_send = \"{send}\"\ntimeout_s = 5\nmax_duration_s = 30\n"
+        );
+        let s = study(&servers, &w);
+        let opts = Options {
+            httplab_exe: Some(exe.clone()),
+            ..Options::default()
+        };
+        let res = runner::run_study(&s, &opts).unwrap();
+        assert_eq!(res.runs.len(), 2);
+        for r in &res.runs {
+            assert_eq!(r.status, "ok", "{send}: {}", r.reason);
+            let run = r.run.as_ref().unwrap();
+            assert!(run.totals.replies > 0, "{send}");
+            assert_eq!(run.errors.total, 0, "{send}: {:?}", run.errors);
+            assert_eq!(extra(run, "conns"), 50);
+            assert_eq!(extra(run, "connected"), 50, "{send}");
+            // Nothing on the server's side ends them within its timeouts.
+            assert_eq!(
+                extra(run, "open_at_end"),
+                50,
+                "{send}: {:?}",
+                run.config.extra
+            );
+            // A note may say the kernel, not the server, holds silent
+            // connections (deferred accept); never that the client was hurt.
+            let note = run
+                .config
+                .extra
+                .get("idle_note")
+                .cloned()
+                .unwrap_or_default();
+            assert!(
+                !note.contains("error") && !note.contains("stopped"),
+                "{send}: {note}"
+            );
+            assert_eq!(
+                run.config.extra.get("idle_send").map(String::as_str),
+                Some(send)
+            );
+        }
+        let rows = idle::rows(&res, "idle");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].connected, 50.0);
+        let html = report::html(&res, Some(&s), false);
+        assert!(html.contains("Under idle connections"));
+    }
+}
+
+#[test]
+fn threads_model_with_its_pool_held_stops_serving_and_says_so() {
+    let Some(exe) = httplab() else { return };
+    // Two worker threads (and a queue of two): ten held connections occupy
+    // both workers and the queue; the client's connection waits behind them
+    // in the listen backlog until its 0.3 s reply timeout.
+    let servers = format!(
+        "[[servers]]\nname = \"threads2\"\nkind = \"httplab\"\nmodel = \"threads\"\nworkers = 2\n{LONG_TIMEOUTS}"
+    );
+    let w = "[[workloads]]\nname = \"idle\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nusers = 1\nnum_calls = 10\n\
+             idle_conns = 10\ntimeout_s = 0.3\nidle_connect_s = 5\nmax_duration_s = 30\n";
+    let s = study(&servers, w);
+    let opts = Options {
+        httplab_exe: Some(exe),
+        ..Options::default()
+    };
+    let res = runner::run_study(&s, &opts).unwrap();
+    assert_eq!(res.runs.len(), 2);
+    for r in &res.runs {
+        // Kept as a run, not dropped as a failure: it is the finding.
+        assert_eq!(r.status, "ok", "{}", r.reason);
+        let run = r.run.as_ref().unwrap();
+        assert_eq!(run.totals.replies, 0, "{:?}", run.totals);
+        assert!(
+            run.errors.total > 0 && run.errors.client_timo > 0,
+            "{:?}",
+            run.errors
+        );
+        assert_eq!(extra(run, "connected"), 10);
+        let note = run.config.extra.get("idle_note").expect("a note");
+        assert!(note.contains("stopped serving new clients"), "{note}");
+    }
+    // The report and the terminal summary carry the note.
+    let html = report::html(&res, Some(&s), false);
+    assert!(html.contains("stopped serving new clients"));
+    let lines = report::summary(&res, Some(&s));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("threads2") && l.contains("stopped serving")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn idle_fields_are_validated() {
+    let servers = "[[servers]]\nkind = \"httplab\"\n";
+    let bad = |w: &str| {
+        let text = format!(
+            "name = \"x\"\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 1 }}]\n{servers}\n{w}"
+        );
+        spec::parse(&text, "x.toml").err().map(|e| format!("{e:#}"))
+    };
+    let e =
+        bad("[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\nidle_conns = 5\n");
+    assert!(e.is_some_and(|e| e.contains("kind = \"idle\"")));
+    let e =
+        bad("[[workloads]]\nname = \"w\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nidle_conns = 0\n");
+    assert!(e.is_some_and(|e| e.contains("idle_conns")));
+    let e = bad(
+        "[[workloads]]\nname = \"w\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nidle_send = \"loud\"\n",
+    );
+    assert!(e.is_some());
+    let ok = bad(
+        "[[workloads]]\nname = \"w\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nusers = 2\n\
+                  vary = { param = \"idle_conns\", values = [100, 1000] }\n",
+    );
+    assert!(ok.is_none(), "{ok:?}");
+}
