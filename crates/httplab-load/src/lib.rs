@@ -82,7 +82,9 @@
 mod calibrate;
 mod cli;
 mod engine;
+mod frametap;
 mod h1;
+mod http2;
 mod plan;
 mod report;
 mod spec;
@@ -117,6 +119,7 @@ pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
     Dist, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload, DEFAULT_MAX_CONNECTING,
 };
+pub use http2::{Http2Spec, DEFAULT_H2_WINDOW};
 pub use stats::SessionStats;
 pub use tls::{parse_ciphers, TlsSpec, TlsVersion};
 
@@ -311,7 +314,10 @@ fn run_raw(
         for ctx in &ctxs {
             let h = std::thread::Builder::new()
                 .name(format!("httplab-load-{}", ctx.thread))
-                .spawn_scoped(scope, move || engine::Worker::new(ctx)?.run());
+                .spawn_scoped(scope, move || match &ctx.spec.http2 {
+                    Some(h) => http2::run_worker(ctx, h),
+                    None => engine::Worker::new(ctx)?.run(),
+                });
             handles.push(h);
         }
         if show {
@@ -374,6 +380,24 @@ fn run_raw(
         report::add_tls(&mut result, &total, t);
     }
     report::add_overload(&mut result, spec, &total, &local_addrs, cap);
+    if let Some(h) = &spec.http2 {
+        let sum = total.h2.summary(spec, h);
+        if sum.connections == 0 && sum.streams_completed == 0 && !interrupted {
+            // Nothing spoke HTTP/2: say why instead of an empty report.
+            if let Some(e) = sum.first_error.clone().or_else(|| total.tls.first_error.clone()) {
+                bail!("--http2 against {}:{}: {e}", spec.server, spec.port);
+            }
+            if total.connections > 0 && total.connect.is_empty() {
+                bail!(
+                    "--http2: no connection succeeded ({} attempts): is the server listening on {}:{}?",
+                    total.connections,
+                    spec.server,
+                    spec.port
+                );
+            }
+        }
+        result.http2 = Some(sum);
+    }
     let extra = &mut result.config.extra;
     extra.insert(httplab_model::EXTRA_HOST.into(), host_name());
     if spec.is_shard() {
