@@ -41,7 +41,7 @@ pub(crate) fn reason_index(code: u32) -> usize {
 }
 
 /// What the tap saw on one connection.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub(crate) struct TapCounts {
     /// RST_STREAM frames received, by error code ([`REASONS`] index).
     pub rst: [u64; 15],
@@ -52,8 +52,21 @@ pub(crate) struct TapCounts {
     /// The server's first frame was SETTINGS: it speaks HTTP/2.
     pub spoke_h2: bool,
     /// The first bytes received (for "not an HTTP/2 server: got ...").
-    pub first: [u8; 32],
+    pub first: [u8; 64],
     pub first_len: usize,
+}
+
+impl Default for TapCounts {
+    fn default() -> TapCounts {
+        TapCounts {
+            rst: [0; 15],
+            goaway: 0,
+            goaway_reason: 0,
+            spoke_h2: false,
+            first: [0; 64],
+            first_len: 0,
+        }
+    }
 }
 
 impl TapCounts {
