@@ -613,7 +613,10 @@ fn parse_print(v: Option<&str>, name: &str) -> Result<PrintWhat> {
 fn http2_spec(cli: &Cli) -> Result<Option<crate::http2::Http2Spec>> {
     if !cli.http2 {
         for (given, name) in [
-            (cli.max_concurrent_streams.is_some(), "--max-concurrent-streams"),
+            (
+                cli.max_concurrent_streams.is_some(),
+                "--max-concurrent-streams",
+            ),
             (cli.h2_window.is_some(), "--h2-window"),
             (cli.h2_conn_window.is_some(), "--h2-conn-window"),
         ] {
@@ -625,7 +628,9 @@ fn http2_spec(cli: &Cli) -> Result<Option<crate::http2::Http2Spec>> {
     }
     let d = crate::http2::Http2Spec::default();
     Ok(Some(crate::http2::Http2Spec {
-        max_concurrent_streams: cli.max_concurrent_streams.unwrap_or(d.max_concurrent_streams),
+        max_concurrent_streams: cli
+            .max_concurrent_streams
+            .unwrap_or(d.max_concurrent_streams),
         stream_window: cli.h2_window.unwrap_or(d.stream_window),
         conn_window: cli.h2_conn_window.unwrap_or(d.conn_window),
     }))

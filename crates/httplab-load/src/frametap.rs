@@ -128,7 +128,12 @@ impl FrameTap {
             if self.have < self.need {
                 break;
             }
-            let len = u64::from(u32::from_be_bytes([0, self.buf[0], self.buf[1], self.buf[2]]));
+            let len = u64::from(u32::from_be_bytes([
+                0,
+                self.buf[0],
+                self.buf[1],
+                self.buf[2],
+            ]));
             let kind = self.buf[3];
             let want = match kind {
                 RST_STREAM => 4,
@@ -231,7 +236,10 @@ mod tests {
     fn names_an_http1_answer() {
         let mut t = FrameTap::new();
         t.feed(b"HTTP/1.1 400 Bad Request\r\nServer: nginx\r\n\r\n");
-        assert_eq!(t.counts.http1_line().as_deref(), Some("HTTP/1.1 400 Bad Request"));
+        assert_eq!(
+            t.counts.http1_line().as_deref(),
+            Some("HTTP/1.1 400 Bad Request")
+        );
         assert!(!t.counts.spoke_h2);
     }
 

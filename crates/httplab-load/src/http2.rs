@@ -319,7 +319,10 @@ fn headers(spec: &LoadSpec) -> Result<http::HeaderMap> {
         h.append(name, value);
     }
     if let Some(b) = &spec.body {
-        h.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(b.len()));
+        h.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(b.len()),
+        );
     }
     Ok(h)
 }
@@ -648,7 +651,9 @@ impl<'a> W<'a> {
                 next = next.min(self.win);
             }
             if timer_target != Some(next) {
-                timer.get_ref().arm(next.saturating_duration_since(Instant::now()))?;
+                timer
+                    .get_ref()
+                    .arm(next.saturating_duration_since(Instant::now()))?;
                 timer_target = Some(next);
             }
             tokio::select! {
@@ -851,12 +856,15 @@ impl<'a> W<'a> {
                 let st = a.of(measured);
                 let tls = match r {
                     None => {
-                        st.tls.failed(|| "the TLS handshake did not complete within --timeout".into());
+                        st.tls.failed(|| {
+                            "the TLS handshake did not complete within --timeout".into()
+                        });
                         return Err(ErrClass::ClientTimo);
                     }
                     Some(Err(e)) => {
                         let why = tls_error_words(&e);
-                        let rustls_err = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+                        let rustls_err =
+                            e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
                         let class = if rustls_err.is_some() {
                             ErrClass::Other
                         } else {
@@ -880,7 +888,10 @@ impl<'a> W<'a> {
                 let now = Instant::now();
                 let c = tls.get_ref().1;
                 let t = &mut st.tls;
-                rec(&mut t.handshake, us(now.saturating_duration_since(connected)));
+                rec(
+                    &mut t.handshake,
+                    us(now.saturating_duration_since(connected)),
+                );
                 if c.handshake_kind() == Some(HandshakeKind::Resumed) {
                     t.resumed += 1;
                 } else {
@@ -892,7 +903,9 @@ impl<'a> W<'a> {
                 if let Some(s) = c.negotiated_cipher_suite().and_then(|c| c.suite().as_str()) {
                     *t.suites.entry(s).or_default() += 1;
                 }
-                let alpn = c.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
+                let alpn = c
+                    .alpn_protocol()
+                    .map(|p| String::from_utf8_lossy(p).into_owned());
                 *t.alpn
                     .entry(alpn.clone().unwrap_or_else(|| "none".into()))
                     .or_default() += 1;
@@ -1027,7 +1040,11 @@ impl<'a> W<'a> {
                     if let Some(p) = pace.as_mut() {
                         p.advance();
                     }
-                    let measured = if users { intended >= self.win } else { sess_measured };
+                    let measured = if users {
+                        intended >= self.win
+                    } else {
+                        sess_measured
+                    };
                     if users && grp_replies == 0 && inflight.is_empty() {
                         grp_start = intended;
                     }
@@ -1110,13 +1127,18 @@ impl<'a> W<'a> {
             if dead && got == 0 && todo > 0 {
                 // Refused without serving anything: a failure, not a reason
                 // to reconnect at once (no busy loop against such a server).
-                let mut a = self.acc();
-                let cm = if users { ready_at >= self.win } else { sess_measured };
-                a.of(cm).error(ErrClass::ConnReset);
-                if cm {
-                    a.part.errors += 1;
+                let cm = if users {
+                    ready_at >= self.win
+                } else {
+                    sess_measured
+                };
+                {
+                    let mut a = self.acc();
+                    a.of(cm).error(ErrClass::ConnReset);
+                    if cm {
+                        a.part.errors += 1;
+                    }
                 }
-                drop(a);
                 if !users {
                     failed = true;
                     break 'conns;
@@ -1138,7 +1160,10 @@ impl<'a> W<'a> {
         let life = now.saturating_duration_since(sched).as_secs_f64();
         let complete = !failed && !users && replies >= total;
         if complete {
-            rec(&mut st.session, us(last_ok.saturating_duration_since(sched)));
+            rec(
+                &mut st.session,
+                us(last_ok.saturating_duration_since(sched)),
+            );
         }
         let ss = &mut st.sessions;
         if failed {
@@ -1203,10 +1228,14 @@ impl<'a> W<'a> {
         } else if let Some(line) = c.http1_line() {
             st.h2.failed(|| format!("not an HTTP/2 server: got '{line}' (an HTTP/1.x answer to the h2c preface; use TLS with ALPN, or drop --http2)"));
         } else if replies.get() == 0 {
-            st.h2.failed(|| "the server did not speak HTTP/2 (no SETTINGS frame)".into());
+            st.h2
+                .failed(|| "the server did not speak HTTP/2 (no SETTINGS frame)".into());
         }
         if replies.get() > 0 {
-            rec(&mut st.lifetime, us(Instant::now().saturating_duration_since(start)));
+            rec(
+                &mut st.lifetime,
+                us(Instant::now().saturating_duration_since(start)),
+            );
             st.conns_ok += 1;
         }
     }
@@ -1228,7 +1257,13 @@ impl<'a> W<'a> {
     }
 
     /// One stream: request out, response head and body in; records the reply.
-    async fn stream(&self, conn: &Conn, req: usize, intended: Instant, measured: bool) -> StreamEnd {
+    async fn stream(
+        &self,
+        conn: &Conn,
+        req: usize,
+        intended: Instant,
+        measured: bool,
+    ) -> StreamEnd {
         let sent = Instant::now();
         {
             let mut a = self.acc();
@@ -1323,7 +1358,8 @@ impl<'a> W<'a> {
         let end = self.body.is_none();
         let (resp, mut out) = send.send_request(rq, end).map_err(|e| stream_class(&e))?;
         if let Some(b) = &self.body {
-            out.send_data(b.clone(), true).map_err(|e| stream_class(&e))?;
+            out.send_data(b.clone(), true)
+                .map_err(|e| stream_class(&e))?;
         }
         let resp = resp.await.map_err(|e| stream_class(&e))?;
         let first = Instant::now();

@@ -110,6 +110,7 @@ pub use calibrate::{
     calibrate, Calibration, CALIBRATION_WARMUP_S, CALIBRATION_WINDOW_S, DEFAULT_CALIBRATION_CONNS,
     DEFAULT_CALIBRATION_SIZE,
 };
+pub use http2::{Http2Spec, DEFAULT_H2_WINDOW};
 pub use report::{
     environment, render_httperf_report, write_csv, CPU_LIMIT_PCT, EXTRA_ABANDONED,
     EXTRA_CALIBRATION, EXTRA_COMMAND, EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_SESSIONS,
@@ -119,7 +120,6 @@ pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
     Dist, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload, DEFAULT_MAX_CONNECTING,
 };
-pub use http2::{Http2Spec, DEFAULT_H2_WINDOW};
 pub use stats::SessionStats;
 pub use tls::{parse_ciphers, TlsSpec, TlsVersion};
 
@@ -384,7 +384,11 @@ fn run_raw(
         let sum = total.h2.summary(spec, h);
         if sum.connections == 0 && sum.streams_completed == 0 && !interrupted {
             // Nothing spoke HTTP/2: say why instead of an empty report.
-            if let Some(e) = sum.first_error.clone().or_else(|| total.tls.first_error.clone()) {
+            if let Some(e) = sum
+                .first_error
+                .clone()
+                .or_else(|| total.tls.first_error.clone())
+            {
                 bail!("--http2 against {}:{}: {e}", spec.server, spec.port);
             }
             if total.connections > 0 && total.connect.is_empty() {

@@ -117,7 +117,9 @@ async fn serve_conn(sock: tokio::net::TcpStream, b: Behaviour, seen: Arc<Seen>) 
 }
 
 fn h2(r: &RunResult) -> &Http2Summary {
-    r.http2.as_ref().expect("an --http2 run has an HTTP/2 block")
+    r.http2
+        .as_ref()
+        .expect("an --http2 run has an HTTP/2 block")
 }
 
 fn target(s: &H2Server) -> String {
@@ -204,10 +206,7 @@ fn counts_rst_stream_by_reason() {
     assert_eq!(r.errors.other, 10);
     assert_eq!(r.totals.replies, 0);
     let text = httplab_load::render_httperf_report(&r);
-    assert!(
-        text.contains("RST_STREAM 10 (INTERNAL_ERROR 10)"),
-        "{text}"
-    );
+    assert!(text.contains("RST_STREAM 10 (INTERNAL_ERROR 10)"), "{text}");
 }
 
 #[test]
@@ -241,7 +240,10 @@ fn request_oriented_connections_end_at_goaway_as_httperf() {
     assert_eq!(r.totals.connections, 2);
     assert_eq!(r.totals.replies, 6);
     assert_eq!(h2(&r).goaway_received, 2);
-    assert_eq!(r.config.extra.get("unsent_calls").map(String::as_str), Some("4"));
+    assert_eq!(
+        r.config.extra.get("unsent_calls").map(String::as_str),
+        Some("4")
+    );
     // With --reconnect the remaining calls go on new connections.
     let r = load(&format!(
         "{} --uri /ok --num-conns 2 --num-calls 5 --reconnect --timeout 10",
@@ -292,8 +294,7 @@ fn refuses_what_http2_does_not_do() {
     assert!(bad("--server h --http2 --burst-length 4 --num-calls 8"));
     assert!(bad("--server h --http2 --wsess 1,2,0"));
     let s = httplab_load::parse_args(
-        "--server h --http2 --max-concurrent-streams 16 --h2-window 65535"
-            .split_whitespace(),
+        "--server h --http2 --max-concurrent-streams 16 --h2-window 65535".split_whitespace(),
     )
     .unwrap();
     let h = s.http2.unwrap();

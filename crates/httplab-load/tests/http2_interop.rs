@@ -198,7 +198,15 @@ fn h2o() -> Option<(Peer, u16, u16)> {
 fn h2load(url: &str, n: u64, c: u64, m: u64) -> Option<(u64, u64, u64)> {
     let bin = need("h2load")?;
     let out = Command::new(bin)
-        .args(["-n", &n.to_string(), "-c", &c.to_string(), "-m", &m.to_string(), url])
+        .args([
+            "-n",
+            &n.to_string(),
+            "-c",
+            &c.to_string(),
+            "-m",
+            &m.to_string(),
+            url,
+        ])
         .output()
         .expect("run h2load");
     let text = String::from_utf8_lossy(&out.stdout).to_string();
@@ -279,7 +287,9 @@ fn nginx_over_tls_matches_h2load_and_names_a_server_without_h2() {
 
 #[test]
 fn h2o_over_tls_and_h2c_matches_h2load() {
-    let Some((_p, tls, clear)) = h2o() else { return };
+    let Some((_p, tls, clear)) = h2o() else {
+        return;
+    };
     compare(
         &format!("https://127.0.0.1:{tls}/index.html"),
         true,
