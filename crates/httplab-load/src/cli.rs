@@ -26,6 +26,7 @@ Examples:
   httplab load --server h --wsesslog 100,1,sessions.txt --rate 10
   httplab load https://example.org/ --rate 50 --num-conns 500 --timeout 5
   httplab load --ssl --server 127.0.0.1 --port 8443 --uri /x --rate 100 --num-conns 1000
+  httplab load https://127.0.0.1:8443/x --insecure --http2 --users 4 --requests-per-user 2500 --max-concurrent-streams 16
 
 Latency is measured both from the scheduled start (coordinated-omission
 corrected) and from the actual send. See the crate documentation for the JSON schema.";

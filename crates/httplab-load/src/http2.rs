@@ -107,6 +107,11 @@ pub(crate) fn validate(spec: &LoadSpec, h: &Http2Spec) -> Result<()> {
     if spec.print_reply.any() || spec.print_request.any() {
         bail!("--print-request and --print-reply are not supported with --http2");
     }
+    if spec.calibrate || spec.calibrate_only {
+        bail!(
+            "--calibrate measures the HTTP/1.1 engine against an HTTP/1.1 sink: not with --http2"
+        );
+    }
     if spec.http_version != "1.1" {
         bail!("--http-version does not apply to --http2");
     }

@@ -1,6 +1,12 @@
-//! `httplab load`: an httperf-compatible HTTP/1.1 and HTTPS load generator
-//! that is accurate where httperf, wrk and oha are not.
+//! `httplab load`: an httperf-compatible HTTP/1.1, HTTPS and HTTP/2 load
+//! generator that is accurate where httperf, wrk and oha are not.
 //!
+//! - **HTTP/2** (`--http2`, [`Http2Spec`]): over TLS (ALPN h2) and h2c with
+//!   prior knowledge; `--max-concurrent-streams` (h2load's `-m`), flow-control
+//!   windows; open and closed loop on the same schedules; counts of streams,
+//!   RST_STREAM and GOAWAY ([`httplab_model::Http2Summary`]). Built on the
+//!   `h2` crate, driven by a tokio current-thread runtime per load thread
+//!   (`http2.rs`; see the README for why accuracy is kept).
 //! - **HTTPS**: `https://` URLs (certificates verified; `--cacert`,
 //!   `--insecure`) and httperf's `--ssl` (not verified, as httperf),
 //!   `--ssl-ciphers`, `--ssl-no-reuse`; TLS 1.2/1.3, SNI, ALPN; the TLS
@@ -63,7 +69,8 @@
 //! `local_addrs_auto`, `setup_capped`, `setup_waited`, `setup_wait_p99_ms`,
 //! `not_attempted`; client shards (`--client I/N` with N > 1, `--run-id`,
 //! `--start-at`) add `client_shard`, `run_id`, `start_at` and
-//! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`].
+//! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`], `--http2` runs
+//! [`httplab_model::RunResult::http2`].
 //!
 //! # Meaning of the numbers
 //!

@@ -180,6 +180,14 @@ fn open_loop_runs_the_schedule_and_closed_loop_users_keep_streams_busy() {
     assert_eq!(r.latency.response.count, 60);
     assert_eq!(r.latency.response_uncorrected.count, 60);
     assert!(r.latency.response.max_ms >= r.latency.response_uncorrected.max_ms);
+    // The same over two load threads (each its own runtime, its lane of the schedule).
+    let r = load(&format!(
+        "{} --uri /ok --rate 200 --num-conns 20 --num-calls 3 --max-concurrent-streams 2 --threads 2 --timeout 10",
+        target(&s)
+    ));
+    assert_eq!(r.totals.connections, 20);
+    assert_eq!(r.totals.replies, 60);
+    assert_eq!(h2(&r).connections, 20);
     // Closed loop: 2 users, 25 requests each, 5 streams in flight per user.
     let r = load(&format!(
         "{} --uri /ok --users 2 --requests-per-user 25 --max-concurrent-streams 5 --timeout 10",
@@ -293,6 +301,7 @@ fn refuses_what_http2_does_not_do() {
     assert!(bad("--server h --http2 --h2-window 0"));
     assert!(bad("--server h --http2 --burst-length 4 --num-calls 8"));
     assert!(bad("--server h --http2 --wsess 1,2,0"));
+    assert!(bad("--server h --http2 --calibrate"));
     let s = httplab_load::parse_args(
         "--server h --http2 --max-concurrent-streams 16 --h2-window 65535".split_whitespace(),
     )
