@@ -405,8 +405,11 @@ struct Conn {
 /// How a stream ended.
 enum StreamEnd {
     Ok,
-    /// Failed (reset, lost, timed out): counted as an error.
-    Failed,
+    /// Failed (reset, lost, timed out): counted as an error; `conn_lost`:
+    /// the connection is gone with it.
+    Failed {
+        conn_lost: bool,
+    },
     /// Not processed by the server (GOAWAY, REFUSED_STREAM): the call may
     /// be made again on a new connection.
     Refused,
@@ -1104,13 +1107,13 @@ impl<'a> W<'a> {
                             }
                         }
                     }
-                    StreamEnd::Failed => {
+                    StreamEnd::Failed { conn_lost } => {
                         // A reset stream is one failed call; a lost
                         // connection fails a request-oriented session.
                         todo -= 1;
                         grp_replies = 0;
                         ready_at = now;
-                        if conn.driver.is_finished() {
+                        if conn_lost || conn.driver.is_finished() {
                             dead = true;
                             if !users && !spec.reconnect {
                                 failed = true;
@@ -1291,7 +1294,7 @@ impl<'a> W<'a> {
             a.inflight_measured = a.inflight_measured.saturating_sub(1);
         }
         let r = match r {
-            None => Err(Fail::Class(ErrClass::ClientTimo)),
+            None => Err(Fail::Class(ErrClass::ClientTimo, false)),
             Some(r) => r,
         };
         match r {
@@ -1303,7 +1306,7 @@ impl<'a> W<'a> {
                 if measured {
                     a.part.replies += 1;
                 }
-                let total_unc = us(now.saturating_duration_since(sent));
+                let total_unc = us(now.saturating_duration_since(x.sent));
                 if measured {
                     rec(&mut a.ihist, total_unc);
                 }
@@ -1318,7 +1321,7 @@ impl<'a> W<'a> {
                 st.body_bytes += x.body_bytes;
                 st.body_received += x.body_bytes;
                 st.bytes_expected += x.content_length.unwrap_or(x.body_bytes);
-                let resp_us = us(x.first.saturating_duration_since(sent));
+                let resp_us = us(x.first.saturating_duration_since(x.sent));
                 st.response_sum_us += resp_us as f64;
                 st.transfer_sum_us += us(now.saturating_duration_since(x.first)) as f64;
                 rec(&mut st.first_byte, resp_us);
@@ -1336,14 +1339,14 @@ impl<'a> W<'a> {
                 }
                 StreamEnd::Refused
             }
-            Err(Fail::Class(class)) => {
+            Err(Fail::Class(class, conn_lost)) => {
                 let st = a.of(measured);
                 st.error(class);
                 st.h2.streams_failed += 1;
                 if measured {
                     a.part.errors += 1;
                 }
-                StreamEnd::Failed
+                StreamEnd::Failed { conn_lost }
             }
         }
     }
@@ -1360,6 +1363,9 @@ impl<'a> W<'a> {
         std::future::poll_fn(|cx| send.poll_ready(cx))
             .await
             .map_err(|e| stream_class(&e))?;
+        // Sent now: a wait above for a stream slot (the server's
+        // SETTINGS_MAX_CONCURRENT_STREAMS) counts only in the corrected latency.
+        let sent = Instant::now();
         let end = self.body.is_none();
         let (resp, mut out) = send.send_request(rq, end).map_err(|e| stream_class(&e))?;
         if let Some(b) = &self.body {
@@ -1388,6 +1394,7 @@ impl<'a> W<'a> {
             let _ = body.flow_control().release_capacity(chunk.len());
         }
         Ok(Exchange {
+            sent,
             first,
             status,
             header_bytes,
@@ -1398,6 +1405,7 @@ impl<'a> W<'a> {
 }
 
 struct Exchange {
+    sent: Instant,
     first: Instant,
     status: u16,
     header_bytes: u64,
@@ -1433,7 +1441,8 @@ fn h2_class(e: &h2::Error) -> ErrClass {
 
 /// Why a stream failed.
 enum Fail {
-    Class(ErrClass),
+    /// Counted as an error of this class; true: the connection failed too.
+    Class(ErrClass, bool),
     /// The server did not process it (GOAWAY past its last stream,
     /// REFUSED_STREAM): the call is made again on a new connection.
     Refused,
@@ -1441,14 +1450,16 @@ enum Fail {
 
 fn stream_class(e: &h2::Error) -> Fail {
     if let Some(io) = e.get_io() {
-        return Fail::Class(ErrClass::from_io(io));
+        return Fail::Class(ErrClass::from_io(io), true);
     }
     let refused = e.reason() == Some(h2::Reason::REFUSED_STREAM)
         || (e.is_go_away() && e.is_remote() && e.reason() == Some(h2::Reason::NO_ERROR));
     if refused {
         Fail::Refused
     } else {
-        Fail::Class(ErrClass::Other)
+        // A stream reset is the stream's; a GOAWAY with an error (ours or
+        // the server's) ends the connection.
+        Fail::Class(ErrClass::Other, e.is_go_away())
     }
 }
 

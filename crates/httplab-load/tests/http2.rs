@@ -38,7 +38,8 @@ const BODY: &[u8] = b"hello, http/2\n";
 
 impl H2Server {
     /// Paths: `/rst` is reset (RST_STREAM INTERNAL_ERROR) without an answer;
-    /// anything else gets 200 with [`BODY`].
+    /// `/calm` ends the connection with GOAWAY ENHANCE_YOUR_CALM; anything
+    /// else gets 200 with [`BODY`].
     fn start(b: Behaviour) -> H2Server {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         std_listener.set_nonblocking(true).expect("nonblocking");
@@ -100,6 +101,10 @@ async fn serve_conn(sock: tokio::net::TcpStream, b: Behaviour, seen: Arc<Seen>) 
         served += 1;
         if req.uri().path() == "/rst" {
             respond.send_reset(h2::Reason::INTERNAL_ERROR);
+        } else if req.uri().path() == "/calm" {
+            // GOAWAY with an error: the connection ends now.
+            conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
+            drop(respond);
         } else {
             let resp = http::Response::builder()
                 .status(200)
@@ -236,6 +241,23 @@ fn counts_goaway_and_users_reconnect() {
     );
     let text = httplab_load::render_httperf_report(&r);
     assert!(text.contains("GOAWAY"), "{text}");
+}
+
+#[test]
+fn a_goaway_with_an_error_fails_the_connection() {
+    let s = H2Server::start(Behaviour { goaway_after: 0 });
+    let r = load(&format!(
+        "{} --uri /calm --num-conns 2 --num-calls 3 --timeout 10",
+        target(&s)
+    ));
+    let h = h2(&r);
+    assert_eq!(r.totals.connections, 2);
+    assert_eq!(r.totals.replies, 0);
+    assert_eq!(h.goaway_received, 2, "{h:?}");
+    assert_eq!(h.goaway_reasons.get("ENHANCE_YOUR_CALM"), Some(&2), "{h:?}");
+    assert!(r.errors.total >= 2, "{:?}", r.errors);
+    // Each connection's first stream fails with it; no call is retried.
+    assert_eq!(h.streams_started, 2, "{h:?}");
 }
 
 #[test]
