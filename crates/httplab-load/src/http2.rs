@@ -1529,3 +1529,85 @@ pub(crate) fn render_block(o: &mut String, r: &httplab_model::RunResult) {
         let _ = writeln!(o, "HTTP/2 error (first of {}): {e}", h.failed_connections);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authority_is_the_host_header_or_server_and_port() {
+        let mut s = LoadSpec::new("127.0.0.1", 8443);
+        assert_eq!(authority(&s), "127.0.0.1:8443");
+        s.server = "::1".into();
+        assert_eq!(authority(&s), "[::1]:8443");
+        s.host_header = Some("example.org".into());
+        assert_eq!(authority(&s), "example.org");
+    }
+
+    #[test]
+    fn headers_drop_what_http2_forbids_and_refuse_bad_ones() {
+        let mut s = LoadSpec::new("h", 80);
+        s.headers = vec![
+            "Connection: keep-alive".into(),
+            "Host: other".into(),
+            "X-Test: 1".into(),
+            "Accept-Encoding: gzip".into(),
+        ];
+        s.body = Some(b"abc".to_vec());
+        let h = headers(&s).unwrap();
+        assert!(h.get("connection").is_none());
+        assert!(h.get("host").is_none());
+        assert_eq!(h.get("x-test").unwrap(), "1");
+        assert_eq!(h.get("accept-encoding").unwrap(), "gzip");
+        assert_eq!(h.get("content-length").unwrap(), "3");
+        assert!(h.get("user-agent").is_some());
+        s.headers = vec!["no colon here".into()];
+        assert!(headers(&s).is_err());
+        s.headers = vec!["Bad Name: x".into()];
+        assert!(headers(&s).is_err());
+    }
+
+    #[test]
+    fn refused_streams_are_made_again_and_resets_are_errors() {
+        assert!(matches!(
+            stream_class(&h2::Error::from(h2::Reason::REFUSED_STREAM)),
+            Fail::Refused
+        ));
+        assert!(matches!(
+            stream_class(&h2::Error::from(h2::Reason::CANCEL)),
+            Fail::Class(ErrClass::Other, false)
+        ));
+    }
+
+    #[test]
+    fn validate_refuses_what_the_driver_does_not_do() {
+        let h = Http2Spec::default();
+        let mut s = LoadSpec::new("h", 80);
+        assert!(validate(&s, &h).is_ok());
+        s.verify_root = Some("/".into());
+        assert!(validate(&s, &h).is_err());
+        let s = LoadSpec::new("h", 80);
+        let bad = Http2Spec {
+            stream_window: MAX_WINDOW + 1,
+            ..Http2Spec::default()
+        };
+        assert!(validate(&s, &bad).is_err());
+    }
+
+    #[test]
+    fn summary_names_reasons() {
+        let mut st = H2Stats::default();
+        st.rst[8] = 3;
+        st.goaway_conns = 1;
+        st.goaway_reasons[0] = 1;
+        let mut o = H2Stats::default();
+        o.merge(&st);
+        o.merge(&st);
+        let spec = LoadSpec::new("h", 80);
+        let sum = o.summary(&spec, &Http2Spec::default());
+        assert_eq!(sum.rst_stream_received.get("CANCEL"), Some(&6));
+        assert_eq!(sum.goaway_received, 2);
+        assert_eq!(sum.goaway_reasons.get("NO_ERROR"), Some(&2));
+        assert!(sum.cleartext);
+    }
+}
