@@ -26,6 +26,7 @@ Examples:
   httplab load --server h --wsesslog 100,1,sessions.txt --rate 10
   httplab load https://example.org/ --rate 50 --num-conns 500 --timeout 5
   httplab load --ssl --server 127.0.0.1 --port 8443 --uri /x --rate 100 --num-conns 1000
+  httplab load https://127.0.0.1:8443/x --insecure --http2 --users 4 --requests-per-user 2500 --max-concurrent-streams 16
 
 Latency is measured both from the scheduled start (coordinated-omission
 corrected) and from the actual send. See the crate documentation for the JSON schema.";
@@ -300,6 +301,26 @@ struct Cli {
     /// listen queue from overflowing [default: 500].
     #[arg(long, value_name = "N", help_heading = "Overload")]
     max_connecting: Option<u64>,
+
+    // ---- HTTP/2 ----
+    /// Speak HTTP/2: over TLS (https:// or --ssl) the client offers ALPN h2 (and http/1.1,
+    /// so a server without h2 is named); on cleartext it is h2c with prior knowledge. Each
+    /// call is a stream; --num-calls streams per connection, --num-conns connections,
+    /// --rate connection arrivals, --users connections that keep their streams busy.
+    #[arg(long, help_heading = "HTTP/2")]
+    http2: bool,
+    /// Streams each HTTP/2 connection keeps open at once (h2load's -m); the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS caps it too [default: 1, as h2load].
+    #[arg(long, value_name = "N", help_heading = "HTTP/2")]
+    max_concurrent_streams: Option<u32>,
+    /// Initial HTTP/2 stream flow-control window, bytes [default: 1073741823 = 2^30-1, as
+    /// h2load's -w 30].
+    #[arg(long, value_name = "BYTES", help_heading = "HTTP/2")]
+    h2_window: Option<u32>,
+    /// HTTP/2 connection flow-control window, bytes [default: 1073741823 = 2^30-1, as
+    /// h2load's -W 30].
+    #[arg(long, value_name = "BYTES", help_heading = "HTTP/2")]
+    h2_conn_window: Option<u32>,
 }
 
 /// Outcome of parsing a command line.
@@ -360,6 +381,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
         spec.port = 443;
     }
     spec.tls = tls_spec(&cli, https)?;
+    spec.http2 = http2_spec(&cli)?;
     spec.max_connecting = cli.max_connecting;
     if let Some(s) = cli.server {
         spec.server = s;
@@ -595,6 +617,33 @@ fn parse_print(v: Option<&str>, name: &str) -> Result<PrintWhat> {
         Some("body") => PrintWhat::Body,
         Some(o) => bail!("{name} takes header or body, not '{o}'"),
     })
+}
+
+/// The HTTP/2 settings the command line asks for (None: HTTP/1.1).
+fn http2_spec(cli: &Cli) -> Result<Option<crate::http2::Http2Spec>> {
+    if !cli.http2 {
+        for (given, name) in [
+            (
+                cli.max_concurrent_streams.is_some(),
+                "--max-concurrent-streams",
+            ),
+            (cli.h2_window.is_some(), "--h2-window"),
+            (cli.h2_conn_window.is_some(), "--h2-conn-window"),
+        ] {
+            if given {
+                bail!("{name} needs --http2");
+            }
+        }
+        return Ok(None);
+    }
+    let d = crate::http2::Http2Spec::default();
+    Ok(Some(crate::http2::Http2Spec {
+        max_concurrent_streams: cli
+            .max_concurrent_streams
+            .unwrap_or(d.max_concurrent_streams),
+        stream_window: cli.h2_window.unwrap_or(d.stream_window),
+        conn_window: cli.h2_conn_window.unwrap_or(d.conn_window),
+    }))
 }
 
 /// The TLS settings the command line asks for (None: cleartext).

@@ -1,6 +1,12 @@
-//! `httplab load`: an httperf-compatible HTTP/1.1 and HTTPS load generator
-//! that is accurate where httperf, wrk and oha are not.
+//! `httplab load`: an httperf-compatible HTTP/1.1, HTTPS and HTTP/2 load
+//! generator that is accurate where httperf, wrk and oha are not.
 //!
+//! - **HTTP/2** (`--http2`, [`Http2Spec`]): over TLS (ALPN h2) and h2c with
+//!   prior knowledge; `--max-concurrent-streams` (h2load's `-m`), flow-control
+//!   windows; open and closed loop on the same schedules; counts of streams,
+//!   RST_STREAM and GOAWAY ([`httplab_model::Http2Summary`]). Built on the
+//!   `h2` crate, driven by a tokio current-thread runtime per load thread
+//!   (`http2.rs`; see the README for why accuracy is kept).
 //! - **HTTPS**: `https://` URLs (certificates verified; `--cacert`,
 //!   `--insecure`) and httperf's `--ssl` (not verified, as httperf),
 //!   `--ssl-ciphers`, `--ssl-no-reuse`; TLS 1.2/1.3, SNI, ALPN; the TLS
@@ -63,7 +69,8 @@
 //! `local_addrs_auto`, `setup_capped`, `setup_waited`, `setup_wait_p99_ms`,
 //! `not_attempted`; client shards (`--client I/N` with N > 1, `--run-id`,
 //! `--start-at`) add `client_shard`, `run_id`, `start_at` and
-//! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`].
+//! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`], `--http2` runs
+//! [`httplab_model::RunResult::http2`].
 //!
 //! # Meaning of the numbers
 //!
@@ -82,7 +89,9 @@
 mod calibrate;
 mod cli;
 mod engine;
+mod frametap;
 mod h1;
+mod http2;
 mod plan;
 mod report;
 mod spec;
@@ -108,6 +117,7 @@ pub use calibrate::{
     calibrate, Calibration, CALIBRATION_WARMUP_S, CALIBRATION_WINDOW_S, DEFAULT_CALIBRATION_CONNS,
     DEFAULT_CALIBRATION_SIZE,
 };
+pub use http2::{Http2Spec, DEFAULT_H2_WINDOW};
 pub use report::{
     environment, render_httperf_report, write_csv, CPU_LIMIT_PCT, EXTRA_ABANDONED,
     EXTRA_CALIBRATION, EXTRA_COMMAND, EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_SESSIONS,
@@ -311,7 +321,10 @@ fn run_raw(
         for ctx in &ctxs {
             let h = std::thread::Builder::new()
                 .name(format!("httplab-load-{}", ctx.thread))
-                .spawn_scoped(scope, move || engine::Worker::new(ctx)?.run());
+                .spawn_scoped(scope, move || match &ctx.spec.http2 {
+                    Some(h) => http2::run_worker(ctx, h),
+                    None => engine::Worker::new(ctx)?.run(),
+                });
             handles.push(h);
         }
         if show {
@@ -374,6 +387,28 @@ fn run_raw(
         report::add_tls(&mut result, &total, t);
     }
     report::add_overload(&mut result, spec, &total, &local_addrs, cap);
+    if let Some(h) = &spec.http2 {
+        let sum = total.h2.summary(spec, h);
+        if sum.connections == 0 && sum.streams_completed == 0 && !interrupted {
+            // Nothing spoke HTTP/2: say why instead of an empty report.
+            if let Some(e) = sum
+                .first_error
+                .clone()
+                .or_else(|| total.tls.first_error.clone())
+            {
+                bail!("--http2 against {}:{}: {e}", spec.server, spec.port);
+            }
+            if total.connections > 0 && total.connect.is_empty() {
+                bail!(
+                    "--http2: no connection succeeded ({} attempts): is the server listening on {}:{}?",
+                    total.connections,
+                    spec.server,
+                    spec.port
+                );
+            }
+        }
+        result.http2 = Some(sum);
+    }
     let extra = &mut result.config.extra;
     extra.insert(httplab_model::EXTRA_HOST.into(), host_name());
     if spec.is_shard() {

@@ -447,6 +447,7 @@ pub(crate) fn build_result(
         server: None,
         shards: Vec::new(),
         tls: None,
+        http2: None,
     }
 }
 
@@ -788,6 +789,7 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             let _ = writeln!(o, "httplab TLS error (first of {}): {e}", tls.failures);
         }
     }
+    crate::http2::render_block(&mut o, r);
     if r.config.warmup_s > 0.0 {
         let _ = writeln!(
             o,

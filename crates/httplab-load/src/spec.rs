@@ -317,6 +317,9 @@ pub struct LoadSpec {
     /// `--max-response-time`: longest a reply may take from its request's
     /// send to its end, seconds (None: no limit).
     pub max_response_time: Option<f64>,
+    /// `--http2`: HTTP/2 (over TLS with ALPN h2, or h2c with prior knowledge
+    /// on cleartext) instead of HTTP/1.1; None: HTTP/1.1.
+    pub http2: Option<crate::http2::Http2Spec>,
 }
 
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
@@ -387,6 +390,7 @@ impl LoadSpec {
             tls: None,
             max_connecting: None,
             max_response_time: None,
+            http2: None,
         }
     }
 
@@ -426,6 +430,9 @@ impl LoadSpec {
     pub fn validate(&self) -> Result<()> {
         if self.threads == 0 {
             bail!("--threads must be at least 1");
+        }
+        if let Some(h) = &self.http2 {
+            crate::http2::validate(self, h)?;
         }
         if self.max_connecting == Some(0) {
             bail!("--max-connecting must be at least 1");
@@ -596,6 +603,19 @@ impl LoadSpec {
             s.push_str(" --ssl");
             if !t.reuse {
                 s.push_str(" --ssl-no-reuse");
+            }
+        }
+        if let Some(h) = &self.http2 {
+            s.push_str(&format!(
+                " --http2 --max-concurrent-streams={}",
+                h.max_concurrent_streams
+            ));
+            let d = crate::http2::Http2Spec::default();
+            if h.stream_window != d.stream_window {
+                s.push_str(&format!(" --h2-window={}", h.stream_window));
+            }
+            if h.conn_window != d.conn_window {
+                s.push_str(&format!(" --h2-conn-window={}", h.conn_window));
             }
         }
         if let Arrival::Open(d) = self.arrival {

@@ -194,6 +194,8 @@ pub(crate) struct WorkerStats {
     pub setup_capped: u64,
     /// Arrivals dropped after waiting longer than --timeout for a slot.
     pub not_attempted: u64,
+    /// `--http2` runs: what the HTTP/2 layer did.
+    pub h2: crate::http2::H2Stats,
 }
 
 /// TLS counters of one worker (see `httplab_model::TlsSummary`).
@@ -298,6 +300,7 @@ impl WorkerStats {
             setup_wait: hist(),
             setup_capped: 0,
             not_attempted: 0,
+            h2: crate::http2::H2Stats::default(),
         }
     }
 
@@ -373,6 +376,7 @@ impl WorkerStats {
         let _ = self.setup_wait.add(&o.setup_wait);
         self.setup_capped += o.setup_capped;
         self.not_attempted += o.not_attempted;
+        self.h2.merge(&o.h2);
         self.cpu_user += o.cpu_user;
         self.cpu_sys += o.cpu_sys;
         self.end_s = self.end_s.max(o.end_s);

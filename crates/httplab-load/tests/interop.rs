@@ -111,8 +111,7 @@ fn is_root() -> bool {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        common::stop_peer(&mut self.child);
     }
 }
 

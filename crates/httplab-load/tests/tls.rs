@@ -289,8 +289,7 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        common::stop_peer(&mut self.child);
     }
 }
 

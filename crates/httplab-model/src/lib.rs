@@ -636,6 +636,48 @@ pub struct RunResult {
     /// absent for cleartext runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<TlsSummary>,
+    /// HTTP/2 facts of a run with `--http2`; absent for HTTP/1.1 runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Summary>,
+}
+
+/// What the HTTP/2 layer of an `httplab load --http2` run did
+/// (`RunResult::http2`). Counts cover the measurement window, like every
+/// other counter; each stream is one request and one reply of the usual
+/// blocks, and its latency is in the usual response-time rows.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Http2Summary {
+    /// Cleartext HTTP/2 with prior knowledge (h2c); false: over TLS (ALPN h2).
+    pub cleartext: bool,
+    /// Streams each connection keeps open at most (`--max-concurrent-streams`).
+    pub max_concurrent_streams: u32,
+    /// Initial stream flow-control window advertised (`--h2-window`), bytes.
+    pub stream_window: u32,
+    /// Connection flow-control window (`--h2-conn-window`), bytes.
+    pub conn_window: u32,
+    /// Connections on which the server spoke HTTP/2 (its first frame was SETTINGS).
+    pub connections: u64,
+    /// Streams opened (requests sent).
+    pub streams_started: u64,
+    /// Streams that ended with a complete response.
+    pub streams_completed: u64,
+    /// Streams that failed (reset, connection lost, timed out).
+    pub streams_failed: u64,
+    /// RST_STREAM frames received, by error code name (e.g. `CANCEL`).
+    #[serde(default)]
+    pub rst_stream_received: std::collections::BTreeMap<String, u64>,
+    /// Connections that received a GOAWAY frame.
+    pub goaway_received: u64,
+    /// Those connections by the error code of their last GOAWAY.
+    #[serde(default)]
+    pub goaway_reasons: std::collections::BTreeMap<String, u64>,
+    /// Connections that failed before speaking HTTP/2 (TLS refused, ALPN
+    /// without h2, an HTTP/1.x answer to the h2c preface).
+    #[serde(default)]
+    pub failed_connections: u64,
+    /// The first of those failures, in words.
+    #[serde(default)]
+    pub first_error: Option<String>,
 }
 
 /// What the TLS layer of an HTTPS run did (`RunResult::tls`). Counts cover

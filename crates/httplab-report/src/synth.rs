@@ -247,6 +247,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         server: None,
         shards: Vec::new(),
         tls: None,
+        http2: None,
     }
 }
 

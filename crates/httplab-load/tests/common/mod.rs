@@ -311,3 +311,22 @@ pub fn which(name: &str) -> Option<std::path::PathBuf> {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
+
+/// Stops a peer server the test started (nginx, h2o ...) and its children:
+/// SIGTERM to the master (nginx's master then stops its workers), a bounded
+/// wait for its exit, then SIGKILL. A SIGKILL alone would orphan nginx's workers.
+pub fn stop_peer(child: &mut std::process::Child) {
+    // SAFETY: kill(2) on the PID of a child this process spawned and has not reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

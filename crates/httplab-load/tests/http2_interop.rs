@@ -1,0 +1,295 @@
+//! `httplab load --http2` against real HTTP/2 servers: nginx over TLS and
+//! h2o over TLS and h2c, with stream counts equal to h2load's on the same
+//! server, and the documented error for a TLS server without h2. A missing
+//! peer makes a test fail under CI=true and skip (with the reason printed)
+//! otherwise.
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{ci, which};
+use httplab_model::RunResult;
+
+fn need(bin: &str) -> Option<PathBuf> {
+    match which(bin) {
+        Some(p) => Some(p),
+        None if ci() => panic!("{bin} is required under CI=true but was not found"),
+        None => {
+            eprintln!("SKIP: {bin} not installed");
+            None
+        }
+    }
+}
+
+struct Cert {
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+/// A work directory readable by a server that drops privileges, with a
+/// self-signed certificate and a page.
+fn workdir() -> (tempfile::TempDir, Cert) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    set_mode(dir.path(), 0o755);
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .expect("rcgen");
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let root = dir.path().join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let page: Vec<u8> = (0..4148).map(|i| b'a' + (i % 26) as u8).collect();
+    std::fs::write(root.join("index.html"), page).unwrap();
+    (dir, Cert { cert, key })
+}
+
+fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode));
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_listening(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A peer process, stopped (SIGTERM, then waited for) when dropped; nginx's
+/// master stops its workers on SIGTERM.
+struct Peer {
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        common::stop_peer(&mut self.child);
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        .unwrap_or(false)
+}
+
+/// nginx's version as (major, minor, patch).
+fn nginx_version(bin: &Path) -> (u32, u32, u32) {
+    let out = Command::new(bin).arg("-v").output().expect("nginx -v");
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = text.split("nginx/").nth(1).unwrap_or("0.0.0");
+    let mut it = v
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok());
+    (
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+    )
+}
+
+/// nginx with two TLS ports: `h2` speaks HTTP/2 (ALPN h2), `h1` only HTTP/1.1.
+fn nginx() -> Option<(Peer, u16, u16)> {
+    let bin = need("nginx")?;
+    let (dir, c) = workdir();
+    let (h2, h1) = (free_port(), free_port());
+    let d = dir.path().display();
+    let user = if is_root() { "user root root;\n" } else { "" };
+    // `http2 on;` since nginx 1.25.1; `listen ... http2` before.
+    let (listen_h2, h2_on) = if nginx_version(&bin) >= (1, 25, 1) {
+        (format!("listen 127.0.0.1:{h2} ssl;"), "http2 on;")
+    } else {
+        (format!("listen 127.0.0.1:{h2} ssl http2;"), "")
+    };
+    let tls = format!(
+        "ssl_certificate {}; ssl_certificate_key {}; ssl_protocols TLSv1.2 TLSv1.3;",
+        c.cert.display(),
+        c.key.display()
+    );
+    let conf = format!(
+        "{user}worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 1024; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+         fastcgi_temp_path {d}/fcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+         keepalive_requests 100000;\n\
+         server {{ {listen_h2} {h2_on} root {d}/www; {tls} }}\n\
+         server {{ listen 127.0.0.1:{h1} ssl; root {d}/www; {tls} }}\n}}\n"
+    );
+    let conf_path = dir.path().join("nginx.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let child = Command::new(bin)
+        .arg("-c")
+        .arg(&conf_path)
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-g")
+        .arg("daemon off;")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nginx");
+    let p = Peer { child, _dir: dir };
+    wait_listening(h2, "nginx");
+    wait_listening(h1, "nginx");
+    Some((p, h2, h1))
+}
+
+/// h2o with a TLS port and a cleartext (h2c prior knowledge) port.
+fn h2o() -> Option<(Peer, u16, u16)> {
+    let bin = need("h2o")?;
+    let (dir, c) = workdir();
+    let (tls, clear) = (free_port(), free_port());
+    let d = dir.path().display();
+    let user = if is_root() { "user: root\n" } else { "" };
+    let conf = format!(
+        "{user}listen:\n  host: 127.0.0.1\n  port: {tls}\n  ssl:\n    certificate-file: {}\n    key-file: {}\n\
+         listen:\n  host: 127.0.0.1\n  port: {clear}\n\
+         hosts:\n  default:\n    paths:\n      /:\n        file.dir: {d}/www\n",
+        c.cert.display(),
+        c.key.display()
+    );
+    let conf_path = dir.path().join("h2o.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let child = Command::new(bin)
+        .arg("-c")
+        .arg(&conf_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start h2o");
+    let p = Peer { child, _dir: dir };
+    wait_listening(tls, "h2o");
+    wait_listening(clear, "h2o");
+    Some((p, tls, clear))
+}
+
+/// (requests done, succeeded, 2xx) from h2load's report.
+fn h2load(url: &str, n: u64, c: u64, m: u64) -> Option<(u64, u64, u64)> {
+    let bin = need("h2load")?;
+    let out = Command::new(bin)
+        .args([
+            "-n",
+            &n.to_string(),
+            "-c",
+            &c.to_string(),
+            "-m",
+            &m.to_string(),
+            url,
+        ])
+        .output()
+        .expect("run h2load");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let nums = |prefix: &str| -> Vec<u64> {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(prefix))
+            .unwrap_or_else(|| panic!("h2load printed no '{prefix}' line:\n{text}"));
+        line.split(|c: char| !c.is_ascii_digit())
+            .filter_map(|s| s.parse().ok())
+            .collect()
+    };
+    // "requests: 200 total, 200 started, 200 done, 200 succeeded, 0 failed, ..."
+    let r = nums("requests:");
+    // "status codes: 200 2xx, 0 3xx, 0 4xx, 0 5xx"
+    let s = nums("status codes:");
+    Some((r[2], r[3], s[0]))
+}
+
+fn load(args: &str) -> RunResult {
+    let spec = httplab_load::parse_args(args.split_whitespace()).expect("parse args");
+    httplab_load::run(&spec, false).expect("run")
+}
+
+/// `httplab load --http2` and h2load, N requests over C connections with M
+/// streams each, against `url`; the counts must agree.
+fn compare(url: &str, tls: bool, n: u64, c: u64, m: u64) {
+    let Some((done, ok, s2xx)) = h2load(url, n, c, m) else {
+        return;
+    };
+    assert_eq!((done, ok, s2xx), (n, n, n), "h2load against {url}");
+    let insecure = if tls { " --insecure" } else { "" };
+    let r = load(&format!(
+        "{url}{insecure} --http2 --users {c} --requests-per-user {} --max-concurrent-streams {m} --timeout 10",
+        n / c
+    ));
+    let h = r.http2.as_ref().expect("http2 block");
+    assert_eq!(h.streams_completed, done, "{url}: {h:?}");
+    assert_eq!(h.streams_started, n, "{url}: {h:?}");
+    assert_eq!(r.totals.replies, ok, "{url}");
+    assert_eq!(r.reply.status[1], s2xx, "{url}");
+    assert_eq!(r.totals.connections, c, "{url}");
+    assert_eq!(h.connections, c, "{url}");
+    assert_eq!(r.errors.total, 0, "{url}: {:?}", r.errors);
+    assert_eq!(h.cleartext, !tls);
+    if tls {
+        let t = r.tls.as_ref().expect("tls block");
+        assert_eq!(t.alpn.get("h2"), Some(&c), "{t:?}");
+    }
+    // Open loop too: 20 connection arrivals at 200/s, 5 streams each.
+    let r = load(&format!(
+        "{url}{insecure} --http2 --rate 200 --num-conns 20 --num-calls 5 --max-concurrent-streams {m} --timeout 10"
+    ));
+    let h = r.http2.as_ref().expect("http2 block");
+    assert_eq!(h.streams_completed, 100, "{url}: {h:?}");
+    assert_eq!(r.totals.connections, 20, "{url}");
+}
+
+#[test]
+fn nginx_over_tls_matches_h2load_and_names_a_server_without_h2() {
+    let Some((_ng, h2, h1)) = nginx() else { return };
+    compare(
+        &format!("https://127.0.0.1:{h2}/index.html"),
+        true,
+        200,
+        4,
+        8,
+    );
+    // A TLS port without HTTP/2: ALPN settles on http/1.1.
+    let spec = httplab_load::parse_args(
+        format!("https://127.0.0.1:{h1}/index.html --insecure --http2 --num-conns 2 --timeout 5")
+            .split_whitespace(),
+    )
+    .unwrap();
+    let e = format!("{:#}", httplab_load::run(&spec, false).unwrap_err());
+    assert!(e.contains("server refused h2: ALPN chose http/1.1"), "{e}");
+}
+
+#[test]
+fn h2o_over_tls_and_h2c_matches_h2load() {
+    let Some((_p, tls, clear)) = h2o() else {
+        return;
+    };
+    compare(
+        &format!("https://127.0.0.1:{tls}/index.html"),
+        true,
+        200,
+        4,
+        8,
+    );
+    compare(
+        &format!("http://127.0.0.1:{clear}/index.html"),
+        false,
+        200,
+        2,
+        16,
+    );
+}
