@@ -38,7 +38,7 @@ start_server() {
   case "$name" in
     httplab)
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
-        --workers 1 --quiet >"$dir/out.log" 2>&1 &
+        --workers 1 --quiet ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-*)
@@ -199,6 +199,19 @@ server_ticks() {
   local t=0 p
   for p in $(server_pids "$SERVER_PID"); do
     t=$((t + $(awk '{print $14 + $15}' /proc/"$p"/stat 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+
+# Nanoseconds on CPU of the server tree (every thread), from
+# /proc/PID/task/TID/schedstat: exact, unlike clock ticks. Threads that exit
+# during the run are not counted (the servers benchmarked keep theirs).
+server_ns() {
+  local t=0 p f
+  for p in $(server_pids "$SERVER_PID"); do
+    for f in /proc/"$p"/task/*/schedstat; do
+      [ -r "$f" ] && t=$((t + $(awk '{print $1}' "$f" 2>/dev/null || echo 0)))
+    done
   done
   echo "$t"
 }

@@ -69,8 +69,10 @@ pub struct Worker {
     linger: Duration,
     read_on_accept: bool,
     tls: Option<Arc<rustls::ServerConfig>>,
-    /// File chunks on their way into TLS (one per worker).
+    /// File chunks on their way into TLS, or read with pread (one per worker).
     scratch: Vec<u8>,
+    /// The clock reading of this loop turn.
+    now: Instant,
 }
 
 impl Worker {
@@ -123,6 +125,7 @@ impl Worker {
                 read_on_accept,
                 tls,
                 scratch: Vec::new(),
+                now: Instant::now(),
             },
             waker,
         ))
@@ -131,9 +134,13 @@ impl Worker {
     /// Runs until shutdown completes.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
-        let mut next_sweep = Instant::now() + self.sweep_every;
+        // One monotonic clock reading per loop turn, taken after the poll
+        // returns and used for every connection driven in that turn (timers
+        // have millisecond granularity; a turn takes microseconds).
+        self.now = Instant::now();
+        let mut next_sweep = self.now + self.sweep_every;
         loop {
-            let now = Instant::now();
+            let now = self.now;
             let timeout = if self.ready.is_empty() {
                 let until = match self.accept_paused_until {
                     Some(t) if self.listener.is_some() => t.min(next_sweep),
@@ -149,7 +156,8 @@ impl Worker {
                     break;
                 }
             }
-            self.handler.tick();
+            self.now = Instant::now();
+            self.handler.tick_at(self.now);
             let mut accept = false;
             for ev in events.iter() {
                 match ev.token() {
@@ -158,11 +166,7 @@ impl Worker {
                     Token(i) => self.drive(i),
                 }
             }
-            if accept
-                || self
-                    .accept_paused_until
-                    .is_some_and(|t| Instant::now() >= t)
-            {
+            if accept || self.accept_paused_until.is_some_and(|t| self.now >= t) {
                 self.accept_loop();
             }
             let n = self.ready.len();
@@ -171,7 +175,7 @@ impl Worker {
                     self.drive(i);
                 }
             }
-            let now = Instant::now();
+            let now = self.now;
             if now >= next_sweep {
                 self.sweep(now);
                 next_sweep = now + self.sweep_every;
@@ -215,7 +219,7 @@ impl Worker {
         if self.listener.is_none() {
             return;
         }
-        let now = Instant::now();
+        let now = self.now;
         if let Some(t) = self.accept_paused_until {
             if now < t {
                 return;
@@ -235,6 +239,23 @@ impl Worker {
             match listener.accept() {
                 Ok((stream, addr)) => {
                     let _ = stream.set_nodelay(true);
+                    let cfg = self.handler.config();
+                    if let Some(n) = cfg.sndbuf {
+                        let _ = crate::sys::set_int_opt(
+                            stream.as_raw_fd(),
+                            libc::SOL_SOCKET,
+                            libc::SO_SNDBUF,
+                            n,
+                        );
+                    }
+                    if let Some(n) = cfg.notsent_lowat {
+                        let _ = crate::sys::set_int_opt(
+                            stream.as_raw_fd(),
+                            libc::IPPROTO_TCP,
+                            libc::TCP_NOTSENT_LOWAT,
+                            n,
+                        );
+                    }
                     self.handler.stats().accepted();
                     self.insert(stream, Some(addr.ip()), now);
                 }
@@ -374,7 +395,7 @@ impl Worker {
 
     /// Returns false when the connection must be closed.
     fn step(&mut self, c: &mut Conn, idx: usize) -> bool {
-        let now = Instant::now();
+        let now = self.now;
         let fd = c.stream.as_raw_fd();
         let shutting = self.shutting_down.is_some();
         let mut reads = 0;
@@ -405,6 +426,7 @@ impl Worker {
                     &mut c.session,
                     fd,
                     self.handler.config().sendfile_chunk,
+                    self.handler.file_opts(),
                     &mut self.scratch,
                     &mut written,
                 );

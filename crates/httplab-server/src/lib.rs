@@ -61,7 +61,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use config::{AccessLog, Limits, Model, ServerConfig, TlsFiles};
+pub use config::{AccessLog, FileIo, Limits, Model, ServerConfig, TlsFiles};
 pub use stats::Snapshot;
 
 use blocking::Stop;
