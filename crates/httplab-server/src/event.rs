@@ -73,6 +73,9 @@ pub struct Worker {
     scratch: Vec<u8>,
     /// The clock reading of this loop turn.
     now: Instant,
+    /// Whether accepted sockets inherit the listener's TCP_NODELAY (None:
+    /// not known before the first accept).
+    nodelay_inherited: Option<bool>,
 }
 
 impl Worker {
@@ -126,6 +129,7 @@ impl Worker {
                 tls,
                 scratch: Vec::new(),
                 now: Instant::now(),
+                nodelay_inherited: None,
             },
             waker,
         ))
@@ -238,23 +242,13 @@ impl Worker {
             };
             match listener.accept() {
                 Ok((stream, addr)) => {
-                    let _ = stream.set_nodelay(true);
-                    let cfg = self.handler.config();
-                    if let Some(n) = cfg.sndbuf {
-                        let _ = crate::sys::set_int_opt(
-                            stream.as_raw_fd(),
-                            libc::SOL_SOCKET,
-                            libc::SO_SNDBUF,
-                            n,
-                        );
+                    // TCP_NODELAY, SO_SNDBUF and TCP_NOTSENT_LOWAT were set on
+                    // the listener and are inherited; checked once.
+                    if self.nodelay_inherited.is_none() {
+                        self.nodelay_inherited = Some(stream.nodelay().unwrap_or(false));
                     }
-                    if let Some(n) = cfg.notsent_lowat {
-                        let _ = crate::sys::set_int_opt(
-                            stream.as_raw_fd(),
-                            libc::IPPROTO_TCP,
-                            libc::TCP_NOTSENT_LOWAT,
-                            n,
-                        );
+                    if self.nodelay_inherited == Some(false) {
+                        let _ = stream.set_nodelay(true);
                     }
                     self.handler.stats().accepted();
                     self.insert(stream, Some(addr.ip()), now);
@@ -301,11 +295,7 @@ impl Worker {
         if self
             .poll
             .registry()
-            .register(
-                &mut stream,
-                Token(idx),
-                Interest::READABLE | Interest::WRITABLE,
-            )
+            .register(&mut stream, Token(idx), Interest::READABLE)
             .is_err()
         {
             self.free.push(idx);
