@@ -113,7 +113,7 @@ impl OutQueue {
         self.pos = 0;
     }
 
-    /// Writes to socket `fd` until done, blocked, or `budget` file bytes were
+    /// Writes to socket `fd` until done, blocked, or `budget` bytes were
     /// sent; `written` is increased by the bytes sent. File segments go out
     /// as `opts` says: `sendfile` calls of at most `opts.chunk` bytes, or
     /// `pread` of at most `opts.chunk` bytes into `scratch` (one buffer per
@@ -172,7 +172,7 @@ impl OutQueue {
                                 let from_file = n - from_mem;
                                 held.0 += from_file;
                                 f.off += from_file as u64;
-                                sent += from_file;
+                                sent += n;
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                                 return Ok(Flush::Blocked)
@@ -192,6 +192,7 @@ impl OutQueue {
                     Ok(n) => {
                         self.writes += 1;
                         self.pos += n;
+                        sent += n;
                         *written += n as u64;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
