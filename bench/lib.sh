@@ -55,7 +55,7 @@ start_server() {
       [ "$TLS" = 1 ] && { make_cert; tlsargs="--tls-cert $CERT --tls-key $KEY"; }
       # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
-        --workers 1 --quiet $tlsargs >"$dir/out.log" 2>&1 &
+        --workers 1 --quiet $tlsargs ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-*)
@@ -241,12 +241,14 @@ server_ticks() {
   echo "$t"
 }
 
-# CPU nanoseconds (schedstat: time on CPU) of the server tree's live threads.
+# Nanoseconds on CPU of the server tree (every thread), from
+# /proc/PID/task/TID/schedstat: exact, unlike clock ticks. Threads that exit
+# during the run are not counted (the servers benchmarked keep theirs).
 server_ns() {
-  local t=0 p x
+  local t=0 p f
   for p in $(server_pids "$SERVER_PID"); do
-    for x in /proc/"$p"/task/*/schedstat; do
-      t=$((t + $(awk '{print $1}' "$x" 2>/dev/null || echo 0)))
+    for f in /proc/"$p"/task/*/schedstat; do
+      [ -r "$f" ] && t=$((t + $(awk '{print $1}' "$f" 2>/dev/null || echo 0)))
     done
   done
   echo "$t"

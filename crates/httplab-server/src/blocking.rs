@@ -96,7 +96,7 @@ fn run_session(
         s.process(h, now, shutting);
         if tp.has_output(s) {
             let mut written = 0;
-            let r = tp.write(s, fd, usize::MAX, scratch, &mut written);
+            let r = tp.write(s, fd, usize::MAX, h.file_opts(), scratch, &mut written);
             let writes = std::mem::take(&mut s.out.writes);
             h.count_io(written, writes);
             s.wrote(Instant::now());

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::config::{AccessLog, Model, ServerConfig, TlsFiles};
+use crate::config::{AccessLog, FileIo, Model, ServerConfig, TlsFiles};
 use crate::{sys, Server};
 
 /// Serve a directory over HTTP/1.1.
@@ -72,6 +72,26 @@ pub struct Args {
     /// Memory budget of each worker's file cache
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     pub cache_size: usize,
+    /// How bodies of files larger than --small-file-max are sent: sendfile
+    /// (zero-copy; measured faster than pread on loopback, see BENCHMARKS.md
+    /// section 6), or pread into a per-worker buffer then sendmsg with the
+    /// response head in front
+    #[arg(long, value_enum, default_value_t = FileIo::Sendfile)]
+    pub file_io: FileIo,
+    /// Most file bytes per system call (one sendfile, or one pread + sendmsg;
+    /// with pread it is also the size of each worker's buffer). Default:
+    /// --file-turn for sendfile, 64KiB for pread (fits the CPU cache)
+    #[arg(long, value_parser = parse_size)]
+    pub file_chunk: Option<usize>,
+    /// File bytes one connection sends before other connections get a turn
+    #[arg(long, default_value = "2MiB", value_parser = parse_size)]
+    pub file_turn: usize,
+    /// SO_SNDBUF of every accepted connection (0: kernel autotuning)
+    #[arg(long, default_value = "0", value_parser = parse_size)]
+    pub sndbuf: usize,
+    /// TCP_NOTSENT_LOWAT of every accepted connection (0: not set)
+    #[arg(long, default_value = "0", value_parser = parse_size)]
+    pub notsent_lowat: usize,
     /// HTML listing for directories without index.html
     #[arg(long)]
     pub list_dirs: bool,
@@ -138,6 +158,17 @@ impl Args {
             max_connections: self.max_connections.max(1),
             small_file_max: self.small_file_max as u64,
             cache_bytes: self.cache_size,
+            file_io: self.file_io,
+            file_chunk: self
+                .file_chunk
+                .unwrap_or(match self.file_io {
+                    FileIo::Sendfile => self.file_turn,
+                    FileIo::Pread => 64 * 1024,
+                })
+                .clamp(4096, 64 << 20),
+            sendfile_chunk: self.file_turn.max(4096),
+            sndbuf: Some(self.sndbuf).filter(|&n| n > 0),
+            notsent_lowat: Some(self.notsent_lowat).filter(|&n| n > 0),
             list_dirs: self.list_dirs,
             access_log: self.access_log.as_deref().map(|s| {
                 if s == "-" {

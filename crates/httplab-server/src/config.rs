@@ -104,6 +104,14 @@ pub struct ServerConfig {
     pub revalidate: Duration,
     /// Bytes sent from one large file before yielding to other connections.
     pub sendfile_chunk: usize,
+    /// How large (non-cached) file bodies are sent in cleartext.
+    pub file_io: FileIo,
+    /// Most file bytes per system call (one sendfile, or one pread + sendmsg).
+    pub file_chunk: usize,
+    /// SO_SNDBUF of accepted connections (None: kernel autotuning).
+    pub sndbuf: Option<usize>,
+    /// TCP_NOTSENT_LOWAT of accepted connections (None: not set).
+    pub notsent_lowat: Option<usize>,
     /// HTML listing for directories without index.html.
     pub list_dirs: bool,
     /// Common-log-format access log.
@@ -130,6 +138,16 @@ pub struct ServerConfig {
     pub tls_handshake_timeout: Duration,
 }
 
+/// How large file bodies leave (cleartext; TLS always reads with pread).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FileIo {
+    /// `sendfile(2)` from the page cache (zero-copy on real NICs).
+    Sendfile,
+    /// `pread(2)` into a per-worker buffer, then `sendmsg(2)` with the
+    /// response head in front (one copy, fewer and larger TCP writes).
+    Pread,
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -154,6 +172,10 @@ impl Default for ServerConfig {
             cache_bytes: 64 * 1024 * 1024,
             revalidate: Duration::from_secs(1),
             sendfile_chunk: 2 * 1024 * 1024,
+            file_io: FileIo::Sendfile,
+            file_chunk: 2 * 1024 * 1024,
+            sndbuf: None,
+            notsent_lowat: None,
             list_dirs: false,
             access_log: None,
             quiet: true,

@@ -69,8 +69,13 @@ pub struct Worker {
     linger: Duration,
     read_on_accept: bool,
     tls: Option<Arc<rustls::ServerConfig>>,
-    /// File chunks on their way into TLS (one per worker).
+    /// File chunks on their way into TLS, or read with pread (one per worker).
     scratch: Vec<u8>,
+    /// The clock reading of this loop turn.
+    now: Instant,
+    /// Whether accepted sockets inherit the listener's TCP_NODELAY (None:
+    /// not known before the first accept).
+    nodelay_inherited: Option<bool>,
 }
 
 impl Worker {
@@ -123,6 +128,8 @@ impl Worker {
                 read_on_accept,
                 tls,
                 scratch: Vec::new(),
+                now: Instant::now(),
+                nodelay_inherited: None,
             },
             waker,
         ))
@@ -131,9 +138,13 @@ impl Worker {
     /// Runs until shutdown completes.
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
-        let mut next_sweep = Instant::now() + self.sweep_every;
+        // One monotonic clock reading per loop turn, taken after the poll
+        // returns and used for every connection driven in that turn (timers
+        // have millisecond granularity; a turn takes microseconds).
+        self.now = Instant::now();
+        let mut next_sweep = self.now + self.sweep_every;
         loop {
-            let now = Instant::now();
+            let now = self.now;
             let timeout = if self.ready.is_empty() {
                 let until = match self.accept_paused_until {
                     Some(t) if self.listener.is_some() => t.min(next_sweep),
@@ -149,7 +160,8 @@ impl Worker {
                     break;
                 }
             }
-            self.handler.tick();
+            self.now = Instant::now();
+            self.handler.tick_at(self.now);
             let mut accept = false;
             for ev in events.iter() {
                 match ev.token() {
@@ -158,11 +170,7 @@ impl Worker {
                     Token(i) => self.drive(i),
                 }
             }
-            if accept
-                || self
-                    .accept_paused_until
-                    .is_some_and(|t| Instant::now() >= t)
-            {
+            if accept || self.accept_paused_until.is_some_and(|t| self.now >= t) {
                 self.accept_loop();
             }
             let n = self.ready.len();
@@ -171,7 +179,7 @@ impl Worker {
                     self.drive(i);
                 }
             }
-            let now = Instant::now();
+            let now = self.now;
             if now >= next_sweep {
                 self.sweep(now);
                 next_sweep = now + self.sweep_every;
@@ -215,7 +223,7 @@ impl Worker {
         if self.listener.is_none() {
             return;
         }
-        let now = Instant::now();
+        let now = self.now;
         if let Some(t) = self.accept_paused_until {
             if now < t {
                 return;
@@ -234,7 +242,14 @@ impl Worker {
             };
             match listener.accept() {
                 Ok((stream, addr)) => {
-                    let _ = stream.set_nodelay(true);
+                    // TCP_NODELAY, SO_SNDBUF and TCP_NOTSENT_LOWAT were set on
+                    // the listener and are inherited; checked once.
+                    if self.nodelay_inherited.is_none() {
+                        self.nodelay_inherited = Some(stream.nodelay().unwrap_or(false));
+                    }
+                    if self.nodelay_inherited == Some(false) {
+                        let _ = stream.set_nodelay(true);
+                    }
                     self.handler.stats().accepted();
                     self.insert(stream, Some(addr.ip()), now);
                 }
@@ -280,11 +295,7 @@ impl Worker {
         if self
             .poll
             .registry()
-            .register(
-                &mut stream,
-                Token(idx),
-                Interest::READABLE | Interest::WRITABLE,
-            )
+            .register(&mut stream, Token(idx), Interest::READABLE)
             .is_err()
         {
             self.free.push(idx);
@@ -374,7 +385,7 @@ impl Worker {
 
     /// Returns false when the connection must be closed.
     fn step(&mut self, c: &mut Conn, idx: usize) -> bool {
-        let now = Instant::now();
+        let now = self.now;
         let fd = c.stream.as_raw_fd();
         let shutting = self.shutting_down.is_some();
         let mut reads = 0;
@@ -405,6 +416,7 @@ impl Worker {
                     &mut c.session,
                     fd,
                     self.handler.config().sendfile_chunk,
+                    self.handler.file_opts(),
                     &mut self.scratch,
                     &mut written,
                 );

@@ -7,10 +7,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use httplab_wire::request::{Method, Request, Version};
 
-use crate::config::ServerConfig;
+use crate::config::{FileIo, ServerConfig};
 use crate::files::{render_listing, Body, FileCache, FileInfo, Miss, Resolved};
 use crate::log::AccessLog;
-use crate::out::OutQueue;
+use crate::out::{FileOpts, OutQueue};
 use crate::stats::SharedStats;
 
 const ALLOW: &str = "GET, HEAD, OPTIONS";
@@ -26,10 +26,13 @@ pub struct Answer {
     pub body_bytes: u64,
 }
 
-/// `Date` header value, formatted at most once per second.
+/// `Date` header value, formatted at most once per second. The wall clock
+/// is read only when the monotonic clock says the second may have changed
+/// (`next`), so a loop turn costs one clock read (the caller's), not two.
 struct DateCache {
     secs: u64,
     text: [u8; 29],
+    next: Option<Instant>,
 }
 
 impl DateCache {
@@ -37,14 +40,23 @@ impl DateCache {
         let mut d = DateCache {
             secs: u64::MAX,
             text: [b' '; 29],
+            next: None,
         };
-        d.refresh();
+        d.refresh(Instant::now());
         d
     }
 
-    fn refresh(&mut self) {
+    fn refresh(&mut self, mono: Instant) {
+        if self.next.is_some_and(|t| mono < t) {
+            return;
+        }
         let now = SystemTime::now();
-        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = since.as_secs();
+        // Next look: at the next whole second of the wall clock.
+        self.next = Some(
+            mono + std::time::Duration::from_nanos(1_000_000_000 - u64::from(since.subsec_nanos())),
+        );
         if secs != self.secs {
             let s = httpdate::fmt_http_date(now);
             if s.len() == 29 {
@@ -112,9 +124,22 @@ impl Handler {
         &self.cfg
     }
 
+    /// How file segments are written (from the configuration).
+    pub fn file_opts(&self) -> FileOpts {
+        FileOpts {
+            pread: self.cfg.file_io == FileIo::Pread,
+            chunk: self.cfg.file_chunk.max(4096),
+        }
+    }
+
     /// Refreshes the cached Date (cheap; call once per loop iteration).
     pub fn tick(&mut self) {
-        self.date.refresh();
+        self.date.refresh(Instant::now());
+    }
+
+    /// Like [`Handler::tick`], with the caller's clock reading.
+    pub fn tick_at(&mut self, now: Instant) {
+        self.date.refresh(now);
     }
 
     /// Adds bytes written and write calls made to the local counters.

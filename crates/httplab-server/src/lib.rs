@@ -61,7 +61,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use config::{AccessLog, Limits, Model, ServerConfig, TlsFiles};
+pub use config::{AccessLog, FileIo, Limits, Model, ServerConfig, TlsFiles};
 pub use stats::Snapshot;
 
 use blocking::Stop;
@@ -163,6 +163,21 @@ impl Server {
                         use std::os::fd::AsRawFd;
                         // Best effort: a kernel without it just accepts earlier.
                         let _ = sys::set_defer_accept(l.as_raw_fd(), 1);
+                    }
+                }
+                for l in &listeners {
+                    use std::os::fd::AsRawFd;
+                    // Set once on the listener: Linux copies these to every
+                    // accepted socket, saving a setsockopt per connection
+                    // (the worker checks TCP_NODELAY on its first accept and
+                    // sets it per connection if it was not inherited).
+                    let fd = l.as_raw_fd();
+                    let _ = sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+                    if let Some(b) = cfg.sndbuf {
+                        let _ = sys::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, b);
+                    }
+                    if let Some(b) = cfg.notsent_lowat {
+                        let _ = sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, b);
                     }
                 }
                 handle.addr = listeners[0].local_addr()?;

@@ -17,6 +17,15 @@ use crate::sys;
 /// full TLS records).
 pub const TLS_FILE_CHUNK: usize = 64 * 1024;
 
+/// How [`OutQueue::write_to`] sends file segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileOpts {
+    /// `pread` + `sendmsg` instead of `sendfile`.
+    pub pread: bool,
+    /// Most file bytes per system call.
+    pub chunk: usize,
+}
+
 /// A file range to send after `at` bytes of the memory buffer.
 #[derive(Debug)]
 pub struct FileSeg {
@@ -105,11 +114,76 @@ impl OutQueue {
     }
 
     /// Writes to socket `fd` until done, blocked, or `budget` bytes were
-    /// sent; `written` is increased by the bytes sent.
-    pub fn write_to(&mut self, fd: RawFd, budget: usize, written: &mut u64) -> io::Result<Flush> {
+    /// sent; `written` is increased by the bytes sent. File segments go out
+    /// as `opts` says: `sendfile` calls of at most `opts.chunk` bytes, or
+    /// `pread` of at most `opts.chunk` bytes into `scratch` (one buffer per
+    /// worker, allocated once) followed by one `sendmsg` that also carries
+    /// the memory bytes queued in front (the response head).
+    pub fn write_to(
+        &mut self,
+        fd: RawFd,
+        budget: usize,
+        opts: FileOpts,
+        scratch: &mut Vec<u8>,
+        written: &mut u64,
+    ) -> io::Result<Flush> {
         let mut sent = 0usize;
+        // Bytes of the front file segment already read into `scratch`
+        // (scratch[held.0..held.1], starting at that segment's `off`) but not
+        // yet sent: after a short write they are sent from here instead of
+        // being read again. Only valid within this call (the buffer is
+        // shared by the worker's connections).
+        let mut held: (usize, usize) = (0, 0);
         loop {
             let next_at = self.files.front().map_or(self.buf.len(), |f| f.at);
+            if opts.pread {
+                if let Some(f) = self.files.front_mut() {
+                    if held.0 == held.1 && f.off < f.end && sent < budget {
+                        let want = (f.end - f.off).min(opts.chunk as u64) as usize;
+                        if scratch.len() < want {
+                            scratch.resize(opts.chunk.max(want), 0);
+                        }
+                        match f.file.read_at(&mut scratch[..want], f.off) {
+                            // The file shrank under us: the promised length
+                            // cannot be delivered, so the connection must end.
+                            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                            Ok(n) => held = (0, n),
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    if held.0 < held.1 {
+                        // Memory bytes up to the file (the head), then the
+                        // file bytes read, in one sendmsg.
+                        let mem = &self.buf[self.pos..next_at];
+                        let file = &scratch[held.0..held.1];
+                        let r = if mem.is_empty() {
+                            sys::send(fd, file, false)
+                        } else {
+                            sys::send_vectored(fd, &[io::IoSlice::new(mem), io::IoSlice::new(file)])
+                        };
+                        match r {
+                            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                            Ok(n) => {
+                                self.writes += 1;
+                                *written += n as u64;
+                                let from_mem = n.min(mem.len());
+                                self.pos += from_mem;
+                                let from_file = n - from_mem;
+                                held.0 += from_file;
+                                f.off += from_file as u64;
+                                sent += n;
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                                return Ok(Flush::Blocked)
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => return Err(e),
+                        }
+                        continue;
+                    }
+                }
+            }
             if self.pos < next_at {
                 let chunk = &self.buf[self.pos..next_at];
                 let more = !self.files.is_empty();
@@ -135,7 +209,9 @@ impl OutQueue {
                 if sent >= budget {
                     return Ok(Flush::Yield);
                 }
-                let want = (f.end - f.off).min((budget - sent) as u64).min(1 << 30) as usize;
+                let want = (f.end - f.off)
+                    .min((budget - sent) as u64)
+                    .min(opts.chunk as u64) as usize;
                 match sys::sendfile(fd, f.file.as_raw_fd(), &mut f.off, want) {
                     // The file shrank under us: the promised length cannot be
                     // delivered, so the connection must end.

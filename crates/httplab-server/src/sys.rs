@@ -62,6 +62,27 @@ pub fn send_vectored(sock: RawFd, bufs: &[io::IoSlice<'_>]) -> io::Result<usize>
     cvt_size(unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) })
 }
 
+/// `setsockopt(2)` of an int-valued option (SO_SNDBUF, TCP_NOTSENT_LOWAT).
+pub fn set_int_opt(sock: RawFd, level: i32, name: i32, value: usize) -> io::Result<()> {
+    let v: libc::c_int = value.min(i32::MAX as usize) as libc::c_int;
+    // SAFETY: `v` is a valid c_int that outlives the call; the kernel only
+    // reads `size_of::<c_int>()` bytes from it.
+    let r = unsafe {
+        libc::setsockopt(
+            sock,
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// TCP_DEFER_ACCEPT on a listener: connections are queued for accept only
 /// once the client has sent data (or after about `secs`).
 pub fn set_defer_accept(sock: RawFd, secs: i32) -> io::Result<()> {

@@ -32,7 +32,7 @@ use rustls::{ServerConfig as RustlsConfig, ServerConnection};
 
 use crate::config::TlsFiles;
 use crate::handler::Handler;
-use crate::out::Flush;
+use crate::out::{FileOpts, Flush};
 use crate::session::{CloseReason, Session};
 use crate::sys;
 
@@ -292,11 +292,12 @@ impl Transport {
         s: &mut Session,
         fd: RawFd,
         budget: usize,
+        opts: FileOpts,
         scratch: &mut Vec<u8>,
         written: &mut u64,
     ) -> io::Result<Flush> {
         match self {
-            Transport::Plain => s.out.write_to(fd, budget, written),
+            Transport::Plain => s.out.write_to(fd, budget, opts, scratch, written),
             Transport::Tls(t) => s.out.write_tls(
                 &mut t.conn,
                 &mut |conn: &mut ServerConnection| conn.write_tls(&mut FdIo { fd, short: false }),

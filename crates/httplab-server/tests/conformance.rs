@@ -636,6 +636,69 @@ fn large_file_byte_exact() {
 }
 
 #[test]
+fn large_file_byte_exact_with_pread() {
+    // pread + sendmsg: the head goes out in front of the first chunk, a
+    // short write resumes mid-chunk, ranges start mid-file; odd chunk sizes
+    // so no boundary lines up with the file's.
+    let site = site();
+    let big = &site.big;
+    for v in variants() {
+        for chunk in [4096usize, 64 * 1024 + 7] {
+            let mut cfg = config(&v, &site.root);
+            cfg.file_io = httplab_server::FileIo::Pread;
+            cfg.file_chunk = chunk;
+            cfg.sendfile_chunk = 48 * 1024;
+            let server = start(cfg);
+            let mut cl = Client::new(server.local_addr());
+            let mut reqs = get("/big.bin", "");
+            if v.keep_alive {
+                reqs.push_str(&get("/big.bin", "Range: bytes=1000-200000\r\n"));
+                reqs.push_str(&get("/big.bin", "Range: bytes=5-9,70000-140001\r\n"));
+                reqs.push_str(&get("/small.html", ""));
+            }
+            if v.pipelining {
+                cl.send(reqs.as_bytes());
+            } else {
+                cl.send(get("/big.bin", "").as_bytes());
+            }
+            let r = cl.read_response(false).expect("big response");
+            assert_eq!(r.body.len(), big.len(), "[{}] chunk {chunk}", v.name);
+            assert!(
+                r.body == *big,
+                "[{}] chunk {chunk}: big file differs",
+                v.name
+            );
+            if !v.keep_alive {
+                server.shutdown();
+                continue;
+            }
+            if !v.pipelining {
+                cl.send(get("/big.bin", "Range: bytes=1000-200000\r\n").as_bytes());
+            }
+            let r = cl.read_response(false).expect("range response");
+            assert_eq!(r.status, 206, "[{}]", v.name);
+            assert!(r.body == big[1000..=200000], "[{}] range differs", v.name);
+            if !v.pipelining {
+                cl.send(get("/big.bin", "Range: bytes=5-9,70000-140001\r\n").as_bytes());
+            }
+            let r = cl.read_response(false).expect("multipart response");
+            assert_eq!(r.status, 206, "[{}]", v.name);
+            assert!(
+                find(&r.body, &big[5..=9]).is_some()
+                    && find(&r.body, &big[70000..=140001]).is_some(),
+                "[{}] multipart parts differ",
+                v.name
+            );
+            if !v.pipelining {
+                cl.send(get("/small.html", "").as_bytes());
+            }
+            assert_eq!(cl.read_response(false).unwrap().body, SMALL, "[{}]", v.name);
+            server.shutdown();
+        }
+    }
+}
+
+#[test]
 fn client_that_does_not_read_is_not_buffered_without_bound() {
     let site = site();
     for v in variants()

@@ -23,6 +23,21 @@ pub const STOP_MAX: &str = "max-repetitions";
 pub const STOP_FAILED: &str = "failed";
 /// Ctrl-C.
 pub const STOP_INTERRUPTED: &str = "interrupted";
+/// Every run of the cell measured nothing (no replies and no errors in its window).
+pub const STOP_NOTHING: &str = "nothing-measured";
+
+/// Status of a run that measured nothing (see [`measured_nothing`]).
+pub const STATUS_EMPTY: &str = "empty";
+/// Reason recorded with [`STATUS_EMPTY`].
+pub const REASON_EMPTY: &str =
+    "no replies in the window: nothing measured, not counted as a repetition";
+
+/// True when a run got neither a reply nor an error in its measurement
+/// window (seen with very short windows). Such a run measured nothing: its
+/// reply rate of 0 is not a measurement, so it must not enter the estimates.
+pub fn measured_nothing(r: &m::RunResult) -> bool {
+    !r.interrupted && r.totals.replies == 0 && r.errors.total == 0
+}
 
 /// The protocol in force: the study's `[protocol]` resolved (seed drawn when absent).
 pub fn protocol(s: &StudyFile, quick: bool) -> m::Protocol {
@@ -130,6 +145,8 @@ pub struct CellData {
     pub client_bound_runs: u32,
     /// Why it stopped (set when it does).
     pub stop: Option<&'static str>,
+    /// Runs excluded because they measured nothing ([`measured_nothing`]).
+    pub empty_runs: u32,
 }
 
 impl CellData {
@@ -176,7 +193,11 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
         n: d.values.len() as u32,
         metric: metric.key().to_string(),
         values: d.metrics.clone(),
-        stop: d.stop.unwrap_or(STOP_MAX).to_string(),
+        stop: match d.stop.unwrap_or(STOP_MAX) {
+            STOP_MAX if d.values.is_empty() && d.empty_runs > 0 => STOP_NOTHING,
+            x => x,
+        }
+        .to_string(),
         precision: st::Estimate::of(&d.values)
             .map(|e| e.relative_half_width())
             .filter(|x| x.is_finite()),
@@ -272,6 +293,38 @@ mod tests {
                 .map(|r| round_order(&names, 2, 0, 0, r))
                 .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_run_without_replies_or_errors_measured_nothing() {
+        let mut r = m::RunResult::default();
+        assert!(measured_nothing(&r));
+        r.errors.total = 1;
+        assert!(!measured_nothing(&r), "errors are a measurement");
+        r.errors.total = 0;
+        r.totals.replies = 1;
+        assert!(!measured_nothing(&r));
+        r.totals.replies = 0;
+        r.interrupted = true;
+        assert!(
+            !measured_nothing(&r),
+            "interrupted runs are reported as such"
+        );
+    }
+
+    #[test]
+    fn empty_runs_are_not_repetitions() {
+        let mut d = CellData {
+            server: "s".into(),
+            empty_runs: 2,
+            ..Default::default()
+        };
+        let c = cell("w", None, Metric::ReplyRate, &d);
+        assert_eq!((c.n, c.stop.as_str()), (0, STOP_NOTHING));
+        d.push(100.0, &BTreeMap::from([(Metric::ReplyRate, 100.0)]), false);
+        let c = cell("w", None, Metric::ReplyRate, &d);
+        assert_eq!((c.n, c.stop.as_str()), (1, STOP_MAX));
+        assert_eq!(c.values["reply_rate"], vec![100.0]);
     }
 
     #[test]

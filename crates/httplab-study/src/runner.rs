@@ -986,6 +986,9 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                 };
                 cx.tick(run_s);
                 let status_txt = match &outcome {
+                    Ok(x) if x.run.as_ref().is_some_and(rounds::measured_nothing) => {
+                        rounds::STATUS_EMPTY
+                    }
                     Ok(_) => "ok",
                     Err((s, _)) => s,
                 };
@@ -1014,6 +1017,24 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                                 pos as u32,
                                 "skipped",
                                 INTERRUPTED_DURING,
+                                run,
+                                sweep,
+                            );
+                            continue;
+                        }
+                        if run.as_ref().is_some_and(rounds::measured_nothing) {
+                            // Not a repetition: the cell gets another round
+                            // (up to its cap) instead of a rate of 0.
+                            d.empty_runs += 1;
+                            push_row(
+                                cx,
+                                w,
+                                &name,
+                                &step,
+                                round,
+                                pos as u32,
+                                rounds::STATUS_EMPTY,
+                                rounds::REASON_EMPTY,
                                 run,
                                 sweep,
                             );
