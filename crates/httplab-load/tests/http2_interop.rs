@@ -6,12 +6,10 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{ci, which};
+use common::{ci, is_root, wait_listening, which};
 use httplab_model::RunResult;
 
 fn need(bin: &str) -> Option<PathBuf> {
@@ -62,14 +60,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn wait_listening(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A peer process, stopped (SIGTERM, then waited for) when dropped; nginx's
 /// master stops its workers on SIGTERM.
 struct Peer {
@@ -81,15 +71,6 @@ impl Drop for Peer {
     fn drop(&mut self) {
         common::stop_peer(&mut self.child);
     }
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        .unwrap_or(false)
 }
 
 /// nginx's version as (major, minor, patch).
@@ -134,19 +115,7 @@ fn nginx() -> Option<(Peer, u16, u16)> {
          server {{ {listen_h2} {h2_on} root {d}/www; {tls} }}\n\
          server {{ listen 127.0.0.1:{h1} ssl; root {d}/www; {tls} }}\n}}\n"
     );
-    let conf_path = dir.path().join("nginx.conf");
-    std::fs::write(&conf_path, conf).unwrap();
-    let child = Command::new(bin)
-        .arg("-c")
-        .arg(&conf_path)
-        .arg("-p")
-        .arg(dir.path())
-        .arg("-g")
-        .arg("daemon off;")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nginx");
+    let child = common::spawn_nginx(&bin, dir.path(), &conf);
     let p = Peer { child, _dir: dir };
     wait_listening(h2, "nginx");
     wait_listening(h1, "nginx");

@@ -5,12 +5,10 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
 
-use common::{ci, load, which};
+use common::{ci, is_root, load, which};
 
 fn need(bin: &str) -> Option<PathBuf> {
     match which(bin) {
@@ -71,42 +69,16 @@ impl Nginx {
              server {{ listen 127.0.0.1:{port}; root {}; }}\n}}\n",
             root.display()
         );
-        let conf_path = dir.path().join("nginx.conf");
-        std::fs::write(&conf_path, conf).unwrap();
-        let child = Command::new(bin)
-            .arg("-c")
-            .arg(&conf_path)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-g")
-            .arg("daemon off;")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nginx");
+        let child = common::spawn_nginx(&bin, dir.path(), &conf);
         let n = Nginx {
             child,
             port,
             _dir: dir,
             root,
         };
-        // Wait (bounded) until it accepts connections.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nginx did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_listening(port, "nginx");
         Some(n)
     }
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        .unwrap_or(false)
 }
 
 impl Drop for Nginx {

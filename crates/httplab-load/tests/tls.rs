@@ -5,12 +5,10 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
 
-use common::{ci, load, which};
+use common::{ci, is_root, load, which};
 use httplab_model::RunResult;
 
 fn need(bin: &str) -> Option<PathBuf> {
@@ -260,29 +258,13 @@ impl Nginx {
             c.cert.display(),
             c.key.display()
         );
-        let conf_path = dir.path().join("nginx.conf");
-        std::fs::write(&conf_path, conf).unwrap();
-        let child = Command::new(bin)
-            .arg("-c")
-            .arg(&conf_path)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-g")
-            .arg("daemon off;")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nginx");
+        let child = common::spawn_nginx(&bin, dir.path(), &conf);
         let n = Nginx {
             child,
             port,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "nginx did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        common::wait_listening(port, "nginx");
         Some(n)
     }
 }
@@ -291,15 +273,6 @@ impl Drop for Nginx {
     fn drop(&mut self) {
         common::stop_peer(&mut self.child);
     }
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        .unwrap_or(false)
 }
 
 /// (connections, requests, replies, 2xx) from an httperf report.

@@ -330,3 +330,44 @@ pub fn stop_peer(child: &mut std::process::Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Whether the tests run as root (peers then need `user root` to read the test's files).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        .unwrap_or(false)
+}
+
+/// Waits (bounded: 10 s) until something accepts connections on 127.0.0.1:`port`.
+pub fn wait_listening(port: u16, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "{what} did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes `conf` to `dir`/nginx.conf and starts nginx on it in the foreground
+/// (stop it with [`stop_peer`]).
+pub fn spawn_nginx(
+    bin: &std::path::Path,
+    dir: &std::path::Path,
+    conf: &str,
+) -> std::process::Child {
+    let conf_path = dir.join("nginx.conf");
+    std::fs::write(&conf_path, conf).expect("write nginx.conf");
+    std::process::Command::new(bin)
+        .arg("-c")
+        .arg(&conf_path)
+        .arg("-p")
+        .arg(dir)
+        .arg("-g")
+        .arg("daemon off;")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start nginx")
+}
