@@ -5,38 +5,12 @@
 //! and idle timeouts are raised above the test's length so that nothing
 //! frees the pool while it runs); no sleeps, no timing assertions.
 
+mod common;
+
+use common::httplab_serving;
 use httplab_model as m;
 use httplab_study::runner::{self, Options};
 use httplab_study::{idle, report, spec};
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// The httplab binary, or None (skip) when the workspace is not built.
-fn httplab() -> Option<std::path::PathBuf> {
-    let Some(exe) = runner::find_httplab_exe() else {
-        assert!(
-            !ci(),
-            "no httplab binary next to the test executable under CI"
-        );
-        eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
-        return None;
-    };
-    let serves = std::process::Command::new(&exe)
-        .args(["serve", "--help"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !serves {
-        assert!(!ci(), "{} has no working `serve` under CI", exe.display());
-        eprintln!(
-            "SKIP: {} has no working `serve` (stale build?)",
-            exe.display()
-        );
-        return None;
-    }
-    Some(exe)
-}
 
 fn study(servers: &str, workload: &str) -> spec::StudyFile {
     let text = format!(
@@ -60,7 +34,9 @@ fn extra(run: &m::RunResult, k: &str) -> u64 {
 
 #[test]
 fn event_model_keeps_serving_while_idle_connections_are_held() {
-    let Some(exe) = httplab() else { return };
+    let Some(exe) = httplab_serving("--root") else {
+        return;
+    };
     let servers =
         format!("[[servers]]\nkind = \"httplab\"\nmodel = \"event\"\nworkers = 1\n{LONG_TIMEOUTS}");
     for send in ["silent", "partial"] {
@@ -116,7 +92,9 @@ fn event_model_keeps_serving_while_idle_connections_are_held() {
 
 #[test]
 fn threads_model_with_its_pool_held_stops_serving_and_says_so() {
-    let Some(exe) = httplab() else { return };
+    let Some(exe) = httplab_serving("--root") else {
+        return;
+    };
     // Two worker threads (and a queue of two): ten held connections occupy
     // both workers and the queue; the client's connection waits behind them
     // in the listen backlog until its 0.3 s reply timeout.

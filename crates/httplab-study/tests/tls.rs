@@ -11,6 +11,7 @@ mod common;
 
 use std::path::Path;
 
+use common::{ci, httplab_serving};
 use httplab_model as m;
 use httplab_study::runner::{self, Options};
 use httplab_study::{corpus, servers, shard, spec, tls};
@@ -21,50 +22,17 @@ fn helper_http_server() {
     common::maybe_serve();
 }
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
 const FAST: &str = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.3\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 7\n";
 
 fn parse(text: &str) -> spec::StudyFile {
     spec::parse(text, "t.toml").unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-/// The httplab binary, or None (skip; a failure under CI).
-fn httplab_exe() -> Option<std::path::PathBuf> {
-    let Some(exe) = runner::find_httplab_exe() else {
-        assert!(
-            !ci(),
-            "no httplab binary next to the test executable under CI"
-        );
-        eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
-        return None;
-    };
-    let serves = std::process::Command::new(&exe)
-        .args(["serve", "--help"])
-        .output()
-        .is_ok_and(|o| {
-            o.status.success() && String::from_utf8_lossy(&o.stdout).contains("--tls-cert")
-        });
-    if !serves {
-        assert!(
-            !ci(),
-            "{} has no `serve --tls-cert` under CI",
-            exe.display()
-        );
-        eprintln!(
-            "SKIP: {} has no `serve --tls-cert` (stale build?)",
-            exe.display()
-        );
-        return None;
-    }
-    Some(exe)
-}
-
 #[test]
 fn tls_study_end_to_end_against_httplab() {
-    let Some(exe) = httplab_exe() else { return };
+    let Some(exe) = httplab_serving("--tls-cert") else {
+        return;
+    };
     let text = format!(
         "name = \"tls-tiny\"\ntls = true\n{FAST}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n\
          [[servers]]\nkind = \"httplab\"\nmodel = \"event\"\nworkers = 1\n\

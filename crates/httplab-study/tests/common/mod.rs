@@ -120,3 +120,34 @@ fn conn(
         }
     }
 }
+
+/// True when CI=true (interop peers and the httplab binary must then exist).
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The httplab binary next to the test executable whose `serve --help`
+/// mentions `flag`, or None (skip with a printed reason; a failure under CI).
+pub fn httplab_serving(flag: &str) -> Option<PathBuf> {
+    let Some(exe) = httplab_study::runner::find_httplab_exe() else {
+        assert!(
+            !ci(),
+            "no httplab binary next to the test executable under CI"
+        );
+        eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
+        return None;
+    };
+    let serves = std::process::Command::new(&exe)
+        .args(["serve", "--help"])
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(flag));
+    if !serves {
+        assert!(!ci(), "{} has no `serve {flag}` under CI", exe.display());
+        eprintln!(
+            "SKIP: {} has no `serve {flag}` (stale build?)",
+            exe.display()
+        );
+        return None;
+    }
+    Some(exe)
+}
