@@ -226,10 +226,11 @@ fn calibration_spec(spec: &LoadSpec, port: u16) -> Result<(LoadSpec, Vec<u8>)> {
                 file: file.clone(),
             }
         }
-        Workload::Users { users, .. } => Workload::Users {
+        Workload::Users { users, burst, .. } => Workload::Users {
             users: *users,
             requests_per_user: None,
             think: 0.0,
+            burst: *burst,
             pace: None,
         },
     };
@@ -269,7 +270,7 @@ fn shape_of(c: &LoadSpec, body_len: u64) -> (String, u64, Option<u64>, u32) {
             Arrival::Concurrent(k) => (k, None, 1),
             Arrival::Open(_) => (0, None, 1),
         },
-        Workload::Users { users, .. } => (*users, c.calls_per_conn, 1),
+        Workload::Users { users, burst, .. } => (*users, c.calls_per_conn, *burst),
     };
     let threads = c
         .threads
@@ -623,6 +624,7 @@ mod tests {
                 users: 7,
                 requests_per_user: None,
                 think,
+                burst: 1,
                 pace: None
             } if think == 0.0
         ));

@@ -96,6 +96,8 @@ struct Cli {
     #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
     num_calls: Option<u64>,
     /// Calls per burst; a burst's calls are pipelined on the connection.
+    /// With closed-loop --users (httplab extension): each user sends N
+    /// requests at once and waits for all N replies (h2load --h1 -m N style)
     #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
     burst_length: Option<u32>,
     /// Sessions: N1 sessions of N2 calls, X seconds of think time between bursts.
@@ -587,6 +589,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
                 Some(1)
             }),
             think,
+            burst,
             pace: open,
         };
         spec.arrival = Arrival::Concurrent(users);
@@ -827,6 +830,7 @@ mod tests {
                 users: 50,
                 requests_per_user: Some(200),
                 think: 0.0,
+                burst: 1,
                 pace: None
             }
         );

@@ -910,6 +910,16 @@ impl<'a> Worker<'a> {
             if s.burst_sent >= allowed || outstanding >= max_piped {
                 break;
             }
+            // Pipelining users with --num-calls: no more requests on this
+            // connection than it will carry; the rest of the burst goes on
+            // the next one.
+            if plan.close_after_group
+                && plan
+                    .user_group
+                    .is_some_and(|g| s.grp_replies + u64::from(outstanding) >= g)
+            {
+                break;
+            }
             let sel = plan.call(s.tmpl, s.burst, s.burst_sent);
             let req = plan.req_for(sel, s.arrival, s.burst, s.burst_sent);
             let serial = self.serial;

@@ -93,7 +93,7 @@ pub(crate) fn validate(spec: &LoadSpec, h: &Http2Spec) -> Result<()> {
         }
     }
     match &spec.workload {
-        Workload::Requests { burst, .. } if *burst > 1 => {
+        Workload::Requests { burst, .. } | Workload::Users { burst, .. } if *burst > 1 => {
             bail!("--burst-length does not apply to --http2: streams are concurrent, use --max-concurrent-streams")
         }
         Workload::Sessions { .. } | Workload::SessionLog { .. } => {

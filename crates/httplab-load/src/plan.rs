@@ -240,11 +240,12 @@ impl Plan {
                 users,
                 requests_per_user,
                 think,
+                burst,
                 ..
             } => (
                 Shape::Calls {
                     total: requests_per_user.unwrap_or(u64::MAX),
-                    burst: 1,
+                    burst: (*burst).max(1),
                     think: *think,
                     req: main,
                 },
@@ -732,7 +733,7 @@ mod tests {
         fn shards_split_users(users in 1u64..60, n in 1u32..7, t in 1u32..4, per in 1u64..5) {
             let mut spec = LoadSpec::new("h", 80);
             spec.arrival = Arrival::Concurrent(users);
-            spec.workload = Workload::Users { users, requests_per_user: Some(per), think: 0.0, pace: None };
+            spec.workload = Workload::Users { users, requests_per_user: Some(per), think: 0.0, burst: 1, pace: None };
             spec.uris = vec!["/a".into(), "/b".into(), "/c".into()];
             let one = demand(&Plan::build(&spec), (0, 1), 1, per, None, 1);
             let mut union = Vec::new();

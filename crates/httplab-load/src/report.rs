@@ -167,7 +167,10 @@ pub(crate) fn build_result(
     if let Some((n, x)) = spec.wset {
         extra.insert("wset".into(), format!("{n},{x}"));
     }
-    if let Workload::Requests { burst, .. } | Workload::Sessions { burst, .. } = spec.workload {
+    if let Workload::Requests { burst, .. }
+    | Workload::Sessions { burst, .. }
+    | Workload::Users { burst, .. } = spec.workload
+    {
         if burst > 1 {
             extra.insert("burst_length".into(), burst.to_string());
         }

@@ -141,6 +141,10 @@ pub enum Workload {
         requests_per_user: Option<u64>,
         /// Think time between a reply and the next request, seconds.
         think: f64,
+        /// Requests a user pipelines at once (`--burst-length`): it sends
+        /// them together and waits for all their replies before it thinks
+        /// and goes on. 1: one request at a time.
+        burst: u32,
         /// Paced users (`--users N --rate R`, wrk2 style): the users' requests
         /// together follow this schedule; a user whose previous reply is late
         /// sends at once, and the corrected latency counts from the schedule.
@@ -556,10 +560,18 @@ impl LoadSpec {
             Workload::Users {
                 users,
                 requests_per_user,
+                burst,
+                pace,
                 ..
             } => {
                 if *users == 0 {
                     bail!("--users must be at least 1");
+                }
+                if *burst == 0 {
+                    bail!("--burst-length must be at least 1");
+                }
+                if *burst > 1 && pace.is_some() {
+                    bail!("--burst-length with paced users (--users with --rate) is not supported: the schedule is one of requests; pipeline with closed-loop users (no --rate) or with --num-conns/--num-calls");
                 }
                 if matches!(self.arrival, Arrival::Open(_)) {
                     bail!(
@@ -686,12 +698,16 @@ impl LoadSpec {
                 users,
                 requests_per_user,
                 think,
+                burst,
                 pace,
             } => {
                 if let Some(d) = pace {
                     s.push_str(&format!(" --rate={}", fmt_num(1.0 / d.mean())));
                 }
                 s.push_str(&format!(" --users={users}"));
+                if *burst > 1 {
+                    s.push_str(&format!(" --burst-length={burst}"));
+                }
                 if let Some(r) = requests_per_user {
                     s.push_str(&format!(" --requests-per-user={r}"));
                 }

@@ -71,6 +71,34 @@ fn burst_pipelining() {
     assert!(s.seen.max_batch.load(Ordering::SeqCst) >= 2);
 }
 
+/// Closed-loop users pipeline their bursts too (`--users` with
+/// `--burst-length` used to send one request at a time), and a user's
+/// connection carries no more than its --num-calls: the rest of a burst goes
+/// on the next connection.
+#[test]
+fn users_pipeline_their_bursts() {
+    let s = TestServer::start(Mode::Ok(body(100)));
+    let r = load(&format!(
+        "--server 127.0.0.1 --port {} --users 2 --requests-per-user 12 --burst-length 4 --num-calls 6 --timeout 5",
+        s.port()
+    ));
+    assert_eq!(r.totals.requests, 24);
+    assert_eq!(r.totals.replies, 24);
+    assert_eq!(r.errors.total, 0);
+    assert_eq!(s.seen.connections.load(Ordering::SeqCst), 4);
+    assert_eq!(s.requests(), 24);
+    assert!(s.seen.max_batch.load(Ordering::SeqCst) >= 2);
+    let paced = httplab_load::parse_args(
+        "--server 127.0.0.1 --port 1 --users 2 --rate 10 --burst-length 4 --duration 1s"
+            .split_whitespace(),
+    );
+    let err = format!(
+        "{:#}",
+        paced.expect_err("paced users with bursts are refused")
+    );
+    assert!(err.contains("--burst-length"), "{err}");
+}
+
 #[test]
 fn uneven_burst_does_not_hang() {
     // httperf#20: num-calls not divisible by burst-length.
