@@ -49,6 +49,8 @@ mod sys;
 pub mod testkit;
 mod tickets;
 mod tls;
+mod uring;
+mod uring_sys;
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
@@ -61,12 +63,16 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use config::{AccessLog, FileIo, Limits, Model, ServerConfig, TlsFiles};
+pub use config::{AccessLog, FileIo, IoEngine, Limits, Model, ServerConfig, TlsFiles};
 pub use stats::Snapshot;
 
 use blocking::Stop;
 use handler::Handler;
 use stats::SharedStats;
+
+/// Whether `--io auto` picks io_uring where it is available (cleartext
+/// only); set from the measurements in BENCHMARKS.md section 10.
+const AUTO_PREFERS_URING: bool = true;
 
 /// Entry point of `httplab serve`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
@@ -84,6 +90,7 @@ pub struct ServerHandle {
     root: PathBuf,
     model: Model,
     workers: usize,
+    io: IoEngine,
     stop: Stop,
     wakers: Vec<Arc<mio::Waker>>,
     threads: Vec<JoinHandle<()>>,
@@ -148,6 +155,7 @@ impl Server {
             root,
             model: cfg.model,
             workers: 1,
+            io: IoEngine::Epoll,
             stop: stop.clone(),
             wakers: Vec::new(),
             threads: Vec::new(),
@@ -183,7 +191,53 @@ impl Server {
                 handle.addr = listeners[0].local_addr()?;
                 handle.workers = n;
                 let per_worker = cfg.max_connections.div_ceil(n);
+                let mut uring = match cfg.io {
+                    IoEngine::Epoll => false,
+                    IoEngine::Uring => {
+                        if tls.is_some() {
+                            anyhow::bail!(
+                                "--io uring serves cleartext HTTP only; use --io epoll (or auto) with --tls-cert/--tls-key"
+                            );
+                        }
+                        if !uring_sys::available() {
+                            anyhow::bail!(
+                                "--io uring: io_uring is not available here (kernel without it, /proc/sys/kernel/io_uring_disabled set, or blocked by a sandbox); use --io epoll or auto"
+                            );
+                        }
+                        true
+                    }
+                    IoEngine::Auto => AUTO_PREFERS_URING && tls.is_none() && uring_sys::available(),
+                };
                 for (i, l) in listeners.into_iter().enumerate() {
+                    if uring {
+                        match uring::Worker::new(
+                            l.try_clone().context("cannot duplicate listener")?,
+                            make_handler(),
+                            per_worker,
+                            Arc::clone(&stop.flag),
+                        ) {
+                            Ok((w, waker)) => {
+                                drop(l);
+                                handle.wakers.push(waker);
+                                handle.threads.push(
+                                    std::thread::Builder::new()
+                                        .name(format!("httplab-ur-{i}"))
+                                        .spawn(move || w.run())
+                                        .context("cannot spawn worker thread")?,
+                                );
+                                continue;
+                            }
+                            Err(e) if cfg.io == IoEngine::Uring => {
+                                return Err(anyhow::Error::new(e)
+                                    .context("--io uring: cannot set up an io_uring ring"));
+                            }
+                            Err(_) => {
+                                // auto: this kernel lacks a feature the ring
+                                // needs (provided-buffer rings: 5.19); epoll.
+                                uring = false;
+                            }
+                        }
+                    }
                     let (w, waker) = event::Worker::new(
                         l,
                         make_handler(),
@@ -200,6 +254,7 @@ impl Server {
                             .context("cannot spawn worker thread")?,
                     );
                 }
+                handle.io = if uring { IoEngine::Uring } else { IoEngine::Epoll };
             }
             Model::Threads => {
                 let l = bind_listeners(cfg.listen, 1, false)?.remove(0);
@@ -362,6 +417,12 @@ impl ServerHandle {
     /// Model in use.
     pub fn model(&self) -> Model {
         self.model
+    }
+
+    /// I/O engine of the event model after resolving `auto` (epoll for the
+    /// other models).
+    pub fn io_engine(&self) -> IoEngine {
+        self.io
     }
 
     /// Event workers, or worker threads for the threads model (1 otherwise).
