@@ -36,8 +36,8 @@ pub struct Args {
     /// read, write, accept and close. uring: io_uring, one io_uring_enter
     /// per loop turn submits every accept, receive, send and close and reaps
     /// their completions (large files still go out with sendfile or pread;
-    /// cleartext only, refused with --tls-*). auto: uring where the kernel
-    /// offers it and the server is cleartext, else epoll
+    /// cleartext only, refused with --tls-*). auto: epoll for now (io_uring
+    /// measured no cheaper per request here; see BENCHMARKS.md)
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub io: IoEngine,
     /// Worker threads of the threads model

@@ -38,8 +38,8 @@ impl Model {
 /// I/O engine of the event model (`--io`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum IoEngine {
-    /// io_uring where the kernel offers it (and the server is cleartext),
-    /// else epoll.
+    /// The engine measured cheapest where it can run: epoll for now
+    /// (io_uring was not cheaper per request on the benchmark machine).
     #[default]
     Auto,
     /// mio/epoll readiness and one system call per read or write.

@@ -71,8 +71,10 @@ use handler::Handler;
 use stats::SharedStats;
 
 /// Whether `--io auto` picks io_uring where it is available (cleartext
-/// only); set from the measurements in BENCHMARKS.md section 10.
-const AUTO_PREFERS_URING: bool = true;
+/// only). Off: on the 2-core benchmark machine the io_uring engine's server
+/// CPU per request was level with epoll's (keep-alive 1.02-1.08x, new
+/// connection per request 0.95x, noisy), not cheaper; see BENCHMARKS.md.
+const AUTO_PREFERS_URING: bool = false;
 
 /// Entry point of `httplab serve`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
@@ -254,7 +256,11 @@ impl Server {
                             .context("cannot spawn worker thread")?,
                     );
                 }
-                handle.io = if uring { IoEngine::Uring } else { IoEngine::Epoll };
+                handle.io = if uring {
+                    IoEngine::Uring
+                } else {
+                    IoEngine::Epoll
+                };
             }
             Model::Threads => {
                 let l = bind_listeners(cfg.listen, 1, false)?.remove(0);

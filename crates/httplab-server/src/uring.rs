@@ -258,7 +258,11 @@ impl Worker {
         let _ = self.ring.cancel_all(ud(OP_IGNORE, 0, 0));
         let until = Instant::now() + EXIT_DRAIN;
         while self.ring.in_flight() > 0 && Instant::now() < until {
-            if self.ring.submit_and_wait(Duration::from_millis(10)).is_err() {
+            if self
+                .ring
+                .submit_and_wait(Duration::from_millis(10))
+                .is_err()
+            {
                 break;
             }
             self.now = Instant::now();
@@ -333,7 +337,8 @@ impl Worker {
             }
             self.accept_paused_until = None;
         }
-        while self.accepts_in_flight < ACCEPTS && self.open + self.accepts_in_flight < self.max_conns
+        while self.accepts_in_flight < ACCEPTS
+            && self.open + self.accepts_in_flight < self.max_conns
         {
             let Some(s) = self.accept_busy.iter().position(|b| !b) else {
                 return;
@@ -536,7 +541,11 @@ impl Worker {
         loop {
             if c.linger_until.is_some() {
                 if !c.recv {
-                    if self.ring.recv(c.fd, RECV_BUF_SIZE, ud(OP_RECV, idx, gen)).is_err() {
+                    if self
+                        .ring
+                        .recv(c.fd, RECV_BUF_SIZE, ud(OP_RECV, idx, gen))
+                        .is_err()
+                    {
                         return false;
                     }
                     c.recv = true;

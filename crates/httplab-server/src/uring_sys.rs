@@ -120,12 +120,9 @@ impl Ring {
         // stays allocated until after the ring is dropped (see Drop: it is
         // unregistered first, or leaked).
         unsafe {
-            r.ring.submitter().register_buf_ring_with_flags(
-                r.entries as u64,
-                nbufs,
-                BGID,
-                0,
-            )?;
+            r.ring
+                .submitter()
+                .register_buf_ring_with_flags(r.entries as u64, nbufs, BGID, 0)?;
         }
         r.registered = true;
         for bid in 0..nbufs {
@@ -202,10 +199,14 @@ impl Ring {
     pub fn accept(&mut self, listener: RawFd, slot: usize, ud: u64) -> io::Result<()> {
         let (addr, len) = &mut self.addrs[slot];
         *len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        let e = opcode::Accept::new(Fd(listener), (addr as *mut libc::sockaddr_storage).cast(), len)
-            .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
-            .build()
-            .user_data(ud);
+        let e = opcode::Accept::new(
+            Fd(listener),
+            (addr as *mut libc::sockaddr_storage).cast(),
+            len,
+        )
+        .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+        .build()
+        .user_data(ud);
         self.push(e)
     }
 
@@ -217,7 +218,8 @@ impl Ring {
                 // SAFETY: the family says the storage holds a sockaddr_in,
                 // which is smaller than and alignment-compatible with
                 // sockaddr_storage.
-                let a = unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+                let a =
+                    unsafe { &*(ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
                 Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr))))
             }
             libc::AF_INET6 => {
@@ -247,7 +249,13 @@ impl Ring {
     /// # Safety
     /// `ptr..ptr+len` must stay valid and unmodified until this operation's
     /// completion has been reaped (or, if the ring is dropped first, forever).
-    pub unsafe fn send(&mut self, fd: RawFd, ptr: *const u8, len: usize, ud: u64) -> io::Result<()> {
+    pub unsafe fn send(
+        &mut self,
+        fd: RawFd,
+        ptr: *const u8,
+        len: usize,
+        ud: u64,
+    ) -> io::Result<()> {
         let e = opcode::Send::new(Fd(fd), ptr, len.min(u32::MAX as usize) as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
@@ -257,7 +265,9 @@ impl Ring {
 
     /// One-shot readiness poll of `fd` for `events` (POLLIN, POLLOUT).
     pub fn poll(&mut self, fd: RawFd, events: i16, ud: u64) -> io::Result<()> {
-        let e = opcode::PollAdd::new(Fd(fd), events as u32).build().user_data(ud);
+        let e = opcode::PollAdd::new(Fd(fd), events as u32)
+            .build()
+            .user_data(ud);
         self.push(e)
     }
 
@@ -292,7 +302,12 @@ impl Ring {
         let args = SubmitArgs::new().timespec(&ts);
         match self.ring.submitter().submit_with_args(1, &args) {
             Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)) => {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                ) =>
+            {
                 Ok(())
             }
             Err(e) => Err(e),
