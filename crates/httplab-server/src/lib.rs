@@ -212,28 +212,41 @@ impl Server {
                 };
                 for (i, l) in listeners.into_iter().enumerate() {
                     if uring {
-                        match uring::Worker::new(
-                            l.try_clone().context("cannot duplicate listener")?,
-                            make_handler(),
-                            per_worker,
-                            Arc::clone(&stop.flag),
-                        ) {
-                            Ok((w, waker)) => {
+                        // The ring is made on the worker's own thread (a
+                        // thread that made a ring may see EINTR later).
+                        let (tx, rx) = std::sync::mpsc::channel();
+                        let lc = l.try_clone().context("cannot duplicate listener")?;
+                        let h = make_handler();
+                        let flag = Arc::clone(&stop.flag);
+                        let t = std::thread::Builder::new()
+                            .name(format!("httplab-ur-{i}"))
+                            .spawn(move || match uring::Worker::new(lc, h, per_worker, flag) {
+                                Ok((w, waker)) => {
+                                    let _ = tx.send(Ok(waker));
+                                    w.run();
+                                }
+                                Err(e) => {
+                                    let _ = tx.send(Err(e));
+                                }
+                            })
+                            .context("cannot spawn worker thread")?;
+                        let made = rx
+                            .recv()
+                            .unwrap_or_else(|_| Err(std::io::Error::other("worker thread died")));
+                        match made {
+                            Ok(waker) => {
                                 drop(l);
                                 handle.wakers.push(waker);
-                                handle.threads.push(
-                                    std::thread::Builder::new()
-                                        .name(format!("httplab-ur-{i}"))
-                                        .spawn(move || w.run())
-                                        .context("cannot spawn worker thread")?,
-                                );
+                                handle.threads.push(t);
                                 continue;
                             }
                             Err(e) if cfg.io == IoEngine::Uring => {
+                                let _ = t.join();
                                 return Err(anyhow::Error::new(e)
                                     .context("--io uring: cannot set up an io_uring ring"));
                             }
                             Err(_) => {
+                                let _ = t.join();
                                 // auto: this kernel lacks a feature the ring
                                 // needs (provided-buffer rings: 5.19); epoll.
                                 uring = false;

@@ -135,8 +135,9 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Builds a worker around `listener` (bound, listening). Fails when
-    /// the ring cannot be set up (the caller may fall back to epoll).
+    /// Builds a worker around `listener` (bound, listening), on the thread
+    /// that will run it. Fails when the ring cannot be set up (the caller
+    /// may fall back to epoll).
     pub fn new(
         listener: std::net::TcpListener,
         handler: Handler,

@@ -36,7 +36,12 @@ pub fn available() -> bool {
             return false;
         }
     }
-    IoUring::new(2).is_ok()
+    // On a short-lived thread: io_uring work left behind by a ring can
+    // interrupt a later blocking call of the thread that made it (EINTR on a
+    // read with a timeout was seen), so the caller's thread makes none.
+    std::thread::spawn(|| IoUring::new(2).is_ok())
+        .join()
+        .unwrap_or(false)
 }
 
 /// One completion: (user data, result, flags).
