@@ -530,6 +530,15 @@ impl Worker {
     fn step(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
         let now = self.now;
         let shutting = self.shutting_down.is_some();
+        if c.session.has_rbuf() && c.session.rbuf_smaller_than(self.rbuf_size) {
+            // Leftover bytes were parked in a small buffer by `give_back`:
+            // back to full size before `process` consumes them and before
+            // `room` sizes the next receive (a small buffer left in the
+            // session would otherwise be pooled by `give_back` once empty
+            // and later handed to a connection as if it were full size).
+            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
+            drop(c.session.grow_rbuf(b));
+        }
         if c.send == 0 {
             if let Some(b) = self.wbufs.pop() {
                 if let Some(b) = c.session.attach_wbuf(b) {
@@ -635,7 +644,8 @@ impl Worker {
 
     fn give_back(&mut self, s: &mut Session) {
         if let Some(b) = s.detach_rbuf().or_else(|| s.shrink_rbuf(SMALL_LEFTOVER)) {
-            if self.rbufs.len() < SPARE_BUFFERS {
+            // Only full-size buffers go back to the pool.
+            if self.rbufs.len() < SPARE_BUFFERS && b.len() == self.rbuf_size {
                 self.rbufs.push(b);
             }
         }
