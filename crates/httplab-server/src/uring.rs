@@ -6,9 +6,13 @@
 //! reaps the completions. The session, handler, file cache and output queue
 //! are shared with the epoll engine: this module only moves bytes.
 //!
-//! Per connection at most one receive and one send (or a writability poll)
-//! are in flight. Receives use the ring's provided buffers and are copied
-//! into the session (so an idle connection holds no buffer); a send points
+//! Per connection one multishot receive stays armed (re-armed only after
+//! it ends: end of input, no free buffer, cancelled), and at most one send
+//! (or a writability poll) is in flight. Receives use the ring's provided
+//! buffers and are copied into the session (so an idle connection holds no
+//! buffer); what arrives while the session cannot take it (output backed
+//! up, read buffer full) is parked in the connection's overflow and the
+//! receive is cancelled until the session has room again. A send points
 //! at the session's output buffer, which therefore is not touched (no
 //! `process`, which may grow it) until its completion. Output with file
 //! segments (large files) goes out through the epoll engine's synchronous
@@ -47,6 +51,12 @@ const SPARE_BUFFERS: usize = 64;
 /// Unread bytes up to this size are moved out of the shared-size read
 /// buffer between turns.
 const SMALL_LEFTOVER: usize = 4096;
+/// Most bytes parked per connection while its multishot receive is being
+/// cancelled. A cancel takes effect on the next `io_uring_enter`; until
+/// then the kernel may deliver what one wake-up reads (at most 32
+/// receives of `RECV_BUF_SIZE`, 512 KiB). A peer that gets past this has
+/// pipelined over a megabyte without reading its responses: closed.
+const MAX_OVERFLOW: usize = 1 << 20;
 /// How long a paused accept waits before retrying on its own.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Longest wait for cancelled operations at exit (then their memory is
@@ -76,8 +86,16 @@ fn split(ud: u64) -> (u64, usize, u32) {
 struct Conn {
     fd: RawFd,
     session: Session,
-    /// A receive is in flight.
+    /// A (multishot) receive is armed.
     recv: bool,
+    /// Its cancellation was requested (input is parked in `overflow`).
+    recv_cancelled: bool,
+    /// Input that arrived while the session could not take it, oldest
+    /// first; fed to the session before anything newer (empty and
+    /// unallocated unless a peer outruns its responses).
+    overflow: Vec<u8>,
+    /// The peer's end of input arrived behind `overflow`.
+    eof_pending: bool,
     /// Bytes of the send in flight (0: none).
     send: usize,
     /// A writability poll is in flight (synchronous file output blocked).
@@ -399,6 +417,9 @@ impl Worker {
             fd,
             session: Session::new(peer, self.now),
             recv: false,
+            recv_cancelled: false,
+            overflow: Vec::new(),
+            eof_pending: false,
             send: 0,
             pollout: false,
             linger_until: None,
@@ -410,20 +431,24 @@ impl Worker {
 
     fn received(&mut self, idx: usize, gen: u32, res: i32, flags: u32) {
         let bid = uring_sys::selected_buffer(flags);
+        let more = uring_sys::more(flags);
         let now = self.now;
-        let Some(c) = self.slots.get_mut(idx).filter(|s| s.gen & 0xff_ffff == gen) else {
+        let rbuf_size = self.rbuf_size;
+        let Some(c) = self
+            .slots
+            .get_mut(idx)
+            .filter(|s| s.gen & 0xff_ffff == gen)
+            .and_then(|s| s.conn.as_mut())
+        else {
             if let Some(b) = bid {
                 self.ring.recycle(b);
             }
             return;
         };
-        let Some(c) = c.conn.as_mut() else {
-            if let Some(b) = bid {
-                self.ring.recycle(b);
-            }
-            return;
-        };
-        c.recv = false;
+        if !more {
+            c.recv = false;
+            c.recv_cancelled = false;
+        }
         if c.dead {
             if let Some(b) = bid {
                 self.ring.recycle(b);
@@ -437,26 +462,55 @@ impl Worker {
                     self.close(idx);
                     return;
                 };
-                let mut ok = true;
+                let mut park = false;
+                let mut too_much = false;
                 if c.linger_until.is_none() && !c.session.closing() {
-                    if !c.session.has_rbuf() {
-                        let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
-                        if let Some(buf) = c.session.attach_rbuf(buf) {
-                            self.rbufs.push(buf);
+                    let data = self.ring.buffer(b, n as usize);
+                    let mut taken = 0;
+                    if c.overflow.is_empty() {
+                        if !c.session.has_rbuf() {
+                            let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; rbuf_size]);
+                            if let Some(buf) = c.session.attach_rbuf(buf) {
+                                self.rbufs.push(buf);
+                            }
+                        } else if c.session.rbuf_smaller_than(rbuf_size) {
+                            let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; rbuf_size]);
+                            drop(c.session.grow_rbuf(buf));
                         }
-                    } else if c.session.rbuf_smaller_than(self.rbuf_size) {
-                        let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
-                        drop(c.session.grow_rbuf(buf));
+                        if let Some(room) = c.session.room(rbuf_size) {
+                            let k = room.min(data.len());
+                            if k > 0 && c.session.take_input(&data[..k], now) {
+                                taken = k;
+                            }
+                        }
                     }
-                    ok = c.session.take_input(self.ring.buffer(b, n as usize), now);
+                    if taken < data.len() {
+                        if c.overflow.len() + (data.len() - taken) > MAX_OVERFLOW {
+                            too_much = true;
+                        } else {
+                            c.overflow.extend_from_slice(&data[taken..]);
+                            park = more && !c.recv_cancelled;
+                        }
+                    }
                 }
                 // Otherwise input after the last response: discarded.
                 self.ring.recycle(b);
-                if !ok {
-                    // More than the session said it could take: cannot
-                    // happen; never lose bytes silently.
+                if too_much {
                     self.close(idx);
                     return;
+                }
+                if park {
+                    // Stop receiving until the session has room again (TCP
+                    // flow control then holds the peer back).
+                    c.recv_cancelled = true;
+                    if self
+                        .ring
+                        .cancel(ud(OP_RECV, idx, gen), ud(OP_IGNORE, 0, 0))
+                        .is_err()
+                    {
+                        self.close(idx);
+                        return;
+                    }
                 }
             }
             0 => {
@@ -464,20 +518,56 @@ impl Worker {
                     self.close(idx);
                     return;
                 }
-                c.session.on_eof();
+                if c.overflow.is_empty() {
+                    c.session.on_eof();
+                } else {
+                    c.eof_pending = true;
+                }
             }
             e if -e == libc::ENOBUFS => {
-                // Every receive buffer is in use this turn: retry next turn.
+                // Every receive buffer is in use this turn: re-armed on the
+                // next turn.
                 self.ready.push_back(idx);
                 return;
             }
-            e if -e == libc::EINTR || -e == libc::EAGAIN => {}
+            e if -e == libc::ECANCELED || -e == libc::EINTR || -e == libc::EAGAIN => {}
             _ => {
                 self.close(idx);
                 return;
             }
         }
         self.drive_slot(idx);
+    }
+
+    /// Moves parked input into the session as far as it has room; true
+    /// when something moved.
+    fn feed(&mut self, c: &mut Conn) -> bool {
+        if c.overflow.is_empty() {
+            return false;
+        }
+        let Some(room) = c.session.room(self.rbuf_size) else {
+            return false;
+        };
+        if !c.session.has_rbuf() {
+            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
+            if let Some(b) = c.session.attach_rbuf(b) {
+                self.rbufs.push(b);
+            }
+        }
+        let k = room.min(c.overflow.len());
+        if k == 0 || !c.session.take_input(&c.overflow[..k], self.now) {
+            return false;
+        }
+        c.overflow.drain(..k);
+        if c.overflow.is_empty() {
+            // Rare path: release the memory rather than keep it per
+            // connection.
+            c.overflow = Vec::new();
+            if std::mem::take(&mut c.eof_pending) {
+                c.session.on_eof();
+            }
+        }
+        true
     }
 
     fn sent(&mut self, idx: usize, gen: u32, res: i32) {
@@ -551,11 +641,7 @@ impl Worker {
         loop {
             if c.linger_until.is_some() {
                 if !c.recv {
-                    if self
-                        .ring
-                        .recv(c.fd, RECV_BUF_SIZE, ud(OP_RECV, idx, gen))
-                        .is_err()
-                    {
+                    if self.ring.recv_multi(c.fd, ud(OP_RECV, idx, gen)).is_err() {
                         return false;
                     }
                     c.recv = true;
@@ -615,6 +701,7 @@ impl Worker {
                     Err(_) => return false,
                 }
             }
+            let fed = self.feed(c);
             c.session.process(&mut self.handler, now, shutting);
             if !c.session.out.is_empty() {
                 continue;
@@ -627,12 +714,15 @@ impl Worker {
                 c.linger_until = Some(now + self.linger);
                 continue;
             }
+            if fed && !c.overflow.is_empty() {
+                continue;
+            }
             break;
         }
-        if !c.recv {
+        if !c.recv && c.overflow.is_empty() && !c.eof_pending {
             if let Some(room) = c.session.room(self.rbuf_size) {
                 if room > 0 {
-                    if self.ring.recv(c.fd, room, ud(OP_RECV, idx, gen)).is_err() {
+                    if self.ring.recv_multi(c.fd, ud(OP_RECV, idx, gen)).is_err() {
                         return false;
                     }
                     c.recv = true;

@@ -237,15 +237,18 @@ impl Ring {
         }
     }
 
-    /// Receives at most `len` bytes from `fd` into a buffer the kernel
-    /// picks from the ring (its id comes back in the completion's flags).
-    pub fn recv(&mut self, fd: RawFd, len: usize, ud: u64) -> io::Result<()> {
-        let len = len.min(self.buf_size) as u32;
-        let e = opcode::Recv::new(Fd(fd), std::ptr::null_mut(), len)
-            .buf_group(BGID)
-            .build()
-            .flags(squeue::Flags::BUFFER_SELECT)
-            .user_data(ud);
+    /// Receives from `fd` until cancelled, the peer's end of input, an
+    /// error or no free buffer (a completion without the "more" flag): one
+    /// multishot receive per connection, each completion in a buffer the
+    /// kernel picks from the ring.
+    pub fn recv_multi(&mut self, fd: RawFd, ud: u64) -> io::Result<()> {
+        let e = opcode::RecvMulti::new(Fd(fd), BGID).build().user_data(ud);
+        self.push(e)
+    }
+
+    /// Cancels the operation submitted with user data `target`.
+    pub fn cancel(&mut self, target: u64, ud: u64) -> io::Result<()> {
+        let e = opcode::AsyncCancel::new(target).build().user_data(ud);
         self.push(e)
     }
 
@@ -335,6 +338,11 @@ impl Ring {
     pub fn in_flight(&self) -> usize {
         self.in_flight
     }
+}
+
+/// Whether more completions of the same (multishot) operation follow.
+pub fn more(flags: u32) -> bool {
+    cqueue::more(flags)
 }
 
 /// The provided buffer a receive completion used.

@@ -121,6 +121,16 @@ pub fn variants() -> Vec<Variant> {
     v
 }
 
+/// The variants that serve HTTPS: every one but the io_uring engine, which
+/// is cleartext only (TLS stays on epoll; `--io uring` with a certificate
+/// is refused at start-up).
+pub fn tls_variants() -> Vec<Variant> {
+    variants()
+        .into_iter()
+        .filter(|v| v.io != IoEngine::Uring)
+        .collect()
+}
+
 /// Test configuration for `v` serving `root`: short timeouts, two workers.
 pub fn config(v: &Variant, root: &Path) -> ServerConfig {
     let mut c = ServerConfig::for_root(root);
