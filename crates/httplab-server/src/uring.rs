@@ -503,11 +503,7 @@ impl Worker {
                     // Stop receiving until the session has room again (TCP
                     // flow control then holds the peer back).
                     c.recv_cancelled = true;
-                    if self
-                        .ring
-                        .cancel(ud(OP_RECV, idx, gen), ud(OP_IGNORE, 0, 0))
-                        .is_err()
-                    {
+                    if self.ring.cancel(ud(OP_RECV, idx, gen)).is_err() {
                         self.close(idx);
                         return;
                     }
@@ -761,7 +757,7 @@ impl Worker {
         c.dead = true;
         if c.busy() {
             let fd = c.fd;
-            if self.ring.cancel_fd(fd, ud(OP_IGNORE, 0, 0)).is_err() {
+            if self.ring.cancel_fd(fd).is_err() {
                 // Cannot cancel: shutting the socket down ends its
                 // operations too.
                 // SAFETY-free fallback: shutdown(2) on our own descriptor.
@@ -784,7 +780,7 @@ impl Worker {
         s.gen = s.gen.wrapping_add(1);
         // Counters first, so they are current once the peer sees EOF.
         self.handler.flush_stats();
-        if self.ring.close(c.fd, ud(OP_IGNORE, 0, 0)).is_err() {
+        if self.ring.close(c.fd).is_err() {
             uring_sys::close(c.fd);
         }
         self.give_back(&mut c.session);
@@ -827,7 +823,7 @@ impl Worker {
         if let Some(l) = self.listener.as_ref() {
             // The listener itself stays open until the worker ends, so no
             // cancelled accept can refer to a closed descriptor.
-            let _ = self.ring.cancel_fd(l.as_raw_fd(), ud(OP_IGNORE, 0, 0));
+            let _ = self.ring.cancel_fd(l.as_raw_fd());
         }
         for i in 0..self.slots.len() {
             let Some(c) = self.slots[i].conn.as_mut() else {

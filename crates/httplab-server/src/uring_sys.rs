@@ -26,6 +26,13 @@ use io_uring::{cqueue, opcode, squeue, IoUring};
 
 /// Buffer group id of the receive buffers.
 const BGID: u16 = 0;
+/// User data of operations whose success posts no completion (closes,
+/// cancels): a failure's completion is not counted as in flight either.
+const UNCOUNTED: u64 = u64::MAX;
+/// How long a wait that also expects the completions of this turn's sends
+/// holds out for one more event before it returns with what is there
+/// (the bound on the delay when a send did not complete at once).
+const MIN_WAIT_US: u32 = 200;
 
 /// Whether io_uring can be used here: not disabled by
 /// `/proc/sys/kernel/io_uring_disabled`, and `io_uring_setup` works (it
@@ -66,6 +73,10 @@ pub struct Ring {
     in_flight: usize,
     /// Created disabled (single issuer): [`Ring::enable`] must run first.
     disabled: bool,
+    /// Sends pushed since the last wait.
+    sends: u32,
+    /// The kernel takes a minimum wait (6.12): see `submit_and_wait`.
+    min_timeout: bool,
 }
 
 // SAFETY: the raw pointer is the ring's own allocation, used only through
@@ -120,7 +131,10 @@ impl Ring {
                 .collect(),
             in_flight: 0,
             disabled,
+            sends: 0,
+            min_timeout: false,
         };
+        r.min_timeout = r.ring.params().is_feature_min_timeout();
         // SAFETY: `entries` points at `nbufs` entries, page aligned, and
         // stays allocated until after the ring is dropped (see Drop: it is
         // unregistered first, or leaked).
@@ -186,12 +200,15 @@ impl Ring {
     }
 
     fn push(&mut self, e: squeue::Entry) -> io::Result<()> {
+        let counted = e.get_user_data() != UNCOUNTED;
         loop {
             // SAFETY: every entry built by this module points only at
             // memory owned by the ring (buffers, accept slots) or, for
             // `send`, memory the caller promised to keep in place.
             if unsafe { self.ring.submission().push(&e) }.is_ok() {
-                self.in_flight += 1;
+                if counted {
+                    self.in_flight += 1;
+                }
                 return Ok(());
             }
             // The submission queue is full: hand it to the kernel now.
@@ -246,9 +263,13 @@ impl Ring {
         self.push(e)
     }
 
-    /// Cancels the operation submitted with user data `target`.
-    pub fn cancel(&mut self, target: u64, ud: u64) -> io::Result<()> {
-        let e = opcode::AsyncCancel::new(target).build().user_data(ud);
+    /// Cancels the operation submitted with user data `target` (no
+    /// completion of its own on success).
+    pub fn cancel(&mut self, target: u64) -> io::Result<()> {
+        let e = opcode::AsyncCancel::new(target)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(UNCOUNTED);
         self.push(e)
     }
 
@@ -268,7 +289,9 @@ impl Ring {
             .flags(libc::MSG_NOSIGNAL)
             .build()
             .user_data(ud);
-        self.push(e)
+        self.push(e)?;
+        self.sends += 1;
+        Ok(())
     }
 
     /// One-shot readiness poll of `fd` for `events` (POLLIN, POLLOUT).
@@ -279,11 +302,13 @@ impl Ring {
         self.push(e)
     }
 
-    /// Cancels every operation in flight on `fd`.
-    pub fn cancel_fd(&mut self, fd: RawFd, ud: u64) -> io::Result<()> {
+    /// Cancels every operation in flight on `fd` (no completion of its own
+    /// on success).
+    pub fn cancel_fd(&mut self, fd: RawFd) -> io::Result<()> {
         let e = opcode::AsyncCancel2::new(CancelBuilder::fd(Fd(fd)).all())
             .build()
-            .user_data(ud);
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(UNCOUNTED);
         self.push(e)
     }
 
@@ -295,20 +320,40 @@ impl Ring {
         self.push(e)
     }
 
-    /// Closes `fd` (no operation of ours may still use it).
-    pub fn close(&mut self, fd: RawFd, ud: u64) -> io::Result<()> {
-        let e = opcode::Close::new(Fd(fd)).build().user_data(ud);
+    /// Closes `fd` (no operation of ours may still use it; no completion
+    /// on success).
+    pub fn close(&mut self, fd: RawFd) -> io::Result<()> {
+        let e = opcode::Close::new(Fd(fd))
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(UNCOUNTED);
         self.push(e)
     }
 
     /// Submits everything queued and waits until a completion arrives or
     /// `timeout` passes: one `io_uring_enter`.
+    ///
+    /// A send to a socket with room completes during the submission, and
+    /// its completion alone would end the wait: the turn would take a
+    /// second `io_uring_enter` only to wait for the next request. So when
+    /// the kernel has a minimum wait (6.12), the call waits for one event
+    /// more than the sends it submits, for at most `MIN_WAIT_US`, then for
+    /// any one (a send that could not complete at once delays the next
+    /// turn by at most that).
     pub fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
         let ts = Timespec::new()
             .sec(timeout.as_secs())
             .nsec(timeout.subsec_nanos());
-        let args = SubmitArgs::new().timespec(&ts);
-        match self.ring.submitter().submit_with_args(1, &args) {
+        let sends = std::mem::take(&mut self.sends);
+        let (want, args) = if self.min_timeout && sends > 0 && !timeout.is_zero() {
+            (
+                sends as usize + 1,
+                SubmitArgs::new().timespec(&ts).min_wait_usec(MIN_WAIT_US),
+            )
+        } else {
+            (1, SubmitArgs::new().timespec(&ts))
+        };
+        match self.ring.submitter().submit_with_args(want, &args) {
             Ok(_) => Ok(()),
             Err(e)
                 if matches!(
@@ -326,6 +371,11 @@ impl Ring {
     pub fn reap(&mut self, out: &mut Vec<Cqe>) {
         let mut done = 0;
         for c in self.ring.completion() {
+            if c.user_data() == UNCOUNTED {
+                // A close or cancel that failed (the operation it meant to
+                // cancel had already ended): nothing to do.
+                continue;
+            }
             if !cqueue::more(c.flags()) {
                 done += 1;
             }
