@@ -34,10 +34,11 @@ pub struct Args {
     pub workers: Option<usize>,
     /// Event-model I/O engine. epoll: readiness, then one system call per
     /// read, write, accept and close. uring: io_uring, one io_uring_enter
-    /// per loop turn submits every accept, receive, send and close and reaps
-    /// their completions (large files still go out with sendfile or pread;
-    /// cleartext only, refused with --tls-*). auto: epoll for now (io_uring
-    /// measured no cheaper per request here; see BENCHMARKS.md)
+    /// per loop turn submits every accept, send and close and reaps their
+    /// completions, with one multishot receive per connection (large files
+    /// still go out with sendfile or pread; cleartext only, refused with
+    /// --tls-*). auto: epoll for now (io_uring measured cheaper for
+    /// keep-alive but not for a new connection per request; BENCHMARKS.md)
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub io: IoEngine,
     /// Worker threads of the threads model
