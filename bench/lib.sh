@@ -58,6 +58,12 @@ start_server() {
         --workers 1 --quiet $tlsargs ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
+    httplab-epoll | httplab-uring)
+      # The event model with its I/O engine named (httplab alone: --io auto).
+      taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
+        --workers 1 --quiet --io "${name#httplab-}" ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
     httplab-*)
       # httplab-MODEL, e.g. httplab-threads
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \

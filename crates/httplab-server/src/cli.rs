@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::config::{AccessLog, FileIo, Model, ServerConfig, TlsFiles};
+use crate::config::{AccessLog, FileIo, IoEngine, Model, ServerConfig, TlsFiles};
 use crate::{sys, Server};
 
 /// Serve a directory over HTTP/1.1.
@@ -32,6 +32,15 @@ pub struct Args {
     /// Event-model reactor threads (default: number of cores)
     #[arg(long, short = 'w')]
     pub workers: Option<usize>,
+    /// Event-model I/O engine. epoll: readiness, then one system call per
+    /// read, write, accept and close. uring: io_uring, one io_uring_enter
+    /// per loop turn submits every accept, send and close and reaps their
+    /// completions, with one multishot receive per connection (large files
+    /// still go out with sendfile or pread; cleartext only, refused with
+    /// --tls-*). auto: epoll for now (io_uring measured cheaper for
+    /// keep-alive but not for a new connection per request; BENCHMARKS.md)
+    #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
+    pub io: IoEngine,
     /// Worker threads of the threads model
     #[arg(long, default_value_t = 8)]
     pub threads: usize,
@@ -145,6 +154,7 @@ impl Args {
             listen: self.listen,
             model: self.model,
             workers: self.workers.unwrap_or(0),
+            io: self.io,
             threads: self.threads.max(1),
             queue: self.queue.unwrap_or(0),
             max_children: self.max_children.max(1),
@@ -275,7 +285,11 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     let server = Server::start(cfg)?;
     if !quiet {
         let extra = match server.model() {
-            Model::Event => format!("event model, {} workers", server.workers()),
+            Model::Event => format!(
+                "event model, {} workers, {} I/O",
+                server.workers(),
+                server.io_engine().name()
+            ),
             Model::Threads => format!("threads model, {} threads", server.workers()),
             m => format!("{} model", m.name()),
         };

@@ -338,7 +338,8 @@ impl Worker {
 
     fn give_back(&mut self, s: &mut Session) {
         if let Some(b) = s.detach_rbuf().or_else(|| s.shrink_rbuf(SMALL_LEFTOVER)) {
-            if self.rbufs.len() < SPARE_BUFFERS {
+            // Only full-size buffers go back to the pool.
+            if self.rbufs.len() < SPARE_BUFFERS && b.len() == self.rbuf_size {
                 self.rbufs.push(b);
             }
         }

@@ -73,6 +73,28 @@ impl OutQueue {
         self.files.len()
     }
 
+    /// The memory bytes that can leave now when no file segment is queued
+    /// (the io_uring engine sends these with one SEND; with file segments
+    /// queued it uses [`OutQueue::write_to`] instead).
+    pub fn mem_only_front(&self) -> Option<&[u8]> {
+        if self.files.is_empty() && self.pos < self.buf.len() {
+            Some(&self.buf[self.pos..])
+        } else {
+            None
+        }
+    }
+
+    /// Records that `n` bytes of [`OutQueue::mem_only_front`] were sent;
+    /// resets the buffer once everything was.
+    pub fn mem_sent(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
+        self.writes += 1;
+        if self.pos == self.buf.len() && self.files.is_empty() {
+            self.buf.clear();
+            self.pos = 0;
+        }
+    }
+
     /// Queues `file[off..end]` after the bytes queued so far.
     pub fn push_file(&mut self, file: &Arc<File>, off: u64, end: u64) {
         if end > off {

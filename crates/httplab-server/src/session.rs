@@ -179,6 +179,50 @@ impl Session {
         Some(&mut self.rbuf[self.rend..])
     }
 
+    /// How many bytes the session takes now (after compaction), counting a
+    /// detached read buffer as `full` bytes of room; None when it must not
+    /// read now (closing, end of input, output backed up). For drivers
+    /// that read into their own buffers and copy with
+    /// [`Session::take_input`].
+    pub fn room(&self, full: usize) -> Option<usize> {
+        if self.closing || self.eof || self.backed_up() {
+            return None;
+        }
+        if self.rbuf.is_empty() {
+            return Some(full);
+        }
+        Some(self.rbuf.len() - (self.rend - self.rstart))
+    }
+
+    /// Appends `data` (read by the driver) to the unread input, compacting
+    /// first; returns false, taking nothing, when it does not fit. Unlike
+    /// [`Session::read_slot`] it ignores back-pressure: the driver asked
+    /// [`Session::room`] before the read and must not lose what arrived.
+    pub fn take_input(&mut self, data: &[u8], now: Instant) -> bool {
+        if self.rstart == self.rend {
+            self.rstart = 0;
+            self.rend = 0;
+        }
+        if self.rbuf.len() - self.rend < data.len() && self.rstart > 0 {
+            self.rbuf.copy_within(self.rstart..self.rend, 0);
+            self.rend -= self.rstart;
+            self.rstart = 0;
+        }
+        if self.rbuf.len() - self.rend < data.len() {
+            return false;
+        }
+        self.rbuf[self.rend..self.rend + data.len()].copy_from_slice(data);
+        self.rend += data.len();
+        self.last_activity = now;
+        true
+    }
+
+    /// Whether the session stopped reading for good (closing after a
+    /// response, or the peer's input ended).
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
     /// Records `n` bytes read into the slot.
     pub fn filled(&mut self, n: usize, now: Instant) {
         self.rend = (self.rend + n).min(self.rbuf.len());

@@ -218,3 +218,9 @@ pub fn if_range_matches(value: &[u8], etag: &str, mtime_secs: u64) -> bool {
 pub fn parse_http_date(value: &[u8]) -> Option<u64> {
     crate::handler::parse_date(value)
 }
+
+/// Whether the io_uring engine can run here (tests run its variants only
+/// then).
+pub fn uring_available() -> bool {
+    crate::uring_sys::available()
+}

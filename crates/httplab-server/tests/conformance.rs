@@ -1162,3 +1162,39 @@ fn random_garbage_never_kills_the_server() {
         server.shutdown();
     }
 }
+
+/// A pipeline far larger than the read buffer, sent in one write: the
+/// server takes what fits, answers, and reads on (the io_uring engine parks
+/// what its multishot receive delivered beyond the buffer and pauses the
+/// receive); every answer arrives, in order, and the connection stays open.
+#[test]
+fn pipeline_larger_than_the_read_buffer_is_answered_in_order() {
+    let site = site();
+    for v in variants().into_iter().filter(|v| v.keep_alive) {
+        let mut cfg = config(&v, &site.root);
+        cfg.pipeline_buffer = 1024;
+        let server = start(cfg);
+        let mut req = Vec::new();
+        for i in 0..400 {
+            req.extend_from_slice(
+                format!("GET /small.html?i={i} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+            );
+        }
+        assert!(req.len() > 16 * 1024);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(&req);
+        for i in 0..400 {
+            let r = cl
+                .read_response(false)
+                .unwrap_or_else(|| panic!("[{}] response {i} missing", v.name));
+            assert_eq!(r.status, 200, "[{}] response {i}", v.name);
+            assert_eq!(r.body, SMALL, "[{}] response {i}", v.name);
+        }
+        cl.send(get("/small.html", "").as_bytes());
+        let again = cl
+            .read_response(false)
+            .unwrap_or_else(|| panic!("[{}] connection not reusable", v.name));
+        assert_eq!(again.status, 200, "[{}] follow-up", v.name);
+        server.shutdown();
+    }
+}

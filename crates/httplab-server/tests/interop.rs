@@ -232,7 +232,7 @@ fn curl_fetches_over_https_on_every_model() {
     let site = site();
     let tc = test_cert();
     let out_dir = tempfile::tempdir().unwrap();
-    for v in variants() {
+    for v in tls_variants() {
         let server = start(with_tls(config(&v, &site.root), &tc));
         // The certificate names localhost; --resolve keeps the connection on
         // 127.0.0.1 whatever /etc/hosts says.

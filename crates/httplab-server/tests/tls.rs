@@ -37,7 +37,7 @@ fn read_to_close(s: &mut std::net::TcpStream) -> Vec<u8> {
 fn every_variant_serves_https_pipelined_and_resumes() {
     let site = site();
     let tc = test_cert();
-    for v in variants() {
+    for v in tls_variants() {
         let server = start(with_tls(config(&v, &site.root), &tc));
         let addr = server.local_addr();
         for (vname, version) in [("1.3", &TLS13), ("1.2", &TLS12)] {
@@ -287,4 +287,19 @@ fn unusable_certificate_files_are_start_up_errors() {
     // --tls-cert without --tls-key is a usage error too.
     let code = serve_exit(&["--tls-cert".as_ref(), tc.cert.as_os_str()]);
     assert_eq!(code, ExitCode::from(2));
+}
+
+#[test]
+fn tls_with_io_uring_is_a_clear_start_up_error() {
+    let site = site();
+    let tc = test_cert();
+    let mut cfg = with_tls(config(&variants()[0], &site.root), &tc);
+    cfg.io = httplab_server::IoEngine::Uring;
+    let e = httplab_server::Server::start(cfg).expect_err("uring with TLS");
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("--io uring serves cleartext HTTP only"),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "one line: {msg}");
 }

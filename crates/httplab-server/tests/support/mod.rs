@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use httplab_server::{Model, Server, ServerConfig, ServerHandle};
+use httplab_server::{IoEngine, Model, Server, ServerConfig, ServerHandle};
 
 /// Safety net for reads: a broken server fails the test instead of hanging
 /// it. Never used to wait for something to happen.
@@ -83,6 +83,8 @@ pub fn site() -> Site {
 pub struct Variant {
     pub name: &'static str,
     pub model: Model,
+    /// I/O engine of the event model (epoll for the others).
+    pub io: IoEngine,
     pub keep_alive: bool,
     pub pipelining: bool,
 }
@@ -90,12 +92,18 @@ pub struct Variant {
 /// Every model in every protocol mode.
 pub fn variants() -> Vec<Variant> {
     let mut v = Vec::new();
-    for (model, mname) in [
-        (Model::Event, "event"),
-        (Model::Threads, "threads"),
-        (Model::Fork, "fork"),
-        (Model::Single, "single"),
-    ] {
+    let mut models = vec![
+        (Model::Event, IoEngine::Epoll, "event"),
+        (Model::Threads, IoEngine::Epoll, "threads"),
+        (Model::Fork, IoEngine::Epoll, "fork"),
+        (Model::Single, IoEngine::Epoll, "single"),
+    ];
+    if httplab_server::testkit::uring_available() {
+        models.insert(1, (Model::Event, IoEngine::Uring, "event-uring"));
+    } else {
+        eprintln!("io_uring is not available here: the event-uring variants are skipped");
+    }
+    for (model, io, mname) in models {
         for (ka, pl, mode) in [
             (true, true, "default"),
             (false, true, "keep-alive-off"),
@@ -104,6 +112,7 @@ pub fn variants() -> Vec<Variant> {
             v.push(Variant {
                 name: Box::leak(format!("{mname}/{mode}").into_boxed_str()),
                 model,
+                io,
                 keep_alive: ka,
                 pipelining: pl,
             });
@@ -112,10 +121,21 @@ pub fn variants() -> Vec<Variant> {
     v
 }
 
+/// The variants that serve HTTPS: every one but the io_uring engine, which
+/// is cleartext only (TLS stays on epoll; `--io uring` with a certificate
+/// is refused at start-up).
+pub fn tls_variants() -> Vec<Variant> {
+    variants()
+        .into_iter()
+        .filter(|v| v.io != IoEngine::Uring)
+        .collect()
+}
+
 /// Test configuration for `v` serving `root`: short timeouts, two workers.
 pub fn config(v: &Variant, root: &Path) -> ServerConfig {
     let mut c = ServerConfig::for_root(root);
     c.model = v.model;
+    c.io = v.io;
     c.keep_alive = v.keep_alive;
     c.pipelining = v.pipelining;
     c.workers = 2;

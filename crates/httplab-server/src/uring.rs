@@ -1,0 +1,855 @@
+//! The event model's io_uring engine (`--io uring`): one ring per worker,
+//! each with its own SO_REUSEPORT listener, file cache and Date cache, like
+//! `event.rs`, but instead of a readiness wait plus one system call per
+//! read and per write, each loop turn makes one `io_uring_enter` that
+//! submits every accept, receive, send and close queued during the turn and
+//! reaps the completions. The session, handler, file cache and output queue
+//! are shared with the epoll engine: this module only moves bytes.
+//!
+//! Per connection one multishot receive stays armed (re-armed only after
+//! it ends: end of input, no free buffer, cancelled), and at most one send
+//! (or a writability poll) is in flight. Receives use the ring's provided
+//! buffers and are copied into the session (so an idle connection holds no
+//! buffer); what arrives while the session cannot take it (output backed
+//! up, read buffer full) is parked in the connection's overflow and the
+//! receive is cancelled until the session has room again. A send points
+//! at the session's output buffer, which therefore is not touched (no
+//! `process`, which may grow it) until its completion. Output with file
+//! segments (large files) goes out through the epoll engine's synchronous
+//! `write_to` (sendfile or pread + sendmsg on the non-blocking socket), with
+//! a one-shot POLLOUT when the socket is full: those responses are
+//! dominated by copying, not by system calls. A closing connection cancels
+//! its operations and keeps its slot until their completions are reaped;
+//! user data carries a generation, so a completion never reaches a reused
+//! slot. Cleartext only: TLS stays on epoll.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::IpAddr;
+use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Poll, Token, Waker};
+
+use crate::handler::Handler;
+use crate::out::Flush;
+use crate::session::Session;
+use crate::uring_sys::{self, Cqe, Ring};
+
+/// Submission queue entries (the completion queue is 4 times larger; the
+/// kernel keeps overflowing completions rather than dropping them).
+const SQ_ENTRIES: u32 = 1024;
+/// Provided receive buffers per worker (a power of two) and their size.
+const RECV_BUFS: u16 = 256;
+const RECV_BUF_SIZE: usize = 16 * 1024;
+/// Accepts kept in flight.
+const ACCEPTS: usize = 8;
+/// Spare buffers kept per worker.
+const SPARE_BUFFERS: usize = 64;
+/// Unread bytes up to this size are moved out of the shared-size read
+/// buffer between turns.
+const SMALL_LEFTOVER: usize = 4096;
+/// Most bytes parked per connection while its multishot receive is being
+/// cancelled. A cancel takes effect on the next `io_uring_enter`; until
+/// then the kernel may deliver what one wake-up reads (at most 32
+/// receives of `RECV_BUF_SIZE`, 512 KiB). A peer that gets past this has
+/// pipelined over a megabyte without reading its responses: closed.
+const MAX_OVERFLOW: usize = 1 << 20;
+/// How long a paused accept waits before retrying on its own.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// Longest wait for cancelled operations at exit (then their memory is
+/// leaked instead of freed).
+const EXIT_DRAIN: Duration = Duration::from_secs(2);
+
+const OP_ACCEPT: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_SEND: u64 = 3;
+const OP_POLLOUT: u64 = 4;
+const OP_WAKE: u64 = 5;
+/// Cancels and closes: nothing to do on completion.
+const OP_IGNORE: u64 = 6;
+
+fn ud(op: u64, slot: usize, gen: u32) -> u64 {
+    (op << 56) | ((u64::from(gen) & 0xff_ffff) << 32) | (slot as u64 & 0xffff_ffff)
+}
+
+fn split(ud: u64) -> (u64, usize, u32) {
+    (
+        ud >> 56,
+        (ud & 0xffff_ffff) as usize,
+        ((ud >> 32) & 0xff_ffff) as u32,
+    )
+}
+
+struct Conn {
+    fd: RawFd,
+    session: Session,
+    /// A (multishot) receive is armed.
+    recv: bool,
+    /// Its cancellation was requested (input is parked in `overflow`).
+    recv_cancelled: bool,
+    /// Input that arrived while the session could not take it, oldest
+    /// first; fed to the session before anything newer (empty and
+    /// unallocated unless a peer outruns its responses).
+    overflow: Vec<u8>,
+    /// The peer's end of input arrived behind `overflow`.
+    eof_pending: bool,
+    /// Bytes of the send in flight (0: none).
+    send: usize,
+    /// A writability poll is in flight (synchronous file output blocked).
+    pollout: bool,
+    /// Lingering close: output done, write side shut, draining input until
+    /// EOF or this instant.
+    linger_until: Option<Instant>,
+    /// Closing: operations were cancelled; the descriptor is closed and the
+    /// slot freed once none is in flight.
+    dead: bool,
+}
+
+impl Conn {
+    fn busy(&self) -> bool {
+        self.recv || self.send > 0 || self.pollout
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    gen: u32,
+    conn: Option<Conn>,
+}
+
+/// A worker ready to run on its own thread.
+pub struct Worker {
+    ring: Ring,
+    listener: Option<std::net::TcpListener>,
+    accepting: bool,
+    accept_busy: [bool; ACCEPTS],
+    accepts_in_flight: usize,
+    accept_paused_until: Option<Instant>,
+    /// mio's epoll instance, only for the shutdown waker: the ring polls
+    /// its descriptor.
+    wake_poll: Poll,
+    wake_events: Events,
+    handler: Handler,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    /// Slots in use (live and closing connections).
+    open: usize,
+    max_conns: usize,
+    rbufs: Vec<Vec<u8>>,
+    wbufs: Vec<Vec<u8>>,
+    rbuf_size: usize,
+    ready: VecDeque<usize>,
+    shutdown: Arc<AtomicBool>,
+    shutting_down: Option<Instant>,
+    sweep_every: Duration,
+    linger: Duration,
+    scratch: Vec<u8>,
+    now: Instant,
+    nodelay_inherited: Option<bool>,
+    cqes: Vec<Cqe>,
+}
+
+impl Worker {
+    /// Builds a worker around `listener` (bound, listening), on the thread
+    /// that will run it. Fails when the ring cannot be set up (the caller
+    /// may fall back to epoll).
+    pub fn new(
+        listener: std::net::TcpListener,
+        handler: Handler,
+        max_conns: usize,
+        shutdown: Arc<AtomicBool>,
+    ) -> io::Result<(Worker, Arc<Waker>)> {
+        let ring = Ring::new(SQ_ENTRIES, RECV_BUFS, RECV_BUF_SIZE, ACCEPTS)?;
+        let wake_poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(wake_poll.registry(), Token(0))?);
+        let cfg = handler.config();
+        let shortest = cfg
+            .idle_timeout
+            .min(cfg.header_timeout)
+            .min(cfg.send_timeout)
+            .min(Duration::from_secs(1));
+        let sweep_every =
+            (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
+        let linger = cfg.idle_timeout.min(Duration::from_secs(2));
+        let rbuf_size = cfg.pipeline_buffer.max(1024);
+        Ok((
+            Worker {
+                ring,
+                listener: Some(listener),
+                accepting: true,
+                accept_busy: [false; ACCEPTS],
+                accepts_in_flight: 0,
+                accept_paused_until: None,
+                wake_poll,
+                wake_events: Events::with_capacity(4),
+                handler,
+                slots: Vec::new(),
+                free: Vec::new(),
+                open: 0,
+                max_conns: max_conns.max(1),
+                rbufs: Vec::new(),
+                wbufs: Vec::new(),
+                rbuf_size,
+                ready: VecDeque::new(),
+                shutdown,
+                shutting_down: None,
+                sweep_every,
+                linger,
+                scratch: Vec::new(),
+                now: Instant::now(),
+                nodelay_inherited: None,
+                cqes: Vec::with_capacity(SQ_ENTRIES as usize * 4),
+            },
+            waker,
+        ))
+    }
+
+    /// Runs until shutdown completes.
+    pub fn run(mut self) {
+        if let Err(e) = self.ring.enable() {
+            eprintln!("httplab serve: cannot enable io_uring: {e}");
+            return;
+        }
+        let wake_fd = self.wake_poll.as_raw_fd();
+        if self
+            .ring
+            .poll(wake_fd, libc::POLLIN, ud(OP_WAKE, 0, 0))
+            .is_err()
+        {
+            eprintln!("httplab serve: io_uring submission failed");
+            return;
+        }
+        self.now = Instant::now();
+        let mut next_sweep = self.now + self.sweep_every;
+        self.fill_accepts();
+        loop {
+            let timeout = if self.ready.is_empty() {
+                let until = match self.accept_paused_until {
+                    Some(t) if self.accepting => t.min(next_sweep),
+                    _ => next_sweep,
+                };
+                until.saturating_duration_since(self.now)
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.ring.submit_and_wait(timeout) {
+                eprintln!("httplab serve: io_uring_enter failed: {e}");
+                break;
+            }
+            self.now = Instant::now();
+            self.handler.tick_at(self.now);
+            self.reap();
+            let n = self.ready.len();
+            for _ in 0..n {
+                if let Some(i) = self.ready.pop_front() {
+                    self.drive_slot(i);
+                }
+            }
+            self.fill_accepts();
+            let now = self.now;
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + self.sweep_every;
+            }
+            if self.shutdown.load(Ordering::Acquire) && self.shutting_down.is_none() {
+                self.begin_shutdown(now);
+            }
+            self.handler.flush();
+            if let Some(deadline) = self.shutting_down {
+                if self.open == 0 || now >= deadline {
+                    break;
+                }
+            }
+        }
+        self.finish();
+    }
+
+    /// Cuts every remaining connection and waits (bounded) until the kernel
+    /// owns no operation of ours; what it may still own is leaked.
+    fn finish(&mut self) {
+        self.accepting = false;
+        for i in 0..self.slots.len() {
+            self.close(i);
+        }
+        let _ = self.ring.cancel_all(ud(OP_IGNORE, 0, 0));
+        let until = Instant::now() + EXIT_DRAIN;
+        while self.ring.in_flight() > 0 && Instant::now() < until {
+            if self
+                .ring
+                .submit_and_wait(Duration::from_millis(10))
+                .is_err()
+            {
+                break;
+            }
+            self.now = Instant::now();
+            self.reap();
+        }
+        if self.ring.in_flight() > 0 {
+            // SAFETY-relevant: sends may still point into sessions.
+            std::mem::forget(std::mem::take(&mut self.slots));
+        } else {
+            for s in &mut self.slots {
+                if let Some(c) = s.conn.take() {
+                    uring_sys::close(c.fd);
+                }
+            }
+        }
+        self.handler.flush();
+    }
+
+    fn reap(&mut self) {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        self.ring.reap(&mut cqes);
+        for &(u, res, flags) in &cqes {
+            self.complete(u, res, flags);
+        }
+        cqes.clear();
+        self.cqes = cqes;
+    }
+
+    fn complete(&mut self, u: u64, res: i32, flags: u32) {
+        let (op, idx, gen) = split(u);
+        match op {
+            OP_ACCEPT => self.accepted(idx, res),
+            OP_RECV => self.received(idx, gen, res, flags),
+            OP_SEND => self.sent(idx, gen, res),
+            OP_POLLOUT => {
+                if let Some(c) = self.conn_mut(idx, gen) {
+                    c.pollout = false;
+                    self.drive_slot(idx);
+                }
+            }
+            OP_WAKE => {
+                let _ = self
+                    .wake_poll
+                    .poll(&mut self.wake_events, Some(Duration::ZERO));
+                if self.shutting_down.is_none() && !self.shutdown.load(Ordering::Acquire) {
+                    let fd = self.wake_poll.as_raw_fd();
+                    let _ = self.ring.poll(fd, libc::POLLIN, ud(OP_WAKE, 0, 0));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn conn_mut(&mut self, idx: usize, gen: u32) -> Option<&mut Conn> {
+        let s = self.slots.get_mut(idx)?;
+        if s.gen & 0xff_ffff != gen {
+            return None;
+        }
+        s.conn.as_mut()
+    }
+
+    fn fill_accepts(&mut self) {
+        if !self.accepting {
+            return;
+        }
+        let Some(lfd) = self.listener.as_ref().map(|l| l.as_raw_fd()) else {
+            return;
+        };
+        if let Some(t) = self.accept_paused_until {
+            if self.now < t {
+                return;
+            }
+            self.accept_paused_until = None;
+        }
+        while self.accepts_in_flight < ACCEPTS
+            && self.open + self.accepts_in_flight < self.max_conns
+        {
+            let Some(s) = self.accept_busy.iter().position(|b| !b) else {
+                return;
+            };
+            if self.ring.accept(lfd, s, ud(OP_ACCEPT, s, 0)).is_err() {
+                self.accept_paused_until = Some(self.now + ACCEPT_RETRY);
+                return;
+            }
+            self.accept_busy[s] = true;
+            self.accepts_in_flight += 1;
+        }
+    }
+
+    fn accepted(&mut self, slot: usize, res: i32) {
+        if let Some(b) = self.accept_busy.get_mut(slot) {
+            *b = false;
+        }
+        self.accepts_in_flight = self.accepts_in_flight.saturating_sub(1);
+        if res < 0 {
+            if matches!(
+                -res,
+                libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM
+            ) {
+                // Out of descriptors: stop accepting (no busy loop) until a
+                // connection closes or the retry interval passes.
+                self.accept_paused_until = Some(self.now + ACCEPT_RETRY);
+            }
+            return;
+        }
+        let fd = res;
+        if !self.accepting {
+            uring_sys::close(fd);
+            return;
+        }
+        // TCP_NODELAY, SO_SNDBUF and TCP_NOTSENT_LOWAT were set on the
+        // listener and are inherited; checked once.
+        if self.nodelay_inherited.is_none() {
+            self.nodelay_inherited = Some(uring_sys::nodelay(fd));
+        }
+        if self.nodelay_inherited == Some(false) {
+            let _ = crate::sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+        }
+        self.handler.stats().accepted();
+        let peer = self.ring.peer(slot);
+        self.insert(fd, peer);
+    }
+
+    fn insert(&mut self, fd: RawFd, peer: Option<IpAddr>) {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot::default());
+                self.slots.len() - 1
+            }
+        };
+        self.slots[idx].conn = Some(Conn {
+            fd,
+            session: Session::new(peer, self.now),
+            recv: false,
+            recv_cancelled: false,
+            overflow: Vec::new(),
+            eof_pending: false,
+            send: 0,
+            pollout: false,
+            linger_until: None,
+            dead: false,
+        });
+        self.open += 1;
+        self.drive_slot(idx);
+    }
+
+    fn received(&mut self, idx: usize, gen: u32, res: i32, flags: u32) {
+        let bid = uring_sys::selected_buffer(flags);
+        let more = uring_sys::more(flags);
+        let now = self.now;
+        let rbuf_size = self.rbuf_size;
+        let Some(c) = self
+            .slots
+            .get_mut(idx)
+            .filter(|s| s.gen & 0xff_ffff == gen)
+            .and_then(|s| s.conn.as_mut())
+        else {
+            if let Some(b) = bid {
+                self.ring.recycle(b);
+            }
+            return;
+        };
+        if !more {
+            c.recv = false;
+            c.recv_cancelled = false;
+        }
+        if c.dead {
+            if let Some(b) = bid {
+                self.ring.recycle(b);
+            }
+            self.finalize_if_idle(idx);
+            return;
+        }
+        match res {
+            n if n > 0 => {
+                let Some(b) = bid else {
+                    self.close(idx);
+                    return;
+                };
+                let mut park = false;
+                let mut too_much = false;
+                if c.linger_until.is_none() && !c.session.closing() {
+                    let data = self.ring.buffer(b, n as usize);
+                    let mut taken = 0;
+                    if c.overflow.is_empty() {
+                        if !c.session.has_rbuf() {
+                            let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; rbuf_size]);
+                            if let Some(buf) = c.session.attach_rbuf(buf) {
+                                self.rbufs.push(buf);
+                            }
+                        } else if c.session.rbuf_smaller_than(rbuf_size) {
+                            let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; rbuf_size]);
+                            drop(c.session.grow_rbuf(buf));
+                        }
+                        if let Some(room) = c.session.room(rbuf_size) {
+                            let k = room.min(data.len());
+                            if k > 0 && c.session.take_input(&data[..k], now) {
+                                taken = k;
+                            }
+                        }
+                    }
+                    if taken < data.len() {
+                        if c.overflow.len() + (data.len() - taken) > MAX_OVERFLOW {
+                            too_much = true;
+                        } else {
+                            c.overflow.extend_from_slice(&data[taken..]);
+                            park = more && !c.recv_cancelled;
+                        }
+                    }
+                }
+                // Otherwise input after the last response: discarded.
+                self.ring.recycle(b);
+                if too_much {
+                    self.close(idx);
+                    return;
+                }
+                if park {
+                    // Stop receiving until the session has room again (TCP
+                    // flow control then holds the peer back).
+                    c.recv_cancelled = true;
+                    if self.ring.cancel(ud(OP_RECV, idx, gen)).is_err() {
+                        self.close(idx);
+                        return;
+                    }
+                }
+            }
+            0 => {
+                if c.linger_until.is_some() {
+                    self.close(idx);
+                    return;
+                }
+                if c.overflow.is_empty() {
+                    c.session.on_eof();
+                } else {
+                    c.eof_pending = true;
+                }
+            }
+            e if -e == libc::ENOBUFS => {
+                // Every receive buffer is in use this turn: re-armed on the
+                // next turn.
+                self.ready.push_back(idx);
+                return;
+            }
+            e if -e == libc::ECANCELED || -e == libc::EINTR || -e == libc::EAGAIN => {}
+            _ => {
+                self.close(idx);
+                return;
+            }
+        }
+        self.drive_slot(idx);
+    }
+
+    /// Moves parked input into the session as far as it has room; true
+    /// when something moved.
+    fn feed(&mut self, c: &mut Conn) -> bool {
+        if c.overflow.is_empty() {
+            return false;
+        }
+        let Some(room) = c.session.room(self.rbuf_size) else {
+            return false;
+        };
+        if !c.session.has_rbuf() {
+            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
+            if let Some(b) = c.session.attach_rbuf(b) {
+                self.rbufs.push(b);
+            }
+        }
+        let k = room.min(c.overflow.len());
+        if k == 0 || !c.session.take_input(&c.overflow[..k], self.now) {
+            return false;
+        }
+        c.overflow.drain(..k);
+        if c.overflow.is_empty() {
+            // Rare path: release the memory rather than keep it per
+            // connection.
+            c.overflow = Vec::new();
+            if std::mem::take(&mut c.eof_pending) {
+                c.session.on_eof();
+            }
+        }
+        true
+    }
+
+    fn sent(&mut self, idx: usize, gen: u32, res: i32) {
+        let now = self.now;
+        let Some(c) = self.conn_mut(idx, gen) else {
+            return;
+        };
+        let len = std::mem::take(&mut c.send);
+        if c.dead {
+            self.finalize_if_idle(idx);
+            return;
+        }
+        if res > 0 {
+            let n = (res as usize).min(len);
+            c.session.out.mem_sent(n);
+            let writes = std::mem::take(&mut c.session.out.writes);
+            c.session.wrote(now);
+            self.handler.count_io(n as u64, writes);
+        } else if res != -libc::EINTR && res != -libc::EAGAIN {
+            // EPIPE, ECONNRESET, or a zero-length write: the peer is gone.
+            self.close(idx);
+            return;
+        }
+        self.drive_slot(idx);
+    }
+
+    /// Advances connection `idx` as far as it goes without waiting.
+    fn drive_slot(&mut self, idx: usize) {
+        let Some(s) = self.slots.get_mut(idx) else {
+            return;
+        };
+        let gen = s.gen;
+        let Some(mut c) = s.conn.take() else {
+            return;
+        };
+        if c.dead {
+            self.slots[idx].conn = Some(c);
+            self.finalize_if_idle(idx);
+            return;
+        }
+        let keep = self.step(&mut c, idx, gen);
+        self.give_back(&mut c.session);
+        self.slots[idx].conn = Some(c);
+        if !keep {
+            self.close(idx);
+        }
+    }
+
+    /// Returns false when the connection must be closed.
+    fn step(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
+        let now = self.now;
+        let shutting = self.shutting_down.is_some();
+        if c.session.has_rbuf() && c.session.rbuf_smaller_than(self.rbuf_size) {
+            // Leftover bytes were parked in a small buffer by `give_back`:
+            // back to full size before `process` consumes them and before
+            // `room` sizes the next receive (a small buffer left in the
+            // session would otherwise be pooled by `give_back` once empty
+            // and later handed to a connection as if it were full size).
+            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
+            drop(c.session.grow_rbuf(b));
+        }
+        if c.send == 0 {
+            if let Some(b) = self.wbufs.pop() {
+                if let Some(b) = c.session.attach_wbuf(b) {
+                    if b.capacity() > 0 {
+                        self.wbufs.push(b);
+                    }
+                }
+            }
+        }
+        loop {
+            if c.linger_until.is_some() {
+                if !c.recv {
+                    if self.ring.recv_multi(c.fd, ud(OP_RECV, idx, gen)).is_err() {
+                        return false;
+                    }
+                    c.recv = true;
+                }
+                return true;
+            }
+            if c.send > 0 || c.pollout {
+                // Output in progress: the output buffer must not move.
+                break;
+            }
+            if !c.session.out.is_empty() {
+                if let Some(front) = c.session.out.mem_only_front() {
+                    let (ptr, len) = (front.as_ptr(), front.len());
+                    // SAFETY: these are the session's output bytes; while
+                    // `c.send > 0` this engine neither calls `process` nor
+                    // detaches or replaces the output buffer (see the check
+                    // above and `give_back`), and the session lives in its
+                    // slot until the completion is reaped (`close` waits for
+                    // it; `finish` leaks the slots if it cannot).
+                    if unsafe { self.ring.send(c.fd, ptr, len, ud(OP_SEND, idx, gen)) }.is_err() {
+                        return false;
+                    }
+                    c.send = len;
+                    break;
+                }
+                // File segments: the synchronous path of the epoll engine.
+                let mut written = 0;
+                let r = c.session.out.write_to(
+                    c.fd,
+                    self.handler.config().sendfile_chunk,
+                    self.handler.file_opts(),
+                    &mut self.scratch,
+                    &mut written,
+                );
+                let writes = std::mem::take(&mut c.session.out.writes);
+                self.handler.count_io(written, writes);
+                if written > 0 {
+                    c.session.wrote(now);
+                }
+                match r {
+                    Ok(Flush::Done) => continue,
+                    Ok(Flush::Blocked) => {
+                        if self
+                            .ring
+                            .poll(c.fd, libc::POLLOUT, ud(OP_POLLOUT, idx, gen))
+                            .is_err()
+                        {
+                            return false;
+                        }
+                        c.pollout = true;
+                        break;
+                    }
+                    Ok(Flush::Yield) => {
+                        self.ready.push_back(idx);
+                        break;
+                    }
+                    Err(_) => return false,
+                }
+            }
+            let fed = self.feed(c);
+            c.session.process(&mut self.handler, now, shutting);
+            if !c.session.out.is_empty() {
+                continue;
+            }
+            if c.session.finished() {
+                if !c.session.needs_linger() {
+                    return false;
+                }
+                uring_sys::shutdown_write(c.fd);
+                c.linger_until = Some(now + self.linger);
+                continue;
+            }
+            if fed && !c.overflow.is_empty() {
+                continue;
+            }
+            break;
+        }
+        if !c.recv && c.overflow.is_empty() && !c.eof_pending {
+            if let Some(room) = c.session.room(self.rbuf_size) {
+                if room > 0 {
+                    if self.ring.recv_multi(c.fd, ud(OP_RECV, idx, gen)).is_err() {
+                        return false;
+                    }
+                    c.recv = true;
+                }
+            }
+        }
+        true
+    }
+
+    fn give_back(&mut self, s: &mut Session) {
+        if let Some(b) = s.detach_rbuf().or_else(|| s.shrink_rbuf(SMALL_LEFTOVER)) {
+            // Only full-size buffers go back to the pool.
+            if self.rbufs.len() < SPARE_BUFFERS && b.len() == self.rbuf_size {
+                self.rbufs.push(b);
+            }
+        }
+        // Only an empty queue gives its buffer back, and a queue with a
+        // send in flight is not empty.
+        if let Some(mut b) = s.detach_wbuf() {
+            if self.wbufs.len() < SPARE_BUFFERS && b.capacity() <= 1 << 20 {
+                b.clear();
+                self.wbufs.push(b);
+            }
+        }
+    }
+
+    /// Starts closing connection `idx`: cancels its operations; the
+    /// descriptor is closed once none is in flight.
+    fn close(&mut self, idx: usize) {
+        let Some(c) = self.slots.get_mut(idx).and_then(|s| s.conn.as_mut()) else {
+            return;
+        };
+        if c.dead {
+            return;
+        }
+        c.dead = true;
+        if c.busy() {
+            let fd = c.fd;
+            if self.ring.cancel_fd(fd).is_err() {
+                // Cannot cancel: shutting the socket down ends its
+                // operations too.
+                // SAFETY-free fallback: shutdown(2) on our own descriptor.
+                uring_sys::shutdown_write(fd);
+            }
+        }
+        self.finalize_if_idle(idx);
+    }
+
+    fn finalize_if_idle(&mut self, idx: usize) {
+        let Some(s) = self.slots.get_mut(idx) else {
+            return;
+        };
+        if !s.conn.as_ref().is_some_and(|c| c.dead && !c.busy()) {
+            return;
+        }
+        let Some(mut c) = s.conn.take() else {
+            return;
+        };
+        s.gen = s.gen.wrapping_add(1);
+        // Counters first, so they are current once the peer sees EOF.
+        self.handler.flush_stats();
+        if self.ring.close(c.fd).is_err() {
+            uring_sys::close(c.fd);
+        }
+        self.give_back(&mut c.session);
+        self.free.push(idx);
+        self.open -= 1;
+        self.handler.stats().closed();
+        if self.accept_paused_until.is_some() {
+            // A descriptor was freed: retry accepting on this turn.
+            self.accept_paused_until = Some(self.now);
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.slots.len() {
+            let Some(c) = self.slots[i].conn.as_mut() else {
+                continue;
+            };
+            if c.dead {
+                continue;
+            }
+            if let Some(t) = c.linger_until {
+                if now >= t {
+                    self.close(i);
+                }
+                continue;
+            }
+            if now >= c.session.deadline(&self.handler) {
+                match c.session.on_timeout(&mut self.handler, now) {
+                    Some(_) => self.close(i),
+                    None => self.drive_slot(i),
+                }
+            }
+        }
+    }
+
+    fn begin_shutdown(&mut self, now: Instant) {
+        let timeout = self.handler.config().shutdown_timeout;
+        self.shutting_down = Some(now + timeout);
+        self.accepting = false;
+        if let Some(l) = self.listener.as_ref() {
+            // The listener itself stays open until the worker ends, so no
+            // cancelled accept can refer to a closed descriptor.
+            let _ = self.ring.cancel_fd(l.as_raw_fd());
+        }
+        for i in 0..self.slots.len() {
+            let Some(c) = self.slots[i].conn.as_mut() else {
+                continue;
+            };
+            if c.dead {
+                continue;
+            }
+            if c.linger_until.is_some() {
+                // Its response is complete; nothing is in flight.
+                self.close(i);
+                continue;
+            }
+            c.session.begin_shutdown();
+            self.drive_slot(i);
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(l) = self.listener.take() {
+            if self.ring.in_flight() > 0 {
+                // A cancelled accept may still hold it: leave it open.
+                let _ = l.into_raw_fd();
+            }
+        }
+    }
+}
