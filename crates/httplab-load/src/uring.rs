@@ -48,6 +48,9 @@ const CQ_ENTRIES: u32 = 8192;
 /// Longest the ring's drop waits for cancelled operations to complete.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
+/// IORING_RECVSEND_POLL_FIRST (include/uapi/linux/io_uring.h).
+const RECVSEND_POLL_FIRST: u16 = 1;
+
 const OP_RECV: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_CONNECT: u64 = 3;
@@ -241,11 +244,15 @@ impl Ring {
         let Some(fd) = c.fd.as_ref() else {
             return Ok(());
         };
+        // POLL_FIRST: the RECV is armed right after the turn's send, before
+        // the reply can be there, so skip the receive attempt that would only
+        // find nothing, and wait for data at once (Linux 5.19; ignored before).
         let e = opcode::Recv::new(
             types::Fd(fd.as_raw_fd()),
             c.rbuf.as_mut_ptr(),
             c.rbuf.len() as u32,
         )
+        .ioprio(RECVSEND_POLL_FIRST)
         .build()
         .user_data(user_data(id, c.gen, OP_RECV));
         c.recv_on = true;
@@ -347,16 +354,16 @@ impl Ring {
     /// to be given to [`Ring::complete`] one by one and handed back with
     /// [`Ring::give_back`].
     pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<Vec<(u64, i32)>> {
-        let r = match timeout {
-            Some(t) if !t.is_zero() => {
-                let ts = types::Timespec::new()
-                    .sec(t.as_secs())
-                    .nsec(t.subsec_nanos());
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
-            _ => self.ring.submit_and_wait(0),
-        };
+        // Always an enter that gets events (want 1), with a zero timeout when
+        // the turn must not sleep: under DEFER_TASKRUN the kernel posts
+        // completions only in such an enter, so a plain submit would leave
+        // them pending while the schedule keeps the loop busy.
+        let t = timeout.unwrap_or(Duration::ZERO);
+        let ts = types::Timespec::new()
+            .sec(t.as_secs())
+            .nsec(t.subsec_nanos());
+        let args = types::SubmitArgs::new().timespec(&ts);
+        let r = self.ring.submitter().submit_with_args(1, &args);
         match r {
             Ok(_) => {}
             Err(e)
