@@ -29,6 +29,7 @@ use crate::plan::{share_lane, Plan, Schedule};
 use crate::spec::{Arrival, LoadSpec};
 use crate::stats::{interval_hist, rec, Collector, ErrClass, IntervalPart, WorkerStats};
 use crate::sys;
+use crate::uring::{Done, Ring};
 
 const TIMER_TOKEN: Token = Token(usize::MAX - 1);
 const READ_BUF: usize = 64 * 1024;
@@ -54,6 +55,9 @@ pub(crate) struct WorkerCtx<'a> {
     pub local_addrs: &'a [IpAddr],
     /// This thread's cap on connections in setup (see `Worker::setup_now`).
     pub setup_cap: u64,
+    /// Socket I/O through io_uring (`--io`; cleartext HTTP/1.1 only): the
+    /// caller checked that this kernel has it.
+    pub uring: bool,
 }
 
 #[derive(Debug)]
@@ -62,6 +66,8 @@ struct Slot {
     in_use: bool,
     // connection
     sock: Option<TcpStream>,
+    /// io_uring: the connection's entry in the worker's ring (instead of `sock`).
+    uc: Option<u32>,
     connecting: bool,
     conn_start: Instant,
     conn_replies: u64,
@@ -114,6 +120,7 @@ impl Slot {
             gen: 0,
             in_use: false,
             sock: None,
+            uc: None,
             connecting: false,
             conn_start: now,
             conn_replies: 0,
@@ -155,6 +162,11 @@ impl Slot {
         Some(self.h1.oldest()?.sent + max_resp?)
     }
 
+    /// A connection is open (or opening), on either I/O engine.
+    fn has_conn(&self) -> bool {
+        self.sock.is_some() || self.uc.is_some()
+    }
+
     fn wake(&self, max_resp: Option<Duration>) -> Option<Instant> {
         [self.deadline, self.think_until, self.limit(max_resp)]
             .into_iter()
@@ -191,6 +203,9 @@ impl Verifier {
 pub(crate) struct Worker<'a> {
     ctx: &'a WorkerCtx<'a>,
     poll: Poll,
+    /// `--io uring`: socket I/O as io_uring completions (`uring.rs`); `poll`
+    /// and `timer` then stay idle: the ring's wait has its own timeout.
+    ring: Option<Ring>,
     timer: sys::TimerFd,
     timer_target: Option<Instant>,
     slots: Vec<Slot>,
@@ -289,9 +304,15 @@ impl<'a> Worker<'a> {
         let interval = dur(spec.sample_interval);
         let timeout = spec.timeout.map(dur);
         let reply_timeout = spec.timeout.map(|t| dur(t + spec.think_timeout));
+        let ring = if ctx.uring && ctx.tls.is_none() {
+            Some(Ring::new()?)
+        } else {
+            None
+        };
         Ok(Worker {
             ctx,
             poll,
+            ring,
             timer,
             timer_target: None,
             slots: Vec::new(),
@@ -426,6 +447,17 @@ impl<'a> Worker<'a> {
             }
             let now2 = Instant::now();
             let busy = self.restarts > 0 || !self.deferred.is_empty() || self.ctx.spec.busy_poll;
+            if self.ring.is_some() {
+                // One io_uring_enter: submit the turn's sends and receives,
+                // wait for completions until the next timer (nanoseconds).
+                let wait = if next <= now2 || busy {
+                    None
+                } else {
+                    Some((next - now2).min(MAX_SLEEP))
+                };
+                self.uring_turn(wait)?;
+                continue;
+            }
             let timeout = if next <= now2 || busy {
                 Some(Duration::ZERO)
             } else {
@@ -842,22 +874,34 @@ impl<'a> Worker<'a> {
             }
         }
         let connecting = result?;
-        let std_stream: std::net::TcpStream = sock.into();
-        let mut stream = TcpStream::from_std(std_stream);
-        self.poll
-            .registry()
-            .register(
-                &mut stream,
-                Token(idx),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .map_err(|e| ErrClass::from_io(&e))?;
+        let (stream, uc) = match self.ring.as_mut() {
+            Some(ring) => {
+                let id = ring
+                    .open(idx, sock.into(), connecting)
+                    .map_err(|e| ErrClass::from_io(&e))?;
+                (None, Some(id))
+            }
+            None => {
+                let std_stream: std::net::TcpStream = sock.into();
+                let mut stream = TcpStream::from_std(std_stream);
+                self.poll
+                    .registry()
+                    .register(
+                        &mut stream,
+                        Token(idx),
+                        Interest::READABLE | Interest::WRITABLE,
+                    )
+                    .map_err(|e| ErrClass::from_io(&e))?;
+                (Some(stream), None)
+            }
+        };
         self.open_conns += 1;
         if now >= self.win {
             self.st.max_open = self.st.max_open.max(self.open_conns);
         }
         let s = &mut self.slots[idx];
-        s.sock = Some(stream);
+        s.sock = stream;
+        s.uc = uc;
         if !s.in_setup {
             s.in_setup = true;
             self.setup_now += 1;
@@ -883,7 +927,7 @@ impl<'a> Worker<'a> {
 
     /// Makes sure the session has a connection and sends what the burst allows.
     fn pump(&mut self, idx: usize, now: Instant) {
-        if self.slots[idx].sock.is_none() {
+        if !self.slots[idx].has_conn() {
             if let Err(c) = self.open_conn(idx, now) {
                 self.fail(idx, c, now);
                 return;
@@ -973,6 +1017,29 @@ impl<'a> Worker<'a> {
             return;
         }
         let s = &mut self.slots[idx];
+        if let (Some(id), Some(ring)) = (s.uc, self.ring.as_mut()) {
+            // io_uring: the bytes move into the connection's send buffer and
+            // go out with the turn's submission; while an earlier send is in
+            // flight they wait in `h1` (Done::Sent flushes again).
+            let out = s.h1.output();
+            match ring.send(id, out) {
+                Ok(true) => {
+                    let n = out.len();
+                    s.h1.wrote(n);
+                    if s.h1.output_measured() {
+                        self.st.bytes_sent += n as u64;
+                    } else {
+                        self.warm.bytes_sent += n as u64;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    let c = ErrClass::from_io(&e);
+                    self.fail(idx, c, now);
+                }
+            }
+            return;
+        }
         let Some(sock) = s.sock.as_mut() else { return };
         while !s.h1.output().is_empty() {
             match sock.write(s.h1.output()) {
@@ -1067,16 +1134,7 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            s.connecting = false;
-            let ct = us(now.saturating_duration_since(s.conn_start));
-            let st = if s.conn_measured {
-                &mut self.st
-            } else {
-                &mut self.warm
-            };
-            rec(&mut st.connect, ct);
-            s.deadline = None;
-            self.pump(idx, now);
+            self.connected(idx, now);
             if !self.slots[idx].in_use {
                 return;
             }
@@ -1085,6 +1143,108 @@ impl<'a> Worker<'a> {
         }
         if readable && self.slots[idx].in_use && self.slots[idx].sock.is_some() {
             self.read(idx, closed, now);
+        }
+    }
+
+    /// The non-blocking connect of slot `idx` completed: record it, send.
+    fn connected(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.slots[idx];
+        s.connecting = false;
+        let ct = us(now.saturating_duration_since(s.conn_start));
+        let st = if s.conn_measured {
+            &mut self.st
+        } else {
+            &mut self.warm
+        };
+        rec(&mut st.connect, ct);
+        s.deadline = None;
+        self.pump(idx, now);
+    }
+
+    /// io_uring: one turn's submission and wait, then its completions.
+    fn uring_turn(&mut self, wait: Option<Duration>) -> io::Result<()> {
+        let Some(ring) = self.ring.as_mut() else {
+            return Ok(());
+        };
+        let done = ring.turn(wait)?;
+        for &(ud, res) in &done {
+            let Some(ring) = self.ring.as_mut() else {
+                break;
+            };
+            let Some(ev) = ring.complete(ud, res) else {
+                continue;
+            };
+            let now = Instant::now();
+            match ev {
+                Done::Connected { slot, res } => {
+                    if !self.slots[slot].in_use || !self.slots[slot].connecting {
+                        continue;
+                    }
+                    match res {
+                        Ok(()) => self.connected(slot, now),
+                        Err(e) => self.fail(slot, ErrClass::from_io(&e), now),
+                    }
+                }
+                Done::Sent { slot, id, res } => {
+                    let s = &self.slots[slot];
+                    if !s.in_use || s.uc != Some(id) {
+                        continue;
+                    }
+                    match res {
+                        Ok(()) => self.flush(slot, now),
+                        Err(e) => self.fail(slot, ErrClass::from_io(&e), now),
+                    }
+                }
+                Done::Recv { slot, id, res } => {
+                    let s = &self.slots[slot];
+                    if !s.in_use || s.uc != Some(id) {
+                        continue;
+                    }
+                    self.uring_recv(slot, id, res, now);
+                }
+            }
+        }
+        if let Some(ring) = self.ring.as_mut() {
+            ring.give_back(done);
+        }
+        Ok(())
+    }
+
+    /// io_uring: a RECV of slot `idx`'s connection `id` completed.
+    fn uring_recv(&mut self, idx: usize, id: u32, res: io::Result<usize>, now: Instant) {
+        match res {
+            Ok(0) => self.on_eof(idx, now),
+            Ok(n) => {
+                let s = &self.slots[idx];
+                let measured = s.h1.oldest().map_or(s.conn_measured, |p| p.measured);
+                if measured {
+                    self.st.bytes_recv += n as u64;
+                    self.part.bytes_in += n as u64;
+                } else {
+                    self.warm.bytes_recv += n as u64;
+                }
+                let Some(ring) = self.ring.as_mut() else {
+                    return;
+                };
+                let buf = std::mem::take(ring.spare());
+                let alive = self.process(idx, &buf[..n.min(buf.len())], now);
+                let Some(ring) = self.ring.as_mut() else {
+                    return;
+                };
+                *ring.spare() = buf;
+                let s = &self.slots[idx];
+                if alive && s.in_use && s.uc == Some(id) {
+                    if let Err(e) = ring.arm_recv(id) {
+                        self.fail(idx, ErrClass::from_io(&e), now);
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                if let Some(ring) = self.ring.as_mut() {
+                    let _ = ring.arm_recv(id);
+                }
+            }
+            Err(e) => self.fail(idx, ErrClass::from_io(&e), now),
         }
     }
 
@@ -1525,14 +1685,26 @@ impl<'a> Worker<'a> {
             s.intended = now;
             self.pump(idx, now);
         }
-        keep && self.slots[idx].in_use && self.slots[idx].sock.is_some()
+        keep && self.slots[idx].in_use && self.slots[idx].has_conn()
     }
 
     fn close_conn(&mut self, idx: usize, ok: bool) {
         self.setup_done(idx);
         let s = &mut self.slots[idx];
-        if let Some(sock) = s.sock.take() {
-            drop(sock);
+        let had = match (s.sock.take(), s.uc.take()) {
+            (Some(sock), _) => {
+                drop(sock);
+                true
+            }
+            (None, Some(id)) => {
+                if let Some(ring) = self.ring.as_mut() {
+                    ring.close(id);
+                }
+                true
+            }
+            (None, None) => false,
+        };
+        if had {
             self.open_conns = self.open_conns.saturating_sub(1);
             if ok && !s.connecting && s.conn_replies > 0 {
                 let life = us(Instant::now().saturating_duration_since(s.conn_start));
@@ -1612,7 +1784,7 @@ impl<'a> Worker<'a> {
         let s = &self.slots[idx];
         match s.h1.oldest() {
             Some(p) => p.measured,
-            None if s.sock.is_some() => s.conn_measured,
+            None if s.has_conn() => s.conn_measured,
             None => self.in_window(idx),
         }
     }

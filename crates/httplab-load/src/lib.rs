@@ -67,7 +67,7 @@
 //! `verbose`, `busy_poll`, `unsent_calls`, `reconnect`, `calls_per_conn`,
 //! `uri_list`, `calibration` (JSON of [`Calibration`]), `host`, `max_connecting`,
 //! `local_addrs_auto`, `setup_capped`, `setup_waited`, `setup_wait_p99_ms`,
-//! `not_attempted`; client shards (`--client I/N` with N > 1, `--run-id`,
+//! `not_attempted`, `io_engine` ([`EXTRA_IO_ENGINE`]); client shards (`--client I/N` with N > 1, `--run-id`,
 //! `--start-at`) add `client_shard`, `run_id`, `start_at` and
 //! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`], `--http2` runs
 //! [`httplab_model::RunResult::http2`].
@@ -98,6 +98,7 @@ mod spec;
 mod stats;
 mod sys;
 mod tls;
+mod uring;
 
 /// Process-wide Ctrl-C handling shared by every httplab command that runs load:
 /// the first SIGINT sets [`interrupted`], a second exits at once (status 130).
@@ -125,7 +126,8 @@ pub use report::{
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
-    Dist, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload, DEFAULT_MAX_CONNECTING,
+    Dist, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload,
+    DEFAULT_MAX_CONNECTING,
 };
 pub use stats::SessionStats;
 pub use tls::{parse_ciphers, TlsSpec, TlsVersion};
@@ -297,6 +299,8 @@ fn run_raw(
     let spec = &spec_eff;
     let collector = stats::Collector::new(threads, spec.sample_interval);
     let local_addrs = source_addrs(spec, addr);
+    let (io_engine, io_note) = choose_io(spec);
+    let uring = io_engine == EXTRA_IO_URING;
     let cap = spec.max_connecting.unwrap_or(spec::DEFAULT_MAX_CONNECTING);
     let (t0, started_at) = wait_start(spec, stop)?;
     let wall0 = Instant::now();
@@ -314,6 +318,7 @@ fn run_raw(
             tls: tls.as_ref(),
             local_addrs: &local_addrs,
             setup_cap: plan::share_lane(cap, (i as u64, threads as u64)).max(1),
+            uring,
         })
         .collect();
     let results: Vec<std::io::Result<stats::WorkerStats>> = std::thread::scope(|scope| {
@@ -409,7 +414,11 @@ fn run_raw(
         }
         result.http2 = Some(sum);
     }
+    if let Some(note) = io_note {
+        result.self_check.warnings.push(note);
+    }
     let extra = &mut result.config.extra;
+    extra.insert(EXTRA_IO_ENGINE.into(), io_engine.into());
     extra.insert(httplab_model::EXTRA_HOST.into(), host_name());
     if spec.is_shard() {
         let (i, n) = spec.client;
@@ -434,6 +443,42 @@ fn run_raw(
         }
     }
     Ok((result, total.raw.take()))
+}
+
+/// Key of `config.extra` naming the socket I/O engine that ran: `io_uring`,
+/// `epoll` (HTTP/1.1, HTTPS) or `tokio` (`--http2`).
+pub const EXTRA_IO_ENGINE: &str = "io_engine";
+const EXTRA_IO_URING: &str = "io_uring";
+
+/// Whether `--io uring` can run here (io_uring_setup works and the kernel
+/// has what the engine needs).
+pub fn io_uring_available() -> bool {
+    uring::probe().is_ok()
+}
+
+/// The I/O engine for this run (see `--io`), and a warning when `--io uring`
+/// was asked for and cannot run.
+fn choose_io(spec: &LoadSpec) -> (&'static str, Option<String>) {
+    if spec.http2.is_some() {
+        return ("tokio", None);
+    }
+    let asked = spec.io == IoEngine::Uring;
+    if spec.tls.is_some() {
+        // rustls sits between the socket and H1Conn; porting its record I/O to
+        // completions is not done: HTTPS stays on the epoll engine.
+        let note = asked.then(|| "--io uring: HTTPS runs on the epoll engine".to_string());
+        return ("epoll", note);
+    }
+    match spec.io {
+        IoEngine::Epoll => ("epoll", None),
+        IoEngine::Auto | IoEngine::Uring => match uring::probe() {
+            Ok(()) => (EXTRA_IO_URING, None),
+            Err(why) => (
+                "epoll",
+                asked.then(|| format!("--io uring: {why}; the run used epoll")),
+            ),
+        },
+    }
 }
 
 /// Key of `config.extra` holding, for a client shard of a counted run, the
@@ -469,6 +514,14 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     sys::install_sigint();
     let stop = sys::interrupted();
     let (mut result, raw) = run_raw(&spec, true, stop)?;
+    if let Some(w) = result
+        .self_check
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("--io uring"))
+    {
+        eprintln!("httplab load: warning: {w}");
+    }
     if let (Some(path), Some(raw)) = (&spec.raw_latencies, raw) {
         let mut text = String::with_capacity(raw.len() * 8);
         for v in raw {

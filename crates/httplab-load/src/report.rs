@@ -893,6 +893,9 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         sc.late_starts,
         x.get(EXTRA_LAG_THRESHOLD).map_or("?", |s| s.as_str())
     );
+    if let Some(io) = x.get(crate::EXTRA_IO_ENGINE) {
+        let _ = writeln!(o, "httplab I/O engine: {io}");
+    }
     if let Some(c) = x
         .get(EXTRA_CALIBRATION)
         .and_then(|j| serde_json::from_str::<crate::Calibration>(j).ok())

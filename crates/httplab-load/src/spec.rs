@@ -152,6 +152,31 @@ pub enum Workload {
     },
 }
 
+/// The socket I/O engine of the HTTP/1.1 driver (`--io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoEngine {
+    /// io_uring where this kernel has it and the run can use it (cleartext
+    /// HTTP/1.1), epoll otherwise.
+    #[default]
+    Auto,
+    /// epoll readiness and one system call per send and receive.
+    Epoll,
+    /// io_uring completions: one `io_uring_enter` per event-loop turn
+    /// (falls back to epoll, with a warning, where unavailable).
+    Uring,
+}
+
+impl IoEngine {
+    /// The spelling of `--io`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::Auto => "auto",
+            IoEngine::Epoll => "epoll",
+            IoEngine::Uring => "uring",
+        }
+    }
+}
+
 /// What `--print-request` / `--print-reply` print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PrintWhat {
@@ -267,6 +292,9 @@ pub struct LoadSpec {
     /// Spin on epoll instead of sleeping: lowest measurement overhead, one
     /// core per thread at 100 % (the CPU self-check then ignores CPU use).
     pub busy_poll: bool,
+    /// Socket I/O engine for cleartext HTTP/1.1 (`--io`); HTTPS and
+    /// `--http2` always use their own drivers (epoll, tokio).
+    pub io: IoEngine,
     /// Request-oriented workloads: when the server closes the connection
     /// (`Connection: close`, a close-delimited body, HTTP/1.0), make the
     /// connection's remaining calls on a new connection, as a browser does.
@@ -378,6 +406,7 @@ impl LoadSpec {
             json: None,
             csv: None,
             busy_poll: false,
+            io: IoEngine::Auto,
             reconnect: false,
             calls_per_conn: None,
             warmup: 0.0,

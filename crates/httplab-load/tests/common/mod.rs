@@ -290,8 +290,13 @@ fn serve(
 }
 
 /// Runs `httplab load` arguments in process against `addr` and returns the result.
+/// `HTTPLAB_LOAD_IO=epoll|uring|auto` adds `--io` to every run (the suite runs
+/// on each I/O engine: `auto`, the default, is io_uring where the kernel has it).
 pub fn load(args: &str) -> httplab_model::RunResult {
-    let spec = httplab_load::parse_args(args.split_whitespace()).expect("parse args");
+    let io = std::env::var("HTTPLAB_LOAD_IO").ok();
+    let io_args = io.iter().flat_map(|v| ["--io", v.as_str()]);
+    let spec =
+        httplab_load::parse_args(args.split_whitespace().chain(io_args)).expect("parse args");
     httplab_load::run(&spec, false).expect("run")
 }
 
