@@ -29,9 +29,6 @@ const WAKER: Token = Token(usize::MAX - 2);
 const READS_PER_TURN: usize = 16;
 /// Spare buffers kept per worker.
 const SPARE_BUFFERS: usize = 64;
-/// Unread bytes up to this size are moved out of the shared-size read
-/// buffer between turns.
-const SMALL_LEFTOVER: usize = 4096;
 /// How long a paused accept waits before retrying on its own.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -337,18 +334,12 @@ impl Worker {
     }
 
     fn give_back(&mut self, s: &mut Session) {
-        if let Some(b) = s.detach_rbuf().or_else(|| s.shrink_rbuf(SMALL_LEFTOVER)) {
-            // Only full-size buffers go back to the pool.
-            if self.rbufs.len() < SPARE_BUFFERS && b.len() == self.rbuf_size {
-                self.rbufs.push(b);
-            }
-        }
-        if let Some(mut b) = s.detach_wbuf() {
-            if self.wbufs.len() < SPARE_BUFFERS && b.capacity() <= 1 << 20 {
-                b.clear();
-                self.wbufs.push(b);
-            }
-        }
+        s.return_buffers(
+            &mut self.rbufs,
+            &mut self.wbufs,
+            self.rbuf_size,
+            SPARE_BUFFERS,
+        );
     }
 
     fn sweep(&mut self, now: Instant) {

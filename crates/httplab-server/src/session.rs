@@ -90,6 +90,37 @@ impl Session {
         }
     }
 
+    /// An idle connection's buffers back to its worker's spare lists (both
+    /// I/O engines share this): the read buffer when empty, or shrunk around
+    /// a small leftover, and only full-size ones (`rbuf_size`); the output
+    /// buffer only when its queue is empty (never one a send still points
+    /// at) and not grown past 1 MiB. At most `spare` of each are kept.
+    pub(crate) fn return_buffers(
+        &mut self,
+        rbufs: &mut Vec<Vec<u8>>,
+        wbufs: &mut Vec<Vec<u8>>,
+        rbuf_size: usize,
+        spare: usize,
+    ) {
+        // Unread bytes up to this size are moved out of the full-size read
+        // buffer between turns, so the buffer can serve another connection.
+        const SMALL_LEFTOVER: usize = 4096;
+        if let Some(b) = self
+            .detach_rbuf()
+            .or_else(|| self.shrink_rbuf(SMALL_LEFTOVER))
+        {
+            if rbufs.len() < spare && b.len() == rbuf_size {
+                rbufs.push(b);
+            }
+        }
+        if let Some(mut b) = self.detach_wbuf() {
+            if wbufs.len() < spare && b.capacity() <= 1 << 20 {
+                b.clear();
+                wbufs.push(b);
+            }
+        }
+    }
+
     /// Takes the read buffer back when it holds no unread bytes (so idle
     /// connections hold no buffer).
     pub fn detach_rbuf(&mut self) -> Option<Vec<u8>> {

@@ -48,9 +48,6 @@ const RECV_BUF_SIZE: usize = 16 * 1024;
 const ACCEPTS: usize = 8;
 /// Spare buffers kept per worker.
 const SPARE_BUFFERS: usize = 64;
-/// Unread bytes up to this size are moved out of the shared-size read
-/// buffer between turns.
-const SMALL_LEFTOVER: usize = 4096;
 /// Most bytes parked per connection while its multishot receive is being
 /// cancelled. A cancel takes effect on the next `io_uring_enter`; until
 /// then the kernel may deliver what one wake-up reads (at most 32
@@ -729,20 +726,12 @@ impl Worker {
     }
 
     fn give_back(&mut self, s: &mut Session) {
-        if let Some(b) = s.detach_rbuf().or_else(|| s.shrink_rbuf(SMALL_LEFTOVER)) {
-            // Only full-size buffers go back to the pool.
-            if self.rbufs.len() < SPARE_BUFFERS && b.len() == self.rbuf_size {
-                self.rbufs.push(b);
-            }
-        }
-        // Only an empty queue gives its buffer back, and a queue with a
-        // send in flight is not empty.
-        if let Some(mut b) = s.detach_wbuf() {
-            if self.wbufs.len() < SPARE_BUFFERS && b.capacity() <= 1 << 20 {
-                b.clear();
-                self.wbufs.push(b);
-            }
-        }
+        s.return_buffers(
+            &mut self.rbufs,
+            &mut self.wbufs,
+            self.rbuf_size,
+            SPARE_BUFFERS,
+        );
     }
 
     /// Starts closing connection `idx`: cancels its operations; the
