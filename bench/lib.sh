@@ -271,6 +271,13 @@ server_rss_kb() {
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
+# spread: numbers on stdin (blank lines ignored) -> "median min max" ("nan nan nan" for none).
+spread() {
+  sort -g | awk 'NF {a[++n]=$1}
+    END {if (!n) {print "nan nan nan"; exit}
+         print (n%2 ? a[(n+1)/2] : (a[n/2]+a[n/2+1])/2), a[1], a[n]}'
+}
+
 cleanup_bench() {
   stop_server
   [ -n "${KEEP_BENCH_TMP:-}" ] || rm -rf "$BENCH_TMP"
