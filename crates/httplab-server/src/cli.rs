@@ -37,8 +37,9 @@ pub struct Args {
     /// per loop turn submits every accept, send and close and reaps their
     /// completions, with one multishot receive per connection (large files
     /// still go out with sendfile or pread; cleartext only, refused with
-    /// --tls-*). auto: epoll for now (io_uring measured cheaper for
-    /// keep-alive but not for a new connection per request; BENCHMARKS.md)
+    /// --tls-*). auto: epoll for now (io_uring makes a third of the system
+    /// calls per keep-alive request but was not measurably cheaper in CPU
+    /// per request; BENCHMARKS.md sections 10 and 12)
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub io: IoEngine,
     /// Worker threads of the threads model

@@ -72,8 +72,9 @@ use stats::SharedStats;
 
 /// Whether `--io auto` picks io_uring where it is available (cleartext
 /// only). Off: on the 2-core benchmark machine the io_uring engine's server
-/// CPU per request was level with epoll's (keep-alive 1.02-1.08x, new
-/// connection per request 0.95x, noisy), not cheaper; see BENCHMARKS.md.
+/// CPU per request was level with epoll's (quiet rerun, per-round ratios
+/// 0.77-1.22 keep-alive, 0.98-1.09 new connection per request), not
+/// cheaper; see BENCHMARKS.md sections 10 and 12.
 const AUTO_PREFERS_URING: bool = false;
 
 /// Entry point of `httplab serve`: `args[0]` is the program name.
