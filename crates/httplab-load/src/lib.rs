@@ -122,7 +122,7 @@ pub use http2::{Http2Spec, DEFAULT_H2_WINDOW};
 pub use report::{
     environment, render_httperf_report, write_csv, CPU_LIMIT_PCT, EXTRA_ABANDONED,
     EXTRA_CALIBRATION, EXTRA_COMMAND, EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_SESSIONS,
-    EXTRA_UNSENT, UTILIZATION_LIMIT,
+    EXTRA_UNSENT, MIN_CPU_JUDGE_S, UTILIZATION_LIMIT,
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,

@@ -34,6 +34,11 @@ pub const EXTRA_CALIBRATION: &str = "calibration";
 pub const UTILIZATION_LIMIT: f64 = 0.85;
 /// Share of the generator's cores (percent of one core) at which a run is client-bound.
 pub const CPU_LIMIT_PCT: f64 = 90.0;
+/// Shortest measured time, seconds, over which the generator's CPU share is
+/// judged. A shorter run is mostly the generator's own start and finish,
+/// which run back to back whatever the server does (a 1 ms run is "100 %
+/// busy"), so its CPU share says nothing about who limited it.
+pub const MIN_CPU_JUDGE_S: f64 = 0.1;
 
 fn summary_of_hist(h: &hdrhistogram::Histogram<u64>) -> Summary {
     if h.is_empty() {
@@ -285,10 +290,17 @@ pub(crate) fn build_result(
         reasons: Vec::new(),
     };
     let reply_rate = st.replies as f64 / dur;
+    // The criteria about how the generator spent the run (utilization, CPU,
+    // schedule lag) judge a measurement: with no reply at all there is none,
+    // and the run's failure (refused, timed out, reset) is the server's or
+    // the network's to explain, not a client limit. Running out of
+    // descriptors or ports (below) is a client limit whatever the replies.
+    let measured = st.replies > 0;
+    let cpu_judged = measured && dur >= MIN_CPU_JUDGE_S;
     if let Some(ceiling) = spec.client_ceiling.filter(|c| *c > 0.0) {
         let u = reply_rate / ceiling;
         self_check.client_utilization = Some(u);
-        if u >= UTILIZATION_LIMIT {
+        if measured && u >= UTILIZATION_LIMIT {
             flag(
                 &mut self_check,
                 "client_utilization",
@@ -303,7 +315,7 @@ pub(crate) fn build_result(
     // The generator can use one core per thread, at most the cores it may run on.
     let allowed = sys::affinity().len().max(1) as u32;
     let cores = spec.threads.max(1).min(allowed);
-    if cpu_pct >= CPU_LIMIT_PCT * f64::from(cores) && !spec.busy_poll {
+    if cpu_judged && cpu_pct >= CPU_LIMIT_PCT * f64::from(cores) && !spec.busy_poll {
         flag(
             &mut self_check,
             "client_cpu",
@@ -317,7 +329,12 @@ pub(crate) fn build_result(
     // the generator fell behind its own plan.
     let thr_ms = spec.lag_threshold * 1000.0;
     let lag_p99 = self_check.schedule_lag_p99_ms;
-    if !st.lag.is_empty() && self_check.schedule_lag_p99_ms > thr_ms {
+    if measured && !cpu_judged && !spec.busy_poll {
+        self_check.warnings.push(format!(
+            "run too short to judge the client: {dur:.3} s measured, under the {MIN_CPU_JUDGE_S} s its CPU share needs (the {cpu_pct:.0}% over so short a run is mostly the generator starting and finishing); a longer run (--num-conns, --duration) checks the client"
+        ));
+    }
+    if measured && !st.lag.is_empty() && self_check.schedule_lag_p99_ms > thr_ms {
         flag(
             &mut self_check,
             "schedule_lag",
@@ -350,6 +367,16 @@ pub(crate) fn build_result(
                 sys::time_wait_sockets().map_or("?".to_string(), |n| n.to_string())
             ),
         );
+    }
+    if st.connections > 0 && !st.connect.is_empty() && !measured && !interrupted {
+        self_check.warnings.push(format!(
+            "no reply: {} connection(s) opened and {} request(s) sent, but no reply came (client-timo {}, connreset {}, other {}): nothing was measured",
+            st.connections,
+            st.requests,
+            errors.client_timo,
+            errors.connreset,
+            errors.other
+        ));
     }
     if st.connections > 0 && st.connect.is_empty() {
         // Not a client limit: the target could not be reached at all.
@@ -883,8 +910,13 @@ pub fn render_httperf_report(r: &RunResult) -> String {
     let sc = &r.self_check;
     let _ = writeln!(
         o,
-        "httplab self-check: client CPU {:.1}% ({} thread{}), schedule lag p50 {:.3} ms p99 {:.3} ms max {:.3} ms, late starts {} (> {} ms)",
+        "httplab self-check: client CPU {:.1}%{} ({} thread{}), schedule lag p50 {:.3} ms p99 {:.3} ms max {:.3} ms, late starts {} (> {} ms)",
         sc.client_cpu_pct,
+        if r.totals.replies == 0 || r.totals.test_duration_s < MIN_CPU_JUDGE_S {
+            " (not judged)"
+        } else {
+            ""
+        },
         r.config.threads,
         if r.config.threads == 1 { "" } else { "s" },
         sc.schedule_lag_p50_ms,
@@ -924,6 +956,20 @@ pub fn render_httperf_report(r: &RunResult) -> String {
                 sc.reasons.join(", ")
             }
         );
+    } else if r.totals.replies == 0 {
+        let _ = writeln!(
+            o,
+            "httplab verdict: nothing measured: {}; not client-bound (there was no load to judge the client by)",
+            why_no_reply(r)
+        );
+    } else if r.totals.test_duration_s < MIN_CPU_JUDGE_S
+        && !x.get("busy_poll").is_some_and(|v| v == "true")
+    {
+        let _ = writeln!(
+            o,
+            "httplab verdict: too short to judge the client: {:.3} s measured, under the {MIN_CPU_JUDGE_S} s its CPU share needs; no other client limit seen",
+            r.totals.test_duration_s
+        );
     } else {
         let _ = writeln!(
             o,
@@ -934,6 +980,64 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         let _ = writeln!(o, "httplab: interrupted; the report covers what ran so far");
     }
     o
+}
+
+/// What happened in a run without a single reply, for the verdict line:
+/// "no server answered: 3 connections refused", "no reply: …".
+fn why_no_reply(r: &RunResult) -> String {
+    let e = &r.errors;
+    let named = [
+        ("connrefused", e.connrefused),
+        ("socket-timo", e.socket_timo),
+        ("client-timo", e.client_timo),
+        ("connreset", e.connreset),
+        ("fd-unavail", e.fd_unavail),
+        ("addrunavail", e.addrunavail),
+        ("other", e.other),
+    ];
+    let list: Vec<String> = named
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    let list = if list.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", list.join(", "))
+    };
+    let conns = r.totals.connections;
+    let plural = |n: u64, one: &str, many: &str| {
+        if n == 1 {
+            format!("{n} {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    if conns == 0 {
+        if r.interrupted {
+            "interrupted before any connection".to_string()
+        } else {
+            "no connection was attempted".to_string()
+        }
+    } else if r.latency.connect.count == 0 {
+        if e.connrefused == conns && e.total == conns {
+            format!(
+                "no server answered: {} refused",
+                plural(conns, "connection", "connections")
+            )
+        } else {
+            format!(
+                "no server answered: {} failed{list}",
+                plural(conns, "connection attempt", "connection attempts")
+            )
+        }
+    } else {
+        format!(
+            "no reply: {} opened, {} sent, none answered{list}",
+            plural(conns, "connection", "connections"),
+            plural(r.totals.requests, "request", "requests")
+        )
+    }
 }
 
 /// Writes the time series as CSV.
@@ -974,5 +1078,102 @@ mod tests {
         ] {
             assert!(text.contains(label), "missing {label}");
         }
+    }
+
+    fn spec_of(args: &str) -> LoadSpec {
+        crate::parse_args(args.split_whitespace()).expect("valid test arguments")
+    }
+
+    /// Statistics of a run that lasted `dur_s` seconds with the generator
+    /// busy all along (CPU = duration: 100 % of one core).
+    fn stats(conns: u64, replies: u64, dur_s: f64) -> WorkerStats {
+        let mut st = WorkerStats::new();
+        st.connections = conns;
+        st.requests = replies;
+        st.replies = replies;
+        st.first_s = Some(0.0);
+        st.end_s = dur_s;
+        st.cpu_user = dur_s;
+        st
+    }
+
+    fn result_of(spec: &LoadSpec, st: &WorkerStats) -> RunResult {
+        build_result(spec, st, Vec::new(), String::new(), st.end_s, false)
+    }
+
+    #[test]
+    fn refused_connections_are_not_client_bound() {
+        // As `--num-conns 3` against a closed port: 1 ms, all refused, the
+        // generator "100 % busy" over that millisecond.
+        let spec = spec_of("--server 127.0.0.1 --port 9 --num-conns 3");
+        let mut st = stats(3, 0, 0.001);
+        st.errors[ErrClass::ConnRefused as usize] = 3;
+        let r = result_of(&spec, &st);
+        assert!(!r.self_check.client_bound, "{:?}", r.self_check);
+        assert!(r.self_check.reasons.is_empty(), "{:?}", r.self_check);
+        let text = render_httperf_report(&r);
+        assert!(!text.contains("CLIENT-BOUND"), "{text}");
+        assert!(
+            text.contains(
+                "httplab verdict: nothing measured: no server answered: 3 connections refused"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn connected_but_unanswered_says_so() {
+        let spec = spec_of("--server 127.0.0.1 --port 9 --num-conns 2 --timeout 0.1");
+        let mut st = stats(2, 0, 0.2);
+        st.requests = 2;
+        st.errors[ErrClass::ClientTimo as usize] = 2;
+        let _ = st.connect.record(50);
+        let _ = st.connect.record(60);
+        let r = result_of(&spec, &st);
+        assert!(!r.self_check.client_bound);
+        let text = render_httperf_report(&r);
+        assert!(
+            text.contains("nothing measured: no reply: 2 connections opened, 2 requests sent, none answered (client-timo 2)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn too_short_to_judge_the_client_cpu() {
+        let spec = spec_of("--server 127.0.0.1 --port 9 --num-conns 5");
+        let st = stats(5, 5, 0.004);
+        let r = result_of(&spec, &st);
+        assert!(r.self_check.client_cpu_pct >= 99.0);
+        assert!(!r.self_check.client_bound, "{:?}", r.self_check);
+        assert!(
+            r.self_check
+                .warnings
+                .iter()
+                .any(|w| w.contains("too short")),
+            "{:?}",
+            r.self_check.warnings
+        );
+        let text = render_httperf_report(&r);
+        assert!(
+            text.contains("httplab verdict: too short to judge the client"),
+            "{text}"
+        );
+        assert!(text.contains("client CPU 100.0% (not judged)"), "{text}");
+        // The same busy generator over a second is client-bound.
+        let st = stats(5, 5, 1.0);
+        let r = result_of(&spec, &st);
+        assert!(r.self_check.client_bound);
+        assert_eq!(r.self_check.reasons, ["client_cpu"]);
+        assert!(render_httperf_report(&r).contains("CLIENT-BOUND (client_cpu)"));
+    }
+
+    #[test]
+    fn running_out_of_ports_is_client_bound_without_replies() {
+        let spec = spec_of("--server 127.0.0.1 --port 9 --num-conns 4");
+        let mut st = stats(4, 0, 0.001);
+        st.errors[ErrClass::AddrUnavail as usize] = 4;
+        let r = result_of(&spec, &st);
+        assert!(r.self_check.client_bound);
+        assert_eq!(r.self_check.reasons, ["ports_exhausted"]);
     }
 }

@@ -25,10 +25,15 @@ pub const RUN_SCHEMA: &str = "httplab.run/1";
 /// Schema tag of a rate sweep ([`SweepResult`]).
 pub const SWEEP_SCHEMA: &str = "httplab.sweep/1";
 /// Schema tag of a study ([`StudyResult`]). Version 2 added repetitions in
-/// rounds, per-cell statistics and verdicts; readers still accept version 1
-/// ([`STUDY_SCHEMA_V1`]), whose new fields read as empty.
-pub const STUDY_SCHEMA: &str = "httplab.study/2";
-/// The previous study schema, still read.
+/// rounds, per-cell statistics and verdicts; version 3 gives every verdict one
+/// of three outcomes (winner, equivalent, inconclusive) with its detectable
+/// effect, adds server-side verdicts and comparisons with a baseline, and the
+/// sequential design's rounds per cell. Readers still accept versions 1 and 2
+/// ([`STUDY_SCHEMA_V1`], [`STUDY_SCHEMA_V2`]), whose new fields read as empty.
+pub const STUDY_SCHEMA: &str = "httplab.study/3";
+/// Version 2 of the study schema, still read.
+pub const STUDY_SCHEMA_V2: &str = "httplab.study/2";
+/// Version 1 of the study schema, still read.
 pub const STUDY_SCHEMA_V1: &str = "httplab.study/1";
 
 /// Errors from reading result documents.
@@ -912,13 +917,28 @@ pub struct Protocol {
     pub min_repetitions: u32,
     /// Most repetitions per cell.
     pub max_repetitions: u32,
-    /// Target half-width of the 95 % CI relative to the mean (0.02 = ±2 %).
+    /// Version 2: the target half-width of the 95 % CI relative to the mean
+    /// that stopped the rounds; 0 in version 3, whose rounds are given by the
+    /// sequential design (`interim_rounds`, `budget_s`).
+    #[serde(default)]
     pub precision: f64,
     /// Significance level of the comparisons (after Holm–Bonferroni).
     pub alpha: f64,
-    /// Smallest relative difference a verdict calls a win (smaller ones are noise).
+    /// δ, the smallest relative effect of interest: a winner is better by at
+    /// least 1 + δ, "equivalent" means the ratio's interval lies inside
+    /// [1/(1+δ), 1+δ] (version 3; in version 2 documents the smallest win).
     #[serde(default)]
     pub min_effect: f64,
+    /// Rounds before the interim look of the sequential design (version 3;
+    /// None: one look after all rounds).
+    #[serde(default)]
+    pub interim_rounds: Option<u32>,
+    /// Seconds of extra rounds the sequential design could hand out (version 3).
+    #[serde(default)]
+    pub budget_s: Option<f64>,
+    /// Seconds of extra rounds it did hand out (version 3).
+    #[serde(default)]
+    pub budget_used_s: Option<f64>,
     /// `--quick` was given (fewer repetitions, shorter windows).
     #[serde(default)]
     pub quick: bool,
@@ -971,8 +991,44 @@ pub struct Estimate {
     pub ci_high: Option<f64>,
 }
 
-/// The verdict of one workload (and step): who is better on its metric, if
-/// anyone significantly is.
+/// What a verdict decided (version 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictOutcome {
+    /// One server is better by at least δ, significantly after the study-wide correction.
+    Winner,
+    /// The ratio's interval lies inside ±δ.
+    Equivalent,
+    /// Neither: the run cannot tell; see `detectable` and `rounds_to_settle`.
+    Inconclusive,
+}
+
+impl VerdictOutcome {
+    /// "winner", "equivalent", "inconclusive".
+    pub fn word(self) -> &'static str {
+        match self {
+            VerdictOutcome::Winner => "winner",
+            VerdictOutcome::Equivalent => "equivalent",
+            VerdictOutcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// Which comparison a verdict is (version 3).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerdictKind {
+    /// A step's leader against its runner-up (and every other server).
+    #[default]
+    Step,
+    /// A pair the study file names: a server against `[compare] baseline`,
+    /// or a question's evidence.
+    Pair,
+}
+
+/// The verdict of one comparison on one workload step and metric: who is
+/// better, whether they are equivalent, or how large a difference the run
+/// could have seen.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StudyVerdict {
     /// Workload.
@@ -983,28 +1039,74 @@ pub struct StudyVerdict {
     pub metric: String,
     /// "lower" or "higher".
     pub better: String,
-    /// The significantly better server, None when no difference is significant
-    /// (or a figure is only a client-bound bound).
+    /// Winner, equivalent or inconclusive (None in version 1 and 2
+    /// documents: see [`StudyVerdict::outcome`]).
+    #[serde(default)]
+    pub outcome: Option<VerdictOutcome>,
+    /// Step comparison or comparison with the baseline.
+    #[serde(default)]
+    pub kind: VerdictKind,
+    /// "client" (the load generator measured it) or "server" (the server's
+    /// own CPU or memory accounting); empty in older documents.
+    #[serde(default)]
+    pub measured_by: String,
+    /// The better server when the outcome is a winner.
     pub winner: Option<String>,
-    /// Best mean.
+    /// First server: the step's leader (best geometric mean), or the server
+    /// compared with the baseline.
     pub leader: Option<String>,
-    /// Second-best mean.
+    /// Second server: the runner-up, or the baseline.
     pub runner_up: Option<String>,
-    /// How many times better the leader is than the runner-up (≥ 1).
+    /// Geometric-mean ratio leader/runner-up in the better direction (> 1:
+    /// the leader is better). Version 2: ratio of arithmetic means.
     pub ratio: Option<f64>,
-    /// 95 % bootstrap CI of `ratio`.
+    /// 95 % CI of `ratio` (version 3: t interval on paired log differences;
+    /// version 2: bootstrap).
     pub ratio_ci: Option<[f64; 2]>,
-    /// Holm-adjusted p value of leader vs runner-up.
+    /// 90 % CI of `ratio`: the one the equivalence rule reads (version 3).
+    #[serde(default)]
+    pub ratio_ci90: Option<[f64; 2]>,
+    /// p value of a difference, adjusted over the study's family (version 3:
+    /// alpha spending over the looks and Holm over every comparison; version 2:
+    /// Holm within the step).
     pub p_value: Option<f64>,
-    /// Whether the difference is significant.
+    /// p value of equivalence (two one-sided tests), version 3.
+    #[serde(default)]
+    pub p_equivalent: Option<f64>,
+    /// Whether there is a winner.
     pub significant: bool,
     /// Repetitions per server.
     pub n: std::collections::BTreeMap<String, u32>,
+    /// Rounds paired between the two servers (version 3).
+    #[serde(default)]
+    pub pairs: u32,
     /// Servers whose figure is a client-bound bound.
     #[serde(default)]
     pub client_bound: Vec<String>,
+    /// Smallest effect (ratio − 1) the run would have found with 80 % power
+    /// (version 3).
+    #[serde(default)]
+    pub detectable: Option<f64>,
+    /// Rounds in all that would settle the comparison at ±δ (version 3).
+    #[serde(default)]
+    pub rounds_to_settle: Option<u32>,
+    /// δ in force (version 3).
+    #[serde(default)]
+    pub delta: Option<f64>,
     /// One sentence saying all of the above.
     pub note: String,
+}
+
+impl StudyVerdict {
+    /// The outcome; for version 1 and 2 documents, a winner when one was
+    /// named and inconclusive otherwise (they had no equivalence rule).
+    pub fn outcome(&self) -> VerdictOutcome {
+        self.outcome.unwrap_or(if self.winner.is_some() {
+            VerdictOutcome::Winner
+        } else {
+            VerdictOutcome::Inconclusive
+        })
+    }
 }
 
 /// A written answer to one of a study's questions.
@@ -1043,6 +1145,7 @@ impl Document {
         } else if check_schema(&schema, SWEEP_SCHEMA).is_ok() {
             Ok(Document::Sweep(Box::new(serde_json::from_value(v)?)))
         } else if check_schema(&schema, STUDY_SCHEMA).is_ok()
+            || check_schema(&schema, STUDY_SCHEMA_V2).is_ok()
             || check_schema(&schema, STUDY_SCHEMA_V1).is_ok()
         {
             Ok(Document::Study(Box::new(serde_json::from_value(v)?)))
@@ -1050,7 +1153,7 @@ impl Document {
             Err(Box::new(ModelError::Schema {
                 found: schema,
                 expected: format!(
-                    "{RUN_SCHEMA}, {SWEEP_SCHEMA}, {STUDY_SCHEMA} or {STUDY_SCHEMA_V1}"
+                    "{RUN_SCHEMA}, {SWEEP_SCHEMA}, {STUDY_SCHEMA}, {STUDY_SCHEMA_V2} or {STUDY_SCHEMA_V1}"
                 ),
             }))
         }

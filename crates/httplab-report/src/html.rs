@@ -544,9 +544,10 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
                 None => v.workload.clone(),
             };
             h.push_str(&format!(
-                "<li>{}: <b>{}</b>: {}</li>\n",
+                "<li>{}: <b>{}</b>: <i>{}</i>: {}</li>\n",
                 esc_html(study),
                 esc_html(&place),
+                v.outcome().word(),
                 esc_html(&v.note)
             ));
         }

@@ -338,3 +338,46 @@ fn study_documents_render_runs_and_sweeps() {
     assert!(d.path().join("reply-rate.svg").is_file());
     assert!(d.path().join("percentiles.svg").is_file());
 }
+
+/// Study documents of every schema version render, each verdict with its
+/// outcome: version 1 and 2 verdicts (no `outcome` field) read as a winner
+/// when one was named and inconclusive otherwise; version 3 carries its own.
+#[test]
+fn study_documents_of_versions_1_2_and_3_render_with_outcomes() {
+    let verdict_v2 = r#"{"workload":"hello","step":null,"metric":"reply_rate","better":"higher",
+        "winner":"nginx","leader":"nginx","runner_up":"h2o","ratio":1.3,"ratio_ci":[1.2,1.4],
+        "p_value":0.001,"significant":true,"n":{"nginx":5,"h2o":5},"note":"nginx beats h2o"}"#;
+    let verdict_old_none = r#"{"workload":"hello","step":null,"metric":"reply_rate","better":"higher",
+        "winner":null,"leader":"nginx","runner_up":"h2o","ratio":1.01,"ratio_ci":null,
+        "p_value":0.5,"significant":false,"n":{"nginx":5,"h2o":5},"note":"no significant difference"}"#;
+    let verdict_v3 = r#"{"workload":"hello","step":null,"metric":"server_cpu_us_per_req","better":"lower",
+        "outcome":"equivalent","kind":"step","measured_by":"server","winner":null,"leader":"nginx",
+        "runner_up":"h2o","ratio":1.01,"ratio_ci":[0.99,1.03],"ratio_ci90":[0.995,1.025],"p_value":0.4,
+        "p_equivalent":0.001,"significant":false,"n":{"nginx":6,"h2o":6},"pairs":6,
+        "detectable":0.04,"rounds_to_settle":6,"delta":0.05,"note":"nginx and h2o are equivalent"}"#;
+    for (schema, verdict, word) in [
+        ("httplab.study/1", verdict_old_none, "inconclusive"),
+        ("httplab.study/2", verdict_v2, "winner"),
+        ("httplab.study/3", verdict_v3, "equivalent"),
+    ] {
+        let base = httplab_model::StudyResult {
+            schema: schema.into(),
+            name: "demo".into(),
+            ..Default::default()
+        };
+        let mut value = serde_json::to_value(&base).expect("json");
+        value["verdicts"] = serde_json::json!([
+            serde_json::from_str::<serde_json::Value>(verdict).expect("verdict json")
+        ]);
+        let text = value.to_string();
+        let doc = httplab_model::Document::from_json(&text)
+            .unwrap_or_else(|e| panic!("{schema} does not parse: {e}"));
+        let d = tempfile::tempdir().expect("tmp");
+        let files = httplab_report::render_report(&[doc], d.path()).expect("render");
+        let html = std::fs::read_to_string(&files.index).expect("html");
+        assert!(
+            html.contains(&format!("<i>{word}</i>")),
+            "{schema}: outcome '{word}' missing"
+        );
+    }
+}

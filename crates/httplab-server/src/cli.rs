@@ -17,7 +17,7 @@ use crate::{sys, Server};
 #[command(
     about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model)",
     long_about = None,
-    after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB/KB, m/MiB/MB suffixes."
+    after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes."
 )]
 pub struct Args {
     /// Directory to serve
@@ -230,7 +230,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(v * mult))
 }
 
-/// Parses `65536`, `64k`, `64KiB`, `50KB`, `1m`, `1MiB`.
+/// Parses `65536`, `64k`, `64KiB`, `50KB`, `1m`, `1MiB`, `1g`, `1GB`: the
+/// bare letters and KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000 (a
+/// study file's sizes read them the same way).
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
@@ -248,6 +250,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         "m" | "mib" => 1024 * 1024,
         "mb" => 1_000_000,
         "g" | "gib" => 1024 * 1024 * 1024,
+        "gb" => 1_000_000_000,
         _ => return Err(format!("invalid size unit in '{t}'")),
     };
     n.checked_mul(mult)
@@ -436,6 +439,8 @@ mod tests {
         assert_eq!(parse_size("50KB"), Ok(50_000));
         assert_eq!(parse_size("64k"), Ok(65536));
         assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("1GB"), Ok(1_000_000_000));
         assert_eq!(parse_size("100"), Ok(100));
         assert!(parse_size("1x").is_err());
     }

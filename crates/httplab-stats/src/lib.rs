@@ -1,41 +1,31 @@
 //! Statistics for httplab studies: descriptive estimates with t intervals, two-sample and paired
-//! t tests, the Holm–Bonferroni adjustment, percentile bootstrap intervals of a ratio of means,
-//! and the per-workload [`verdict`] that says "A beats B" only when the data support it.
+//! t tests, the Holm–Bonferroni adjustment, and the decisions of a study: every comparison is a
+//! geometric-mean ratio with a t interval on paired per-round log differences, decided as a
+//! winner, equivalent, or inconclusive with the effect the run could have seen ([`decide`]),
+//! under a two-look sequential design whose extra rounds go where they decide most
+//! ([`allocate`]).
 //!
 //! Pure library: no I/O, no dependency on other httplab crates. Every function validates its
 //! input and answers `None` (or a documented convention) instead of panicking; everything is
-//! deterministic for a given input and seed. The rules are written down in the crate README and
-//! in `docs/statistics.md` of the workspace.
-//!
-//! ```
-//! use httplab_stats::{verdict, Better, Sample, VerdictOptions};
-//!
-//! let event = [13100.0, 12950.0, 13240.0, 13020.0, 13180.0]; // one value per round
-//! let nginx = [10050.0, 9980.0, 10120.0, 9900.0, 10010.0];
-//! let v = verdict(
-//!     "reply_rate",
-//!     Better::Higher,
-//!     &[
-//!         Sample { name: "httplab event", values: &event, client_bound: false },
-//!         Sample { name: "nginx", values: &nginx, client_bound: false },
-//!     ],
-//!     &VerdictOptions::default(),
-//! );
-//! assert_eq!(v.winner.as_deref(), Some("httplab event"));
-//! println!("{}", v.note);
-//! ```
+//! deterministic for a given input. The rules are written down once, in `docs/statistics.md` of
+//! the workspace; the error rates are checked by simulation (`tests/simulation.rs`).
 
-mod bootstrap;
+mod decide;
 mod describe;
 mod format;
 mod ttest;
 mod verdict;
 
-pub use bootstrap::bootstrap_ratio_ci;
+pub use decide::{
+    allocate, decide, decide_interim, describe as describe_decision, detectable_effect, Comparison,
+    Decision, DesignOptions, LogRatios, Looks, Need, Outcome, Side, MAX_ROUNDS,
+};
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};
 pub use ttest::{holm_adjust, paired_t_test, welch_t_test, TTest};
-pub use verdict::{verdict, Better, Sample, Verdict, VerdictOptions, DEFAULT_SEED};
+pub use verdict::{
+    finish, geometric_mean, matchup, matchup_pair, Better, Matchup, Measured, Sample, Verdict,
+};
 
 /// Mean of a non-empty slice (callers check emptiness).
 fn mean(xs: &[f64]) -> f64 {

@@ -1,11 +1,35 @@
-//! The verdict of one workload: which server is best, and whether that is significant.
+//! Verdicts: which server is better on one metric of one step, in the three outcomes of
+//! [`crate::decide`]. A step's servers are ranked by geometric mean, the leader is compared with
+//! the runner-up (and must also beat every other server), and the decision is made once the whole
+//! study's family of comparisons is known ([`crate::decide`] corrects across it).
+//!
+//! ```
+//! use httplab_stats::{decide, finish, matchup, Better, DesignOptions, Measured, Sample};
+//!
+//! let event = [13100.0, 12950.0, 13240.0, 13020.0, 13180.0].map(Some); // one value per round
+//! let nginx = [10050.0, 9980.0, 10120.0, 9900.0, 10010.0].map(Some);
+//! let m = matchup(
+//!     "reply_rate",
+//!     Better::Higher,
+//!     &[
+//!         Sample { name: "httplab event", values: &event, client_bound: false },
+//!         Sample { name: "nginx", values: &nginx, client_bound: false },
+//!     ],
+//!     Measured::ByClient,
+//!     None,
+//! );
+//! let opts = DesignOptions::default();
+//! let decisions = decide(&[m.comparison.clone().expect("two servers")], &opts);
+//! let v = finish(&m, Some(&decisions[0]), &opts);
+//! assert_eq!(v.winner.as_deref(), Some("httplab event"));
+//! println!("{}", v.note);
+//! ```
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::format::{format_p, format_sig3};
-use crate::{bootstrap_ratio_ci, holm_adjust, mean, paired_t_test, welch_t_test, TTest};
+use crate::decide::{describe, Comparison, Decision, DesignOptions, LogRatios, Looks, Outcome};
 
 /// Which direction of a metric is better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -17,334 +41,340 @@ pub enum Better {
     Higher,
 }
 
-impl Better {
-    fn word(self) -> &'static str {
-        match self {
-            Better::Lower => "lower",
-            Better::Higher => "higher",
-        }
-    }
+/// Who measured a metric: the client (its figures can be bounds when the client was the limit)
+/// or the server's own accounting (CPU, memory: no client bound applies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Measured {
+    /// Reply rate, latency, throughput: what the load generator saw.
+    ByClient,
+    /// Server CPU per request, memory: read from the server's accounting.
+    ByServer,
 }
 
-/// One server's results for one workload: one value per round, in round order.
+/// One server's results on one step: one slot per round (slot i of every server is round i;
+/// `None` where that round has no value).
 #[derive(Clone, Copy, Debug)]
 pub struct Sample<'a> {
-    /// Server name; names are expected to be unique within one verdict.
+    /// Server name, unique within a step.
     pub name: &'a str,
-    /// One value per round (round i of every server is the same round). Non-finite values are
-    /// dropped (and the sample is then no longer paired with any other).
-    pub values: &'a [f64],
-    /// The load generator, not the server, was the bottleneck: the figure is only a bound in the
-    /// worse direction (throughput at least this, latency at most this).
+    /// One slot per round.
+    pub values: &'a [Option<f64>],
+    /// Some run of this server was limited by the load generator: for client-measured metrics
+    /// its figure is only a bound in the worse direction (throughput at least this, latency at
+    /// most this).
     pub client_bound: bool,
 }
 
-/// The bootstrap seed of [`VerdictOptions::default`].
-pub const DEFAULT_SEED: u64 = 0x5eed;
-
-/// Options of [`verdict`].
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VerdictOptions {
-    /// Significance level (default 0.05). The ratio interval has confidence 1 - alpha.
-    pub alpha: f64,
-    /// Bootstrap resamples for the ratio interval (default 10 000).
-    pub resamples: usize,
-    /// Bootstrap seed: same input and seed give the same verdict.
-    pub seed: u64,
-    /// Smallest relative effect that can make a winner: ratio - 1 >= min_effect (default 0.0;
-    /// 0.05 asks for at least 5 %).
-    pub min_effect: f64,
-}
-
-impl Default for VerdictOptions {
-    fn default() -> Self {
-        VerdictOptions {
-            alpha: 0.05,
-            resamples: 10_000,
-            seed: DEFAULT_SEED,
-            min_effect: 0.0,
-        }
+impl Sample<'_> {
+    fn usable(&self) -> Vec<f64> {
+        self.values
+            .iter()
+            .filter_map(|&x| x.filter(|v| v.is_finite() && *v > 0.0))
+            .collect()
     }
 }
 
-/// The verdict of one workload (step). Serialized into `results.json` as is.
+/// Geometric mean of positive values (`None` when there are none).
+pub fn geometric_mean(xs: &[f64]) -> Option<f64> {
+    let logs: Vec<f64> = xs
+        .iter()
+        .filter(|x| x.is_finite() && **x > 0.0)
+        .map(|x| x.ln())
+        .collect();
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+}
+
+/// A comparison set up for decision: the two servers, the looks, and what holds it back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matchup {
+    /// Metric key.
+    pub metric: String,
+    /// Which direction is better.
+    pub better: Better,
+    /// Who measured the metric.
+    pub measured: Measured,
+    /// First server of the comparison (a step's leader, or the server compared with a
+    /// baseline).
+    pub a: Option<String>,
+    /// Second server (the runner-up, or the baseline).
+    pub b: Option<String>,
+    /// Values per server (usable ones).
+    pub n: BTreeMap<String, usize>,
+    /// Servers whose figures are only bounds (client-measured metrics only).
+    pub client_bound: Vec<String>,
+    /// The other servers the leader must also beat, in the order of `Comparison::also`.
+    pub others: Vec<String>,
+    /// The comparison to decide, when there are two servers with values.
+    pub comparison: Option<Comparison>,
+    /// Why there is nothing to decide, when `comparison` is `None`.
+    pub why_not: Option<String>,
+}
+
+/// Ranks the step's servers by geometric mean and sets up the leader against the runner-up
+/// (the leader must also beat every other server). `interim_rounds`: the first rounds formed
+/// an interim look of a two-look design.
+pub fn matchup(
+    metric: &str,
+    better: Better,
+    samples: &[Sample],
+    measured: Measured,
+    interim_rounds: Option<usize>,
+) -> Matchup {
+    let mut ranked: Vec<(&Sample, f64)> = samples
+        .iter()
+        .filter_map(|s| Some((s, geometric_mean(&s.usable())?)))
+        .collect();
+    // Stable sort: ties keep the input order, so the ranking is deterministic.
+    match better {
+        Better::Higher => ranked.sort_by(|x, y| y.1.total_cmp(&x.1)),
+        Better::Lower => ranked.sort_by(|x, y| x.1.total_cmp(&y.1)),
+    }
+    let order: Vec<&Sample> = ranked.into_iter().map(|(s, _)| s).collect();
+    let mut m = base(metric, better, samples, measured);
+    match order.as_slice() {
+        [] => m.why_not = Some(format!("no server has results for {metric}")),
+        [only] => {
+            m.a = Some(only.name.to_string());
+            m.why_not = Some(format!(
+                "only one server has results for {metric} ({})",
+                only.name
+            ));
+        }
+        [leader, runner, rest @ ..] => {
+            let mut c = pair_comparison(leader, runner, better, measured, interim_rounds);
+            c.also = rest
+                .iter()
+                .map(|o| looks(leader, o, better, interim_rounds))
+                .collect();
+            if measured == Measured::ByClient {
+                let bound: Vec<&str> = rest
+                    .iter()
+                    .filter(|o| o.client_bound)
+                    .map(|o| o.name)
+                    .collect();
+                if c.no_winner.is_none() && !bound.is_empty() {
+                    c.no_winner = Some(bound_text(&bound, better));
+                }
+            }
+            m.a = Some(leader.name.to_string());
+            m.b = Some(runner.name.to_string());
+            m.others = rest.iter().map(|o| o.name.to_string()).collect();
+            m.comparison = Some(c);
+        }
+    }
+    m
+}
+
+/// Sets up `a` against `b` as given (a server against a baseline).
+pub fn matchup_pair(
+    metric: &str,
+    better: Better,
+    a: &Sample,
+    b: &Sample,
+    measured: Measured,
+    interim_rounds: Option<usize>,
+) -> Matchup {
+    let mut m = base(metric, better, &[*a, *b], measured);
+    m.a = Some(a.name.to_string());
+    m.b = Some(b.name.to_string());
+    m.comparison = Some(pair_comparison(a, b, better, measured, interim_rounds));
+    m
+}
+
+fn base(metric: &str, better: Better, samples: &[Sample], measured: Measured) -> Matchup {
+    Matchup {
+        metric: metric.to_string(),
+        better,
+        measured,
+        a: None,
+        b: None,
+        n: samples
+            .iter()
+            .map(|s| (s.name.to_string(), s.usable().len()))
+            .collect(),
+        client_bound: if measured == Measured::ByClient {
+            samples
+                .iter()
+                .filter(|s| s.client_bound && !s.usable().is_empty())
+                .map(|s| s.name.to_string())
+                .collect()
+        } else {
+            Vec::new()
+        },
+        others: Vec::new(),
+        comparison: None,
+        why_not: None,
+    }
+}
+
+fn looks(a: &Sample, b: &Sample, better: Better, interim_rounds: Option<usize>) -> Looks {
+    let last = LogRatios::paired(a.values, b.values, better);
+    let interim = interim_rounds.map(|k| {
+        let k = k.min(a.values.len()).min(b.values.len());
+        LogRatios::paired(&a.values[..k], &b.values[..k], better)
+    });
+    Looks { interim, last }
+}
+
+fn bound_text(names: &[&str], better: Better) -> String {
+    let what = match better {
+        Better::Higher => "at least",
+        Better::Lower => "at most",
+    };
+    let (verb, its) = if names.len() == 1 {
+        ("was", "its figure is")
+    } else {
+        ("were", "their figures are")
+    };
+    format!(
+        "{} {verb} client-bound ({its} only a bound: the true value is {what} the figure)",
+        join_names(names)
+    )
+}
+
+/// The bounds that could change the outcome: a bound on `b` (its true value may be better) can
+/// undo a's win; a bound on `a` makes its win conservative. Either makes equivalence unsure.
+fn pair_comparison(
+    a: &Sample,
+    b: &Sample,
+    better: Better,
+    measured: Measured,
+    interim_rounds: Option<usize>,
+) -> Comparison {
+    let mut c = Comparison::new(looks(a, b, better, interim_rounds));
+    if measured == Measured::ByClient {
+        let loser = if c.looks.last.mean >= 0.0 { b } else { a };
+        if loser.client_bound {
+            c.no_winner = Some(bound_text(&[loser.name], better));
+        }
+        let bound: Vec<&str> = [a, b]
+            .iter()
+            .filter(|s| s.client_bound)
+            .map(|s| s.name)
+            .collect();
+        if !bound.is_empty() {
+            c.no_equivalence = Some(bound_text(&bound, better));
+        }
+    }
+    c
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_names(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+/// The verdict of one comparison: the matchup and its decision. Serialized into `results.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     /// The metric compared (e.g. `reply_rate`).
     pub metric: String,
     /// Which direction of the metric is better.
     pub better: Better,
-    /// The leader when its lead is significant; `None` otherwise. Set exactly when `significant`.
+    /// Who measured the metric.
+    pub measured: Measured,
+    /// Winner, equivalent or inconclusive.
+    pub outcome: Outcome,
+    /// The winner (set exactly when the outcome is `Winner`).
     pub winner: Option<String>,
-    /// Best mean in the `better` direction (set whenever at least one server has a value).
+    /// First server: the leader of a ranked step, or the server compared with a baseline.
     pub leader: Option<String>,
-    /// Second-best mean.
+    /// Second server: the runner-up, or the baseline.
     pub runner_up: Option<String>,
-    /// How many times better the leader is than the runner-up (>= 1). Higher: mean(leader) /
-    /// mean(runner-up); Lower: mean(runner-up) / mean(leader). `None` when undefined.
+    /// Geometric-mean ratio leader/runner-up in the better direction (> 1: leader better).
     pub ratio: Option<f64>,
-    /// Bootstrap interval of `ratio` at confidence 1 - alpha (95 % by default).
+    /// 95 % t interval of the ratio (paired log differences).
     pub ratio_ci: Option<[f64; 2]>,
-    /// p value of leader vs runner-up, Holm-adjusted over all leader-vs-other comparisons.
+    /// 90 % t interval of the ratio (the equivalence rule's).
+    pub ratio_ci90: Option<[f64; 2]>,
+    /// p value of a difference, after alpha spending and Holm over the study's family.
     pub p_value: Option<f64>,
-    /// Holm-adjusted p < alpha, the ratio interval excludes 1, ratio - 1 >= min_effect, and no
-    /// server with results was client-bound.
+    /// p value of equivalence (two one-sided tests, after alpha spending).
+    pub p_equivalent: Option<f64>,
+    /// True exactly when there is a winner.
     pub significant: bool,
-    /// Number of (finite) values per server, 0 for servers without results.
+    /// Values per server.
     pub n: BTreeMap<String, usize>,
-    /// Servers with results whose figure is only a bound (client-bound runs).
+    /// Rounds paired between the two servers.
+    pub pairs: usize,
+    /// Servers whose figures are only bounds (client-measured metrics).
     pub client_bound: Vec<String>,
+    /// Smallest effect (ratio − 1) this run would have found with 80 % power.
+    pub detectable: Option<f64>,
+    /// Rounds in all that would settle the comparison at ±δ if the data stay as they are.
+    pub rounds_to_settle: Option<u32>,
+    /// The δ in force.
+    pub delta: f64,
     /// One human sentence that says what was found.
     pub note: String,
 }
 
-struct Entry<'a> {
-    name: &'a str,
-    values: Vec<f64>,
-    /// Some value was not finite and was dropped: rounds no longer line up.
-    dropped: bool,
-    mean: f64,
-}
-
-/// Compares two servers for the verdict. On log values (a ratio scale) when every value is
-/// positive, else on raw values. Paired when both have the same number of values from the same
-/// rounds; Welch otherwise. Returns the test and whether it was paired.
-fn compare(a: &Entry, b: &Entry) -> Option<(TTest, bool)> {
-    let paired = a.values.len() == b.values.len() && !a.dropped && !b.dropped;
-    let positive = a.values.iter().chain(&b.values).all(|&x| x > 0.0);
-    let (la, lb): (Vec<f64>, Vec<f64>) = if positive {
-        (
-            a.values.iter().map(|x| x.ln()).collect(),
-            b.values.iter().map(|x| x.ln()).collect(),
-        )
-    } else {
-        (a.values.clone(), b.values.clone())
-    };
-    let test = if paired {
-        paired_t_test(&la, &lb)?
-    } else {
-        welch_t_test(&la, &lb)?
-    };
-    Some((test, paired))
-}
-
-/// "a", "a and b", "a, b and c".
-fn join_names(names: &[String]) -> String {
-    match names {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-fn p_clause(p: f64) -> String {
-    let s = format_p(p);
-    if s.starts_with('<') {
-        format!("p {s}")
-    } else {
-        format!("p = {s}")
-    }
-}
-
-fn percent(level: f64) -> String {
-    let pct = level * 100.0;
-    if (pct - pct.round()).abs() < 1e-9 {
-        format!("{pct:.0} %")
-    } else {
-        format!("{} %", format_sig3(pct))
-    }
-}
-
-/// Decides one workload. See the crate README for the rules; in short: rank by mean, test the
-/// leader against every other server on log values (paired t test when rounds line up, Welch
-/// otherwise), Holm-adjust, bootstrap the leader/runner-up ratio, and name a winner only when the
-/// adjusted p is below alpha, the ratio interval excludes 1, the effect reaches `min_effect`,
-/// and no server was client-bound.
-pub fn verdict(metric: &str, better: Better, samples: &[Sample], opts: &VerdictOptions) -> Verdict {
-    let mut n = BTreeMap::new();
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut client_bound = Vec::new();
-    for s in samples {
-        let values: Vec<f64> = s.values.iter().copied().filter(|x| x.is_finite()).collect();
-        n.insert(s.name.to_string(), values.len());
-        if values.is_empty() {
-            continue;
-        }
-        if s.client_bound {
-            client_bound.push(s.name.to_string());
-        }
-        entries.push(Entry {
-            name: s.name,
-            dropped: values.len() != s.values.len(),
-            mean: mean(&values),
-            values,
-        });
-    }
-    // Stable sort: equal means keep the input order, so the verdict is deterministic.
-    match better {
-        Better::Higher => entries.sort_by(|a, b| b.mean.total_cmp(&a.mean)),
-        Better::Lower => entries.sort_by(|a, b| a.mean.total_cmp(&b.mean)),
-    }
-
+/// The verdict of a matchup given its decision (`None` when it had no comparison).
+pub fn finish(m: &Matchup, d: Option<&Decision>, opts: &DesignOptions) -> Verdict {
     let mut v = Verdict {
-        metric: metric.to_string(),
-        better,
+        metric: m.metric.clone(),
+        better: m.better,
+        measured: m.measured,
+        outcome: Outcome::Inconclusive,
         winner: None,
-        leader: entries.first().map(|e| e.name.to_string()),
-        runner_up: entries.get(1).map(|e| e.name.to_string()),
+        leader: m.a.clone(),
+        runner_up: m.b.clone(),
         ratio: None,
         ratio_ci: None,
+        ratio_ci90: None,
         p_value: None,
+        p_equivalent: None,
         significant: false,
-        n,
-        client_bound,
+        n: m.n.clone(),
+        pairs: 0,
+        client_bound: m.client_bound.clone(),
+        detectable: None,
+        rounds_to_settle: None,
+        delta: opts.delta,
         note: String::new(),
     };
-
-    let (leader, runner) = match entries.as_slice() {
-        [] => {
-            v.note = format!("no server has results for {metric}: no winner");
-            return v;
-        }
-        [only] => {
-            v.note = format!(
-                "only one server has results for {metric} ({}): no comparison",
-                only.name
-            );
-            return v;
-        }
-        [leader, runner, ..] => (leader, runner),
-    };
-
-    let ratio = match better {
-        Better::Higher => leader.mean / runner.mean,
-        Better::Lower => runner.mean / leader.mean,
-    };
-    v.ratio = ratio.is_finite().then_some(ratio);
-    let n_pair = format!("n = {} / {}", leader.values.len(), runner.values.len());
-    let level = 1.0 - opts.alpha;
-
-    if !(opts.alpha > 0.0 && opts.alpha < 1.0) || opts.resamples == 0 {
+    let (Some(d), Some(a), Some(b)) = (d, &m.a, &m.b) else {
         v.note = format!(
-            "invalid verdict options (alpha = {}, resamples = {}): no winner",
-            opts.alpha, opts.resamples
+            "{}: no comparison",
+            m.why_not
+                .clone()
+                .unwrap_or_else(|| "nothing to compare".into())
         );
         return v;
-    }
-
-    let testable = entries.iter().filter(|e| e.values.len() >= 2).count();
-    if leader.values.len() < 2 || runner.values.len() < 2 || testable < 2 {
-        let few: Vec<String> = entries
-            .iter()
-            .filter(|e| e.values.len() < 2)
-            .map(|e| e.name.to_string())
-            .collect();
-        v.note = format!(
-            "too few values to compare {} and {} on {metric} ({n_pair}; {} only one): no winner",
-            leader.name,
-            runner.name,
-            join_names(&few) + if few.len() == 1 { " has" } else { " have" },
-        );
-        return v;
-    }
-
-    // Leader against every other server with at least two values; Holm over that family.
-    let others: Vec<&Entry> = entries[1..]
-        .iter()
-        .filter(|e| e.values.len() >= 2)
-        .collect();
-    let mut raw_p = Vec::with_capacity(others.len());
-    let mut runner_paired = false;
-    for (i, other) in others.iter().enumerate() {
-        match compare(leader, other) {
-            Some((test, paired)) => {
-                raw_p.push(test.p);
-                if i == 0 {
-                    runner_paired = paired;
-                }
-            }
-            None => raw_p.push(1.0),
-        }
-    }
-    let adjusted = holm_adjust(&raw_p);
-    // others[0] is the runner-up: it has at least two values and ranks first among the rest.
-    let p = adjusted[0];
-    v.p_value = Some(p);
-
-    let (num, den) = match better {
-        Better::Higher => (&leader.values, &runner.values),
-        Better::Lower => (&runner.values, &leader.values),
     };
-    let ci = if v.ratio.is_some() {
-        bootstrap_ratio_ci(num, den, runner_paired, level, opts.resamples, opts.seed)
+    v.outcome = d.outcome;
+    v.winner = match d.winner {
+        Some(crate::decide::Side::A) => Some(a.clone()),
+        Some(crate::decide::Side::B) => Some(b.clone()),
+        None => None,
+    };
+    v.significant = v.winner.is_some();
+    v.ratio = d.ratio;
+    v.ratio_ci = d.ci;
+    v.ratio_ci90 = d.ci90;
+    v.p_value = d.p;
+    v.p_equivalent = d.p_equivalent;
+    v.pairs = d.n;
+    v.detectable = d.detectable;
+    v.rounds_to_settle = d.rounds_to_settle;
+    v.note = if d.n < 2 {
+        format!(
+            "too few rounds to compare {a} and {b} on {} ({} paired): no decision",
+            m.metric, d.n
+        )
     } else {
-        None
+        let mut note = describe(d, a, b, &m.metric, m.better, opts);
+        if let Some(other) = d.blocked_by.and_then(|i| m.others.get(i)) {
+            note.push_str(&format!(
+                "; {a} is not yet clear of {other} (a winner must beat every server)"
+            ));
+        }
+        note
     };
-    v.ratio_ci = ci.map(|(lo, hi)| [lo, hi]);
-
-    let ci_text = match ci {
-        Some((lo, hi)) => format!(
-            "{} CI {}–{}",
-            percent(level),
-            format_sig3(lo),
-            format_sig3(hi)
-        ),
-        None => format!("{} CI unavailable", percent(level)),
-    };
-    let (ratio_text, p_text) = (format_sig3(ratio), p_clause(p));
-    // After a colon: "ratio 1.31 (95 % CI 1.22–1.40), p = 0.003, n = 5 / 5".
-    let stats = format!("ratio {ratio_text} ({ci_text}), {p_text}, {n_pair}");
-    // Inside parentheses: "ratio 1.01, 95 % CI 0.97–1.05, p = 0.41, n = 5 / 5".
-    let stats_inner = format!("ratio {ratio_text}, {ci_text}, {p_text}, {n_pair}");
-
-    let Some(ratio) = v.ratio else {
-        v.note = format!(
-            "{} leads {} on {metric} but the ratio is undefined (a mean of zero): no winner",
-            leader.name, runner.name
-        );
-        return v;
-    };
-    let p_ok = p < opts.alpha;
-    let ci_ok = ci.is_some_and(|(lo, _)| lo > 1.0);
-    let effect_ok = ratio - 1.0 >= opts.min_effect;
-
-    if !v.client_bound.is_empty() {
-        let (verb, their) = if v.client_bound.len() == 1 {
-            ("was", "its figure is a bound")
-        } else {
-            ("were", "their figures are bounds")
-        };
-        v.note = format!(
-            "{} {verb} client-bound ({their}: the run measured the client): no winner \
-             ({} leads {} on {metric}, {stats_inner})",
-            join_names(&v.client_bound),
-            leader.name,
-            runner.name
-        );
-        return v;
-    }
-
-    if p_ok && ci_ok && effect_ok {
-        v.significant = true;
-        v.winner = Some(leader.name.to_string());
-        v.note = format!(
-            "{} beats {} on {metric} ({} is better): {stats}",
-            leader.name,
-            runner.name,
-            better.word()
-        );
-    } else if p_ok && ci_ok {
-        v.note = format!(
-            "{} leads {} on {metric} by less than the minimum effect of {} ({stats_inner}): no winner",
-            leader.name,
-            runner.name,
-            percent(opts.min_effect)
-        );
-    } else {
-        v.note = format!(
-            "no significant difference between {} and {} on {metric} ({stats_inner})",
-            leader.name, runner.name
-        );
-    }
     v
 }

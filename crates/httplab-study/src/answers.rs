@@ -1,12 +1,12 @@
 //! Written answers to a study's questions (`[[questions]]`): each piece of
-//! evidence is a two-server comparison on one workload, judged with the same
-//! statistics as the verdicts (a pairwise test, its ratio and 95 % CI), then
-//! set against what the seed concluded.
+//! evidence is a two-server comparison on one workload, read from the study's
+//! verdicts (the same family, so the same study-wide correction), then set
+//! against what the seed concluded. A seed's "same" is confirmed only by
+//! `equivalent`; `inconclusive` is "not settled by this run".
 
 use std::fmt::Write as _;
 
 use httplab_model as m;
-use httplab_stats as st;
 
 use crate::rounds;
 use crate::spec::{Evidence, Question, StudyFile};
@@ -18,7 +18,9 @@ pub enum Outcome {
     Better,
     /// `server` is significantly worse.
     Worse,
-    /// No significant difference (or a figure was a client-bound bound).
+    /// Equivalent within ±δ.
+    Same,
+    /// Not settled by this run (inconclusive, or a figure was a bound).
     Unclear,
     /// No data.
     Missing,
@@ -38,8 +40,8 @@ fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
     let mut agree = 0;
     let mut contradict = 0;
     let mut unclear = 0;
-    for (ei, e) in q.evidence.iter().enumerate() {
-        for (step, outcome, note) in compare(study, res, e, ei) {
+    for e in &q.evidence {
+        for (step, outcome, note) in compare(study, res, e) {
             let at = match &step {
                 Some(s) => format!("{} [{}]", e.workload, s),
                 None => e.workload.clone(),
@@ -50,8 +52,9 @@ fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
                 (Some("better"), Outcome::Worse) | (Some("worse"), Outcome::Better) => {
                     contradict += 1
                 }
-                (Some("same"), Outcome::Unclear) => agree += 1,
+                (Some("same"), Outcome::Same) => agree += 1,
                 (Some("same"), Outcome::Better | Outcome::Worse) => contradict += 1,
+                (Some("better" | "worse"), Outcome::Same) => contradict += 1,
                 (Some(_), Outcome::Unclear) => unclear += 1,
                 _ => {}
             }
@@ -65,7 +68,7 @@ fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
     if judged > 0 {
         let _ = write!(
             versus,
-            "Of {judged} comparison(s) the seed made a claim about, this run confirms {agree}, contradicts {contradict} and cannot decide {unclear} (no significant difference, or the client was the limit)."
+            "Of {judged} comparison(s) the seed made a claim about, this run confirms {agree}, contradicts {contradict} and does not settle {unclear} (inconclusive: each says how large a difference it could have seen)."
         );
     }
     if contradict + unclear > 0 && !q.why_differ.is_empty() {
@@ -87,7 +90,6 @@ pub fn compare(
     study: &StudyFile,
     res: &m::StudyResult,
     e: &Evidence,
-    index: usize,
 ) -> Vec<(Option<String>, Outcome, String)> {
     let Some(w) = study.workloads.iter().find(|w| w.name == e.workload) else {
         return Vec::new();
@@ -99,61 +101,30 @@ pub fn compare(
             steps.push(c.step.clone());
         }
     }
-    let seed = res.protocol.as_ref().map_or(0, |p| p.seed) ^ (index as u64 + 1);
-    let alpha = res.protocol.as_ref().map_or(0.05, |p| p.alpha);
-    let min_effect = res.protocol.as_ref().map_or(0.0, |p| p.min_effect);
     steps
         .into_iter()
         .map(|step| {
-            let get = |name: &str| {
-                res.cells
-                    .iter()
-                    .find(|c| c.workload == e.workload && c.step == step && c.server == name)
-            };
-            let (Some(a), Some(b)) = (get(&e.server), get(&e.versus)) else {
+            let found = res.verdicts.iter().find(|v| {
+                v.workload == e.workload
+                    && v.step == step
+                    && v.metric == metric.key()
+                    && ((v.leader.as_deref() == Some(&e.server)
+                        && v.runner_up.as_deref() == Some(&e.versus))
+                        || (v.leader.as_deref() == Some(&e.versus)
+                            && v.runner_up.as_deref() == Some(&e.server)))
+            });
+            let Some(v) = found else {
                 return (
                     step,
                     Outcome::Missing,
                     "no results for one of the two servers.".into(),
                 );
             };
-            let va = values_for(a, metric.key());
-            let vb = values_for(b, metric.key());
-            if va.is_empty() || vb.is_empty() {
-                return (
-                    step,
-                    Outcome::Missing,
-                    "no results for one of the two servers.".into(),
-                );
-            }
-            let samples = [
-                st::Sample {
-                    name: &a.server,
-                    values: &va,
-                    client_bound: a.client_bound,
-                },
-                st::Sample {
-                    name: &b.server,
-                    values: &vb,
-                    client_bound: b.client_bound,
-                },
-            ];
-            let better = if metric.higher_is_better() {
-                st::Better::Higher
-            } else {
-                st::Better::Lower
-            };
-            let opts = st::VerdictOptions {
-                alpha,
-                resamples: 10_000,
-                seed,
-                min_effect,
-            };
-            let v = st::verdict(metric.key(), better, &samples, &opts);
-            let outcome = match v.winner.as_deref() {
-                Some(x) if x == e.server => Outcome::Better,
-                Some(_) => Outcome::Worse,
-                None => Outcome::Unclear,
+            let outcome = match (v.outcome(), v.winner.as_deref()) {
+                (m::VerdictOutcome::Winner, Some(x)) if x == e.server => Outcome::Better,
+                (m::VerdictOutcome::Winner, Some(_)) => Outcome::Worse,
+                (m::VerdictOutcome::Equivalent, _) => Outcome::Same,
+                _ => Outcome::Unclear,
             };
             (
                 step,
@@ -162,9 +133,4 @@ pub fn compare(
             )
         })
         .collect()
-}
-
-/// The per-repetition values of `metric` in a cell, in round order.
-fn values_for(c: &m::Cell, metric: &str) -> Vec<f64> {
-    c.values.get(metric).cloned().unwrap_or_default()
 }

@@ -1,15 +1,17 @@
 //! Whole-experiment runner: corpus, servers, workloads, report.
 //!
 //! `httplab study [NAME|FILE]` reads a study (a built-in by name, or a TOML
-//! file, see `docs/study-format.md`), generates its corpus, starts each
-//! server in turn (httplab itself and the peers nginx, Apache, lighttpd and
-//! h2o, each configured by httplab), runs every workload against it while
-//! sampling its processes from /proc, and writes `index.html`,
-//! `results.json` and CSV tables.
+//! file, see `docs/study-format.md`), generates its corpus, starts every
+//! server at once (httplab itself and the peers nginx, Apache, lighttpd and
+//! h2o, each configured by httplab), runs every workload in rounds of random
+//! server order while sampling the servers from /proc, decides every
+//! comparison (`decisions.rs`, `docs/statistics.md`), and writes
+//! `index.html`, `results.json` and CSV tables.
 
 pub mod answers;
 pub mod corpus;
 pub mod cpu;
+pub mod decisions;
 pub mod env;
 pub mod idle;
 pub mod report;
@@ -100,9 +102,11 @@ pub fn load_study(which: &str) -> Result<spec::StudyFile> {
 #[derive(Debug, Parser)]
 #[command(
     about = "Run a whole server comparison (httplab's models, nginx, Apache, lighttpd, h2o) and write its report",
-    long_about = "Runs a study: generates the corpus, starts each server in turn on a free loopback port \
-                  (writing peers' configurations itself), runs every workload against it while sampling \
-                  the server's processes from /proc, and writes index.html, results.json and CSVs. \
+    long_about = "Runs a study: generates the corpus, starts every server at once, each on its own free loopback \
+                  port (writing peers' configurations itself), runs every workload in rounds that visit the \
+                  servers in a random order, then gives a budget of extra rounds to the comparisons nearest a \
+                  decision, and writes index.html, results.json and CSVs. Every comparison ends as a winner, \
+                  equivalent or inconclusive (with the difference the run could have seen); see docs/statistics.md. \
                   Peers that are not installed appear in the report as \"not installed\". \
                   Ctrl-C stops the run in progress, keeps the finished ones and still writes the report. \
                   The study file format is documented in docs/study-format.md.",
@@ -130,19 +134,26 @@ struct Cli {
     /// Fewest repetitions of every cell (overrides the study; at least 2, a CI needs two values)
     #[arg(long, value_name = "N", alias = "min-reps")]
     repetitions: Option<u32>,
-    /// Most repetitions of every cell; rounds stop earlier once every server's 95 % CI is within --precision [default: the study's, 10]
+    /// Most repetitions of every cell: the cap on the extra rounds the sequential design may
+    /// give a step [default: the study's, 10]
     #[arg(long, value_name = "N")]
     max_reps: Option<u32>,
-    /// Target half-width of the 95 % CI as a fraction of the mean (0.02 = ±2 %) [default: the study's, 0.02]
+    /// Seconds of extra rounds after the first ones, handed to the comparisons nearest a
+    /// decision (0: no second phase) [default: the study's budget_s, else as long as the first
+    /// phase took]
+    #[arg(long, value_name = "SECONDS")]
+    budget: Option<f64>,
+    /// Smallest effect of interest δ as a fraction: a winner is better by at least 1+δ, and
+    /// "equivalent" means the 90 % interval of the ratio is inside ±δ [default: the study's, 0.05]
     #[arg(long, value_name = "FRACTION")]
-    precision: Option<f64>,
+    delta: Option<f64>,
     /// Seconds of load before each measurement window, discarded [default: the study's, 1]
     #[arg(long, value_name = "SECONDS")]
     warmup: Option<f64>,
     /// Seconds each run measures [default: the study's, 3]
     #[arg(long, value_name = "SECONDS")]
     window: Option<f64>,
-    /// Seed of the random server order of every round (and of the bootstrap); recorded in results.json [default: drawn at start]
+    /// Seed of the random server order of every round; recorded in results.json [default: drawn at start]
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// Trade certainty for time: 2–3 repetitions, 0.3 s warm-up, 1 s window (wider intervals, fewer winners)
@@ -298,6 +309,11 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         quick: cli.quick,
         tls: cli.tls,
         shard: shard.clone(),
+        budget_s: if shard.is_some() {
+            Some(0.0)
+        } else {
+            cli.budget
+        },
     };
     let (lo, hi) = runner::count_runs_range(&study);
     eprintln!(
@@ -381,11 +397,16 @@ fn apply_overrides(study: &mut spec::StudyFile, cli: &Cli) -> Result<()> {
             w.max_repetitions = None;
         }
     }
-    if let Some(x) = cli.precision {
+    if let Some(x) = cli.delta {
         if !(x > 0.0 && x < 1.0) {
-            anyhow::bail!("--precision {x}: a fraction between 0 and 1 (0.02 = ±2 %)");
+            anyhow::bail!("--delta {x}: a fraction between 0 and 1 (0.05 = ±5 %)");
         }
-        p.precision = x;
+        p.min_effect = x;
+    }
+    if let Some(x) = cli.budget {
+        if !(x >= 0.0 && x.is_finite()) {
+            anyhow::bail!("--budget {x}: seconds, 0 or more");
+        }
     }
     if let Some(x) = cli.warmup {
         if !(0.0..=600.0).contains(&x) {

@@ -209,59 +209,85 @@ fn at(workload: &str, step: &Option<String>) -> String {
     }
 }
 
+/// Where a verdict stands: "workload [step]", with "· metric" when the
+/// verdict judges another metric than the workload's own, "· vs baseline"
+/// for a named pair.
+fn place(v: &m::StudyVerdict, res: &m::StudyResult) -> String {
+    let mut s = at(&v.workload, &v.step);
+    let primary = res
+        .cells
+        .iter()
+        .find(|c| c.workload == v.workload)
+        .map(|c| c.metric.as_str());
+    if primary.is_some_and(|p| p != v.metric) {
+        s.push_str(&format!(" · {}", v.metric));
+    }
+    if v.kind == m::VerdictKind::Pair {
+        s.push_str(" · pair");
+    }
+    s
+}
+
 /// One line per verdict: "workload [step]: note".
 pub fn summary(res: &m::StudyResult, _study: Option<&StudyFile>) -> Vec<String> {
     let mut v: Vec<String> = res
         .verdicts
         .iter()
-        .map(|v| format!("{}: {}", at(&v.workload, &v.step), v.note))
+        .map(|v| format!("{}: {}", place(v, res), v.note))
         .collect();
     v.extend(crate::idle::summary_lines(res));
     v
 }
 
-/// One sentence over all verdicts: how many named a significant winner.
+/// Verdicts counted by outcome: (winners, equivalent, inconclusive).
+pub fn outcome_counts(res: &m::StudyResult) -> (usize, usize, usize) {
+    let count = |o| res.verdicts.iter().filter(|v| v.outcome() == o).count();
+    (
+        count(m::VerdictOutcome::Winner),
+        count(m::VerdictOutcome::Equivalent),
+        count(m::VerdictOutcome::Inconclusive),
+    )
+}
+
+/// One sentence over all verdicts: "7 comparisons: 3 winners, 2 equivalent,
+/// 2 inconclusive", then who won where.
 pub fn headline(res: &m::StudyResult, _study: Option<&StudyFile>) -> String {
     if res.verdicts.is_empty() {
         return "No workload was completed by any server.".into();
     }
-    let sig: Vec<&m::StudyVerdict> = res.verdicts.iter().filter(|v| v.winner.is_some()).collect();
-    let bound = res
-        .verdicts
-        .iter()
-        .filter(|v| v.winner.is_none() && !v.client_bound.is_empty())
-        .count();
+    let (wins, same, open) = outcome_counts(res);
     let mut counts: Vec<(String, Vec<String>)> = Vec::new();
-    for v in &sig {
+    for v in res.verdicts.iter().filter(|v| v.winner.is_some()) {
         let w = v.winner.clone().unwrap_or_default();
-        let place = at(&v.workload, &v.step);
+        let where_ = place(v, res);
         match counts.iter_mut().find(|(n, _)| *n == w) {
-            Some(c) => c.1.push(place),
-            None => counts.push((w, vec![place])),
+            Some(c) => c.1.push(where_),
+            None => counts.push((w, vec![where_])),
         }
     }
     counts.sort_by_key(|c| std::cmp::Reverse(c.1.len()));
+    let plural = |n: usize, one: &str, many: &str| {
+        if n == 1 {
+            format!("{n} {one}")
+        } else {
+            format!("{n} {many}")
+        }
+    };
     let mut s = format!(
-        "{} comparison(s): {} with a significant winner",
-        res.verdicts.len(),
-        sig.len()
+        "{}: {}, {} equivalent, {} inconclusive",
+        plural(res.verdicts.len(), "comparison", "comparisons"),
+        plural(wins, "winner", "winners"),
+        same,
+        open
     );
     if !counts.is_empty() {
         let parts: Vec<String> = counts
             .iter()
             .map(|(n, ws)| format!("{n} {} ({})", ws.len(), ws.join(", ")))
             .collect();
-        s.push_str(&format!(" — {}", parts.join("; ")));
+        s.push_str(&format!(" — wins: {}", parts.join("; ")));
     }
-    s.push_str(&format!(
-        "; {} without (no significant difference{}).",
-        res.verdicts.len() - sig.len(),
-        if bound > 0 {
-            format!(", or {bound} where the client was the limit")
-        } else {
-            String::new()
-        }
-    ));
+    s.push('.');
     s
 }
 
@@ -375,16 +401,25 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
     w.write_record([
         "workload",
         "step",
+        "kind",
         "metric",
+        "measured_by",
         "better",
+        "outcome",
         "winner",
         "leader",
         "runner_up",
         "ratio",
         "ratio_ci95_low",
         "ratio_ci95_high",
+        "ratio_ci90_low",
+        "ratio_ci90_high",
         "p_value",
-        "significant",
+        "p_equivalent",
+        "pairs",
+        "detectable",
+        "rounds_to_settle",
+        "delta",
         "client_bound",
         "note",
     ])?;
@@ -393,16 +428,30 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
         w.write_record([
             v.workload.clone(),
             v.step.clone().unwrap_or_default(),
+            match v.kind {
+                m::VerdictKind::Step => "step".into(),
+                m::VerdictKind::Pair => "pair".into(),
+            },
             v.metric.clone(),
+            v.measured_by.clone(),
             v.better.clone(),
+            v.outcome().word().into(),
             v.winner.clone().unwrap_or_default(),
             v.leader.clone().unwrap_or_default(),
             v.runner_up.clone().unwrap_or_default(),
             f(v.ratio),
             f(v.ratio_ci.map(|c| c[0])),
             f(v.ratio_ci.map(|c| c[1])),
+            f(v.ratio_ci90.map(|c| c[0])),
+            f(v.ratio_ci90.map(|c| c[1])),
             f(v.p_value),
-            v.significant.to_string(),
+            f(v.p_equivalent),
+            v.pairs.to_string(),
+            f(v.detectable),
+            v.rounds_to_settle
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            f(v.delta),
             v.client_bound.join(" "),
             v.note.clone(),
         ])?;
@@ -454,10 +503,25 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
         let _ = writeln!(h, "<p class=\"warn\">Interrupted (Ctrl-C): this report holds the runs that finished; the rest are marked skipped.</p>");
     }
     if let Some(p) = &res.protocol {
-        let _ = writeln!(h, "<p>Protocol: every run discards a {} s warm-up and measures a {} s window (or the workload's own counts); each workload step is repeated in rounds, each round visiting every server once in a fresh random order (seed <code>{}</code>; rerun with <code>--seed {}</code> for the same orders), {}–{} times, until every server's 95 % confidence interval is within ±{} % of its mean. Comparisons: the leader against every other server, paired t tests on log values over rounds (Welch's test when the counts differ), Holm–Bonferroni across them, α = {}; ratios with bootstrap 95 % CIs (see docs/statistics.md).{}</p>",
+        let design = match (p.interim_rounds, p.budget_s) {
+            (Some(k), Some(b)) => format!(
+                "at least {k} rounds of every step, an interim look, then {} s of a {} s budget of extra rounds handed to the comparisons nearest a decision (at most {} rounds a step); alpha spent 10 % at the interim look and 90 % at the end",
+                crate::runner::fmt_num(p.budget_used_s.unwrap_or(0.0).round()),
+                crate::runner::fmt_num(b.round()),
+                p.max_repetitions
+            ),
+            _ => format!("{} rounds of every step, one look at the end", p.min_repetitions),
+        };
+        let delta = if p.min_effect > 0.0 {
+            p.min_effect
+        } else {
+            0.05
+        };
+        let _ = writeln!(h, "<p>Protocol: every run discards a {} s warm-up and measures a {} s window (or the workload's own counts); each workload step runs in rounds, each round visiting every server once in a fresh random order (seed <code>{}</code>; rerun with <code>--seed {}</code> for the same orders): {design}. Every comparison is a geometric-mean ratio with a t interval on the paired per-round log differences, and ends as a <i>winner</i> (better by at least {} %, significant after Holm's correction over all {} comparisons of the study, α = {}), <i>equivalent</i> (90 % interval inside ±{} %) or <i>inconclusive</i> (with the smallest effect the run could have seen and the rounds that would settle it); see docs/statistics.md.{}</p>",
             crate::runner::fmt_num(p.warmup_s), crate::runner::fmt_num(p.window_s), p.seed, p.seed,
-            p.min_repetitions, p.max_repetitions, crate::runner::fmt_num(p.precision * 100.0), p.alpha,
-            if p.quick { " <b>--quick</b>: fewer repetitions and shorter windows, so intervals are wider and fewer winners are named." } else { "" });
+            crate::runner::fmt_num(delta * 100.0), res.verdicts.len(), p.alpha,
+            crate::runner::fmt_num(delta * 100.0),
+            if p.quick { " <b>--quick</b>: fewer rounds and shorter windows, so fewer comparisons are decided." } else { "" });
     }
     // Verdicts
     let _ = writeln!(
@@ -468,14 +532,15 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
     for v in &res.verdicts {
         let _ = writeln!(
             h,
-            "<li{}><a href=\"#w-{}\">{}</a>: {}</li>",
+            "<li{}><a href=\"#w-{}\">{}</a>: <i>{}</i>: {}</li>",
             if v.winner.is_some() {
                 " class=\"win\""
             } else {
                 ""
             },
             esc(&v.workload),
-            esc(&at(&v.workload, &v.step)),
+            esc(&place(v, res)),
+            v.outcome().word(),
             esc(&v.note)
         );
     }
@@ -598,7 +663,7 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
     for v in res.verdicts.iter().filter(|v| v.workload == w) {
         let _ = writeln!(
             h,
-            "<p{}>{}{}</p>",
+            "<p{}>{}<i>{}</i>: {}</p>",
             if v.winner.is_some() {
                 " class=\"win\""
             } else {
@@ -608,6 +673,7 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
                 .as_ref()
                 .map(|s| format!("[{}] ", esc(s)))
                 .unwrap_or_default(),
+            v.outcome().word(),
             esc(&v.note)
         );
     }

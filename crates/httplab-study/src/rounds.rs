@@ -1,12 +1,11 @@
 //! The measurement protocol of a study: repetitions in rounds of random order
-//! (a randomized block design), adaptive stopping, and the statistics and
-//! verdict of every workload step.
+//! (a randomized block design) and the statistics of every cell.
 //!
 //! Every round visits every server once, in an order drawn afresh from the
 //! study's seed, so slow drift of a shared machine spreads over all servers
-//! instead of landing on whichever ran during it. Rounds repeat until every
-//! server's 95 % confidence interval of the workload's metric is within the
-//! protocol's precision, or the repetition cap is reached.
+//! instead of landing on whichever ran during it. Each step first runs its
+//! fewest rounds; the sequential design ([`crate::decisions`]) then hands the
+//! budget's extra rounds to the steps nearest a decision.
 
 use std::collections::BTreeMap;
 
@@ -15,9 +14,9 @@ use httplab_stats as st;
 
 use crate::spec::{Metric, ProtocolSpec, StudyFile, Workload, WorkloadKind};
 
-/// Why a cell stopped repeating.
-pub const STOP_PRECISION: &str = "precision";
-/// The repetition cap was reached first.
+/// The cell ran the rounds the design gave it.
+pub const STOP_DONE: &str = "design";
+/// The repetition cap was reached.
 pub const STOP_MAX: &str = "max-repetitions";
 /// The server failed.
 pub const STOP_FAILED: &str = "failed";
@@ -49,9 +48,12 @@ pub fn protocol(s: &StudyFile, quick: bool) -> m::Protocol {
         window_s: p.window_s,
         min_repetitions: min,
         max_repetitions: p.max_repetitions.max(min),
-        precision: p.precision,
+        precision: 0.0,
         alpha: p.alpha,
         min_effect: p.min_effect,
+        interim_rounds: None,
+        budget_s: None,
+        budget_used_s: None,
         quick,
     }
 }
@@ -141,6 +143,9 @@ pub struct CellData {
     pub values: Vec<f64>,
     /// Every metric per successful repetition.
     pub metrics: BTreeMap<String, Vec<f64>>,
+    /// Every metric by round index (None: no value in that round), so that
+    /// two servers are paired round by round, never shifted.
+    pub by_round: BTreeMap<String, Vec<Option<f64>>>,
     /// Runs the client limited.
     pub client_bound_runs: u32,
     /// Why it stopped (set when it does).
@@ -150,23 +155,39 @@ pub struct CellData {
 }
 
 impl CellData {
-    /// Records one successful repetition.
-    pub fn push(&mut self, primary: f64, all: &BTreeMap<Metric, f64>, client_bound: bool) {
+    /// Records one successful repetition of round `round`. `valid` holds
+    /// metrics measured but not valid for comparison in this run (server CPU
+    /// when the achieved rate missed the offered one): kept in the estimates,
+    /// left out of the pairs.
+    pub fn push(
+        &mut self,
+        round: u32,
+        primary: f64,
+        all: &BTreeMap<Metric, f64>,
+        client_bound: bool,
+        invalid: &[Metric],
+    ) {
         self.values.push(primary);
         for (k, v) in all {
             self.metrics
                 .entry(k.key().to_string())
                 .or_default()
                 .push(*v);
+            let slots = self.by_round.entry(k.key().to_string()).or_default();
+            let i = round as usize;
+            if slots.len() <= i {
+                slots.resize(i + 1, None);
+            }
+            slots[i] = (!invalid.contains(k)).then_some(*v);
         }
         if client_bound {
             self.client_bound_runs += 1;
         }
     }
 
-    /// True when its interval is narrow enough.
-    pub fn precise(&self, p: &m::Protocol, min: u32) -> bool {
-        st::precise_enough(&self.values, p.precision, min as usize)
+    /// One slot per round of `metric` (empty when never measured).
+    pub fn rounds_of(&self, metric: &str) -> &[Option<f64>] {
+        self.by_round.get(metric).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -193,8 +214,8 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
         n: d.values.len() as u32,
         metric: metric.key().to_string(),
         values: d.metrics.clone(),
-        stop: match d.stop.unwrap_or(STOP_MAX) {
-            STOP_MAX if d.values.is_empty() && d.empty_runs > 0 => STOP_NOTHING,
+        stop: match d.stop.unwrap_or(STOP_DONE) {
+            STOP_DONE | STOP_MAX if d.values.is_empty() && d.empty_runs > 0 => STOP_NOTHING,
             x => x,
         }
         .to_string(),
@@ -208,65 +229,6 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
             .iter()
             .filter_map(|(k, v)| Some((k.clone(), estimate(v)?)))
             .collect(),
-    }
-}
-
-/// Verdict options from the protocol; the bootstrap seed is derived from the
-/// study seed and the step so every verdict is reproducible.
-pub fn verdict_options(p: &m::Protocol, workload: usize, step: usize) -> st::VerdictOptions {
-    st::VerdictOptions {
-        alpha: p.alpha,
-        resamples: 10_000,
-        seed: splitmix(p.seed ^ splitmix(((workload as u64) << 32) | step as u64)),
-        min_effect: p.min_effect,
-    }
-}
-
-/// The verdict of one step from its cells, as the result model records it.
-pub fn verdict(
-    workload: &str,
-    step: Option<&str>,
-    metric: Metric,
-    cells: &[CellData],
-    opts: &st::VerdictOptions,
-) -> m::StudyVerdict {
-    let better = if metric.higher_is_better() {
-        st::Better::Higher
-    } else {
-        st::Better::Lower
-    };
-    let samples: Vec<st::Sample> = cells
-        .iter()
-        .map(|c| st::Sample {
-            name: &c.server,
-            values: &c.values,
-            client_bound: c.client_bound_runs > 0,
-        })
-        .collect();
-    let v = st::verdict(metric.key(), better, &samples, opts);
-    to_model(workload, step, v)
-}
-
-/// The statistics crate's verdict as a result-model record.
-pub fn to_model(workload: &str, step: Option<&str>, v: st::Verdict) -> m::StudyVerdict {
-    m::StudyVerdict {
-        workload: workload.to_string(),
-        step: step.map(str::to_string),
-        metric: v.metric,
-        better: match v.better {
-            st::Better::Lower => "lower".into(),
-            st::Better::Higher => "higher".into(),
-        },
-        winner: v.winner,
-        leader: v.leader,
-        runner_up: v.runner_up,
-        ratio: v.ratio,
-        ratio_ci: v.ratio_ci,
-        p_value: v.p_value,
-        significant: v.significant,
-        n: v.n.into_iter().map(|(k, n)| (k, n as u32)).collect(),
-        client_bound: v.client_bound,
-        note: v.note,
     }
 }
 
@@ -321,10 +283,17 @@ mod tests {
         };
         let c = cell("w", None, Metric::ReplyRate, &d);
         assert_eq!((c.n, c.stop.as_str()), (0, STOP_NOTHING));
-        d.push(100.0, &BTreeMap::from([(Metric::ReplyRate, 100.0)]), false);
+        d.push(
+            1,
+            100.0,
+            &BTreeMap::from([(Metric::ReplyRate, 100.0)]),
+            false,
+            &[],
+        );
         let c = cell("w", None, Metric::ReplyRate, &d);
-        assert_eq!((c.n, c.stop.as_str()), (1, STOP_MAX));
+        assert_eq!((c.n, c.stop.as_str()), (1, STOP_DONE));
         assert_eq!(c.values["reply_rate"], vec![100.0]);
+        assert_eq!(d.rounds_of("reply_rate"), &[None, Some(100.0)]);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::rounds::{self, CellData};
 use crate::sampler::Sampler;
 use crate::servers::{self, Running};
 use crate::spec::{
-    expand_servers, Measure, ServerInstance, StudyFile, VaryParam, VaryValue, Workload,
+    expand_servers, Measure, Metric, ServerInstance, StudyFile, VaryParam, VaryValue, Workload,
     WorkloadKind,
 };
 
@@ -106,6 +106,9 @@ pub struct Options {
     /// `--client I/N`: every load run is this shard of the run's schedule.
     /// The study must have been fixed with [`crate::shard::prepare`].
     pub shard: Option<crate::shard::Shard>,
+    /// `--budget`: seconds of extra rounds for the sequential design
+    /// (overrides `[protocol] budget_s`; 0 turns the second phase off).
+    pub budget_s: Option<f64>,
 }
 
 impl Default for Options {
@@ -119,6 +122,7 @@ impl Default for Options {
             quick: false,
             tls: false,
             shard: None,
+            budget_s: None,
         }
     }
 }
@@ -486,12 +490,16 @@ pub fn describe_plan(s: &StudyFile) -> String {
     let proto = rounds::protocol(s, false);
     let _ = writeln!(
         o,
-        "protocol: warm-up {} s, window {} s, {}–{} repetitions in rounds of random order until the 95 % CI is within ±{} %, alpha {}{}",
+        "protocol: warm-up {} s, window {} s, {} rounds of random order per step, then {} of extra rounds (up to {} a step) for the comparisons nearest a decision; δ {} %, alpha {}{}",
         fmt_num(proto.warmup_s),
         fmt_num(proto.window_s),
         proto.min_repetitions,
+        match s.protocol.budget_s {
+            Some(b) => format!("{} s", fmt_num(b)),
+            None => "as long as the first rounds took".into(),
+        },
         proto.max_repetitions,
-        fmt_num(proto.precision * 100.0),
+        fmt_num(proto.min_effect * 100.0),
         proto.alpha,
         match s.protocol.seed {
             Some(x) => format!(", seed {x}"),
@@ -769,8 +777,37 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
                 .insert(format!("tls: {}", s.inst.name), seen.clone());
         }
     }
+    // Phase one: every step's fewest rounds.
+    let phase_one = Instant::now();
+    let mut steps: Vec<StepRun> = Vec::new();
     for (wi, w) in study.workloads.iter().enumerate() {
-        run_workload(&mut cx, &mut slots, wi, w);
+        steps.extend(run_workload(&mut cx, &mut slots, wi, w));
+    }
+    // Phase two: the budget's extra rounds to the steps nearest a decision.
+    let budget = opts
+        .budget_s
+        .or(study.protocol.budget_s)
+        .unwrap_or_else(|| phase_one.elapsed().as_secs_f64());
+    let sequential = budget > 0.0 && !cx.stopped() && steps.iter().any(|s| s.rounds < s.cap);
+    if sequential {
+        cx.proto.interim_rounds = steps.iter().map(|s| s.first_rounds).min();
+        cx.proto.budget_s = Some(budget);
+        let spent = extra_rounds(&mut cx, &mut slots, &mut steps, budget);
+        cx.proto.budget_used_s = Some(spent);
+    }
+    let views = step_views(study, &steps, sequential);
+    let planned = crate::decisions::plan(study, &views);
+    cx.verdicts =
+        crate::decisions::verdicts(&planned, &crate::decisions::design_options(&cx.proto));
+    for sr in &steps {
+        for c in sr.data.values() {
+            cx.cells.push(rounds::cell(
+                &study.workloads[sr.wi].name,
+                sr.label.as_deref(),
+                sr.metric,
+                c,
+            ));
+        }
     }
     if cx.tls.is_some() {
         env.extra.insert(EXTRA_TLS_SEEN.into(), tls_seen(&cx.runs));
@@ -805,6 +842,76 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
     };
     res.answers = crate::answers::answer_all(study, &res);
     Ok(res)
+}
+
+/// What the analysis sees of the measured steps.
+fn step_views<'a>(
+    study: &'a StudyFile,
+    steps: &'a [StepRun],
+    interim: bool,
+) -> Vec<crate::decisions::StepView<'a>> {
+    steps
+        .iter()
+        .map(|sr| {
+            let w = &study.workloads[sr.wi];
+            crate::decisions::StepView {
+                workload: &w.name,
+                step: sr.label.as_deref(),
+                metric: sr.metric,
+                server_cost: matches!(w.kind, WorkloadKind::Load | WorkloadKind::Users)
+                    && fixed_rate(&sr.params),
+                cells: sr.cells(),
+                interim: interim.then_some(sr.first_rounds as usize),
+            }
+        })
+        .collect()
+}
+
+/// The sequential design's second phase: decides at the interim look, hands
+/// the budget's rounds to the undecided steps nearest a decision
+/// (`httplab_stats::allocate`) and runs them. Returns the seconds spent.
+fn extra_rounds(cx: &mut Ctx, slots: &mut [Slot], steps: &mut [StepRun], budget: f64) -> f64 {
+    let started = Instant::now();
+    let opts = crate::decisions::design_options(&cx.proto);
+    let extra = {
+        let views = step_views(cx.study, steps, false);
+        let planned = crate::decisions::plan(cx.study, &views);
+        let interim = crate::decisions::interim(&planned, &opts);
+        let settle = crate::decisions::to_settle(&planned, &interim, steps.len());
+        let needs: Vec<httplab_stats::Need> = steps
+            .iter()
+            .zip(&settle)
+            .map(|(sr, t)| httplab_stats::Need {
+                rounds: sr.rounds,
+                to_settle: *t,
+                round_cost_s: if sr.rounds > 0 {
+                    sr.spent_s / f64::from(sr.rounds)
+                } else {
+                    f64::INFINITY
+                },
+                cap: if sr.active() { sr.cap } else { sr.rounds },
+            })
+            .collect();
+        httplab_stats::allocate(&needs, budget)
+    };
+    let runs: u64 = steps
+        .iter()
+        .zip(&extra)
+        .map(|(sr, &k)| u64::from(k) * sr.active_count() as u64)
+        .sum();
+    if let Some(b) = &cx.bar {
+        b.inc_length(runs);
+    }
+    for (sr, k) in steps.iter_mut().zip(extra) {
+        if k == 0 || cx.stopped() {
+            continue;
+        }
+        let study = cx.study;
+        let w = &study.workloads[sr.wi];
+        let until = sr.rounds + k;
+        run_rounds(cx, slots, w, sr, until);
+    }
+    started.elapsed().as_secs_f64()
 }
 
 /// Starts every server of the study, each on its own port, pinned, in its
@@ -898,7 +1005,43 @@ fn step_label(p: &StepParams) -> Option<String> {
     (!p.step.is_empty()).then(|| p.step.clone())
 }
 
-fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
+/// One workload step as it is measured: its servers' cells and rounds.
+struct StepRun {
+    /// Workload index.
+    wi: usize,
+    /// Step index within the workload.
+    si: usize,
+    params: StepParams,
+    label: Option<String>,
+    metric: Metric,
+    /// Slots of the servers of this workload.
+    mine: Vec<usize>,
+    data: BTreeMap<usize, CellData>,
+    /// Rounds run so far.
+    rounds: u32,
+    /// Rounds of the first phase (the interim look, when there is one).
+    first_rounds: u32,
+    /// Most rounds.
+    cap: u32,
+    /// Wall seconds spent on its rounds.
+    spent_s: f64,
+}
+
+impl StepRun {
+    fn cells(&self) -> Vec<CellData> {
+        self.data.values().cloned().collect()
+    }
+    /// Servers still measured (not failed or interrupted).
+    fn active_count(&self) -> usize {
+        self.data.values().filter(|d| d.stop.is_none()).count()
+    }
+    fn active(&self) -> bool {
+        self.active_count() >= 2
+    }
+}
+
+/// Phase one of a workload: every step's fewest rounds.
+fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) -> Vec<StepRun> {
     let all = expand_servers(cx.study);
     let mine: Vec<usize> = slots
         .iter()
@@ -908,8 +1051,9 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
         .collect();
     let metric = rounds::primary_metric(cx.study, w);
     let (min_reps, max_reps) = rounds::reps_of(&cx.proto, w);
-    for (si, p) in steps_with(w, &cx.study.protocol).iter().enumerate() {
-        let step = step_label(p);
+    let mut out = Vec::new();
+    for (si, p) in steps_with(w, &cx.study.protocol).into_iter().enumerate() {
+        let step = step_label(&p);
         let mut data: BTreeMap<usize, CellData> = BTreeMap::new();
         for &i in &mine {
             data.insert(
@@ -941,8 +1085,39 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                 }
             }
         }
-        let run_s = run_seconds(p);
-        let mut round = 0u32;
+        let mut sr = StepRun {
+            wi,
+            si,
+            params: p,
+            label: step,
+            metric,
+            mine: mine.clone(),
+            data,
+            rounds: 0,
+            first_rounds: 0,
+            cap: max_reps,
+            spent_s: 0.0,
+        };
+        run_rounds(cx, slots, w, &mut sr, min_reps);
+        sr.first_rounds = sr.rounds;
+        out.push(sr);
+    }
+    out
+}
+
+/// Runs rounds of one step until it has `until` rounds (or every server has
+/// stopped: failed, interrupted). Every round visits every active server once
+/// in the round's seeded random order.
+fn run_rounds(cx: &mut Ctx, slots: &mut [Slot], w: &Workload, sr: &mut StepRun, until: u32) {
+    let started = Instant::now();
+    let (wi, si, metric) = (sr.wi, sr.si, sr.metric);
+    let p = sr.params.clone();
+    let step = sr.label.clone();
+    let mine = sr.mine.clone();
+    let data = &mut sr.data;
+    let mut round = sr.rounds;
+    let run_s = run_seconds(&p);
+    {
         loop {
             let active: Vec<usize> = mine
                 .iter()
@@ -951,11 +1126,6 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                 .collect();
             if active.is_empty() {
                 break;
-            }
-            if round >= min_reps {
-                if let Some(b) = &cx.bar {
-                    b.inc_length(active.len() as u64);
-                }
             }
             let order = rounds::round_order(&active, cx.proto.seed, wi, si, round);
             for (pos, &i) in order.iter().enumerate() {
@@ -978,7 +1148,7 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                                 "failed",
                                 format!("server not running: it exited earlier ({why})"),
                             )),
-                            None => measure(cx, slot, w, p, round),
+                            None => measure(cx, slot, w, &p, round),
                         },
                         (_, Some((_, why))) => Err(("failed", why.clone())),
                         (None, None) => Err(("failed", "server not running".to_string())),
@@ -1048,7 +1218,10 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                             all_m.insert(metric, v);
                         }
                         match all_m.get(&metric).copied().filter(|v| v.is_finite()) {
-                            Some(v) => d.push(v, &all_m, client_bound),
+                            Some(v) => {
+                                let invalid = invalid_metrics(&p, run.as_ref());
+                                d.push(round, v, &all_m, client_bound, &invalid)
+                            }
                             None => {
                                 d.stop = Some(rounds::STOP_FAILED);
                             }
@@ -1087,52 +1260,51 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) {
                 }
             }
             round += 1;
-            let still: Vec<usize> = mine
-                .iter()
-                .copied()
-                .filter(|i| data.get(i).is_some_and(|d| d.stop.is_none()))
-                .collect();
-            if still.is_empty() {
-                break;
-            }
-            if round >= max_reps {
-                for i in still {
-                    if let Some(d) = data.get_mut(&i) {
-                        d.stop = Some(rounds::STOP_MAX);
-                    }
-                }
-                break;
-            }
-            // Rounds go on while any server's interval is too wide; every
-            // server keeps being measured, so rounds stay complete blocks.
-            if round >= min_reps
-                && still
-                    .iter()
-                    .all(|i| data.get(i).is_some_and(|d| d.precise(&cx.proto, min_reps)))
-            {
-                for i in still {
-                    if let Some(d) = data.get_mut(&i) {
-                        d.stop = Some(rounds::STOP_PRECISION);
-                    }
-                }
+            if round >= until || round >= sr.cap {
                 break;
             }
         }
-        let cells: Vec<CellData> = data.into_values().collect();
-        for c in &cells {
-            cx.cells
-                .push(rounds::cell(&w.name, step.as_deref(), metric, c));
-        }
-        let with_data: Vec<CellData> = cells.into_iter().filter(|c| !c.values.is_empty()).collect();
-        let vopts = rounds::verdict_options(&cx.proto, wi, si);
-        cx.verdicts.push(rounds::verdict(
-            &w.name,
-            step.as_deref(),
-            metric,
-            &with_data,
-            &vopts,
-        ));
     }
+    for i in &mine {
+        if let Some(d) = data.get_mut(i) {
+            if d.stop.is_none() && round >= sr.cap {
+                d.stop = Some(rounds::STOP_MAX);
+            }
+        }
+    }
+    sr.rounds = round;
+    sr.spent_s += started.elapsed().as_secs_f64();
+}
+
+/// Metrics of a run that are measured but not valid for comparison: server
+/// CPU per request when the run was offered a fixed rate and achieved
+/// outside 2 % of it (the servers then did different work).
+fn invalid_metrics(p: &StepParams, run: Option<&m::RunResult>) -> Vec<Metric> {
+    let Some(r) = run else {
+        return Vec::new();
+    };
+    let ok = match p.offer {
+        Offer::Open {
+            rate: Some(rate), ..
+        } => {
+            let offered = rate * p.num_calls.max(1) as f64;
+            let achieved = r.totals.replies as f64 / r.totals.test_duration_s.max(1e-9);
+            offered > 0.0 && (achieved / offered - 1.0).abs() <= 0.02
+        }
+        // Not a fixed rate: there is no offered work to hold it to.
+        _ => true,
+    };
+    if ok {
+        Vec::new()
+    } else {
+        vec![Metric::ServerCpuUsPerReq, Metric::ServerCpuPerKreq]
+    }
+}
+
+/// True when a step offers a fixed rate (open loop): its servers do the same
+/// work, so their CPU per request compares.
+fn fixed_rate(p: &StepParams) -> bool {
+    matches!(p.offer, Offer::Open { rate: Some(_), .. })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1438,11 +1610,17 @@ fn one_run(
     }
     spec.client_ceiling = cx.ceilings.get(&key).copied().flatten();
     let cpu0 = slot.cpu.as_ref().map(|c| c.cpu_s(srv.pid));
-    let sampler = Sampler::start(&slot.inst.name, srv.pid, Duration::from_millis(100));
-    let r = with_client_cores(&cx.client_cores, || {
-        httplab_load::run_with_stop(&spec, false, &cx.opts.stop)
+    // The sampler thread is started pinned to the client's cores (threads
+    // inherit their creator's affinity), so it never runs on a server's core.
+    let pinned = with_client_cores(&cx.client_cores, || {
+        let sampler = Sampler::start(&slot.inst.name, srv.pid, Duration::from_millis(100));
+        let r = httplab_load::run_with_stop(&spec, false, &cx.opts.stop);
+        (sampler.finish(), r)
     });
-    let mut cost = sampler.finish();
+    let (mut cost, r) = match pinned {
+        Ok((cost, r)) => (cost, Ok(r)),
+        Err(e) => (Default::default(), Err(e)),
+    };
     let run = match r {
         Ok(Ok(run)) => run,
         Ok(Err(e)) | Err(e) => return Err(("failed", format!("httplab load: {e:#}"))),

@@ -8,8 +8,9 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Deserializer};
 
 /// A byte count written as an integer (`12855`) or with a unit (`"87B"`,
-/// `"12.9KB"`, `"2.9MB"`, `"32MiB"`). KB/MB/GB are powers of 1000,
-/// KiB/MiB/GiB powers of 1024.
+/// `"12.9KB"`, `"2.9MB"`, `"32MiB"`, `"64k"`). KB/MB/GB are powers of 1000;
+/// KiB/MiB/GiB and the bare letters k/m/g are powers of 1024, as in
+/// `httplab serve`'s sizes (`--cache 64k` is 65536 bytes there and here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Size(pub u64);
 
@@ -26,14 +27,16 @@ impl Size {
         })?;
         let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1.0,
-            "k" | "kb" => 1e3,
-            "kib" => 1024.0,
-            "m" | "mb" => 1e6,
-            "mib" => 1024.0 * 1024.0,
-            "g" | "gb" => 1e9,
-            "gib" => 1024.0 * 1024.0 * 1024.0,
+            "kb" => 1e3,
+            "k" | "kib" => 1024.0,
+            "mb" => 1e6,
+            "m" | "mib" => 1024.0 * 1024.0,
+            "gb" => 1e9,
+            "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
             other => {
-                bail!("bad size unit '{other}' in '{text}' (use B, KB, KiB, MB, MiB, GB or GiB)")
+                bail!(
+                    "bad size unit '{other}' in '{text}' (use B, KB, MB, GB = 1000^n or k, KiB, m, MiB, g, GiB = 1024^n)"
+                )
             }
         };
         let v = (n * mult).round();
@@ -111,18 +114,17 @@ pub struct StudyFile {
     /// What the study asks; printed at the top of the report.
     #[serde(default)]
     pub description: String,
-    /// Which seed report this reproduces, if any.
-    #[serde(default)]
+    /// Which seed report this reproduces, if any: text, printed in the
+    /// report ("Reproduces: …"). Not the random seed of the round orders,
+    /// which is the number `[protocol] seed`.
+    #[serde(default, deserialize_with = "report_seed")]
     pub seed: String,
-    /// Accepted for compatibility with older study files and ignored: every
-    /// workload runs through `httplab load` now.
-    #[serde(default)]
-    pub driver: Driver,
-    /// Fewest repetitions of every workload; same as `protocol.min_repetitions`
-    /// (kept for older files; when both are given the larger wins).
+    /// Fewest repetitions of every workload: another spelling of
+    /// `[protocol] min_repetitions`, which [`parse`] sets from it (giving
+    /// both with different values is refused).
     #[serde(default)]
     pub repetitions: Option<u32>,
-    /// How every cell is measured: warm-up, window, repetitions, precision.
+    /// How every cell is measured: warm-up, window, repetitions, budget, δ.
     #[serde(default)]
     pub protocol: ProtocolSpec,
     /// Files to generate.
@@ -164,18 +166,23 @@ pub struct ProtocolSpec {
     /// Most repetitions per cell (10).
     #[serde(default = "d_max_reps")]
     pub max_repetitions: u32,
-    /// Stop repeating once the 95 % CI half-width is within this fraction of the mean (0.02).
-    #[serde(default = "d_precision")]
-    pub precision: f64,
     /// Significance level after Holm–Bonferroni (0.05).
     #[serde(default = "d_alpha")]
     pub alpha: f64,
-    /// Smallest difference (as a fraction) a verdict calls a win; smaller
-    /// significant differences are "within noise" (0.02).
-    #[serde(default = "d_min_effect")]
+    /// δ, the smallest relative effect of interest (0.05), written `delta`
+    /// (or `min_effect`, the older name): a winner needs a ratio of at least
+    /// 1 + δ, and two servers are "equivalent" when the 90 % interval of
+    /// their ratio lies inside [1/(1+δ), 1+δ]. A fraction in (0, 1).
+    #[serde(rename = "delta", alias = "min_effect", default = "d_delta")]
     pub min_effect: f64,
-    /// Seed of the round orders (default: chosen at start and recorded).
+    /// Study-wide time budget, seconds, for the rounds beyond
+    /// `min_repetitions`: they go to the comparisons nearest a decision
+    /// until it is spent; `max_repetitions` still caps every step (None:
+    /// the runner's default). Above 0 when given.
     #[serde(default)]
+    pub budget_s: Option<f64>,
+    /// Seed of the round orders (default: chosen at start and recorded).
+    #[serde(default, deserialize_with = "round_seed")]
     pub seed: Option<u64>,
 }
 
@@ -191,14 +198,11 @@ fn d_min_reps() -> u32 {
 fn d_max_reps() -> u32 {
     10
 }
-fn d_precision() -> f64 {
-    0.02
-}
 fn d_alpha() -> f64 {
     0.05
 }
-fn d_min_effect() -> f64 {
-    0.02
+fn d_delta() -> f64 {
+    0.05
 }
 
 impl Default for ProtocolSpec {
@@ -208,12 +212,77 @@ impl Default for ProtocolSpec {
             window_s: d_window(),
             min_repetitions: d_min_reps(),
             max_repetitions: d_max_reps(),
-            precision: d_precision(),
             alpha: d_alpha(),
-            min_effect: d_min_effect(),
+            min_effect: d_delta(),
+            budget_s: None,
             seed: None,
         }
     }
+}
+
+/// The top-level `seed`: text naming the report a study reproduces. A number
+/// there is almost always meant as the round orders' seed, so it is refused
+/// with a pointer to `[protocol] seed`.
+fn report_seed<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<String, D::Error> {
+    struct V;
+    impl V {
+        fn number<E: serde::de::Error>(n: impl fmt::Display) -> E {
+            E::custom(format!(
+                "top-level `seed` is text naming the report this study reproduces \
+                 (seed = \"004: …\"); the random seed of the round orders is a number \
+                 under [protocol]: `[protocol]` then `seed = {n}` (or `httplab study --seed {n}`)"
+            ))
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("text naming the report this study reproduces")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<String, E> {
+            Err(V::number(v))
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<String, E> {
+            Err(V::number(v))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<String, E> {
+            Err(V::number(v))
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// `[protocol] seed`: a whole number (the round orders' random seed); text
+/// there is refused with a pointer to the top-level `seed`.
+fn round_seed<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a whole number from 0 up (the round orders' random seed)")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Self::Value, E> {
+            u64::try_from(v).map(Some).map_err(|_| {
+                E::custom(format!(
+                    "[protocol] seed = {v}: the round orders' seed is a whole number from 0 up"
+                ))
+            })
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Self::Value, E> {
+            Err(E::custom(format!(
+                "[protocol] seed is the round orders' random seed, a number (seed = 42), \
+                 not text (\"{v}\"); the report a study reproduces is the top-level \
+                 `seed = \"…\"`, written before the first [table]"
+            )))
+        }
+    }
+    d.deserialize_any(V)
 }
 
 /// `[[questions]]`: a seed's question, answered from the comparisons listed.
@@ -404,26 +473,12 @@ pub struct ServerSpec {
     /// command: a command whose output is the version string (e.g. `["myserver", "--version"]`).
     #[serde(default)]
     pub version_command: Vec<String>,
-    /// Path fetched to decide the server is ready (default: the first corpus file).
+    /// Path fetched to decide the server is ready (default: the smallest corpus file).
     #[serde(default)]
     pub ready_path: Option<String>,
     /// How long to wait for readiness, seconds (default 15).
     #[serde(default)]
     pub ready_timeout_s: Option<f64>,
-}
-
-/// Which load generator drives a workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Driver {
-    /// The study's own bounded driver: thread per connection, any target
-    /// (paths, file sets, pages), bodies verified against the generated corpus,
-    /// client threads pinned to `client_cores`.
-    #[default]
-    Builtin,
-    /// `httplab load` in process (httperf-compatible engine); single-path
-    /// targets only. Bodies are verified against the corpus files on disk.
-    HttplabLoad,
 }
 
 /// Kinds of workload.
@@ -611,7 +666,7 @@ pub struct Vary {
 pub struct Workload {
     /// Name (section heading in the report).
     pub name: String,
-    /// load, users or sweep.
+    /// load, users, sweep or idle.
     pub kind: WorkloadKind,
     /// What it shows; printed under the heading.
     #[serde(default)]
@@ -647,15 +702,6 @@ pub struct Workload {
     /// the server saturates, then bisects).
     #[serde(default)]
     pub low_rate: Option<f64>,
-    /// sweep: accepted for older study files; the search has no top rate.
-    #[serde(default)]
-    pub high_rate: Option<f64>,
-    /// sweep: accepted for older study files; the search doubles and bisects.
-    #[serde(default)]
-    pub rate_step: Option<f64>,
-    /// sweep: seconds per step (sets `num_conns = rate × step_s`, default 2).
-    #[serde(default)]
-    pub step_s: Option<f64>,
     /// Reply timeout, seconds (default 5).
     #[serde(default)]
     pub timeout_s: Option<f64>,
@@ -685,9 +731,6 @@ pub struct Workload {
     /// Metric the summary ranks this workload by (default: the study's).
     #[serde(default)]
     pub metric: Option<Metric>,
-    /// Load generator (default: the study's `driver`).
-    #[serde(default)]
-    pub driver: Option<Driver>,
     /// Over TLS: resume TLS sessions on new connections (default true, as
     /// browsers do); `false` makes every connection a full handshake
     /// (`httplab load --ssl-no-reuse`). Ignored in a cleartext study.
@@ -722,7 +765,7 @@ pub enum Measure {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Compare {
-    /// Server everyone is compared against (default: the first server).
+    /// Server every other server is also compared with on every step (default: none).
     #[serde(default)]
     pub baseline: Option<String>,
     /// Default metric for the summary (default reply_rate).
@@ -734,21 +777,62 @@ pub struct Compare {
 }
 
 /// Parses a study file; `origin` names it in errors. Errors name the line.
+///
+/// Every key is checked: an unknown key is refused with the table it is in
+/// and the keys that table takes, a key that would have no effect (for the
+/// workload's kind, its `measure`, the server's kind) is refused with what
+/// to write instead. The top-level `repetitions` sets
+/// `protocol.min_repetitions`.
 pub fn parse(text: &str, origin: &str) -> Result<StudyFile> {
-    let study: StudyFile = toml::from_str(text).map_err(|e| {
+    let mut study: StudyFile = toml::from_str(text).map_err(|e| {
         let (line, col) = match e.span() {
             Some(span) => line_col(text, span.start),
             None => (0, 0),
         };
-        let msg = e.message().to_string();
+        let msg = explain(e.message());
         if line > 0 {
             anyhow::anyhow!("{origin}:{line}:{col}: {msg}")
         } else {
             anyhow::anyhow!("{origin}: {msg}")
         }
     })?;
+    apply_repetitions(&mut study, text).map_err(|e| anyhow::anyhow!("{origin}: {e:#}"))?;
     validate(&study, text).map_err(|e| anyhow::anyhow!("{origin}: {e:#}"))?;
     Ok(study)
+}
+
+/// The top-level `repetitions = N` is `[protocol] min_repetitions = N`
+/// (raising the default `max_repetitions` to N when it is below); both
+/// written with different values is refused, so neither is silently lost.
+fn apply_repetitions(s: &mut StudyFile, text: &str) -> Result<()> {
+    let Some(n) = s.repetitions else {
+        return Ok(());
+    };
+    let at = line_of_key(text, "repetitions");
+    if n < 2 {
+        bail!(
+            "{at}repetitions = {n}: at least 2 (a confidence interval needs two values); it is the fewest repetitions of every workload"
+        );
+    }
+    // Which [protocol] keys were written (the parsed values carry defaults).
+    let written = |key: &str| {
+        toml::from_str::<toml::Table>(text)
+            .ok()
+            .and_then(|t| t.get("protocol")?.as_table()?.get(key).cloned())
+            .is_some()
+    };
+    let p = &mut s.protocol;
+    if written("min_repetitions") && p.min_repetitions != n {
+        bail!(
+            "{at}top-level repetitions = {n} and [protocol] min_repetitions = {} are the same setting (the fewest repetitions of every workload): give one of them",
+            p.min_repetitions
+        );
+    }
+    p.min_repetitions = n;
+    if !written("max_repetitions") {
+        p.max_repetitions = p.max_repetitions.max(n);
+    }
+    Ok(())
 }
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
@@ -769,18 +853,23 @@ fn line_of(text: &str, needle: &str) -> String {
     }
 }
 
+/// Line of the first line that sets `key` (`key = …`), if any.
+fn line_of_key(text: &str, key: &str) -> String {
+    text.lines()
+        .position(|l| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or_else(String::new, |i| format!("line {}: ", i + 1))
+}
+
 fn validate(s: &StudyFile, text: &str) -> Result<()> {
     if s.servers.is_empty() {
         bail!("no [[servers]]: a study needs at least one server");
     }
     if s.workloads.is_empty() {
         bail!("no [[workloads]]: a study needs at least one workload");
-    }
-    if s.repetitions == Some(0) {
-        bail!(
-            "{}repetitions must be at least 1",
-            line_of(text, "repetitions")
-        );
     }
     let p = &s.protocol;
     if !(p.warmup_s >= 0.0 && p.warmup_s <= 600.0) {
@@ -797,21 +886,31 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
     }
     if p.min_repetitions < 2 || p.max_repetitions < p.min_repetitions || p.max_repetitions > 1000 {
         bail!(
-            "{}protocol: need 2 <= min_repetitions <= max_repetitions <= 1000 (a confidence interval needs two values)",
-            line_of(text, "repetitions")
+            "{}protocol: need 2 <= min_repetitions <= max_repetitions <= 1000 (a confidence interval needs two values); have min_repetitions = {}, max_repetitions = {}",
+            line_of(text, "repetitions"),
+            p.min_repetitions,
+            p.max_repetitions
         );
     }
-    if !(p.precision > 0.0 && p.precision < 1.0) {
+    if !(p.min_effect > 0.0 && p.min_effect < 1.0) {
+        let key = if line_of_key(text, "min_effect").is_empty() {
+            "delta"
+        } else {
+            "min_effect"
+        };
         bail!(
-            "{}protocol.precision must be a fraction between 0 and 1 (0.02 = ±2 %)",
-            line_of(text, "precision")
+            "{}protocol.{key} = {} must be a fraction between 0 and 1, both excluded (0.05: differences under 5 % are of no interest); it is δ, the smallest relative effect a verdict calls a win",
+            line_of_key(text, key),
+            p.min_effect
         );
     }
-    if !(0.0..1.0).contains(&p.min_effect) {
-        bail!(
-            "{}protocol.min_effect must be a fraction between 0 and 1",
-            line_of(text, "min_effect")
-        );
+    if let Some(b) = p.budget_s {
+        if !(b.is_finite() && b > 0.0) {
+            bail!(
+                "{}protocol.budget_s = {b} must be a number of seconds above 0 (or left out: the runner's default)",
+                line_of_key(text, "budget_s")
+            );
+        }
     }
     if !(p.alpha > 0.0 && p.alpha < 0.5) {
         bail!(
@@ -871,6 +970,12 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
                 bail!("{at}`workers = []` is empty");
             }
         }
+        server_keys_take_effect(sv).with_context(|| {
+            format!(
+                "{at}server {}",
+                sv.name.as_deref().unwrap_or(sv.kind.as_str())
+            )
+        })?;
     }
     let corpus_names = corpus_targets(&s.corpus);
     for w in &s.workloads {
@@ -950,9 +1055,7 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
         if w.rate.is_some_and(|r| r <= 0.0) {
             bail!("{at}workload '{}': rate must be positive", w.name);
         }
-        if w.repetitions == Some(0) {
-            bail!("{at}workload '{}': repetitions must be at least 1", w.name);
-        }
+        workload_keys_take_effect(w, p).with_context(|| format!("{at}workload '{}'", w.name))?;
         if w.window_s.is_some_and(|x| !(0.1..=3600.0).contains(&x))
             || w.warmup_s.is_some_and(|x| !(0.0..=600.0).contains(&x))
         {
@@ -1023,6 +1126,240 @@ fn check_target(t: &str, known: &[String]) -> Result<()> {
     )
 }
 
+/// Refuses server keys that would have no effect on this kind of server.
+fn server_keys_take_effect(sv: &ServerSpec) -> Result<()> {
+    use ServerKind::{Apache, Command, H2o, Httplab, Lighttpd, Nginx};
+    let kind = sv.kind;
+    let only = |key: &str, given: bool, kinds: &[ServerKind], what: &str| -> Result<()> {
+        if given && !kinds.contains(&kind) {
+            bail!(
+                "`{key}` has no effect on a `{}` server: {what}",
+                kind.as_str()
+            );
+        }
+        Ok(())
+    };
+    only(
+        "model",
+        sv.model.is_some(),
+        &[Httplab],
+        "it picks `httplab serve`'s concurrency model (kind = \"httplab\" only)",
+    )?;
+    only(
+        "mode",
+        sv.mode.is_some(),
+        &[Httplab],
+        "it sets `httplab serve`'s keep-alive and pipelining (elsewhere: `keep_alive`)",
+    )?;
+    only(
+        "args",
+        !sv.args.is_empty(),
+        &[Httplab],
+        "it adds arguments to `httplab serve` (a command server's argv is `command`; a peer's settings go in `extra_config`)",
+    )?;
+    only(
+        "mpm",
+        sv.mpm.is_some(),
+        &[Apache],
+        "it picks Apache's MPM (kind = \"apache\" only)",
+    )?;
+    only(
+        "threads_per_child",
+        sv.threads_per_child.is_some(),
+        &[Apache],
+        "it sets Apache's ThreadsPerChild (kind = \"apache\" only)",
+    )?;
+    if kind == Apache && sv.mpm.as_deref() == Some("prefork") && sv.threads_per_child.is_some() {
+        bail!("`threads_per_child` has no effect with mpm = \"prefork\" (one thread per process; `workers` sets the processes)");
+    }
+    for (key, given) in [
+        ("command", !sv.command.is_empty()),
+        ("env", !sv.env.is_empty()),
+        ("version_command", !sv.version_command.is_empty()),
+    ] {
+        only(
+            key,
+            given,
+            &[Command],
+            "only a kind = \"command\" server runs a command of yours",
+        )?;
+    }
+    only(
+        "extra_config",
+        !sv.extra_config.is_empty(),
+        &[Nginx, Apache, Lighttpd, H2o],
+        "only the peers get a configuration file from httplab (httplab: `args`; a command server configures itself)",
+    )?;
+    only(
+        "sendfile",
+        sv.sendfile.is_some(),
+        &[Nginx, Apache, Lighttpd],
+        "only nginx, Apache and lighttpd get a sendfile switch in their generated configuration",
+    )?;
+    only(
+        "keep_alive",
+        sv.keep_alive.is_some(),
+        &[Httplab, Nginx, Apache, Lighttpd, H2o],
+        "a command server configures itself",
+    )?;
+    if kind == Httplab && sv.mode.is_some() && sv.keep_alive.is_some() {
+        bail!("`keep_alive` has no effect next to `mode`, which sets it: \"close\" turns keep-alive off, \"keep-alive\" and \"pipeline\" turn it on");
+    }
+    if kind == Command && sv.workers.is_some() {
+        let uses = sv
+            .command
+            .iter()
+            .chain(sv.env.values())
+            .any(|a| a.contains("{workers}"));
+        if !uses {
+            bail!("`workers` has no effect on this command server: neither its `command` nor its `env` mentions {{workers}}");
+        }
+    }
+    if sv
+        .ready_timeout_s
+        .is_some_and(|t| !(0.1..=600.0).contains(&t))
+    {
+        bail!("ready_timeout_s must be between 0.1 and 600 seconds");
+    }
+    Ok(())
+}
+
+/// Refuses workload keys that would have no effect given the workload's
+/// kind, its `measure` and whether its client runs open or closed loop, and
+/// values the runner would silently change.
+fn workload_keys_take_effect(w: &Workload, p: &ProtocolSpec) -> Result<()> {
+    let vary = w.vary.as_ref().map(|v| v.param);
+    let kind = w.kind.as_str();
+    let counted = w.measure == Measure::Count;
+    // Open loop: connections at `rate` or one after another; closed loop:
+    // `users` each waiting for their reply (an idle workload's client is
+    // closed loop unless it has a rate).
+    let open = match w.kind {
+        WorkloadKind::Load | WorkloadKind::Sweep => true,
+        WorkloadKind::Users => false,
+        WorkloadKind::Idle => w.rate.is_some() || vary == Some(VaryParam::Rate),
+    };
+    let vary_is = |param: VaryParam| vary == Some(param);
+    if w.kind != WorkloadKind::Sweep && w.low_rate.is_some() {
+        bail!("`low_rate` has no effect in a `{kind}` workload: only a `sweep` (a capacity search) starts there");
+    }
+    if w.kind == WorkloadKind::Sweep {
+        if w.rate.is_some() {
+            bail!("`rate` has no effect in a sweep: its rates are the capacity search's, from `low_rate` up (for fixed rates: kind = \"load\" with vary = {{ param = \"rate\", values = [...] }})");
+        }
+        if let Some(v) = &w.vary {
+            bail!(
+                "`vary` ({}) has no effect in a sweep: the capacity search is one step; give each value its own sweep workload",
+                v.param.as_str()
+            );
+        }
+    }
+    if open {
+        let why = if w.kind == WorkloadKind::Idle {
+            "an idle workload with a `rate` runs its client open loop"
+        } else {
+            "its connections open on a schedule (`rate`) or one after another, without users"
+        };
+        for (key, given) in [
+            ("users", w.users.is_some() || vary_is(VaryParam::Users)),
+            ("requests", w.requests.is_some()),
+            ("think_ms", w.think_ms.is_some()),
+        ] {
+            if given {
+                bail!("`{key}` has no effect in this `{kind}` workload: {why}; closed-loop users are kind = \"users\" (or an idle workload without `rate`)");
+            }
+        }
+    } else {
+        for (key, given) in [
+            ("rate", w.rate.is_some() || vary_is(VaryParam::Rate)),
+            (
+                "num_conns",
+                w.num_conns.is_some() || vary_is(VaryParam::NumConns),
+            ),
+        ] {
+            if given {
+                bail!("`{key}` has no effect in this `{kind}` workload: its `users` each wait for their reply (closed loop); open-loop connections are kind = \"load\"");
+            }
+        }
+    }
+    if counted {
+        if w.window_s.is_some() {
+            bail!("`window_s` has no effect with measure = \"count\": the workload's own counts (`num_conns`, `requests`) set how long a run lasts");
+        }
+    } else {
+        let count_key = if open { "num_conns" } else { "requests" };
+        let given = if open {
+            w.num_conns.is_some() || vary_is(VaryParam::NumConns)
+        } else {
+            w.requests.is_some()
+        };
+        if given {
+            bail!("`{count_key}` has no effect with measure = \"window\" (the default): every run lasts its warm-up plus `window_s`; write measure = \"count\" to run the workload's own counts instead");
+        }
+    }
+    for (key, v) in [
+        ("num_conns", w.num_conns),
+        ("num_calls", w.num_calls),
+        ("users", w.users),
+        ("requests", w.requests),
+        ("pipeline", w.pipeline.map(u64::from)),
+    ] {
+        if v == Some(0) {
+            bail!("{key} must be at least 1");
+        }
+    }
+    if let Some(v) = &w.vary {
+        let whole = matches!(
+            v.param,
+            VaryParam::Users
+                | VaryParam::NumCalls
+                | VaryParam::NumConns
+                | VaryParam::Pipeline
+                | VaryParam::IdleConns
+        );
+        for val in &v.values {
+            if let VaryValue::Num(n) = val {
+                if whole && (n.fract() != 0.0 || *n < 1.0) {
+                    bail!(
+                        "vary {} values must be whole numbers from 1 up, not {n}",
+                        v.param.as_str()
+                    );
+                }
+            }
+        }
+    }
+    if w.think_ms.is_some_and(|t| !(t >= 0.0 && t.is_finite())) {
+        bail!("think_ms must be 0 or more milliseconds");
+    }
+    if w.timeout_s.is_some_and(|t| !(0.01..=600.0).contains(&t)) {
+        bail!("timeout_s must be between 0.01 and 600 seconds");
+    }
+    if w.max_duration_s
+        .is_some_and(|t| !(0.1..=3600.0).contains(&t))
+    {
+        bail!("max_duration_s must be between 0.1 and 3600 seconds");
+    }
+    if let Some(n) = w.repetitions {
+        if n < 2 {
+            bail!("repetitions = {n}: at least 2 (a confidence interval needs two values)");
+        }
+    }
+    if let Some(max) = w.max_repetitions {
+        let min = w.repetitions.unwrap_or(p.min_repetitions);
+        if max < min {
+            bail!(
+                "max_repetitions = {max} is below the fewest repetitions ({min}, from {}): it would have no effect",
+                if w.repetitions.is_some() {
+                    "the workload's `repetitions`"
+                } else {
+                    "[protocol] min_repetitions"
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A server after expanding `workers` lists, with its final name.
 #[derive(Debug, Clone)]
 pub struct ServerInstance {
@@ -1080,4 +1417,270 @@ fn default_name(sv: &ServerSpec) -> String {
             .unwrap_or_else(|| "command".into()),
         k => k.as_str().to_string(),
     }
+}
+
+/// One table of a study file and the keys it takes, read from the types
+/// themselves (see [`key_tables`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTable {
+    /// Keys leading to it from the top level: `[]` for the top level,
+    /// `["workloads", "vary"]` for a workload's `vary`.
+    pub path: Vec<&'static str>,
+    /// How docs/study-format.md and error messages name it: `top-level`,
+    /// `[protocol]`, `[[servers]]`, `[corpus] files`, `[[workloads]] vary`.
+    pub label: String,
+    /// Every key it accepts, aliases included, in declaration order.
+    pub keys: Vec<&'static str>,
+}
+
+/// Every table a study file can have, with the keys each accepts: the
+/// top level and every key whose value is a table or an array of tables,
+/// found by driving the serde `Deserialize` impls themselves down each key
+/// (so the list cannot drift from what [`parse`] accepts).
+pub fn key_tables() -> Vec<KeyTable> {
+    let mut out: Vec<KeyTable> = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(Vec::new(), String::new())]);
+    while let Some((path, parent_label)) = queue.pop_front() {
+        let mut found = probe::Found::default();
+        let _ = StudyFile::deserialize(probe::Probe {
+            rest: &path,
+            in_seq: false,
+            found: &mut found,
+        });
+        let Some(fields) = found.fields else {
+            continue;
+        };
+        let label = match path.as_slice() {
+            [] => "top-level".to_string(),
+            [one] if found.array => format!("[[{one}]]"),
+            [one] => format!("[{one}]"),
+            [.., last] => format!("{parent_label} {last}"),
+        };
+        if path.len() < 4 {
+            for k in fields {
+                let mut p = path.clone();
+                p.push(*k);
+                queue.push_back((p, label.clone()));
+            }
+        }
+        out.push(KeyTable {
+            path,
+            label,
+            keys: fields.to_vec(),
+        });
+    }
+    out
+}
+
+/// A serde `Deserializer` that walks one path of keys into the study file's
+/// types and records the field list of the struct at its end (see
+/// [`key_tables`]). It never produces a value: every probe ends in an error.
+mod probe {
+    use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+
+    type Error = de::value::Error;
+
+    /// What a probe found at the end of its path.
+    #[derive(Default)]
+    pub struct Found {
+        /// The struct's keys (None: the path does not end in a table).
+        pub fields: Option<&'static [&'static str]>,
+        /// It is an array of tables (`[[servers]]`).
+        pub array: bool,
+    }
+
+    pub struct Probe<'a> {
+        /// Keys still to follow.
+        pub rest: &'a [&'static str],
+        /// The value being probed is an element of an array.
+        pub in_seq: bool,
+        pub found: &'a mut Found,
+    }
+
+    fn stop() -> Error {
+        de::Error::custom("probe")
+    }
+
+    impl<'de> de::Deserializer<'de> for Probe<'_> {
+        type Error = Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
+            Err(stop())
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            match self.rest.split_first() {
+                None => {
+                    self.found.fields = Some(fields);
+                    self.found.array = self.in_seq;
+                    Err(stop())
+                }
+                Some((key, rest)) => visitor.visit_map(OneKey {
+                    key: Some(key),
+                    value: Some(Probe {
+                        rest,
+                        in_seq: false,
+                        found: self.found,
+                    }),
+                }),
+            }
+        }
+
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            visitor.visit_some(self)
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            visitor.visit_seq(OneElement {
+                value: Some(Probe {
+                    rest: self.rest,
+                    in_seq: true,
+                    found: self.found,
+                }),
+            })
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf unit unit_struct tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+
+    /// A map of one key whose value is the next probe.
+    struct OneKey<'a> {
+        key: Option<&'static str>,
+        value: Option<Probe<'a>>,
+    }
+
+    impl<'de> MapAccess<'de> for OneKey<'_> {
+        type Error = Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(
+            &mut self,
+            seed: K,
+        ) -> Result<Option<K::Value>, Error> {
+            match self.key.take() {
+                Some(k) => seed.deserialize(k.into_deserializer()).map(Some),
+                None => Ok(None),
+            }
+        }
+
+        fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Error> {
+            match self.value.take() {
+                Some(p) => seed.deserialize(p),
+                None => Err(stop()),
+            }
+        }
+    }
+
+    /// An array of one element, the next probe.
+    struct OneElement<'a> {
+        value: Option<Probe<'a>>,
+    }
+
+    impl<'de> SeqAccess<'de> for OneElement<'_> {
+        type Error = Error;
+
+        fn next_element_seed<S: DeserializeSeed<'de>>(
+            &mut self,
+            seed: S,
+        ) -> Result<Option<S::Value>, Error> {
+            match self.value.take() {
+                Some(p) => seed.deserialize(p).map(Some),
+                None => Ok(None),
+            }
+        }
+    }
+}
+
+/// Keys that once meant something and now have none: what to write instead.
+const RETIRED: &[(&str, &str, &str)] = &[
+    (
+        "[protocol]",
+        "precision",
+        "rounds no longer stop on a precision target: every step runs min_repetitions rounds, then the sequential design gives budget_s seconds of extra rounds to the comparisons nearest a decision (up to max_repetitions); remove the line",
+    ),
+    (
+        "top-level",
+        "driver",
+        "every workload runs through `httplab load`; remove the line",
+    ),
+    (
+        "[[workloads]]",
+        "driver",
+        "every workload runs through `httplab load`; remove the line",
+    ),
+    (
+        "[[workloads]]",
+        "high_rate",
+        "a sweep is a capacity search from `low_rate` (doubling until the server saturates, then bisecting) with no top rate; for fixed rates use kind = \"load\" with vary = { param = \"rate\", values = [...] }",
+    ),
+    (
+        "[[workloads]]",
+        "rate_step",
+        "a sweep is a capacity search from `low_rate` (doubling, then bisecting), not fixed steps; for fixed rates use kind = \"load\" with vary = { param = \"rate\", values = [...] }",
+    ),
+    (
+        "[[workloads]]",
+        "step_s",
+        "each probe of a sweep's capacity search runs the protocol's warm-up and window; set `window_s` (and `warmup_s`) on the workload instead",
+    ),
+];
+
+/// A deserialization message made readable: an unknown key is named with its
+/// table, what to write instead (a retired key, or a key of another table)
+/// and the keys the table takes. Other messages pass through.
+fn explain(msg: &str) -> String {
+    let Some(rest) = msg.strip_prefix("unknown field `") else {
+        return msg.to_string();
+    };
+    let Some((key, expected)) = rest.split_once('`') else {
+        return msg.to_string();
+    };
+    let expected: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let tables = key_tables();
+    let Some(table) = tables
+        .iter()
+        .find(|t| t.keys.len() == expected.len() && t.keys.iter().all(|k| expected.contains(k)))
+    else {
+        return msg.to_string();
+    };
+    let label = &table.label;
+    let mut out = format!("unknown key `{key}` in {label}");
+    if let Some((_, _, why)) = RETIRED.iter().find(|(t, k, _)| t == label && *k == key) {
+        out.push_str(&format!(": `{key}` has no effect any more: {why}"));
+        return out;
+    }
+    let elsewhere: Vec<&str> = tables
+        .iter()
+        .filter(|t| t.keys.contains(&key))
+        .map(|t| t.label.as_str())
+        .collect();
+    if !elsewhere.is_empty() {
+        out.push_str(&format!(
+            " (`{key}` is a key of {}{})",
+            elsewhere.join(", "),
+            if elsewhere.contains(&"top-level") {
+                ": top-level keys go before the first [table]"
+            } else {
+                ""
+            }
+        ));
+    }
+    out.push_str(&format!("; {label} takes {}", table.keys.join(", ")));
+    out
 }

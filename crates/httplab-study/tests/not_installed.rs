@@ -19,7 +19,7 @@ fn missing_peers_are_reported_not_dropped() {
     let text = format!(
         "name = \"ni\"\n[protocol]\nwarmup_s = 0\nwindow_s = 0.2\nmin_repetitions = 2\nmax_repetitions = 2\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}]\n{}\
          [[servers]]\nkind = \"nginx\"\n[[servers]]\nkind = \"apache\"\nmpm = \"prefork\"\n[[servers]]\nkind = \"lighttpd\"\n[[servers]]\nkind = \"h2o\"\n\
-         [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\nnum_conns = 3\nrepetitions = 2\n",
+         [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\nrepetitions = 2\n",
         common::helper_server_toml("present", None)
     );
     let s = spec::parse(&text, "ni.toml").unwrap();

@@ -186,9 +186,17 @@ fn cli_list_dry_run_help_and_errors() {
 #[test]
 fn protocol_keys_and_overrides() {
     let s = spec::parse(builtin("default").unwrap(), "d").unwrap();
-    assert_eq!(s.protocol.window_s, 1.0);
-    assert_eq!(s.protocol.max_repetitions, 4);
     assert!(!s.questions.is_empty());
+    let text = "name = \"x\"\n[protocol]\nwarmup_s = 0.2\nwindow_s = 1.5\nmin_repetitions = 2\nmax_repetitions = 4\n\
+        alpha = 0.01\ndelta = 0.1\nbudget_s = 60\nseed = 9\n\
+        [[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/\"\n";
+    let p = spec::parse(text, "p.toml").unwrap().protocol;
+    assert_eq!(
+        (p.warmup_s, p.window_s, p.min_repetitions, p.max_repetitions),
+        (0.2, 1.5, 2, 4)
+    );
+    assert_eq!((p.alpha, p.min_effect), (0.01, 0.1));
+    assert_eq!((p.budget_s, p.seed), (Some(60.0), Some(9)));
     let bad = |proto: &str| {
         let text = format!(
             "name = \"x\"\n[protocol]\n{proto}\n[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/\"\n"
@@ -196,7 +204,8 @@ fn protocol_keys_and_overrides() {
         format!("{:#}", spec::parse(&text, "p.toml").unwrap_err())
     };
     assert!(bad("min_repetitions = 1").contains("confidence interval"));
-    assert!(bad("precision = 2").contains("precision"));
+    // Rounds no longer stop on a precision target: the key is refused with what to use.
+    assert!(bad("precision = 0.02").contains("budget_s"));
     assert!(bad("window_s = 0").contains("window_s"));
     assert!(bad("alpha = 0.9").contains("alpha"));
     assert!(bad("bogus = 1").contains("bogus"));
@@ -208,9 +217,9 @@ fn protocol_keys_and_overrides() {
     .contains("at least 2"));
     assert!(format!(
         "{:#}",
-        cli(&["default", "--dry-run", "--precision", "0"]).unwrap_err()
+        cli(&["default", "--dry-run", "--max-reps", "2"]).unwrap_err()
     )
-    .contains("fraction"));
+    .contains("below the fewest"));
     assert_eq!(
         cli(&["default", "--dry-run", "--quick", "--seed", "5"]).unwrap(),
         std::process::ExitCode::SUCCESS
@@ -233,4 +242,331 @@ fn restricting_servers_keeps_only_their_workloads() {
     // client-load and file-size name other servers only.
     let names: Vec<&str> = r.workloads.iter().map(|w| w.name.as_str()).collect();
     assert_eq!(names, ["server-threads", "together"]);
+}
+
+/// A valid study around `body` (servers, workloads or protocol lines).
+fn study_with(head: &str, servers: &str, workloads: &str) -> String {
+    format!(
+        "name = \"t\"\n{head}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 10 }}]\nsets = [{{ name = \"s\", count = 2, size = 10 }}]\n\
+         {servers}\n{workloads}\n"
+    )
+}
+
+const NGINX: &str = "[[servers]]\nkind = \"nginx\"\n";
+const LOAD: &str = "[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\n";
+
+fn workload_err(lines: &str) -> String {
+    err_of(&study_with("", NGINX, lines))
+}
+
+#[test]
+fn unknown_keys_name_their_table() {
+    let cases = [
+        (
+            study_with("zz_top = 1", NGINX, LOAD),
+            "unknown key `zz_top` in top-level",
+        ),
+        (
+            study_with("[protocol]\nzz_p = 1", NGINX, LOAD),
+            "unknown key `zz_p` in [protocol]",
+        ),
+        (
+            study_with("", "[[servers]]\nkind = \"nginx\"\nworkerz = 2\n", LOAD),
+            "unknown key `workerz` in [[servers]]",
+        ),
+        (
+            study_with(
+                "",
+                NGINX,
+                &format!("{LOAD}vary = {{ param = \"pipeline\", valuez = [1] }}\n"),
+            ),
+            "unknown key `valuez` in [[workloads]] vary",
+        ),
+        (
+            "name = \"t\"\n[corpus]\nfiles = [{ path = \"a.txt\", size = 10, mode = 1 }]\n[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\n"
+                .to_string(),
+            "unknown key `mode` in [corpus] files",
+        ),
+        (
+            study_with(
+                "",
+                NGINX,
+                &format!("{LOAD}[[questions]]\nask = \"?\"\nevidence = [{{ workload = \"w\", server = \"nginx\", versus = \"nginx\", sure = true }}]\n"),
+            ),
+            "unknown key `sure` in [[questions]] evidence",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = err_of(&text);
+        assert!(e.contains(want), "{e}");
+        assert!(e.contains(" takes "), "lists the table's keys: {e}");
+    }
+    // A key of another table says where it belongs.
+    let e = err_of(&study_with(
+        "[protocol]\nwindow_s = 2\ntls = true",
+        NGINX,
+        LOAD,
+    ));
+    assert!(e.contains("`tls` is a key of top-level"), "{e}");
+    assert!(e.contains("before the first [table]"), "{e}");
+    let e = workload_err(&format!("{LOAD}workers = 2\n"));
+    assert!(e.contains("`workers` is a key of [[servers]]"), "{e}");
+}
+
+#[test]
+fn retired_keys_say_what_to_write_instead() {
+    for key in ["high_rate = 8000", "rate_step = 1000", "step_s = 2"] {
+        let e = workload_err(&format!(
+            "[[workloads]]\nname = \"w\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 100\n{key}\n"
+        ));
+        assert!(e.contains("has no effect"), "{e}");
+        assert!(e.contains("low_rate") || e.contains("window_s"), "{e}");
+        assert!(e.starts_with("bad.toml:"), "names the line: {e}");
+    }
+    let e = err_of(&study_with("driver = \"builtin\"", NGINX, LOAD));
+    assert!(e.contains("`driver` has no effect"), "{e}");
+    let e = workload_err(&format!("{LOAD}driver = \"httplab-load\"\n"));
+    assert!(e.contains("`driver` has no effect"), "{e}");
+}
+
+#[test]
+fn delta_and_its_older_name() {
+    let ok = |proto: &str| {
+        spec::parse(
+            &study_with(&format!("[protocol]\n{proto}"), NGINX, LOAD),
+            "d.toml",
+        )
+        .unwrap_or_else(|e| panic!("{proto}: {e:#}"))
+        .protocol
+    };
+    assert_eq!(ok("").min_effect, 0.05);
+    assert_eq!(spec::ProtocolSpec::default().min_effect, 0.05);
+    assert_eq!(ok("delta = 0.1").min_effect, 0.1);
+    assert_eq!(ok("min_effect = 0.02").min_effect, 0.02);
+    for bad in ["delta = 0", "delta = 1", "delta = -0.1", "min_effect = 1.5"] {
+        let e = err_of(&study_with(&format!("[protocol]\n{bad}"), NGINX, LOAD));
+        assert!(
+            e.contains("between 0 and 1") && e.contains("line 3"),
+            "{bad}: {e}"
+        );
+    }
+    let e = err_of(&study_with(
+        "[protocol]\ndelta = 0.1\nmin_effect = 0.1",
+        NGINX,
+        LOAD,
+    ));
+    assert!(e.contains("delta"), "{e}");
+}
+
+#[test]
+fn budget_is_seconds_above_zero() {
+    let s = spec::parse(
+        &study_with("[protocol]\nbudget_s = 300", NGINX, LOAD),
+        "b.toml",
+    )
+    .unwrap();
+    assert_eq!(s.protocol.budget_s, Some(300.0));
+    assert_eq!(spec::ProtocolSpec::default().budget_s, None);
+    for bad in ["budget_s = 0", "budget_s = -5", "budget_s = nan"] {
+        let e = err_of(&study_with(&format!("[protocol]\n{bad}"), NGINX, LOAD));
+        assert!(e.contains("budget_s"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn top_level_repetitions_sets_the_minimum() {
+    let parse = |head: &str| spec::parse(&study_with(head, NGINX, LOAD), "r.toml");
+    let p = parse("repetitions = 5").unwrap().protocol;
+    assert_eq!((p.min_repetitions, p.max_repetitions), (5, 10));
+    // Below the default minimum it still sets it (it used to be ignored).
+    let p = parse("repetitions = 2").unwrap().protocol;
+    assert_eq!(p.min_repetitions, 2);
+    // Above the default cap it raises the cap it was not given.
+    let p = parse("repetitions = 20").unwrap().protocol;
+    assert_eq!((p.min_repetitions, p.max_repetitions), (20, 20));
+    // Both spellings: only when they agree.
+    let p = parse("repetitions = 4\n[protocol]\nmin_repetitions = 4")
+        .unwrap()
+        .protocol;
+    assert_eq!(p.min_repetitions, 4);
+    let e = format!(
+        "{:#}",
+        parse("repetitions = 2\n[protocol]\nmin_repetitions = 3").unwrap_err()
+    );
+    assert!(e.contains("same setting"), "{e}");
+    let e = format!(
+        "{:#}",
+        parse("repetitions = 20\n[protocol]\nmax_repetitions = 10").unwrap_err()
+    );
+    assert!(e.contains("max_repetitions"), "{e}");
+    let e = format!("{:#}", parse("repetitions = 1").unwrap_err());
+    assert!(e.contains("at least 2"), "{e}");
+}
+
+#[test]
+fn the_two_seeds() {
+    let s = spec::parse(
+        &study_with(
+            "seed = \"004: a report\"\n[protocol]\nseed = 42",
+            NGINX,
+            LOAD,
+        ),
+        "s.toml",
+    )
+    .unwrap();
+    assert_eq!(s.seed, "004: a report");
+    assert_eq!(s.protocol.seed, Some(42));
+    let e = err_of(&study_with("seed = 42", NGINX, LOAD));
+    assert!(e.starts_with("bad.toml:2:"), "{e}");
+    assert!(e.contains("[protocol]") && e.contains("seed = 42"), "{e}");
+    let e = err_of(&study_with("[protocol]\nseed = \"004\"", NGINX, LOAD));
+    assert!(e.contains("top-level"), "{e}");
+    let e = err_of(&study_with("[protocol]\nseed = -1", NGINX, LOAD));
+    assert!(e.contains("from 0 up"), "{e}");
+}
+
+#[test]
+fn size_letters_are_binary_as_in_serve() {
+    assert_eq!(Size::parse("64k").unwrap(), Size(65536));
+    assert_eq!(Size::parse("64KiB").unwrap(), Size(65536));
+    assert_eq!(Size::parse("4KB").unwrap(), Size(4000));
+    assert_eq!(Size::parse("1m").unwrap(), Size(1 << 20));
+    assert_eq!(Size::parse("1MB").unwrap(), Size(1_000_000));
+    assert_eq!(Size::parse("1g").unwrap(), Size(1 << 30));
+    assert_eq!(Size::parse("1GB").unwrap(), Size(1_000_000_000));
+}
+
+#[test]
+fn workload_keys_without_effect_are_refused() {
+    let cases = [
+        // The other loop's keys.
+        (format!("{LOAD}users = 4\n"), "`users` has no effect"),
+        (format!("{LOAD}think_ms = 5\n"), "`think_ms` has no effect"),
+        (
+            format!("{LOAD}vary = {{ param = \"users\", values = [1, 2] }}\n"),
+            "`users` has no effect",
+        ),
+        (
+            "[[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nrate = 10\n".into(),
+            "`rate` has no effect",
+        ),
+        (
+            "[[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nvary = { param = \"rate\", values = [10] }\nusers = 2\n".into(),
+            "`rate` has no effect",
+        ),
+        (format!("{LOAD}low_rate = 10\n"), "`low_rate` has no effect"),
+        // Counts under measure = "window", a window under measure = "count".
+        (format!("{LOAD}num_conns = 50\n"), "`num_conns` has no effect with measure = \"window\""),
+        (
+            "[[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nrequests = 20\n".into(),
+            "`requests` has no effect with measure = \"window\"",
+        ),
+        (
+            format!("{LOAD}measure = \"count\"\nwindow_s = 2\n"),
+            "`window_s` has no effect with measure = \"count\"",
+        ),
+        // A sweep is one capacity search from low_rate.
+        (
+            "[[workloads]]\nname = \"w\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 10\nrate = 20\n".into(),
+            "`rate` has no effect in a sweep",
+        ),
+        (
+            "[[workloads]]\nname = \"w\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 10\nvary = { param = \"pipeline\", values = [1, 2] }\n".into(),
+            "`vary` (pipeline) has no effect in a sweep",
+        ),
+        // Values the runner would change.
+        (format!("{LOAD}repetitions = 1\n"), "at least 2"),
+        (
+            format!("{LOAD}repetitions = 4\nmax_repetitions = 3\n"),
+            "max_repetitions = 3 is below",
+        ),
+        (format!("{LOAD}max_repetitions = 2\n"), "max_repetitions = 2 is below"),
+        (format!("{LOAD}pipeline = 0\n"), "pipeline must be at least 1"),
+        (
+            format!("{LOAD}vary = {{ param = \"num_calls\", values = [2.5] }}\n"),
+            "whole numbers",
+        ),
+        (format!("{LOAD}timeout_s = 0\n"), "timeout_s"),
+    ];
+    for (lines, want) in cases {
+        let e = workload_err(&lines);
+        assert!(e.contains(want), "{lines}\n→ {e}");
+        assert!(e.contains("workload 'w'"), "{e}");
+    }
+    // What stays allowed: counts with measure = "count", the idle client's
+    // open or closed loop, a sweep's own counts.
+    for lines in [
+        format!("{LOAD}measure = \"count\"\nnum_conns = 50\nrate = 10\n"),
+        "[[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nrequests = 20\nmeasure = \"count\"\nthink_ms = 1\n".into(),
+        "[[workloads]]\nname = \"w\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nrate = 10\n".into(),
+        "[[workloads]]\nname = \"w\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nusers = 3\nthink_ms = 1\n".into(),
+        "[[workloads]]\nname = \"w\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 10\nmeasure = \"count\"\nnum_conns = 20\n".into(),
+        format!("{LOAD}vary = {{ param = \"num_conns\", values = [5, 10] }}\nmeasure = \"count\"\n"),
+    ] {
+        spec::parse(&study_with("", NGINX, &lines), "ok.toml")
+            .unwrap_or_else(|e| panic!("{lines}\n→ {e:#}"));
+    }
+}
+
+#[test]
+fn server_keys_without_effect_are_refused() {
+    let cases = [
+        (
+            "kind = \"nginx\"\nmpm = \"event\"",
+            "`mpm` has no effect on a `nginx` server",
+        ),
+        (
+            "kind = \"apache\"\nmodel = \"event\"",
+            "`model` has no effect on a `apache` server",
+        ),
+        (
+            "kind = \"h2o\"\nsendfile = false",
+            "`sendfile` has no effect on a `h2o` server",
+        ),
+        (
+            "kind = \"httplab\"\nsendfile = false",
+            "`sendfile` has no effect",
+        ),
+        (
+            "kind = \"httplab\"\nextra_config = \"x\"",
+            "`extra_config` has no effect",
+        ),
+        (
+            "kind = \"nginx\"\ncommand = [\"x\"]",
+            "`command` has no effect",
+        ),
+        (
+            "kind = \"httplab\"\nmode = \"close\"\nkeep_alive = true",
+            "`keep_alive` has no effect next to `mode`",
+        ),
+        (
+            "kind = \"apache\"\nmpm = \"prefork\"\nthreads_per_child = 4",
+            "`threads_per_child` has no effect with mpm = \"prefork\"",
+        ),
+        (
+            "kind = \"command\"\ncommand = [\"sh\", \"-c\", \"x {port}\"]\nworkers = 2",
+            "`workers` has no effect on this command server",
+        ),
+        (
+            "kind = \"command\"\ncommand = [\"sh\"]\nkeep_alive = false",
+            "`keep_alive` has no effect on a `command` server",
+        ),
+        ("kind = \"nginx\"\nready_timeout_s = 0", "ready_timeout_s"),
+    ];
+    for (lines, want) in cases {
+        let e = err_of(&study_with("", &format!("[[servers]]\n{lines}\n"), LOAD));
+        assert!(e.contains(want), "{lines}\n→ {e}");
+    }
+    for lines in [
+        "kind = \"command\"\ncommand = [\"srv\", \"--threads\", \"{workers}\"]\nworkers = [1, 2]",
+        "kind = \"httplab\"\nkeep_alive = false",
+        "kind = \"apache\"\nmpm = \"worker\"\nthreads_per_child = 4\nsendfile = false",
+        "kind = \"lighttpd\"\nsendfile = false\nextra_config = \"# x\"",
+    ] {
+        spec::parse(
+            &study_with("", &format!("[[servers]]\n{lines}\n"), LOAD),
+            "ok.toml",
+        )
+        .unwrap_or_else(|e| panic!("{lines}\n→ {e:#}"));
+    }
 }

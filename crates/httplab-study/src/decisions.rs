@@ -1,0 +1,279 @@
+//! The analysis layer of a study: from the cells of every step to the family
+//! of comparisons, their decisions (winner, equivalent, inconclusive) and the
+//! verdict records. No I/O; the runner calls it twice when the study has a
+//! budget for extra rounds (at the interim look, to hand the rounds out, and
+//! at the end), once otherwise.
+//!
+//! The family is every comparison of the study: each step's leader against
+//! its runner-up on the workload's metric; on server CPU per request for
+//! fixed-rate load steps (the server's own accounting, valid whoever the
+//! client was); each server against `[compare] baseline`; and each question's
+//! evidence that is not already one of those. Winners are corrected across
+//! the whole family (`httplab_stats::decide`).
+
+use httplab_model as m;
+use httplab_stats as st;
+
+use crate::rounds::CellData;
+use crate::spec::{Metric, StudyFile};
+
+/// One step's data as the analysis sees it.
+#[derive(Debug, Clone)]
+pub struct StepView<'a> {
+    /// Workload name.
+    pub workload: &'a str,
+    /// Step label.
+    pub step: Option<&'a str>,
+    /// The workload's metric.
+    pub metric: Metric,
+    /// Also judge server CPU per request (fixed offered work).
+    pub server_cost: bool,
+    /// Cells of the step, one per server.
+    pub cells: Vec<CellData>,
+    /// Rounds of the interim look, when the design had one.
+    pub interim: Option<usize>,
+}
+
+/// One comparison of the family, before its decision.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Index of its step in the views.
+    pub step_index: usize,
+    /// Workload.
+    pub workload: String,
+    /// Step label.
+    pub step: Option<String>,
+    /// Step comparison or a named pair.
+    pub kind: m::VerdictKind,
+    /// The matchup (servers, looks, bounds).
+    pub matchup: st::Matchup,
+}
+
+/// The design options of a protocol.
+pub fn design_options(p: &m::Protocol) -> st::DesignOptions {
+    st::DesignOptions {
+        alpha: p.alpha,
+        delta: p.min_effect,
+        ..st::DesignOptions::default()
+    }
+}
+
+fn better(metric: Metric) -> st::Better {
+    if metric.higher_is_better() {
+        st::Better::Higher
+    } else {
+        st::Better::Lower
+    }
+}
+
+fn measured(metric: Metric) -> st::Measured {
+    match metric {
+        Metric::ServerCpuPerKreq | Metric::ServerCpuUsPerReq | Metric::ServerRssMb => {
+            st::Measured::ByServer
+        }
+        _ => st::Measured::ByClient,
+    }
+}
+
+fn samples<'a>(cells: &'a [CellData], metric: Metric) -> Vec<st::Sample<'a>> {
+    cells
+        .iter()
+        .map(|c| st::Sample {
+            name: &c.server,
+            values: c.rounds_of(metric.key()),
+            client_bound: c.client_bound_runs > 0,
+        })
+        .collect()
+}
+
+/// Every comparison of the study, in report order: per step, the step
+/// comparisons, then the pairs.
+pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
+    let mut out = Vec::new();
+    for (i, v) in views.iter().enumerate() {
+        let mut push = |kind, matchup| {
+            out.push(Planned {
+                step_index: i,
+                workload: v.workload.to_string(),
+                step: v.step.map(str::to_string),
+                kind,
+                matchup,
+            })
+        };
+        let mut metrics = vec![v.metric];
+        if v.server_cost && v.metric != Metric::ServerCpuUsPerReq {
+            metrics.push(Metric::ServerCpuUsPerReq);
+        }
+        for &metric in &metrics {
+            let s = samples(&v.cells, metric);
+            let has_values = s.iter().filter(|x| x.values.iter().any(Option::is_some));
+            if metric != v.metric && has_values.count() < 2 {
+                continue;
+            }
+            push(
+                m::VerdictKind::Step,
+                st::matchup(
+                    metric.key(),
+                    better(metric),
+                    &s,
+                    measured(metric),
+                    v.interim,
+                ),
+            );
+        }
+        // Named pairs: everyone against the baseline, then the questions' evidence.
+        let mut pairs: Vec<(String, String, Metric)> = Vec::new();
+        if let Some(base) = &study.compare.baseline {
+            for c in v.cells.iter().filter(|c| &c.server != base) {
+                pairs.push((c.server.clone(), base.clone(), v.metric));
+            }
+        }
+        for q in &study.questions {
+            for e in q.evidence.iter().filter(|e| e.workload == v.workload) {
+                pairs.push((
+                    e.server.clone(),
+                    e.versus.clone(),
+                    e.metric.unwrap_or(v.metric),
+                ));
+            }
+        }
+        let mut seen: Vec<(String, String, Metric)> = Vec::new();
+        for (a, b, metric) in pairs {
+            let key = (a.clone(), b.clone(), metric);
+            let rev = (b.clone(), a.clone(), metric);
+            if seen.contains(&key) || seen.contains(&rev) {
+                continue;
+            }
+            seen.push(key);
+            let (Some(ca), Some(cb)) = (
+                v.cells.iter().find(|c| c.server == a),
+                v.cells.iter().find(|c| c.server == b),
+            ) else {
+                continue;
+            };
+            // Already the step's own comparison: the pair adds nothing.
+            let same_as_step = out.iter().any(|p| {
+                p.step_index == i
+                    && p.kind == m::VerdictKind::Step
+                    && p.matchup.metric == metric.key()
+                    && ((p.matchup.a.as_deref() == Some(&a) && p.matchup.b.as_deref() == Some(&b))
+                        || (p.matchup.a.as_deref() == Some(&b)
+                            && p.matchup.b.as_deref() == Some(&a)))
+            });
+            if same_as_step {
+                continue;
+            }
+            let s = samples(std::slice::from_ref(ca), metric);
+            let t = samples(std::slice::from_ref(cb), metric);
+            out.push(Planned {
+                step_index: i,
+                workload: v.workload.to_string(),
+                step: v.step.map(str::to_string),
+                kind: m::VerdictKind::Pair,
+                matchup: st::matchup_pair(
+                    metric.key(),
+                    better(metric),
+                    &s[0],
+                    &t[0],
+                    measured(metric),
+                    v.interim,
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// The comparisons that can be decided (two servers with values), with
+/// their index in `planned`.
+fn family(planned: &[Planned]) -> (Vec<usize>, Vec<st::Comparison>) {
+    planned
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((i, p.matchup.comparison.clone()?)))
+        .unzip()
+}
+
+/// Decisions at the interim look (for handing out extra rounds), by planned
+/// index; `None` where there is nothing to decide.
+pub fn interim(planned: &[Planned], opts: &st::DesignOptions) -> Vec<Option<st::Decision>> {
+    let (idx, fam) = family(planned);
+    let mut out = vec![None; planned.len()];
+    for (i, d) in idx.into_iter().zip(st::decide_interim(&fam, opts)) {
+        out[i] = Some(d);
+    }
+    out
+}
+
+/// Rounds each step would need to settle its nearest undecided comparison
+/// (None when every comparison is decided or none can be), from the interim
+/// decisions.
+pub fn to_settle(
+    planned: &[Planned],
+    decisions: &[Option<st::Decision>],
+    steps: usize,
+) -> Vec<Option<u32>> {
+    let mut out: Vec<Option<u32>> = vec![None; steps];
+    for (p, d) in planned.iter().zip(decisions) {
+        let Some(d) = d else { continue };
+        if d.outcome != st::Outcome::Inconclusive || d.held_back.is_some() {
+            continue;
+        }
+        let want = d.rounds_to_settle.unwrap_or(st::MAX_ROUNDS);
+        let slot = &mut out[p.step_index];
+        *slot = Some(slot.map_or(want, |x| x.min(want)));
+    }
+    out
+}
+
+/// The final decisions and the verdict records, in planned order.
+pub fn verdicts(planned: &[Planned], opts: &st::DesignOptions) -> Vec<m::StudyVerdict> {
+    let (idx, fam) = family(planned);
+    let mut decided: Vec<Option<st::Decision>> = vec![None; planned.len()];
+    for (i, d) in idx.into_iter().zip(st::decide(&fam, opts)) {
+        decided[i] = Some(d);
+    }
+    planned
+        .iter()
+        .zip(&decided)
+        .map(|(p, d)| to_model(p, st::finish(&p.matchup, d.as_ref(), opts)))
+        .collect()
+}
+
+fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
+    m::StudyVerdict {
+        workload: p.workload.clone(),
+        step: p.step.clone(),
+        metric: v.metric,
+        better: match v.better {
+            st::Better::Lower => "lower".into(),
+            st::Better::Higher => "higher".into(),
+        },
+        outcome: Some(match v.outcome {
+            st::Outcome::Winner => m::VerdictOutcome::Winner,
+            st::Outcome::Equivalent => m::VerdictOutcome::Equivalent,
+            st::Outcome::Inconclusive => m::VerdictOutcome::Inconclusive,
+        }),
+        kind: p.kind,
+        measured_by: match v.measured {
+            st::Measured::ByClient => "client".into(),
+            st::Measured::ByServer => "server".into(),
+        },
+        winner: v.winner,
+        leader: v.leader,
+        runner_up: v.runner_up,
+        ratio: v.ratio,
+        ratio_ci: v.ratio_ci,
+        ratio_ci90: v.ratio_ci90,
+        p_value: v.p_value,
+        p_equivalent: v.p_equivalent,
+        significant: v.significant,
+        n: v.n.into_iter().map(|(k, n)| (k, n as u32)).collect(),
+        pairs: v.pairs as u32,
+        client_bound: v.client_bound,
+        detectable: v.detectable,
+        rounds_to_settle: v.rounds_to_settle,
+        delta: Some(v.delta),
+        note: v.note,
+    }
+}
