@@ -479,7 +479,14 @@ fn decide_one(c: &Comparison, p_adj: f64, m: usize, o: &DesignOptions) -> Decisi
     };
     let Some(r) = ratio else { return d };
     let big = r >= bound || r <= 1.0 / bound;
-    if has_p && p_adj <= o.alpha && big {
+    // The interval printed (all rounds) must agree with the decision: a look may decide only
+    // what the last look's interval still shows. Requiring both is stricter than either alone,
+    // so the error rates stay controlled.
+    let clear_of_one = d.ci.is_some_and(|[lo, hi]| lo > 1.0 || hi < 1.0);
+    let inside_delta = d
+        .ci90
+        .is_some_and(|[lo, hi]| lo >= 1.0 / bound && hi <= bound);
+    if has_p && p_adj <= o.alpha && big && clear_of_one {
         match &c.no_winner {
             None => {
                 d.outcome = Outcome::Winner;
@@ -487,7 +494,7 @@ fn decide_one(c: &Comparison, p_adj: f64, m: usize, o: &DesignOptions) -> Decisi
             }
             Some(why) => d.held_back = Some(why.clone()),
         }
-    } else if p_eq.is_some_and(|p| p <= o.alpha) {
+    } else if p_eq.is_some_and(|p| p <= o.alpha) && inside_delta {
         match &c.no_equivalence {
             None => d.outcome = Outcome::Equivalent,
             Some(why) => d.held_back = Some(why.clone()),
@@ -757,6 +764,22 @@ mod unit {
         };
         let spent = looks.spent(0.2, LogRatios::p_two_sided).expect("p");
         assert!((spent - (p / 0.8).min(1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_decision_agrees_with_the_interval_printed() {
+        let opts = DesignOptions::default();
+        // Three nearly equal rounds at the interim look, then two far apart: the interim's two
+        // one-sided tests pass, but the last look's 90 % interval leaves ±δ, so no equivalence.
+        let first = lr(&[0.001, 0.0, -0.001]);
+        let last = lr(&[0.001, 0.0, -0.001, 0.2, -0.1]);
+        assert!(first.p_equivalent(0.05).expect("p") * 10.0 <= 0.05);
+        let c = Comparison::new(Looks {
+            interim: Some(first),
+            last,
+        });
+        let d = decide(&[c], &opts);
+        assert_eq!(d[0].outcome, Outcome::Inconclusive);
     }
 
     #[test]
