@@ -13,8 +13,8 @@
 //! about 6 % with high confidence; the data seed is fixed, so these tests are deterministic.
 
 use httplab_stats::{
-    allocate, decide, decide_interim, matchup, Better, Comparison, DesignOptions, Measured, Need,
-    Outcome, Sample,
+    allocate, decide, decide_interim, matchup, Better, Comparison, DesignOptions, Matchup,
+    Measured, Need, Outcome, Sample,
 };
 use rand::{Rng, SeedableRng};
 
@@ -49,7 +49,7 @@ fn draw(rng: &mut impl Rng, step: &Step) -> Vec<Vec<Option<f64>>> {
 
 const NAMES: [&str; 6] = ["s0", "s1", "s2", "s3", "s4", "s5"];
 
-fn comparison(values: &[Vec<Option<f64>>], rounds: usize, interim: Option<usize>) -> Comparison {
+fn matchup_of(values: &[Vec<Option<f64>>], rounds: usize, interim: Option<usize>) -> Matchup {
     let samples: Vec<Sample> = values
         .iter()
         .enumerate()
@@ -60,6 +60,10 @@ fn comparison(values: &[Vec<Option<f64>>], rounds: usize, interim: Option<usize>
         })
         .collect();
     matchup("m", Better::Higher, &samples, Measured::ByClient, interim)
+}
+
+fn comparison(values: &[Vec<Option<f64>>], rounds: usize, interim: Option<usize>) -> Comparison {
+    matchup_of(values, rounds, interim)
         .comparison
         .expect("two servers")
 }
@@ -91,24 +95,15 @@ fn study(rng: &mut impl Rng, steps: &[Step], budget_rounds: f64) -> Vec<(Outcome
         .zip(&extra)
         .map(|(d, &e)| comparison(d, N0 + e as usize, Some(N0)))
         .collect();
-    let samples_leader = |d: &Vec<Vec<Option<f64>>>, rounds: usize| {
-        let samples: Vec<Sample> = d
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Sample {
-                name: NAMES[i],
-                values: &v[..rounds],
-                client_bound: false,
-            })
-            .collect();
-        matchup("m", Better::Higher, &samples, Measured::ByClient, Some(N0))
+    let leader = |d: &Vec<Vec<Option<f64>>>, rounds: usize| {
+        matchup_of(d, rounds, Some(N0))
             .a
             .and_then(|a| NAMES.iter().position(|n| *n == a))
     };
     decide(&last, &opts)
         .into_iter()
         .zip(data.iter().zip(&extra))
-        .map(|(d, (v, &e))| (d.outcome, samples_leader(v, N0 + e as usize)))
+        .map(|(d, (v, &e))| (d.outcome, leader(v, N0 + e as usize)))
         .collect()
 }
 

@@ -34,6 +34,14 @@ fn some(xs: &[f64]) -> Vec<Option<f64>> {
     xs.iter().copied().map(Some).collect()
 }
 
+fn sample<'a>(name: &'a str, values: &'a [Option<f64>]) -> Sample<'a> {
+    Sample {
+        name,
+        values,
+        client_bound: false,
+    }
+}
+
 fn close(a: f64, e: f64, tol: f64) -> bool {
     (a - e).abs() <= tol * e.abs().max(1e-300)
 }
@@ -51,21 +59,9 @@ fn one(m: &httplab_stats::Matchup) -> httplab_stats::Verdict {
 fn clear_gap_has_a_winner_with_scipy_values() {
     let (e, n, h) = (some(&EVENT), some(&NGINX), some(&H2O));
     let samples = [
-        Sample {
-            name: "nginx",
-            values: &n,
-            client_bound: false,
-        },
-        Sample {
-            name: "httplab event",
-            values: &e,
-            client_bound: false,
-        },
-        Sample {
-            name: "h2o",
-            values: &h,
-            client_bound: false,
-        },
+        sample("nginx", &n),
+        sample("httplab event", &e),
+        sample("h2o", &h),
     ];
     let m = matchup(
         "reply_rate",
@@ -105,16 +101,8 @@ fn equivalence_by_two_one_sided_tests() {
     let m = matchup_pair(
         "reply_rate",
         Better::Higher,
-        &Sample {
-            name: "a",
-            values: &a,
-            client_bound: false,
-        },
-        &Sample {
-            name: "b",
-            values: &b,
-            client_bound: false,
-        },
+        &sample("a", &a),
+        &sample("b", &b),
         Measured::ByClient,
         None,
     );
@@ -138,18 +126,7 @@ fn inconclusive_says_what_it_could_have_seen() {
     let m = matchup(
         "reply_rate",
         Better::Higher,
-        &[
-            Sample {
-                name: "A",
-                values: &a,
-                client_bound: false,
-            },
-            Sample {
-                name: "B",
-                values: &b,
-                client_bound: false,
-            },
-        ],
+        &[sample("A", &a), sample("B", &b)],
         Measured::ByClient,
         None,
     );
@@ -237,11 +214,7 @@ fn too_little_data() {
     let single = matchup(
         "m",
         Better::Higher,
-        &[Sample {
-            name: "a",
-            values: &a,
-            client_bound: false,
-        }],
+        &[sample("a", &a)],
         Measured::ByClient,
         None,
     );
@@ -249,18 +222,7 @@ fn too_little_data() {
     let two = matchup(
         "m",
         Better::Higher,
-        &[
-            Sample {
-                name: "a",
-                values: &a,
-                client_bound: false,
-            },
-            Sample {
-                name: "b",
-                values: &b,
-                client_bound: false,
-            },
-        ],
+        &[sample("a", &a), sample("b", &b)],
         Measured::ByClient,
         None,
     );
@@ -276,18 +238,7 @@ fn zero_and_non_finite_values_do_not_panic() {
     let m = matchup(
         "m",
         Better::Lower,
-        &[
-            Sample {
-                name: "a",
-                values: &a,
-                client_bound: false,
-            },
-            Sample {
-                name: "b",
-                values: &b,
-                client_bound: false,
-            },
-        ],
+        &[sample("a", &a), sample("b", &b)],
         Measured::ByClient,
         None,
     );
