@@ -156,7 +156,8 @@ struct Cli {
     /// Seed of the random server order of every round; recorded in results.json [default: drawn at start]
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
-    /// Trade certainty for time: 2–3 repetitions, 0.3 s warm-up, 1 s window (wider intervals, fewer winners)
+    /// Trade certainty for time: 2–3 repetitions, 0.3 s warm-up, 1 s window (wider intervals, fewer
+    /// comparisons decided)
     #[arg(long)]
     quick: bool,
     /// Run only these servers (by report name; repeatable)
