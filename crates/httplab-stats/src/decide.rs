@@ -329,6 +329,31 @@ impl Comparison {
     }
 }
 
+impl Comparison {
+    /// Floors the spread of every look at what values measured on a grid of relative step
+    /// `step` (a capacity search's bisection precision) can resolve: a uniform rounding error
+    /// of ±step/2 on each value gives each log difference a spread of about step/√6. Without
+    /// it two identical grid values would have no spread at all, and any difference would
+    /// look certain.
+    pub fn with_resolution(mut self, step: f64) -> Comparison {
+        if step > 0.0 && step.is_finite() {
+            let floor = (1.0 + step).ln() / 6f64.sqrt();
+            let lift = |l: &mut LogRatios| {
+                if l.n >= 2 {
+                    l.sd = l.sd.max(floor);
+                }
+            };
+            for looks in std::iter::once(&mut self.looks).chain(self.also.iter_mut()) {
+                lift(&mut looks.last);
+                if let Some(i) = looks.interim.as_mut() {
+                    lift(i);
+                }
+            }
+        }
+        self
+    }
+}
+
 /// The decision on one comparison, with everything a reader needs to trust it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
@@ -780,6 +805,18 @@ mod unit {
         });
         let d = decide(&[c], &opts);
         assert_eq!(d[0].outcome, Outcome::Inconclusive);
+    }
+
+    #[test]
+    fn grid_values_are_not_certain() {
+        // Two capacity searches landing on the same grid points every round: no spread, p = 0
+        // without a floor; with the 5 % grid's resolution a 4 % gap is not a win.
+        let same = lr(&[0.04, 0.04, 0.04]);
+        assert_eq!(same.p_two_sided(), Some(0.0));
+        let c = Comparison::new(Looks::single(same)).with_resolution(0.05);
+        assert!(c.looks.last.sd > 0.0);
+        let d = decide(&[c], &DesignOptions::default());
+        assert_ne!(d[0].outcome, Outcome::Winner);
     }
 
     #[test]

@@ -75,6 +75,19 @@ fn measured(metric: Metric) -> st::Measured {
     }
 }
 
+/// Relative step of the grid a capacity search's values sit on (its
+/// bisection precision, `httplab_report::analysis::FindMax`).
+pub const CAPACITY_GRID: f64 = 0.05;
+
+/// Capacity values sit on the search's doubling/bisection grid: their
+/// spread is floored at what that grid resolves.
+fn on_grid(metric: Metric, mut m: st::Matchup) -> st::Matchup {
+    if metric == Metric::MaxRate {
+        m.comparison = m.comparison.map(|c| c.with_resolution(CAPACITY_GRID));
+    }
+    m
+}
+
 fn samples<'a>(cells: &'a [CellData], metric: Metric) -> Vec<st::Sample<'a>> {
     cells
         .iter()
@@ -112,12 +125,15 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
             }
             push(
                 m::VerdictKind::Step,
-                st::matchup(
-                    metric.key(),
-                    better(metric),
-                    &s,
-                    measured(metric),
-                    v.interim,
+                on_grid(
+                    metric,
+                    st::matchup(
+                        metric.key(),
+                        better(metric),
+                        &s,
+                        measured(metric),
+                        v.interim,
+                    ),
                 ),
             );
         }
@@ -170,13 +186,16 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
                 workload: v.workload.to_string(),
                 step: v.step.map(str::to_string),
                 kind: m::VerdictKind::Pair,
-                matchup: st::matchup_pair(
-                    metric.key(),
-                    better(metric),
-                    &s[0],
-                    &t[0],
-                    measured(metric),
-                    v.interim,
+                matchup: on_grid(
+                    metric,
+                    st::matchup_pair(
+                        metric.key(),
+                        better(metric),
+                        &s[0],
+                        &t[0],
+                        measured(metric),
+                        v.interim,
+                    ),
                 ),
             });
         }

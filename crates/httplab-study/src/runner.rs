@@ -1432,7 +1432,7 @@ fn capacity(
     let cfg = httplab_report::analysis::FindMax {
         start: w.low_rate.unwrap_or(100.0),
         ceiling: None,
-        precision: 0.05,
+        precision: crate::decisions::CAPACITY_GRID,
         max_runs: 12,
         slo_ms: w.timeout_s.unwrap_or(5.0) * 1000.0,
     };
