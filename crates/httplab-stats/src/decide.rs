@@ -163,12 +163,8 @@ impl LogRatios {
         if self.n < 2 {
             return None;
         }
-        let se = self.se();
-        if se == 0.0 {
-            return Some(if self.mean == 0.0 { 1.0 } else { 0.0 });
-        }
-        let dist = students_t(self.n as f64 - 1.0)?;
-        Some((2.0 * dist.sf((self.mean / se).abs())).min(1.0))
+        // The paired t test's own rule (`ttest.rs`), zero-spread convention included.
+        crate::ttest::from_diff(self.mean, self.se(), self.n as f64 - 1.0).map(|t| t.p)
     }
 
     /// p value of "the ratio lies inside [1/(1+δ), 1+δ]" by two one-sided tests: the larger of

@@ -19,7 +19,7 @@ pub struct TTest {
 
 /// Builds the test from a mean difference and its standard error. Zero standard error (no spread
 /// at all) is decided exactly: equal means give t = 0, p = 1; different means give t = ±inf, p = 0.
-fn from_diff(diff: f64, se: f64, df: f64) -> Option<TTest> {
+pub(crate) fn from_diff(diff: f64, se: f64, df: f64) -> Option<TTest> {
     if se == 0.0 {
         return Some(if diff == 0.0 {
             TTest { t: 0.0, df, p: 1.0 }
