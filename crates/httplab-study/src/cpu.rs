@@ -35,13 +35,20 @@ impl CpuSource {
         }
     }
 
-    /// The `cgroup.procs` file a new server process must join, if any.
-    pub fn procs_file(&self) -> Option<CString> {
-        let dir = match self {
-            CpuSource::CgroupV1(d) | CpuSource::CgroupV2(d) => d,
-            CpuSource::Schedstat => return None,
-        };
-        CString::new(dir.join("cgroup.procs").to_string_lossy().as_bytes()).ok()
+    /// The `cgroup.procs` files a new server process must join: its
+    /// accounting group and, on cgroup v1, its CPU-limit group (see
+    /// [`CpuLimit`]).
+    pub fn procs_files(&self, limit: &CpuLimit) -> Vec<CString> {
+        let mut dirs: Vec<&Path> = Vec::new();
+        if let CpuSource::CgroupV1(d) | CpuSource::CgroupV2(d) = self {
+            dirs.push(d);
+        }
+        if let CpuLimit::V1(d) = limit {
+            dirs.push(d);
+        }
+        dirs.iter()
+            .filter_map(|d| CString::new(d.join("cgroup.procs").to_string_lossy().as_bytes()).ok())
+            .collect()
     }
 
     /// Creates a group named `name` under the first hierarchy that allows it.
@@ -88,6 +95,99 @@ impl CpuSource {
     /// processes cannot be removed, which is harmless).
     pub fn remove(&self) {
         if let CpuSource::CgroupV1(d) | CpuSource::CgroupV2(d) = self {
+            let _ = fs::remove_dir(d);
+        }
+    }
+}
+
+/// Where a server's CPU can be limited to a share of a core (a CFS quota),
+/// for capacity measured at an equal CPU quota per server.
+#[derive(Debug)]
+pub enum CpuLimit {
+    /// cgroup v1 `cpu` controller group (`cpu.cfs_quota_us`, `cpu.cfs_period_us`).
+    V1(PathBuf),
+    /// cgroup v2 group with the `cpu` controller (`cpu.max`).
+    V2(PathBuf),
+    /// No quota possible here, and why.
+    Unavailable(String),
+}
+
+/// The CFS period used for quotas: short, so that a server throttled at the
+/// end of one period waits at most a few milliseconds (a quarter core at a
+/// 10 ms period runs 2.5 ms, then waits 7.5 ms).
+pub const QUOTA_PERIOD_US: u64 = 10_000;
+
+impl CpuLimit {
+    /// The limit group that goes with `source` (created under the v1 `cpu`
+    /// hierarchy when the accounting group is v1).
+    pub fn create(name: &str, source: &CpuSource) -> CpuLimit {
+        match source {
+            CpuSource::CgroupV2(d) => {
+                if d.join("cpu.max").exists() {
+                    CpuLimit::V2(d.clone())
+                } else {
+                    CpuLimit::Unavailable(
+                        "the cgroup v2 group has no cpu controller (cpu.max missing: \
+                         enable +cpu in the parent's cgroup.subtree_control)"
+                            .into(),
+                    )
+                }
+            }
+            CpuSource::CgroupV1(_) => {
+                let root = Path::new("/sys/fs/cgroup/cpu");
+                if !root.join("cpu.cfs_quota_us").exists() {
+                    return CpuLimit::Unavailable(
+                        "no cgroup v1 cpu controller with CFS quotas (cpu.cfs_quota_us)".into(),
+                    );
+                }
+                let d = root.join(name);
+                if (fs::create_dir(&d).is_ok() || d.exists()) && d.join("cpu.cfs_quota_us").exists()
+                {
+                    CpuLimit::V1(d)
+                } else {
+                    CpuLimit::Unavailable(format!(
+                        "could not create a cgroup under the cpu controller (need root): {}",
+                        std::io::Error::last_os_error()
+                    ))
+                }
+            }
+            CpuSource::Schedstat => CpuLimit::Unavailable(
+                "no CPU-accounting cgroup could be created (httplab study needs root for \
+                 cgroups)"
+                    .into(),
+            ),
+        }
+    }
+
+    /// Why no quota can be set, if none can.
+    pub fn unavailable(&self) -> Option<&str> {
+        match self {
+            CpuLimit::Unavailable(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Limits the group to `cores` of CPU time (a share of one core when
+    /// below 1), or lifts the limit with `None`.
+    pub fn set(&self, cores: Option<f64>) -> std::io::Result<()> {
+        let quota = cores.map(|c| ((c * QUOTA_PERIOD_US as f64).round() as u64).max(1_000));
+        match self {
+            CpuLimit::V1(d) => {
+                fs::write(d.join("cpu.cfs_period_us"), QUOTA_PERIOD_US.to_string())?;
+                let q = quota.map_or_else(|| "-1".to_string(), |q| q.to_string());
+                fs::write(d.join("cpu.cfs_quota_us"), q)
+            }
+            CpuLimit::V2(d) => {
+                let q = quota.map_or_else(|| "max".to_string(), |q| q.to_string());
+                fs::write(d.join("cpu.max"), format!("{q} {QUOTA_PERIOD_US}"))
+            }
+            CpuLimit::Unavailable(why) => Err(std::io::Error::other(why.clone())),
+        }
+    }
+
+    /// Removes a v1 limit group (after the server has stopped).
+    pub fn remove(&self) {
+        if let CpuLimit::V1(d) = self {
             let _ = fs::remove_dir(d);
         }
     }
@@ -157,5 +257,44 @@ mod tests {
         }
         assert!(x > 0);
         assert!(grew, "a busy thread's schedstat time never grew");
+    }
+
+    #[test]
+    fn a_quota_is_written_and_lifted() {
+        let name = format!("httplab-test-quota-{}", std::process::id());
+        let src = CpuSource::create(&name);
+        let limit = CpuLimit::create(&name, &src);
+        if let Some(why) = limit.unavailable() {
+            eprintln!("skipped: no CPU quota here: {why}");
+            src.remove();
+            return;
+        }
+        limit.set(Some(0.25)).expect("set a quarter core");
+        let read = |f: &str| match &limit {
+            CpuLimit::V1(d) | CpuLimit::V2(d) => fs::read_to_string(d.join(f)).unwrap_or_default(),
+            CpuLimit::Unavailable(_) => String::new(),
+        };
+        match &limit {
+            CpuLimit::V1(_) => {
+                assert_eq!(read("cpu.cfs_period_us").trim(), "10000");
+                assert_eq!(read("cpu.cfs_quota_us").trim(), "2500");
+            }
+            _ => assert_eq!(read("cpu.max").trim(), "2500 10000"),
+        }
+        limit.set(None).expect("lift the quota");
+        match &limit {
+            CpuLimit::V1(_) => assert_eq!(read("cpu.cfs_quota_us").trim(), "-1"),
+            _ => assert!(read("cpu.max").starts_with("max")),
+        }
+        assert_eq!(
+            src.procs_files(&limit).len(),
+            if matches!(limit, CpuLimit::V1(_)) {
+                2
+            } else {
+                1
+            }
+        );
+        limit.remove();
+        src.remove();
     }
 }

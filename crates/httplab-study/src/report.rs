@@ -636,6 +636,20 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
     h
 }
 
+/// What a capacity search under `cpu_quota` measured, or why it could not.
+pub fn quota_text(q: f64, res: &m::StudyResult) -> String {
+    match res.environment.extra.get(crate::runner::EXTRA_CPU_QUOTA) {
+        Some(why) => format!("Asked for a CPU quota of {q} core per server, but {why}."),
+        None => format!(
+            "Every server held to {q} core of CPU (a CFS quota, {} ms period) during the \
+             capacity search, so that one client can saturate it; judged by replies per \
+             second of server CPU at the highest rate sustained (not the capacity of a \
+             whole machine).",
+            crate::cpu::QUOTA_PERIOD_US / 1000
+        ),
+    }
+}
+
 fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, w: &str) {
     let wl = study.and_then(|s| s.workloads.iter().find(|x| x.name == w));
     let _ = writeln!(h, "<h2 id=\"w-{}\">Workload: {}</h2>", esc(w), esc(w));
@@ -659,6 +673,32 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
                 String::new()
             }
         );
+        if let Some(q) = wl.cpu_quota {
+            let _ = writeln!(h, "<p>{}</p>", esc(&quota_text(q, res)));
+        } else if wl.kind == crate::spec::WorkloadKind::Sweep {
+            let bound: std::collections::BTreeSet<&str> = res
+                .runs
+                .iter()
+                .filter(|r| r.workload == w)
+                .filter(|r| {
+                    r.sweep
+                        .as_ref()
+                        .is_some_and(|s| s.targets.iter().any(|t| t.saturation.client_bound))
+                })
+                .map(|r| r.server.as_str())
+                .collect();
+            if !bound.is_empty() {
+                let names: Vec<&str> = bound.into_iter().collect();
+                let _ = writeln!(
+                    h,
+                    "<p>The client saturated before {}: those capacities are lower bounds. \
+                     <code>cpu_quota = 0.25</code> on this workload holds every server to the \
+                     same quarter core so one client can saturate each (needs root), and \
+                     compares replies per server CPU-second instead.</p>",
+                    esc(&names.join(", "))
+                );
+            }
+        }
     }
     for v in res.verdicts.iter().filter(|v| v.workload == w) {
         let _ = writeln!(

@@ -96,6 +96,7 @@ pub fn reps_of(p: &m::Protocol, w: &Workload) -> (u32, u32) {
 pub fn primary_metric(s: &StudyFile, w: &Workload) -> Metric {
     w.metric.or(s.compare.metric).unwrap_or(match w.kind {
         WorkloadKind::Users => Metric::ThroughputMbS,
+        WorkloadKind::Sweep if w.cpu_quota.is_some() => Metric::ReqPerServerCpuS,
         WorkloadKind::Sweep => Metric::MaxRate,
         WorkloadKind::Load | WorkloadKind::Idle => Metric::ReplyRate,
     })

@@ -636,6 +636,9 @@ struct Slot {
     inst: ServerInstance,
     running: Option<Running>,
     cpu: Option<CpuSource>,
+    /// The group that can hold the server to a CPU quota (capacity at an
+    /// equal quota); absent when no workload asks for one.
+    limit: Option<crate::cpu::CpuLimit>,
     /// Why it has no (more) runs: not installed, failed to start, died.
     down: Option<(String, String)>,
 }
@@ -819,6 +822,9 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         if let Some(c) = &s.cpu {
             c.remove();
         }
+        if let Some(l) = &s.limit {
+            l.remove();
+        }
     }
     if let Some(b) = &cx.bar {
         b.finish_with_message(if cx.stopped() { "interrupted" } else { "done" });
@@ -925,6 +931,7 @@ fn start_servers(
     env: &mut m::Environment,
 ) -> Vec<Slot> {
     let mut slots = Vec::new();
+    let wants_quota = cx.study.workloads.iter().any(|w| w.cpu_quota.is_some());
     for (i, inst) in expand_servers(cx.study).into_iter().enumerate() {
         if let Some(v) = servers::version(&inst, cx.opts.httplab_exe.as_deref()) {
             env.extra.insert(format!("version: {}", inst.name), v);
@@ -933,6 +940,7 @@ fn start_servers(
             inst,
             running: None,
             cpu: None,
+            limit: None,
             down: None,
         };
         if cx.stopped() {
@@ -976,19 +984,37 @@ fn start_servers(
                     break;
                 }
             };
-            let cpu = CpuSource::create(&format!("httplab-{}-{i}", std::process::id()));
-            match servers::start(&plan, &work, server_cores, cpu.procs_file()) {
+            let group = format!("httplab-{}-{i}", std::process::id());
+            let cpu = CpuSource::create(&group);
+            let limit = wants_quota.then(|| crate::cpu::CpuLimit::create(&group, &cpu));
+            let procs = match &limit {
+                Some(l) => cpu.procs_files(l),
+                None => cpu.procs_files(&crate::cpu::CpuLimit::Unavailable(String::new())),
+            };
+            match servers::start(&plan, &work, server_cores, procs) {
                 Ok(r) => {
                     cx.emit(Event::ServerStarted {
                         server: slot.inst.name.clone(),
                         pid: r.pid,
                     });
+                    if let Some(why) = limit.as_ref().and_then(|l| l.unavailable()) {
+                        let why = format!(
+                            "no CPU quota: {why}; capacity is measured without one \
+                             (a lower bound where the client saturates first)"
+                        );
+                        cx.announce(&format!("{}: {why}", slot.inst.name));
+                        env.extra.insert(EXTRA_CPU_QUOTA.into(), why);
+                    }
                     slot.running = Some(r);
                     slot.cpu = Some(cpu);
+                    slot.limit = limit;
                     break;
                 }
                 Err(e) => {
                     cpu.remove();
+                    if let Some(l) = &limit {
+                        l.remove();
+                    }
                     last_err = format!("could not start: {e:#}");
                 }
             }
@@ -1173,7 +1199,7 @@ fn run_rounds(cx: &mut Ctx, slots: &mut [Slot], w: &Workload, sr: &mut StepRun, 
                     Ok(Measured {
                         run,
                         sweep,
-                        value,
+                        values,
                         client_bound,
                     }) => {
                         if run.as_ref().is_some_and(|r| r.interrupted) {
@@ -1214,9 +1240,7 @@ fn run_rounds(cx: &mut Ctx, slots: &mut [Slot], w: &Workload, sr: &mut StepRun, 
                             .as_ref()
                             .map(crate::report::metrics_of)
                             .unwrap_or_default();
-                        if let Some(v) = value {
-                            all_m.insert(metric, v);
-                        }
+                        all_m.extend(values);
                         match all_m.get(&metric).copied().filter(|v| v.is_finite()) {
                             Some(v) => {
                                 let invalid = invalid_metrics(&p, run.as_ref());
@@ -1346,8 +1370,8 @@ fn push_row(
 struct Measured {
     run: Option<m::RunResult>,
     sweep: Option<m::SweepResult>,
-    /// The primary value when it is not a metric of `run` (capacity searches).
-    value: Option<f64>,
+    /// Values that are not metrics of `run` (capacity searches).
+    values: Vec<(Metric, f64)>,
     client_bound: bool,
 }
 
@@ -1378,7 +1402,7 @@ fn measure(
     Ok(Measured {
         run: Some(run),
         sweep: None,
-        value: None,
+        values: Vec::new(),
         client_bound: cb,
     })
 }
@@ -1414,7 +1438,7 @@ fn idle_run(
     Ok(Measured {
         run: Some(run),
         sweep: None,
-        value: None,
+        values: Vec::new(),
         client_bound: cb,
     })
 }
@@ -1436,6 +1460,19 @@ fn capacity(
         max_runs: 12,
         slo_ms: w.timeout_s.unwrap_or(5.0) * 1000.0,
     };
+    let quota = match (w.cpu_quota, slot.limit.as_ref()) {
+        (Some(q), Some(l)) if l.unavailable().is_none() => match l.set(Some(q)) {
+            Ok(()) => Some(q),
+            Err(e) => {
+                cx.announce(&format!(
+                    "{}: could not set a CPU quota of {q} core ({e}); capacity is measured without it",
+                    slot.inst.name
+                ));
+                None
+            }
+        },
+        _ => None,
+    };
     let mut err: Option<RunErr> = None;
     let found = httplab_report::analysis::find_max(&cfg, |rate| {
         match one_run(cx, slot, w, p, Some(rate), round) {
@@ -1446,6 +1483,13 @@ fn capacity(
             }
         }
     });
+    if let (Some(_), Some(l)) = (quota, slot.limit.as_ref()) {
+        // Lifted for every later workload; a failure here would leave the
+        // server throttled, so the study refuses to go on measuring it.
+        if let Err(e) = l.set(None) {
+            return Err(("failed", format!("could not lift the CPU quota: {e}")));
+        }
+    }
     let (steps, sat) = match found {
         Ok(x) => x,
         Err(e) => {
@@ -1481,9 +1525,9 @@ fn capacity(
     };
     match value {
         Some(v) => Ok(Measured {
+            values: capacity_values(v, &sweep.targets[0].steps),
             run: None,
             sweep: Some(sweep),
-            value: Some(v),
             client_bound: cb,
         }),
         None => Err((
@@ -1494,6 +1538,24 @@ fn capacity(
             ),
         )),
     }
+}
+
+/// A capacity search's values: the highest sustained rate and, from the run
+/// at that rate, replies per second of server CPU (absent when the server's
+/// CPU was not measured).
+fn capacity_values(max_rate: f64, steps: &[m::SweepStep]) -> Vec<(Metric, f64)> {
+    let mut out = vec![(Metric::MaxRate, max_rate)];
+    let at = steps
+        .iter()
+        .filter(|s| s.demanded_rate <= max_rate * (1.0 + 1e-9))
+        .max_by(|a, b| a.demanded_rate.total_cmp(&b.demanded_rate));
+    if let Some(s) = at {
+        let cpu = s.run.server.as_ref().map_or(0.0, |c| c.cpu_s);
+        if cpu > 0.0 && s.run.totals.replies > 0 {
+            out.push((Metric::ReqPerServerCpuS, s.run.totals.replies as f64 / cpu));
+        }
+    }
+    out
 }
 
 /// The shape of a run for client calibration: what the generator's own
@@ -1728,6 +1790,10 @@ pub const EXTRA_TLS: &str = "tls";
 /// Key of `environment.extra` with the TLS versions and cipher suites the
 /// study's runs negotiated (handshake counts).
 pub const EXTRA_TLS_SEEN: &str = "tls_seen";
+
+/// Key of `environment.extra` saying why capacity under a CPU quota
+/// (`cpu_quota`) could not be measured under one.
+pub const EXTRA_CPU_QUOTA: &str = "cpu_quota";
 
 /// `TLSv1_3 ×1200, TLS13_AES_256_GCM_SHA384 ×1200` over every run's
 /// handshakes (`RunResult.tls`).

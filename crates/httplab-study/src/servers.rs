@@ -599,7 +599,7 @@ pub fn start(
     p: &LaunchPlan,
     work: &Path,
     cores: &[usize],
-    cgroup_procs: Option<std::ffi::CString>,
+    cgroup_procs: Vec<std::ffi::CString>,
 ) -> Result<Running> {
     fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
     crate::corpus::make_world_readable(work)?;
@@ -631,9 +631,10 @@ pub fn start(
         cmd.pre_exec(move || {
             // If the study process dies, the server goes too (no orphans).
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-            // Join the server's CPU-accounting cgroup before exec, so every
-            // process it will ever start is counted (crate::cpu).
-            if let Some(path) = &cgroup_procs {
+            // Join the server's cgroups (CPU accounting, CPU limit) before
+            // exec, so every process it will ever start is counted and
+            // limited (crate::cpu).
+            for path in &cgroup_procs {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 if fd >= 0 {
                     let mut buf = [0u8; 24];

@@ -537,11 +537,15 @@ pub enum Metric {
     ServerCpuUsPerReq,
     /// Highest connection rate sustained (capacity search; higher is better).
     MaxRate,
+    /// Replies per second of server CPU at the highest sustained rate of a
+    /// capacity search (higher is better); with `cpu_quota`, every server
+    /// held to the same share of a core.
+    ReqPerServerCpuS,
 }
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 11] = [
+    pub const ALL: [Metric; 12] = [
         Metric::ReplyRate,
         Metric::ThroughputMbS,
         Metric::ResponseMs,
@@ -553,6 +557,7 @@ impl Metric {
         Metric::ServerRssMb,
         Metric::ServerCpuUsPerReq,
         Metric::MaxRate,
+        Metric::ReqPerServerCpuS,
     ];
     /// Column heading.
     pub fn label(self) -> &'static str {
@@ -568,6 +573,7 @@ impl Metric {
             Metric::ServerRssMb => "server peak RSS MB",
             Metric::ServerCpuUsPerReq => "server CPU µs / reply",
             Metric::MaxRate => "max sustained conn/s",
+            Metric::ReqPerServerCpuS => "replies / server CPU-s at saturation",
         }
     }
     /// Snake-case key (as in study files and CSV headers).
@@ -584,13 +590,18 @@ impl Metric {
             Metric::ServerRssMb => "server_rss_mb",
             Metric::ServerCpuUsPerReq => "server_cpu_us_per_req",
             Metric::MaxRate => "max_rate",
+            Metric::ReqPerServerCpuS => "req_per_server_cpu_s",
         }
     }
     /// True when a larger value is better.
     pub fn higher_is_better(self) -> bool {
         matches!(
             self,
-            Metric::ReplyRate | Metric::ThroughputMbS | Metric::Accuracy | Metric::MaxRate
+            Metric::ReplyRate
+                | Metric::ThroughputMbS
+                | Metric::Accuracy
+                | Metric::MaxRate
+                | Metric::ReqPerServerCpuS
         )
     }
 }
@@ -702,6 +713,11 @@ pub struct Workload {
     /// the server saturates, then bisects).
     #[serde(default)]
     pub low_rate: Option<f64>,
+    /// sweep: hold every server to this share of CPU (cores, e.g. 0.25)
+    /// during the capacity search, so one client can saturate them; the
+    /// workload is then judged by replies per server CPU-second.
+    #[serde(default)]
+    pub cpu_quota: Option<f64>,
     /// Reply timeout, seconds (default 5).
     #[serde(default)]
     pub timeout_s: Option<f64>,
@@ -1240,6 +1256,14 @@ fn workload_keys_take_effect(w: &Workload, p: &ProtocolSpec) -> Result<()> {
         WorkloadKind::Idle => w.rate.is_some() || vary == Some(VaryParam::Rate),
     };
     let vary_is = |param: VaryParam| vary == Some(param);
+    if w.kind != WorkloadKind::Sweep && w.cpu_quota.is_some() {
+        bail!("`cpu_quota` has no effect in a `{kind}` workload: only a `sweep` (a capacity search) runs its servers under a CPU quota");
+    }
+    if let Some(q) = w.cpu_quota {
+        if !(q.is_finite() && (0.05..=64.0).contains(&q)) {
+            bail!("`cpu_quota` must be a share of CPU between 0.05 and 64 cores (e.g. 0.25 for a quarter core), not {q}");
+        }
+    }
     if w.kind != WorkloadKind::Sweep && w.low_rate.is_some() {
         bail!("`low_rate` has no effect in a `{kind}` workload: only a `sweep` (a capacity search) starts there");
     }

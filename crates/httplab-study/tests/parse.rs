@@ -570,3 +570,32 @@ fn server_keys_without_effect_are_refused() {
         .unwrap_or_else(|e| panic!("{lines}\n→ {e:#}"));
     }
 }
+
+#[test]
+fn cpu_quota_only_on_sweeps_and_in_range() {
+    let base = |kind: &str, extra: &str| {
+        format!(
+            "name = \"q\"\n[[servers]]\nkind = \"httplab\"\n[[workloads]]\nname = \"w\"\nkind = \"{kind}\"\ntarget = \"/\"\n{extra}\n"
+        )
+    };
+    let ok =
+        httplab_study::spec::parse(&base("sweep", "low_rate = 100\ncpu_quota = 0.25"), "q.toml")
+            .expect("a sweep takes cpu_quota");
+    assert_eq!(ok.workloads[0].cpu_quota, Some(0.25));
+    assert_eq!(
+        httplab_study::rounds::primary_metric(&ok, &ok.workloads[0]).key(),
+        "req_per_server_cpu_s"
+    );
+    let e = format!(
+        "{:#}",
+        httplab_study::spec::parse(&base("load", "rate = 10\ncpu_quota = 0.25"), "q.toml")
+            .unwrap_err()
+    );
+    assert!(e.contains("cpu_quota") && e.contains("sweep"), "{e}");
+    let e = format!(
+        "{:#}",
+        httplab_study::spec::parse(&base("sweep", "low_rate = 100\ncpu_quota = 0"), "q.toml")
+            .unwrap_err()
+    );
+    assert!(e.contains("between 0.05 and 64"), "{e}");
+}
