@@ -65,7 +65,7 @@ fn check_peer(server_toml: &str) {
         }
     };
     let cores = servers::allowed_cores();
-    let mut r = servers::start(&plan, &ctx.work, &cores[..1], None)
+    let mut r = servers::start(&plan, &ctx.work, &cores[..1], Vec::new())
         .unwrap_or_else(|e| panic!("{} did not start: {e:#}", inst.name));
     for path in ["/a.txt", "/dir/b.bin"] {
         let (code, body) = get(r.addr, path);

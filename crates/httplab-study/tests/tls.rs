@@ -138,7 +138,7 @@ fn start_tls_peer(server_toml: &str) -> Option<Peer> {
     };
     assert!(plan.tls_ca.is_some());
     let cores = servers::allowed_cores();
-    let running = servers::start(&plan, &ctx.work, &cores[..1], None)
+    let running = servers::start(&plan, &ctx.work, &cores[..1], Vec::new())
         .unwrap_or_else(|e| panic!("{} did not start over TLS: {e:#}", inst.name));
     assert!(
         running
