@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
+use httplab_load::LoadSpec;
 use httplab_model as m;
 
 use crate::corpus::{self, CorpusIndex};
@@ -323,7 +324,7 @@ pub fn count_runs_range(s: &StudyFile) -> (u64, u64) {
             * if w.kind == WorkloadKind::Sweep {
                 SEARCH_RUNS
             } else {
-                1
+                u64::from(w.slices.unwrap_or(1).max(1))
             };
         lo += per * u64::from(min);
         hi += per * u64::from(max);
@@ -363,7 +364,8 @@ pub fn estimate_seconds(s: &StudyFile) -> f64 {
             steps_with(w, &s.protocol)
                 .iter()
                 .map(|st| {
-                    let per = run_seconds(st) + 0.1;
+                    let k = w.slices.unwrap_or(1).max(1);
+                    let per = f64::from(k) * (run_seconds(&sliced(st, k)) + 0.1);
                     if w.kind == WorkloadKind::Sweep {
                         per * SEARCH_RUNS as f64
                     } else {
@@ -513,14 +515,20 @@ pub fn describe_plan(s: &StudyFile) -> String {
         let (min, max) = rounds::reps_of(&proto, w);
         let _ = writeln!(
             o,
-            "  {} ({}, metric {}): {} step(s) × {}–{} repetition(s) on {}",
+            "  {} ({}, metric {}): {} step(s) × {}–{} repetition(s) on {}{}",
             w.name,
             w.kind.as_str(),
             rounds::primary_metric(s, w).key(),
             st.len(),
             min,
             max,
-            srv.join(", ")
+            srv.join(", "),
+            match w.slices {
+                Some(k) if k > 1 => format!(
+                    "; each round in {k} slices per server, order reversed every other slice (A B | B A)"
+                ),
+                _ => String::new(),
+            }
         );
         for p in &st {
             let label = if p.step.is_empty() {
@@ -903,7 +911,10 @@ fn extra_rounds(cx: &mut Ctx, slots: &mut [Slot], steps: &mut [StepRun], budget:
     let runs: u64 = steps
         .iter()
         .zip(&extra)
-        .map(|(sr, &k)| u64::from(k) * sr.active_count() as u64)
+        .map(|(sr, &k)| {
+            let slices = cx.study.workloads[sr.wi].slices.unwrap_or(1).max(1);
+            u64::from(k) * u64::from(slices) * sr.active_count() as u64
+        })
         .sum();
     if let Some(b) = &cx.bar {
         b.inc_length(runs);
@@ -1136,161 +1147,76 @@ fn run_workload(cx: &mut Ctx, slots: &mut [Slot], wi: usize, w: &Workload) -> Ve
 /// in the round's seeded random order.
 fn run_rounds(cx: &mut Ctx, slots: &mut [Slot], w: &Workload, sr: &mut StepRun, until: u32) {
     let started = Instant::now();
-    let (wi, si, metric) = (sr.wi, sr.si, sr.metric);
     let p = sr.params.clone();
-    let step = sr.label.clone();
-    let mine = sr.mine.clone();
-    let data = &mut sr.data;
     let mut round = sr.rounds;
-    let run_s = run_seconds(&p);
-    {
-        loop {
-            let active: Vec<usize> = mine
-                .iter()
-                .copied()
-                .filter(|i| data.get(i).is_some_and(|d| d.stop.is_none()))
-                .collect();
-            if active.is_empty() {
-                break;
-            }
-            let order = rounds::round_order(&active, cx.proto.seed, wi, si, round);
-            for (pos, &i) in order.iter().enumerate() {
-                let name = slots[i].inst.name.clone();
-                cx.announce(&format!(
-                    "{name} · {}{} · round {}",
-                    w.name,
-                    step.as_deref()
-                        .map(|s| format!(" [{s}]"))
-                        .unwrap_or_default(),
-                    round + 1
-                ));
+    loop {
+        let active: Vec<usize> = sr
+            .mine
+            .iter()
+            .copied()
+            .filter(|i| sr.data.get(i).is_some_and(|d| d.stop.is_none()))
+            .collect();
+        if active.is_empty() {
+            break;
+        }
+        let order = rounds::round_order(&active, cx.proto.seed, sr.wi, sr.si, round);
+        let where_ = format!(
+            "{}{} · round {}",
+            w.name,
+            sr.label
+                .as_deref()
+                .map(|s| format!(" [{s}]"))
+                .unwrap_or_default(),
+            round + 1
+        );
+        // A round is `slices` short runs per server, in the round's order and
+        // then reversed (A B | B A …), so that drift within the round falls
+        // on every server alike; one slice is the plain round.
+        let slices = w.slices.unwrap_or(1).max(1);
+        let ps = sliced(&p, slices);
+        let mut got: BTreeMap<usize, Vec<Outcome>> = BTreeMap::new();
+        let mut position = 0u32;
+        for slice in 0..slices {
+            let seq: Vec<usize> = if slice % 2 == 0 {
+                order.clone()
+            } else {
+                order.iter().rev().copied().collect()
+            };
+            for &i in &seq {
+                let done = got.entry(i).or_default();
+                if done.iter().any(|(_, r)| r.is_err()) {
+                    continue;
+                }
+                let part = if slices > 1 {
+                    format!(" · slice {}/{slices}", slice + 1)
+                } else {
+                    String::new()
+                };
+                cx.announce(&format!("{} · {where_}{part}", slots[i].inst.name));
                 let outcome = if cx.stopped() {
                     Err(("skipped", "interrupted (Ctrl-C)".to_string()))
                 } else {
-                    let slot = &mut slots[i];
-                    match (&mut slot.running, &slot.down) {
-                        (Some(r), None) => match r.exited() {
-                            Some(why) => Err((
-                                "failed",
-                                format!("server not running: it exited earlier ({why})"),
-                            )),
-                            None => measure(cx, slot, w, &p, round),
-                        },
-                        (_, Some((_, why))) => Err(("failed", why.clone())),
-                        (None, None) => Err(("failed", "server not running".to_string())),
-                    }
+                    usable(&mut slots[i]).and_then(|()| measure(cx, &mut slots[i], w, &ps, round))
                 };
-                cx.tick(run_s);
-                let status_txt = match &outcome {
-                    Ok(x) if x.run.as_ref().is_some_and(rounds::measured_nothing) => {
-                        rounds::STATUS_EMPTY
-                    }
-                    Ok(_) => "ok",
-                    Err((s, _)) => s,
-                };
-                cx.emit(Event::RunFinished {
-                    server: name.clone(),
-                    workload: w.name.clone(),
-                    pid: slots[i].running.as_ref().map_or(0, |r| r.pid),
-                    status: status_txt.to_string(),
-                });
-                let Some(d) = data.get_mut(&i) else { continue };
-                match outcome {
-                    Ok(Measured {
-                        run,
-                        sweep,
-                        values,
-                        client_bound,
-                    }) => {
-                        if run.as_ref().is_some_and(|r| r.interrupted) {
-                            d.stop = Some(rounds::STOP_INTERRUPTED);
-                            push_row(
-                                cx,
-                                w,
-                                &name,
-                                &step,
-                                round,
-                                pos as u32,
-                                "skipped",
-                                INTERRUPTED_DURING,
-                                run,
-                                sweep,
-                            );
-                            continue;
-                        }
-                        if run.as_ref().is_some_and(rounds::measured_nothing) {
-                            // Not a repetition: the cell gets another round
-                            // (up to its cap) instead of a rate of 0.
-                            d.empty_runs += 1;
-                            push_row(
-                                cx,
-                                w,
-                                &name,
-                                &step,
-                                round,
-                                pos as u32,
-                                rounds::STATUS_EMPTY,
-                                rounds::REASON_EMPTY,
-                                run,
-                                sweep,
-                            );
-                            continue;
-                        }
-                        let mut all_m = run
-                            .as_ref()
-                            .map(crate::report::metrics_of)
-                            .unwrap_or_default();
-                        all_m.extend(values);
-                        match all_m.get(&metric).copied().filter(|v| v.is_finite()) {
-                            Some(v) => {
-                                let invalid = invalid_metrics(&p, run.as_ref());
-                                d.push(round, v, &all_m, client_bound, &invalid)
-                            }
-                            None => {
-                                d.stop = Some(rounds::STOP_FAILED);
-                            }
-                        }
-                        let (status, reason) = if d.stop == Some(rounds::STOP_FAILED) {
-                            (
-                                "failed",
-                                format!(
-                                    "no value of {} could be computed (no replies?)",
-                                    metric.key()
-                                ),
-                            )
-                        } else {
-                            ("ok", String::new())
-                        };
-                        push_row(
-                            cx, w, &name, &step, round, pos as u32, status, &reason, run, sweep,
-                        );
-                    }
-                    Err((status, why)) => {
-                        d.stop = Some(if status == "skipped" {
-                            rounds::STOP_INTERRUPTED
-                        } else {
-                            rounds::STOP_FAILED
-                        });
-                        if status == "failed" && slots[i].down.is_none() {
-                            // A server that died stays down for the rest of the study.
-                            if slots[i].running.as_mut().and_then(|r| r.exited()).is_some() {
-                                slots[i].down = Some(("failed".into(), why.clone()));
-                            }
-                        }
-                        push_row(
-                            cx, w, &name, &step, round, pos as u32, status, &why, None, None,
-                        );
-                    }
-                }
-            }
-            round += 1;
-            if round >= until || round >= sr.cap {
-                break;
+                finished(cx, &slots[i], w, &outcome, run_seconds(&ps));
+                got.entry(i).or_default().push((position, outcome));
+                position += 1;
             }
         }
+        let first_row = cx.runs.len();
+        for &i in &order {
+            let outcomes = got.remove(&i).unwrap_or_default();
+            record(cx, slots, w, sr, round, i, outcomes);
+        }
+        // Rows in the order the runs were made.
+        cx.runs[first_row..].sort_by_key(|r| r.position);
+        round += 1;
+        if round >= until || round >= sr.cap {
+            break;
+        }
     }
-    for i in &mine {
-        if let Some(d) = data.get_mut(i) {
+    for i in &sr.mine {
+        if let Some(d) = sr.data.get_mut(i) {
             if d.stop.is_none() && round >= sr.cap {
                 d.stop = Some(rounds::STOP_MAX);
             }
@@ -1298,6 +1224,180 @@ fn run_rounds(cx: &mut Ctx, slots: &mut [Slot], w: &Workload, sr: &mut StepRun, 
     }
     sr.rounds = round;
     sr.spent_s += started.elapsed().as_secs_f64();
+}
+
+/// Ok when the slot's server is up and can be measured.
+fn usable(slot: &mut Slot) -> std::result::Result<(), RunErr> {
+    match (&mut slot.running, &slot.down) {
+        (Some(r), None) => match r.exited() {
+            Some(why) => Err((
+                "failed",
+                format!("server not running: it exited earlier ({why})"),
+            )),
+            None => Ok(()),
+        },
+        (_, Some((_, why))) => Err(("failed", why.clone())),
+        (None, None) => Err(("failed", "server not running".to_string())),
+    }
+}
+
+/// Progress after each run: the bar moves and observers hear the status.
+fn finished(
+    cx: &mut Ctx,
+    slot: &Slot,
+    w: &Workload,
+    outcome: &std::result::Result<Measured, RunErr>,
+    secs: f64,
+) {
+    cx.tick(secs);
+    let status = match outcome {
+        Ok(x) if x.run.as_ref().is_some_and(rounds::measured_nothing) => rounds::STATUS_EMPTY,
+        Ok(_) => "ok",
+        Err((s, _)) => s,
+    };
+    cx.emit(Event::RunFinished {
+        server: slot.inst.name.clone(),
+        workload: w.name.clone(),
+        pid: slot.running.as_ref().map_or(0, |r| r.pid),
+        status: status.to_string(),
+    });
+}
+
+/// A step's parameters for one of `slices` short runs: the same warm-up,
+/// the window divided among the slices.
+fn sliced(p: &StepParams, slices: u32) -> StepParams {
+    let mut q = p.clone();
+    if slices > 1 {
+        q.window = q.window.map(|w| w / slices);
+    }
+    q
+}
+
+/// Files one server's repetition (one outcome per slice): progress, a row
+/// per run, and the cell's value for this round, the geometric mean of its
+/// slices (or why there is none).
+fn record(
+    cx: &mut Ctx,
+    slots: &mut [Slot],
+    w: &Workload,
+    sr: &mut StepRun,
+    round: u32,
+    i: usize,
+    outcomes: Vec<Outcome>,
+) {
+    let name = slots[i].inst.name.clone();
+    let (metric, step) = (sr.metric, sr.label.clone());
+    let mut parts: Vec<BTreeMap<Metric, f64>> = Vec::new();
+    let (mut client_bound, mut invalid) = (false, Vec::new());
+    let (mut stop, mut empty) = (None, false);
+    for (pos, outcome) in outcomes {
+        let m = match outcome {
+            Ok(m) => m,
+            Err((status, why)) => {
+                stop = Some(if status == "skipped" {
+                    rounds::STOP_INTERRUPTED
+                } else {
+                    rounds::STOP_FAILED
+                });
+                if status == "failed" && slots[i].down.is_none() {
+                    // A server that died stays down for the rest of the study.
+                    if slots[i].running.as_mut().and_then(|r| r.exited()).is_some() {
+                        slots[i].down = Some(("failed".into(), why.clone()));
+                    }
+                }
+                push_row(cx, w, &name, &step, round, pos, status, &why, None, None);
+                continue;
+            }
+        };
+        if m.run.as_ref().is_some_and(|r| r.interrupted) {
+            stop = Some(rounds::STOP_INTERRUPTED);
+            let (run, sweep) = (m.run, m.sweep);
+            push_row(
+                cx,
+                w,
+                &name,
+                &step,
+                round,
+                pos,
+                "skipped",
+                INTERRUPTED_DURING,
+                run,
+                sweep,
+            );
+            continue;
+        }
+        if m.run.as_ref().is_some_and(rounds::measured_nothing) {
+            // Not a repetition: the cell gets another round (up to its cap)
+            // instead of a rate of 0.
+            empty = true;
+            let (run, sweep) = (m.run, m.sweep);
+            let (st, why) = (rounds::STATUS_EMPTY, rounds::REASON_EMPTY);
+            push_row(cx, w, &name, &step, round, pos, st, why, run, sweep);
+            continue;
+        }
+        let mut all_m = m
+            .run
+            .as_ref()
+            .map(crate::report::metrics_of)
+            .unwrap_or_default();
+        all_m.extend(m.values);
+        invalid.extend(invalid_metrics(&sr.params, m.run.as_ref()));
+        client_bound |= m.client_bound;
+        let (status, reason) = if all_m.get(&metric).is_some_and(|v| v.is_finite()) {
+            ("ok", String::new())
+        } else {
+            stop = Some(rounds::STOP_FAILED);
+            let why = format!(
+                "no value of {} could be computed (no replies?)",
+                metric.key()
+            );
+            ("failed", why)
+        };
+        push_row(
+            cx, w, &name, &step, round, pos, status, &reason, m.run, m.sweep,
+        );
+        parts.push(all_m);
+    }
+    let Some(d) = sr.data.get_mut(&i) else {
+        return;
+    };
+    if stop.is_some() {
+        d.stop = stop;
+        return;
+    }
+    if empty {
+        d.empty_runs += 1;
+        return;
+    }
+    let all = combine_slices(&parts);
+    if let Some(v) = all.get(&metric).copied() {
+        d.push(round, v, &all, client_bound, &invalid);
+    }
+}
+
+/// One value per metric for a round measured in slices: the geometric mean
+/// of the slices' values (the comparisons are on log values), for metrics
+/// every slice has; a single slice is returned as it is.
+fn combine_slices(parts: &[BTreeMap<Metric, f64>]) -> BTreeMap<Metric, f64> {
+    match parts {
+        [] => BTreeMap::new(),
+        [one] => one.clone(),
+        [first, ..] => first
+            .keys()
+            .filter_map(|k| {
+                let vs: Vec<f64> = parts.iter().filter_map(|p| p.get(k).copied()).collect();
+                if vs.len() < parts.len() || vs.iter().any(|v| !v.is_finite()) {
+                    return None;
+                }
+                let v = if vs.iter().all(|v| *v > 0.0) {
+                    (vs.iter().map(|v| v.ln()).sum::<f64>() / vs.len() as f64).exp()
+                } else {
+                    vs.iter().sum::<f64>() / vs.len() as f64
+                };
+                Some((*k, v))
+            })
+            .collect(),
+    }
 }
 
 /// Metrics of a run that are measured but not valid for comparison: server
@@ -1376,6 +1476,9 @@ struct Measured {
 }
 
 type RunErr = (&'static str, String);
+
+/// One run's outcome and its position in the round.
+type Outcome = (u32, std::result::Result<Measured, RunErr>);
 
 /// One repetition of one step on one server: a load run, or for a sweep
 /// workload a capacity search.
@@ -1598,7 +1701,21 @@ fn one_run(
     rate: Option<f64>,
     round: u32,
 ) -> std::result::Result<m::RunResult, RunErr> {
-    let Some(srv) = slot.running.as_mut() else {
+    let spec = prepare_run(cx, slot, w, p, rate, round)?;
+    execute_run(&cx.client_cores, &cx.opts.stop, slot, w, &spec)
+}
+
+/// The load run's spec for this server and step (its URI list written, its
+/// client shard set, the client's ceiling for its shape calibrated once).
+fn prepare_run(
+    cx: &mut Ctx,
+    slot: &Slot,
+    w: &Workload,
+    p: &StepParams,
+    rate: Option<f64>,
+    round: u32,
+) -> std::result::Result<LoadSpec, RunErr> {
+    let Some(srv) = slot.running.as_ref() else {
         return Err(("failed", "server not running".into()));
     };
     let mut p = p.clone();
@@ -1629,7 +1746,7 @@ fn one_run(
     } else {
         None
     };
-    let args = load_args(&LoadArgs {
+    let mut args = load_args(&LoadArgs {
         addr: srv.addr,
         uri: uris.first().map_or("/", String::as_str),
         uri_list: list.as_deref(),
@@ -1642,7 +1759,6 @@ fn one_run(
             resume: w.tls_resume.unwrap_or(true),
         }),
     });
-    let mut args = args;
     if let Some(sh) = &cx.opts.shard {
         args.extend([
             "--client".to_string(),
@@ -1671,25 +1787,41 @@ fn one_run(
         cx.ceilings.insert(key.clone(), c);
     }
     spec.client_ceiling = cx.ceilings.get(&key).copied().flatten();
-    let cpu0 = slot.cpu.as_ref().map(|c| c.cpu_s(srv.pid));
+    Ok(spec)
+}
+
+/// Runs a prepared load run against the slot's server: pinned to the client
+/// cores, with the server's CPU read over the run and its memory sampled.
+fn execute_run(
+    client_cores: &[usize],
+    stop: &std::sync::atomic::AtomicBool,
+    slot: &mut Slot,
+    w: &Workload,
+    spec: &LoadSpec,
+) -> std::result::Result<m::RunResult, RunErr> {
+    let Some(srv) = slot.running.as_mut() else {
+        return Err(("failed", "server not running".into()));
+    };
     // The sampler thread is started pinned to the client's cores (threads
     // inherit their creator's affinity), so it never runs on a server's core.
-    let pinned = with_client_cores(&cx.client_cores, || {
+    let pinned = with_client_cores(client_cores, || {
+        let cpu0 = slot.cpu.as_ref().map(|c| c.cpu_s(srv.pid));
         let sampler = Sampler::start(&slot.inst.name, srv.pid, Duration::from_millis(100));
-        let r = httplab_load::run_with_stop(&spec, false, &cx.opts.stop);
-        (sampler.finish(), r)
+        let r = httplab_load::run_with_stop(spec, false, stop);
+        let cpu1 = slot.cpu.as_ref().map(|c| c.cpu_s(srv.pid));
+        (sampler.finish(), r, cpu0.zip(cpu1))
     });
-    let (mut cost, r) = match pinned {
-        Ok((cost, r)) => (cost, Ok(r)),
-        Err(e) => (Default::default(), Err(e)),
+    let (mut cost, r, cpu) = match pinned {
+        Ok((cost, r, cpu)) => (cost, Ok(r), cpu),
+        Err(e) => (Default::default(), Err(e), None),
     };
     let run = match r {
         Ok(Ok(run)) => run,
         Ok(Err(e)) | Err(e) => return Err(("failed", format!("httplab load: {e:#}"))),
     };
-    if let (Some(c), Some(c0)) = (slot.cpu.as_ref(), cpu0) {
+    if let (Some(c), Some((c0, c1))) = (slot.cpu.as_ref(), cpu) {
         // The window only: the warm-up's share is taken out in proportion.
-        let total = (c.cpu_s(srv.pid) - c0).max(0.0);
+        let total = (c1 - c0).max(0.0);
         let whole = run.totals.test_duration_s + run.config.warmup_s;
         let share = if whole > 0.0 {
             run.totals.test_duration_s / whole
@@ -1948,4 +2080,21 @@ pub fn load_args(a: &LoadArgs) -> Vec<String> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_combine_by_geometric_mean_of_shared_metrics() {
+        let a: BTreeMap<Metric, f64> =
+            [(Metric::ReplyRate, 100.0), (Metric::ResponseMs, 2.0)].into();
+        let b: BTreeMap<Metric, f64> = [(Metric::ReplyRate, 400.0)].into();
+        let c = combine_slices(&[a.clone(), b]);
+        assert!((c[&Metric::ReplyRate] - 200.0).abs() < 1e-9);
+        assert!(!c.contains_key(&Metric::ResponseMs), "not in every slice");
+        assert_eq!(combine_slices(std::slice::from_ref(&a)), a);
+        assert!(combine_slices(&[]).is_empty());
+    }
 }

@@ -713,6 +713,11 @@ pub struct Workload {
     /// the server saturates, then bisects).
     #[serde(default)]
     pub low_rate: Option<f64>,
+    /// load, users: measure each server's round in this many short runs of
+    /// `window_s / slices`, the round's order reversed every other slice
+    /// (A B | B A), so that drift within a round falls on every server alike.
+    #[serde(default)]
+    pub slices: Option<u32>,
     /// sweep: hold every server to this share of CPU (cores, e.g. 0.25)
     /// during the capacity search, so one client can saturate them; the
     /// workload is then judged by replies per server CPU-second.
@@ -1256,6 +1261,17 @@ fn workload_keys_take_effect(w: &Workload, p: &ProtocolSpec) -> Result<()> {
         WorkloadKind::Idle => w.rate.is_some() || vary == Some(VaryParam::Rate),
     };
     let vary_is = |param: VaryParam| vary == Some(param);
+    if let Some(k) = w.slices {
+        if matches!(w.kind, WorkloadKind::Sweep | WorkloadKind::Idle) {
+            bail!("`slices` has no effect in a `{kind}` workload: a capacity search or an idle hold is one run per round; slices are for `load` and `users` workloads");
+        }
+        if !(1..=8).contains(&k) {
+            bail!("`slices` must be 1 to 8 (runs per server per round), not {k}");
+        }
+        if counted && k > 1 {
+            bail!("`slices` needs `measure = \"window\"`: a counted run cannot be divided into slices");
+        }
+    }
     if w.kind != WorkloadKind::Sweep && w.cpu_quota.is_some() {
         bail!("`cpu_quota` has no effect in a `{kind}` workload: only a `sweep` (a capacity search) runs its servers under a CPU quota");
     }

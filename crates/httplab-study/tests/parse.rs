@@ -599,3 +599,30 @@ fn cpu_quota_only_on_sweeps_and_in_range() {
     );
     assert!(e.contains("between 0.05 and 64"), "{e}");
 }
+
+#[test]
+fn slices_only_on_timed_load_and_users_workloads() {
+    let base = |kind: &str, extra: &str| {
+        format!(
+            "name = \"q\"\n[[servers]]\nkind = \"httplab\"\n[[workloads]]\nname = \"w\"\nkind = \"{kind}\"\ntarget = \"/\"\n{extra}\n"
+        )
+    };
+    let ok =
+        spec::parse(&base("users", "users = 2\nslices = 2"), "q.toml").expect("users take slices");
+    assert_eq!(ok.workloads[0].slices, Some(2));
+    for (kind, extra, want) in [
+        ("sweep", "low_rate = 100\nslices = 2", "sweep"),
+        ("load", "rate = 10\nslices = 9", "1 to 8"),
+        (
+            "load",
+            "rate = 10\nnum_conns = 10\nmeasure = \"count\"\nslices = 2",
+            "measure",
+        ),
+    ] {
+        let e = format!(
+            "{:#}",
+            spec::parse(&base(kind, extra), "q.toml").unwrap_err()
+        );
+        assert!(e.contains("slices") && e.contains(want), "{e}");
+    }
+}

@@ -559,3 +559,45 @@ fn interrupt_during_a_run_keeps_the_partial_result_as_skipped() {
     assert!(first.run.as_ref().is_some_and(|r| r.interrupted));
     assert!(res.runs.iter().all(|r| r.status == "skipped"));
 }
+
+/// `slices = 2`: every server is run twice per round, in the round's order
+/// and then reversed (A B | B A), each run a half window, and the cell has
+/// one value per round.
+#[test]
+fn sliced_rounds_run_abba_and_give_one_value_per_round() {
+    let _serial = serial();
+    let servers = format!(
+        "{}{}",
+        common::helper_server_toml("a", None),
+        common::helper_server_toml("b", None)
+    );
+    let w = "[[workloads]]\nname = \"u\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 1\nwindow_s = 0.2\nwarmup_s = 0\nslices = 2\n";
+    let s = study(&servers, w);
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    let names: Vec<String> = vec!["a".into(), "b".into()];
+    for round in 0..2u32 {
+        let order = httplab_study::rounds::round_order(&names, 7, 0, 0, round);
+        let mut want = order.clone();
+        want.extend(order.iter().rev().cloned());
+        let rows: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.repetition == round).collect();
+        let got: Vec<String> = rows.iter().map(|r| r.server.clone()).collect();
+        assert_eq!(got, want, "round {round}");
+        let pos: Vec<u32> = rows.iter().map(|r| r.position).collect();
+        assert_eq!(pos, vec![0, 1, 2, 3], "round {round}");
+        for r in rows {
+            assert_eq!(r.status, "ok", "{}", r.reason);
+            let win = r
+                .run
+                .as_ref()
+                .and_then(|x| x.config.duration_s)
+                .unwrap_or(0.0);
+            assert!(
+                (win - 0.1).abs() < 1e-9,
+                "a slice is half the window: {win}"
+            );
+        }
+    }
+    for c in res.cells.iter().filter(|c| c.workload == "u") {
+        assert_eq!(c.n, 2, "{}: one value per round", c.server);
+    }
+}
