@@ -1343,7 +1343,18 @@ fn record(
         all_m.extend(m.values);
         invalid.extend(invalid_metrics(&sr.params, m.run.as_ref()));
         client_bound |= m.client_bound;
-        let (status, reason) = if all_m.get(&metric).is_some_and(|v| v.is_finite()) {
+        let has = |k: &Metric| all_m.get(k).is_some_and(|v| v.is_finite());
+        if m.sweep.is_some() && has(&Metric::MaxRate) && !has(&metric) {
+            // A search that never reached the CPU quota: no figure at
+            // saturation this round; the cell gets another (up to its cap).
+            empty = true;
+            let why = "the capacity search stopped before the server used 90 % of its CPU quota \
+                       (a disturbance?): no figure at saturation this round";
+            let st = rounds::STATUS_EMPTY;
+            push_row(cx, w, &name, &step, round, pos, st, why, m.run, m.sweep);
+            continue;
+        }
+        let (status, reason) = if has(&metric) {
             ("ok", String::new())
         } else {
             stop = Some(rounds::STOP_FAILED);
@@ -1628,7 +1639,7 @@ fn capacity(
     };
     match value {
         Some(v) => Ok(Measured {
-            values: capacity_values(v, &sweep.targets[0].steps),
+            values: capacity_values(v, &sweep.targets[0].steps, quota),
             run: None,
             sweep: Some(sweep),
             client_bound: cb,
@@ -1645,12 +1656,27 @@ fn capacity(
 
 /// A capacity search's values: the highest sustained rate and, from the run
 /// at that rate, replies per second of server CPU (absent when the server's
-/// CPU was not measured).
-fn capacity_values(max_rate: f64, steps: &[m::SweepStep]) -> Vec<(Metric, f64)> {
+/// CPU was not measured). Under a CPU quota the figure must come from a
+/// sustained run that used at least 90 % of the quota (the server at
+/// saturation); a search that a disturbance stopped early has none, and the
+/// round is a gap rather than the cost of a half-idle server.
+fn capacity_values(
+    max_rate: f64,
+    steps: &[m::SweepStep],
+    quota: Option<f64>,
+) -> Vec<(Metric, f64)> {
     let mut out = vec![(Metric::MaxRate, max_rate)];
+    let saturated = |s: &m::SweepStep| match quota {
+        Some(q) => {
+            let busy = s.run.server.as_ref().map_or(0.0, |c| c.cpu_s)
+                / s.run.totals.test_duration_s.max(1e-9);
+            busy >= 0.9 * q
+        }
+        None => true,
+    };
     let at = steps
         .iter()
-        .filter(|s| s.demanded_rate <= max_rate * (1.0 + 1e-9))
+        .filter(|s| s.demanded_rate <= max_rate * (1.0 + 1e-9) && saturated(s))
         .max_by(|a, b| a.demanded_rate.total_cmp(&b.demanded_rate));
     if let Some(s) = at {
         let cpu = s.run.server.as_ref().map_or(0.0, |c| c.cpu_s);
