@@ -1728,7 +1728,14 @@ fn one_run(
     round: u32,
 ) -> std::result::Result<m::RunResult, RunErr> {
     let spec = prepare_run(cx, slot, w, p, rate, round)?;
-    execute_run(&cx.client_cores, &cx.opts.stop, slot, w, &spec)
+    execute_run(
+        &cx.client_cores,
+        &cx.opts.stop,
+        slot,
+        w,
+        &spec,
+        p.max_duration,
+    )
 }
 
 /// The load run's spec for this server and step (its URI list written, its
@@ -1817,23 +1824,51 @@ fn prepare_run(
 }
 
 /// Runs a prepared load run against the slot's server: pinned to the client
-/// cores, with the server's CPU read over the run and its memory sampled.
+/// cores, stopped at `limit`, with the server's CPU read over the run and its
+/// memory sampled.
 fn execute_run(
     client_cores: &[usize],
     stop: &std::sync::atomic::AtomicBool,
     slot: &mut Slot,
     w: &Workload,
     spec: &LoadSpec,
+    limit: Duration,
 ) -> std::result::Result<m::RunResult, RunErr> {
     let Some(srv) = slot.running.as_mut() else {
         return Err(("failed", "server not running".into()));
     };
-    // The sampler thread is started pinned to the client's cores (threads
-    // inherit their creator's affinity), so it never runs on a server's core.
+    // The run stops at Ctrl-C (`stop`) or when it has lasted `limit`
+    // (`max_duration_s`): a watchdog sets the run's own flag.
+    let run_stop = AtomicBool::new(false);
+    let over = AtomicBool::new(false);
+    // The sampler and watchdog threads are started pinned to the client's
+    // cores (threads inherit their creator's affinity), so they never run on
+    // a server's core.
     let pinned = with_client_cores(client_cores, || {
         let cpu0 = slot.cpu.as_ref().map(|c| c.cpu_s(srv.pid));
         let sampler = Sampler::start(&slot.inst.name, srv.pid, Duration::from_millis(100));
-        let r = httplab_load::run_with_stop(spec, false, stop);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let r = std::thread::scope(|sc| {
+            let (run_stop, over) = (&run_stop, &over);
+            sc.spawn(move || {
+                let t0 = Instant::now();
+                loop {
+                    match done_rx.recv_timeout(Duration::from_millis(50)) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => return,
+                    }
+                    if t0.elapsed() >= limit {
+                        over.store(true, Ordering::Relaxed);
+                    }
+                    if stop.load(Ordering::Relaxed) || over.load(Ordering::Relaxed) {
+                        run_stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+            let r = httplab_load::run_with_stop(spec, false, &run_stop);
+            let _ = done_tx.send(());
+            r
+        });
         let cpu1 = slot.cpu.as_ref().map(|c| c.cpu_s(srv.pid));
         (sampler.finish(), r, cpu0.zip(cpu1))
     });
@@ -1845,6 +1880,17 @@ fn execute_run(
         Ok(Ok(run)) => run,
         Ok(Err(e)) | Err(e) => return Err(("failed", format!("httplab load: {e:#}"))),
     };
+    if over.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+        return Err((
+            "failed",
+            format!(
+                "the run was stopped at max_duration_s = {} s ({} of {} requests answered)",
+                fmt_num(limit.as_secs_f64()),
+                run.totals.replies,
+                run.totals.requests
+            ),
+        ));
+    }
     if let (Some(c), Some((c0, c1))) = (slot.cpu.as_ref(), cpu) {
         // The window only: the warm-up's share is taken out in proportion.
         let total = (c1 - c0).max(0.0);

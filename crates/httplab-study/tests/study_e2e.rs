@@ -601,3 +601,20 @@ fn sliced_rounds_run_abba_and_give_one_value_per_round() {
         assert_eq!(c.n, 2, "{}: one value per round", c.server);
     }
 }
+
+/// `max_duration_s` stops a run that would last longer and records why.
+#[test]
+fn max_duration_stops_a_long_run_with_the_reason() {
+    let _serial = serial();
+    let servers = common::helper_server_toml("one", None);
+    let w = "[[workloads]]\nname = \"long\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 1\nwarmup_s = 0\nwindow_s = 30\nmax_duration_s = 0.5\n";
+    let s = study(&servers, w);
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    let first = res.runs.first().expect("a row");
+    assert_eq!(first.status, "failed");
+    assert!(
+        first.reason.contains("max_duration_s = 0.5 s"),
+        "{}",
+        first.reason
+    );
+}
