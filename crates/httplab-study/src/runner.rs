@@ -1865,7 +1865,7 @@ fn execute_run(
                     }
                 }
             });
-            let r = httplab_load::run_with_stop(spec, false, &run_stop);
+            let r = httplab_load::run_with_stop(spec, false, run_stop);
             let _ = done_tx.send(());
             r
         });
