@@ -1166,12 +1166,12 @@ impl<'a> Worker<'a> {
         let Some(ring) = self.ring.as_mut() else {
             return Ok(());
         };
-        let done = ring.turn(wait)?;
-        for &(ud, res) in &done {
+        let mut done = ring.turn(wait)?;
+        for c in done.drain(..) {
             let Some(ring) = self.ring.as_mut() else {
                 break;
             };
-            let Some(ev) = ring.complete(ud, res) else {
+            let Some(ev) = ring.complete(c) else {
                 continue;
             };
             let now = Instant::now();

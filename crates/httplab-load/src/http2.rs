@@ -38,7 +38,6 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use hdrhistogram::Histogram;
 use rustls::pki_types::ServerName;
 use rustls::HandshakeKind;
-use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -521,12 +520,7 @@ impl<'a> W<'a> {
         };
         self.acc().st.planned_sessions = sessions_left.unwrap_or(0);
         // Precise wake-ups (arrivals, ticks, the drain): a timerfd in the reactor.
-        // SAFETY: the TimerFd owns its descriptor and is neither closed nor
-        // replaced while the AsyncFd holds it (it is dropped with it).
-        let timer = unsafe {
-            AsyncFd::register_with_interest(sys::TimerFd::new()?, tokio::io::Interest::READABLE)
-        }
-        .map_err(io::Error::from)?;
+        let timer = sys::TimerFd::new()?.into_async()?;
         let mut timer_target: Option<Instant> = None;
         let interval = dur(spec.sample_interval);
         let mut interval_k = 0u64;

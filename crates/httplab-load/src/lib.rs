@@ -84,6 +84,7 @@
 //!   EADDRNOTAVAIL `addrunavail`; malformed replies, truncated bodies and data
 //!   nobody asked for are `other`.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod calibrate;

@@ -20,6 +20,9 @@
 //!   the kernel is never pointed at a Vec that may reallocate; a short send
 //!   is resubmitted from here, and the engine hears of a send only when all
 //!   of it went out (or it failed);
+//! - while an operation is in flight its buffer is lent to the ring
+//!   (`httplab_sys::uring`, which owns all memory the kernel uses and hands
+//!   it back with the operation's completion), so this module is safe code;
 //! - connects stay non-blocking `connect(2)` calls in the engine (binding to
 //!   a source address and retrying another on EADDRNOTAVAIL stay one code
 //!   path for both engines); the wait for their end is a POLL_ADD(POLLOUT);
@@ -30,13 +33,11 @@
 //!   cancels them (ASYNC_CANCEL) and the descriptor is closed when the last
 //!   completion arrives; dropping the ring first waits them out.
 //!
-//! Every `unsafe` of the io_uring path is here, each with its reason.
-
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use io_uring::{opcode, squeue, types, IoUring};
+use httplab_sys::uring::{self as ur, Completion, Lent, Setup};
 
 /// Bytes one RECV may fill. Smaller than the epoll engine's 64 KiB shared
 /// buffer because each connection has its own (256 connections: 4 MiB).
@@ -48,45 +49,27 @@ const CQ_ENTRIES: u32 = 8192;
 /// Longest the ring's drop waits for cancelled operations to complete.
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
-/// IORING_RECVSEND_POLL_FIRST (include/uapi/linux/io_uring.h).
-const RECVSEND_POLL_FIRST: u16 = 1;
+const OP_RECV: u8 = 1;
+const OP_SEND: u8 = 2;
+const OP_CONNECT: u8 = 3;
+const OP_CANCEL: u8 = 4;
 
-const OP_RECV: u64 = 1;
-const OP_SEND: u64 = 2;
-const OP_CONNECT: u64 = 3;
-const OP_CANCEL: u64 = 4;
-
-fn user_data(id: u32, gen: u16, op: u64) -> u64 {
-    u64::from(id) | (u64::from(gen) << 32) | (op << 48)
+fn user_data(id: u32, gen: u16, op: u8) -> u64 {
+    ur::user_data(op, id, u32::from(gen))
 }
 
-fn split(ud: u64) -> (u32, u16, u64) {
-    (ud as u32, (ud >> 32) as u16, ud >> 48)
+fn split(ud: u64) -> (u32, u16, u8) {
+    let (op, id, gen) = ur::split(ud);
+    (id, gen as u16, op)
 }
 
 /// Whether this kernel lets us use io_uring with what the engine needs
 /// (the timeout argument to the wait: IORING_FEAT_EXT_ARG, Linux 5.11;
 /// buffered CQ overflow: FEAT_NODROP). `Err` says why not, in a few words.
+/// The one probe of the workspace (`httplab_sys::uring::probe`), also
+/// behind `httplab serve --io uring`.
 pub(crate) fn probe() -> Result<(), String> {
-    if let Ok(v) = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
-        let v = v.trim();
-        if v != "0" {
-            // 1: only a privileged group may; 2: nobody. Setup tells us which applies.
-            if let Err(e) = IoUring::new(8) {
-                return Err(format!(
-                    "io_uring is disabled (kernel.io_uring_disabled = {v}: {e})"
-                ));
-            }
-        }
-    }
-    let ring = IoUring::new(8).map_err(|e| format!("io_uring_setup failed: {e}"))?;
-    let p = ring.params();
-    if !p.is_feature_ext_arg() || !p.is_feature_nodrop() {
-        return Err(
-            "this kernel's io_uring lacks EXT_ARG or NODROP (Linux 5.11 or later needed)".into(),
-        );
-    }
-    Ok(())
+    ur::probe()
 }
 
 /// What a completion means for the engine.
@@ -115,9 +98,9 @@ struct Conn {
     fd: Option<OwnedFd>,
     gen: u16,
     slot: usize,
-    /// RECV target; the kernel may write it while `recv_on`.
+    /// RECV target; lent to the ring (empty here) while `recv_on`.
     rbuf: Box<[u8]>,
-    /// SEND source; not touched while `send_on` (the kernel reads it).
+    /// SEND source; lent to the ring (empty here) while `send_on`.
     sbuf: Vec<u8>,
     spos: usize,
     recv_on: bool,
@@ -131,53 +114,32 @@ struct Conn {
 
 /// One worker thread's ring and its connections' kernel-side state.
 pub(crate) struct Ring {
-    ring: IoUring,
+    ring: ur::Ring,
     conns: Vec<Conn>,
     free: Vec<u32>,
     /// The bytes of the last RECV completion (swapped with that connection's buffer).
     spare: Box<[u8]>,
-    cqes: Vec<(u64, i32)>,
-    inflight: u64,
+    cqes: Vec<Completion>,
 }
 
 impl Ring {
     /// A ring for one worker thread. It must be used only by the thread
     /// that created it (SINGLE_ISSUER, DEFER_TASKRUN where the kernel has them).
     pub fn new() -> io::Result<Ring> {
-        let ring = IoUring::builder()
-            .setup_cqsize(CQ_ENTRIES)
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build(SQ_ENTRIES)
-            .or_else(|_| {
-                IoUring::builder()
-                    .setup_cqsize(CQ_ENTRIES)
-                    .build(SQ_ENTRIES)
-            })?;
+        let ring = ur::Ring::new(Setup {
+            sq_entries: SQ_ENTRIES,
+            cq_entries: CQ_ENTRIES,
+            start_disabled: false,
+            recv_buffers: None,
+            accept_slots: 0,
+        })?;
         Ok(Ring {
             ring,
             conns: Vec::new(),
             free: Vec::new(),
             spare: vec![0u8; RECV_BUF].into_boxed_slice(),
             cqes: Vec::with_capacity(CQ_ENTRIES as usize),
-            inflight: 0,
         })
-    }
-
-    /// Queues `e`; submits first when the submission queue is full.
-    ///
-    /// # Safety
-    /// Every buffer `e` points at must stay valid, and not be otherwise
-    /// written (RECV) or written at all (SEND), until its completion is reaped.
-    unsafe fn push(&mut self, e: &squeue::Entry) -> io::Result<()> {
-        loop {
-            // SAFETY: forwarded to the caller (see above).
-            if unsafe { self.ring.submission().push(e) }.is_ok() {
-                self.inflight += 1;
-                return Ok(());
-            }
-            self.ring.submit()?;
-        }
     }
 
     /// Takes a connected (or connecting) socket for slot `slot`; returns its id.
@@ -225,14 +187,16 @@ impl Ring {
         let Some(fd) = c.fd.as_ref() else {
             return Ok(());
         };
-        let e = opcode::PollAdd::new(types::Fd(fd.as_raw_fd()), libc::POLLOUT as u32)
-            .build()
-            .user_data(user_data(id, c.gen, OP_CONNECT));
+        // The descriptor stays open until this operation completes (`close`
+        // defers it while `ops` > 0).
+        self.ring.poll(
+            fd.as_raw_fd(),
+            libc::POLLOUT,
+            user_data(id, c.gen, OP_CONNECT),
+        )?;
         c.connect_on = true;
         c.ops += 1;
-        // SAFETY: POLL_ADD points at no memory; the descriptor stays open
-        // until this operation completes (`close` defers it while `ops` > 0).
-        unsafe { self.push(&e) }
+        Ok(())
     }
 
     /// Arms the connection's one RECV (no-op when one is in flight or it is closing).
@@ -244,25 +208,29 @@ impl Ring {
         let Some(fd) = c.fd.as_ref() else {
             return Ok(());
         };
+        let fd = fd.as_raw_fd();
+        let mut buf = std::mem::take(&mut c.rbuf);
+        if buf.is_empty() {
+            // Not seen: the buffer comes back with every RECV completion.
+            buf = vec![0u8; RECV_BUF].into_boxed_slice();
+        }
         // POLL_FIRST: the RECV is armed right after the turn's send, before
         // the reply can be there, so skip the receive attempt that would only
         // find nothing, and wait for data at once (Linux 5.19; ignored before).
-        let e = opcode::Recv::new(
-            types::Fd(fd.as_raw_fd()),
-            c.rbuf.as_mut_ptr(),
-            c.rbuf.len() as u32,
-        )
-        .ioprio(RECVSEND_POLL_FIRST)
-        .build()
-        .user_data(user_data(id, c.gen, OP_RECV));
-        c.recv_on = true;
-        c.ops += 1;
-        // SAFETY: `rbuf` is a boxed slice owned by the entry: its heap memory
-        // does not move when `conns` grows, it is not read or replaced while
-        // `recv_on` (the swap in `complete` happens after the completion), and
-        // the entry is neither reused nor freed while `ops` > 0 (see `close`
-        // and `Drop`). The descriptor stays open as long.
-        unsafe { self.push(&e) }
+        // The buffer is the ring's until the completion brings it back; the
+        // entry is neither reused nor freed while `ops` > 0 (see `close`), so
+        // the descriptor stays open as long.
+        match self.ring.recv(fd, buf, true, user_data(id, c.gen, OP_RECV)) {
+            Ok(()) => {
+                c.recv_on = true;
+                c.ops += 1;
+                Ok(())
+            }
+            Err((e, buf)) => {
+                c.rbuf = buf;
+                Err(e)
+            }
+        }
     }
 
     /// Sends `data` on connection `id`: copies it into the connection's send
@@ -285,17 +253,24 @@ impl Ring {
         let Some(fd) = c.fd.as_ref() else {
             return Ok(());
         };
-        let rest = &c.sbuf[c.spos..];
-        let e = opcode::Send::new(types::Fd(fd.as_raw_fd()), rest.as_ptr(), rest.len() as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(user_data(id, c.gen, OP_SEND));
-        c.send_on = true;
-        c.ops += 1;
-        // SAFETY: `sbuf` is not modified while `send_on` (`send` refuses), so
-        // its heap memory neither moves nor changes until the completion; the
-        // entry and its descriptor outlive the operation (see `arm_recv`).
-        unsafe { self.push(&e) }
+        let fd = fd.as_raw_fd();
+        // The buffer is the ring's until the completion brings it back
+        // (`send` refuses while `send_on`).
+        let buf = std::mem::take(&mut c.sbuf);
+        match self
+            .ring
+            .send(fd, buf, c.spos, user_data(id, c.gen, OP_SEND))
+        {
+            Ok(()) => {
+                c.send_on = true;
+                c.ops += 1;
+                Ok(())
+            }
+            Err((e, buf)) => {
+                c.sbuf = buf;
+                Err(e)
+            }
+        }
     }
 
     /// The engine is done with connection `id`: cancel what is in flight and
@@ -324,15 +299,13 @@ impl Ring {
             n += 1;
         }
         for &t in &targets[..n] {
-            let e = opcode::AsyncCancel::new(t)
-                .build()
-                .user_data(user_data(id, gen, OP_CANCEL));
-            self.conns[id as usize].ops += 1;
-            // SAFETY: ASYNC_CANCEL points at no memory (the target is a user_data value).
-            if unsafe { self.push(&e) }.is_err() {
-                // The ring failed; the operation will end when the ring is dropped.
-                self.conns[id as usize].ops -= 1;
-                self.inflight = self.inflight.saturating_sub(1);
+            // If the ring failed, the operation ends when the ring is dropped.
+            if self
+                .ring
+                .cancel(t, Some(user_data(id, gen, OP_CANCEL)))
+                .is_ok()
+            {
+                self.conns[id as usize].ops += 1;
             }
         }
     }
@@ -353,37 +326,21 @@ impl Ring {
     /// one completion (`None`: do not wait). Returns the completions reaped,
     /// to be given to [`Ring::complete`] one by one and handed back with
     /// [`Ring::give_back`].
-    pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<Vec<(u64, i32)>> {
+    pub fn turn(&mut self, timeout: Option<Duration>) -> io::Result<Vec<Completion>> {
         // Always an enter that gets events (want 1), with a zero timeout when
         // the turn must not sleep: under DEFER_TASKRUN the kernel posts
         // completions only in such an enter, so a plain submit would leave
         // them pending while the schedule keeps the loop busy.
-        let t = timeout.unwrap_or(Duration::ZERO);
-        let ts = types::Timespec::new()
-            .sec(t.as_secs())
-            .nsec(t.subsec_nanos());
-        let args = types::SubmitArgs::new().timespec(&ts);
-        let r = self.ring.submitter().submit_with_args(1, &args);
-        match r {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                ) => {}
-            Err(e) => return Err(e),
-        }
+        self.ring
+            .submit_and_wait(timeout.unwrap_or(Duration::ZERO), None)?;
         let mut out = std::mem::take(&mut self.cqes);
         out.clear();
-        for cqe in self.ring.completion() {
-            out.push((cqe.user_data(), cqe.result()));
-        }
-        self.inflight = self.inflight.saturating_sub(out.len() as u64);
+        self.ring.reap(&mut out);
         Ok(out)
     }
 
     /// Returns the completion list (keeps its capacity: no allocation per turn).
-    pub fn give_back(&mut self, v: Vec<(u64, i32)>) {
+    pub fn give_back(&mut self, v: Vec<Completion>) {
         self.cqes = v;
     }
 
@@ -393,15 +350,22 @@ impl Ring {
         &mut self.spare
     }
 
-    /// What completion `(ud, res)` means; `None` when it is internal (a
-    /// resubmitted short send, a cancel, anything of a closed connection).
-    pub fn complete(&mut self, ud: u64, res: i32) -> Option<Done> {
-        let (id, gen, op) = split(ud);
+    /// What completion `cqe` means; `None` when it is internal (a resubmitted
+    /// short send, a cancel, anything of a closed connection).
+    pub fn complete(&mut self, cqe: Completion) -> Option<Done> {
+        let (id, gen, op) = split(cqe.user_data);
+        let res = cqe.result;
         let c = self.conns.get_mut(id as usize)?;
         if c.gen != gen || c.fd.is_none() {
             // Cannot happen (an entry is not reused while ops are in flight);
             // ignore rather than misattribute.
             return None;
+        }
+        // The buffer the operation used is back from the kernel.
+        match cqe.lent {
+            Lent::Received(b) => c.rbuf = b,
+            Lent::Sent(b) => c.sbuf = b,
+            _ => {}
         }
         c.ops = c.ops.saturating_sub(1);
         match op {
@@ -499,16 +463,16 @@ impl Drop for Ring {
             let Ok(done) = self.turn(Some((until - now).min(Duration::from_millis(100)))) else {
                 break;
             };
-            for &(ud, res) in &done {
-                let _ = self.complete(ud, res);
+            let mut done = done;
+            for c in done.drain(..) {
+                let _ = self.complete(c);
             }
             self.give_back(done);
         }
         if self.conns.iter().any(|c| c.ops > 0) {
-            // Something never completed: leaking the buffers is the only safe
-            // end (the kernel may still write them until the ring is torn down).
+            // Something never completed: leave its descriptors open (the
+            // ring leaks the buffers it still lends when it is dropped).
             std::mem::forget(std::mem::take(&mut self.conns));
-            std::mem::forget(std::mem::take(&mut self.spare));
         }
     }
 }
@@ -546,9 +510,9 @@ mod tests {
         let mut got = Vec::new();
         let mut sent = false;
         while !sent {
-            let done = ring.turn(Some(Duration::from_secs(5))).unwrap();
-            for &(ud, res) in &done {
-                if let Some(Done::Sent { slot, res, .. }) = ring.complete(ud, res) {
+            let mut done = ring.turn(Some(Duration::from_secs(5))).unwrap();
+            for c in done.drain(..) {
+                if let Some(Done::Sent { slot, res, .. }) = ring.complete(c) {
                     assert_eq!(slot, 7);
                     res.unwrap();
                     sent = true;
@@ -563,9 +527,9 @@ mod tests {
         drop(server);
         let mut eof = false;
         while !eof {
-            let done = ring.turn(Some(Duration::from_secs(5))).unwrap();
-            for &(ud, res) in &done {
-                match ring.complete(ud, res) {
+            let mut done = ring.turn(Some(Duration::from_secs(5))).unwrap();
+            for c in done.drain(..) {
+                match ring.complete(c) {
                     Some(Done::Recv { res: Ok(0), .. }) => eof = true,
                     Some(Done::Recv { id, res: Ok(n), .. }) => {
                         got.extend_from_slice(&ring.spare()[..n]);
@@ -589,9 +553,9 @@ mod tests {
         let id3 = ring.open(9, OwnedFd::from(client), false).unwrap();
         assert_ne!(id3, id2, "an entry with operations in flight is not reused");
         while ring.conns[id2 as usize].fd.is_some() {
-            let done = ring.turn(Some(Duration::from_secs(5))).unwrap();
-            for &(ud, res) in &done {
-                assert!(ring.complete(ud, res).is_none());
+            let mut done = ring.turn(Some(Duration::from_secs(5))).unwrap();
+            for c in done.drain(..) {
+                assert!(ring.complete(c).is_none());
             }
             ring.give_back(done);
         }

@@ -51,6 +51,8 @@
 //! assert_eq!(merged.result.shards.len(), 2);
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod run;
 mod sweep;

@@ -15,6 +15,8 @@
 //! (`_s` seconds, `_us` microseconds). Rates are per second. Sizes are bytes.
 //! Histograms record microseconds.
 
+#![forbid(unsafe_code)]
+
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;

@@ -12,6 +12,8 @@
 //!   pluggable runner ([`sweep::run_sweep`]), outputs.
 //! - [`csv`]: autobench's CSV/TSV.
 
+#![forbid(unsafe_code)]
+
 pub mod analysis;
 pub mod charts;
 pub mod csv;

@@ -298,8 +298,14 @@ pub fn spawn_threads(
 /// `--model fork`: the calling thread accepts; each connection is served by
 /// a child process. At most `max_children` run at once (the parent stops
 /// accepting at the cap); children are reaped as they exit, via pidfds.
-pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop: Stop, tls: Tls) {
-    let mut children: Vec<(libc::pid_t, OwnedFd)> = Vec::new();
+pub fn run_fork(
+    mut listener: TcpListener,
+    mut h: Handler,
+    max_children: usize,
+    stop: Stop,
+    tls: Tls,
+) {
+    let mut children: Vec<(sys::Pid, OwnedFd)> = Vec::new();
     let mut bufs = Buffers::default();
     let max_children = max_children.max(1);
     loop {
@@ -325,30 +331,27 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
         // Counted before fork: the child may finish its connection before
         // the parent runs again. forked - reaped = live children.
         h.stats().forked();
-        match sys::fork() {
-            Ok(sys::Forked::Child) => {
-                drop(listener);
-                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    serve_connection(stream, &mut h, &stop, &mut bufs, &tls);
-                }));
-                sys::exit_now(if r.is_ok() { 0 } else { 1 });
-            }
-            Ok(sys::Forked::Parent(pid)) => {
-                drop(stream);
-                match sys::pidfd_open(pid) {
-                    Ok(fd) => children.push((pid, fd)),
-                    Err(_) => {
-                        sys::wait_child(pid);
-                        h.stats().reaped();
-                    }
+        // The child drops the listener, serves the connection and exits
+        // (status 1 if it panicked); the parent gets the listener back and
+        // drops its copy of the connection with the closure.
+        let (l, forked) = sys::fork_child(listener, || {
+            serve_connection(stream, &mut h, &stop, &mut bufs, &tls);
+            0
+        });
+        listener = l;
+        match forked {
+            Ok(pid) => match sys::pidfd_open(pid) {
+                Ok(fd) => children.push((pid, fd)),
+                Err(_) => {
+                    sys::wait_child(pid);
+                    h.stats().reaped();
                 }
-            }
+            },
             Err(e) => {
                 eprintln!("httplab serve: fork failed: {e}; closing the connection");
                 h.stats().reaped();
                 h.stats().refused();
                 h.stats().closed();
-                drop(stream);
                 let _ =
                     sys::poll_readable(&[stop.wake.read_fd()], Some(Duration::from_millis(100)));
             }
@@ -376,7 +379,7 @@ pub fn run_fork(listener: TcpListener, mut h: Handler, max_children: usize, stop
     h.flush();
 }
 
-fn reap_ready(children: &mut Vec<(libc::pid_t, OwnedFd)>, h: &Handler) {
+fn reap_ready(children: &mut Vec<(sys::Pid, OwnedFd)>, h: &Handler) {
     children.retain(|(pid, _)| {
         let gone = sys::reap(*pid);
         if gone {

@@ -379,7 +379,7 @@ mod tests {
             "{resp}"
         );
         // Thread-directed, so only the blocked-and-waiting thread gets it.
-        sys::signal_thread(tid, libc::SIGTERM);
+        sys::signal_thread(tid, libc::SIGTERM).unwrap();
         let code = t.join().unwrap().unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
     }

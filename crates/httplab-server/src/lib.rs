@@ -33,6 +33,8 @@
 //!   fork-safe TLS session tickets.
 //! - `cli`: the clap parser behind [`cli_main`].
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod stats;
 
@@ -50,7 +52,6 @@ pub mod testkit;
 mod tickets;
 mod tls;
 mod uring;
-mod uring_sys;
 
 use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
@@ -202,14 +203,16 @@ impl Server {
                                 "--io uring serves cleartext HTTP only; use --io epoll (or auto) with --tls-cert/--tls-key"
                             );
                         }
-                        if !uring_sys::available() {
+                        if httplab_sys::uring::probe().is_err() {
                             anyhow::bail!(
                                 "--io uring: io_uring is not available here (kernel without it, /proc/sys/kernel/io_uring_disabled set, or blocked by a sandbox); use --io epoll or auto"
                             );
                         }
                         true
                     }
-                    IoEngine::Auto => AUTO_PREFERS_URING && tls.is_none() && uring_sys::available(),
+                    IoEngine::Auto => {
+                        AUTO_PREFERS_URING && tls.is_none() && httplab_sys::uring::probe().is_ok()
+                    }
                 };
                 for (i, l) in listeners.into_iter().enumerate() {
                     if uring {

@@ -44,6 +44,10 @@ pub struct OutQueue {
     files: VecDeque<FileSeg>,
     /// Successful send/sendfile calls so far (taken by the driver).
     pub writes: u64,
+    /// Length of `buf` while it is lent to an asynchronous send
+    /// ([`OutQueue::lend_mem_only`]; `buf` is then empty), else 0: the
+    /// queue reads as holding those bytes until [`OutQueue::restore`].
+    lent: usize,
 }
 
 /// Result of [`OutQueue::write_to`].
@@ -60,12 +64,12 @@ pub enum Flush {
 impl OutQueue {
     /// Nothing left to write.
     pub fn is_empty(&self) -> bool {
-        self.pos == self.buf.len() && self.files.is_empty()
+        self.pos == self.buf.len() + self.lent && self.files.is_empty()
     }
 
     /// Memory bytes not yet written.
     pub fn mem_pending(&self) -> usize {
-        self.buf.len() - self.pos
+        self.buf.len() + self.lent - self.pos
     }
 
     /// Number of queued file segments.
@@ -73,18 +77,30 @@ impl OutQueue {
         self.files.len()
     }
 
-    /// The memory bytes that can leave now when no file segment is queued
-    /// (the io_uring engine sends these with one SEND; with file segments
-    /// queued it uses [`OutQueue::write_to`] instead).
-    pub fn mem_only_front(&self) -> Option<&[u8]> {
-        if self.files.is_empty() && self.pos < self.buf.len() {
-            Some(&self.buf[self.pos..])
+    /// Lends the memory buffer to an asynchronous send (the io_uring
+    /// engine sends the memory bytes with one SEND when no file segment is
+    /// queued; with file segments queued it uses [`OutQueue::write_to`]
+    /// instead): the buffer, and where its unsent bytes start. Until [`OutQueue::restore`] gives it back the
+    /// queue reads as before (not empty, the same bytes pending) but must
+    /// not be written to.
+    pub fn lend_mem_only(&mut self) -> Option<(Vec<u8>, usize)> {
+        if self.lent == 0 && self.files.is_empty() && self.pos < self.buf.len() {
+            self.lent = self.buf.len();
+            Some((std::mem::take(&mut self.buf), self.pos))
         } else {
             None
         }
     }
 
-    /// Records that `n` bytes of [`OutQueue::mem_only_front`] were sent;
+    /// Takes back the buffer of [`OutQueue::lend_mem_only`] (unchanged).
+    pub fn restore(&mut self, buf: Vec<u8>) {
+        debug_assert_eq!(buf.len(), self.lent);
+        self.buf = buf;
+        self.lent = 0;
+    }
+
+    /// Records that `n` bytes of the memory buffer were sent (after
+    /// [`OutQueue::restore`], for a lent buffer);
     /// resets the buffer once everything was.
     pub fn mem_sent(&mut self, n: usize) {
         self.pos = (self.pos + n).min(self.buf.len());

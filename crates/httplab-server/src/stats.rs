@@ -2,21 +2,23 @@
 //! forked children update the same numbers as threads do; workers add to
 //! them in batches, not per request.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// Counters (all monotonic except `open`).
-#[derive(Debug, Default)]
+/// Counters (all monotonic except `open`), in a shared mapping.
+#[derive(Debug)]
 pub struct Stats {
-    accepted: AtomicU64,
-    closed: AtomicU64,
-    requests: AtomicU64,
-    bytes_out: AtomicU64,
-    writes: AtomicU64,
-    refused: AtomicU64,
-    forked: AtomicU64,
-    reaped: AtomicU64,
+    c: httplab_sys::shared::SharedCounters<8>,
 }
+
+const ACCEPTED: usize = 0;
+const CLOSED: usize = 1;
+const REQUESTS: usize = 2;
+const BYTES_OUT: usize = 3;
+const WRITES: usize = 4;
+const REFUSED: usize = 5;
+const FORKED: usize = 6;
+const REAPED: usize = 7;
 
 /// A point-in-time copy of [`Stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,49 +44,49 @@ pub struct Snapshot {
 impl Stats {
     /// Counts an accepted connection.
     pub fn accepted(&self) {
-        self.accepted.fetch_add(1, Ordering::Relaxed);
+        self.c[ACCEPTED].fetch_add(1, Ordering::Relaxed);
     }
     /// Counts a closed connection.
     pub fn closed(&self) {
-        self.closed.fetch_add(1, Ordering::Relaxed);
+        self.c[CLOSED].fetch_add(1, Ordering::Relaxed);
     }
     /// Counts a forked child.
     pub fn forked(&self) {
-        self.forked.fetch_add(1, Ordering::Relaxed);
+        self.c[FORKED].fetch_add(1, Ordering::Relaxed);
     }
     /// Counts a reaped child.
     pub fn reaped(&self) {
-        self.reaped.fetch_add(1, Ordering::Relaxed);
+        self.c[REAPED].fetch_add(1, Ordering::Relaxed);
     }
     /// Counts a connection refused at a cap.
     pub fn refused(&self) {
-        self.refused.fetch_add(1, Ordering::Relaxed);
+        self.c[REFUSED].fetch_add(1, Ordering::Relaxed);
     }
     /// Adds answered requests, bytes written and write calls.
     pub fn add_io(&self, requests: u64, bytes: u64, writes: u64) {
         if writes > 0 {
-            self.writes.fetch_add(writes, Ordering::Relaxed);
+            self.c[WRITES].fetch_add(writes, Ordering::Relaxed);
         }
         if requests > 0 {
-            self.requests.fetch_add(requests, Ordering::Relaxed);
+            self.c[REQUESTS].fetch_add(requests, Ordering::Relaxed);
         }
         if bytes > 0 {
-            self.bytes_out.fetch_add(bytes, Ordering::Relaxed);
+            self.c[BYTES_OUT].fetch_add(bytes, Ordering::Relaxed);
         }
     }
     /// Reads all counters.
     pub fn snapshot(&self) -> Snapshot {
-        let accepted = self.accepted.load(Ordering::Relaxed);
-        let closed = self.closed.load(Ordering::Relaxed);
+        let accepted = self.c[ACCEPTED].load(Ordering::Relaxed);
+        let closed = self.c[CLOSED].load(Ordering::Relaxed);
         Snapshot {
             open: accepted.saturating_sub(closed),
             accepted,
-            requests: self.requests.load(Ordering::Relaxed),
-            bytes_out: self.bytes_out.load(Ordering::Relaxed),
-            writes: self.writes.load(Ordering::Relaxed),
-            refused: self.refused.load(Ordering::Relaxed),
-            forked: self.forked.load(Ordering::Relaxed),
-            reaped: self.reaped.load(Ordering::Relaxed),
+            requests: self.c[REQUESTS].load(Ordering::Relaxed),
+            bytes_out: self.c[BYTES_OUT].load(Ordering::Relaxed),
+            writes: self.c[WRITES].load(Ordering::Relaxed),
+            refused: self.c[REFUSED].load(Ordering::Relaxed),
+            forked: self.c[FORKED].load(Ordering::Relaxed),
+            reaped: self.c[REAPED].load(Ordering::Relaxed),
         }
     }
 }
@@ -180,11 +182,13 @@ impl Reporter {
 }
 
 /// Statistics shared by all workers, threads and forked children.
-pub type SharedStats = std::sync::Arc<crate::sys::Shared<Stats>>;
+pub type SharedStats = std::sync::Arc<Stats>;
 
-/// Allocates fresh shared statistics.
+/// Allocates fresh shared statistics (all zero).
 pub fn shared() -> std::io::Result<SharedStats> {
-    Ok(std::sync::Arc::new(crate::sys::Shared::new()?))
+    Ok(std::sync::Arc::new(Stats {
+        c: httplab_sys::shared::SharedCounters::new()?,
+    }))
 }
 
 #[cfg(test)]

@@ -222,5 +222,5 @@ pub fn parse_http_date(value: &[u8]) -> Option<u64> {
 /// Whether the io_uring engine can run here (tests run its variants only
 /// then).
 pub fn uring_available() -> bool {
-    crate::uring_sys::available()
+    httplab_sys::uring::probe().is_ok()
 }

@@ -12,9 +12,10 @@
 //! buffers and are copied into the session (so an idle connection holds no
 //! buffer); what arrives while the session cannot take it (output backed
 //! up, read buffer full) is parked in the connection's overflow and the
-//! receive is cancelled until the session has room again. A send points
-//! at the session's output buffer, which therefore is not touched (no
-//! `process`, which may grow it) until its completion. Output with file
+//! receive is cancelled until the session has room again. A send lends
+//! the session's output buffer to the ring (`httplab_sys::uring`, which owns
+//! all memory the kernel uses) until its completion brings it back; until
+//! then the session is not processed. Output with file
 //! segments (large files) goes out through the epoll engine's synchronous
 //! `write_to` (sendfile or pread + sendmsg on the non-blocking socket), with
 //! a one-shot POLLOUT when the socket is full: those responses are
@@ -26,7 +27,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::net::IpAddr;
-use std::os::fd::{AsRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,7 +37,8 @@ use mio::{Events, Poll, Token, Waker};
 use crate::handler::Handler;
 use crate::out::Flush;
 use crate::session::Session;
-use crate::uring_sys::{self, Cqe, Ring};
+use httplab_sys::net;
+use httplab_sys::uring::{self as ur, Completion, Lent, Ring, Setup};
 
 /// Submission queue entries (the completion queue is 4 times larger; the
 /// kernel keeps overflowing completions rather than dropping them).
@@ -59,29 +61,30 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Longest wait for cancelled operations at exit (then their memory is
 /// leaked instead of freed).
 const EXIT_DRAIN: Duration = Duration::from_secs(2);
+/// How long a wait that also expects the completions of this turn's sends
+/// holds out for one more event before it returns with what is there
+/// (the bound on the delay when a send did not complete at once).
+const MIN_WAIT_US: u32 = 200;
 
-const OP_ACCEPT: u64 = 1;
-const OP_RECV: u64 = 2;
-const OP_SEND: u64 = 3;
-const OP_POLLOUT: u64 = 4;
-const OP_WAKE: u64 = 5;
+const OP_ACCEPT: u8 = 1;
+const OP_RECV: u8 = 2;
+const OP_SEND: u8 = 3;
+const OP_POLLOUT: u8 = 4;
+const OP_WAKE: u8 = 5;
 /// Cancels and closes: nothing to do on completion.
-const OP_IGNORE: u64 = 6;
+const OP_IGNORE: u8 = 6;
 
-fn ud(op: u64, slot: usize, gen: u32) -> u64 {
-    (op << 56) | ((u64::from(gen) & 0xff_ffff) << 32) | (slot as u64 & 0xffff_ffff)
+fn ud(op: u8, slot: usize, gen: u32) -> u64 {
+    ur::user_data(op, slot as u32, gen)
 }
 
-fn split(ud: u64) -> (u64, usize, u32) {
-    (
-        ud >> 56,
-        (ud & 0xffff_ffff) as usize,
-        ((ud >> 32) & 0xff_ffff) as u32,
-    )
+fn split(ud: u64) -> (u8, usize, u32) {
+    let (op, slot, gen) = ur::split(ud);
+    (op, slot as usize, gen)
 }
 
 struct Conn {
-    fd: RawFd,
+    fd: OwnedFd,
     session: Session,
     /// A (multishot) receive is armed.
     recv: bool,
@@ -146,7 +149,7 @@ pub struct Worker {
     scratch: Vec<u8>,
     now: Instant,
     nodelay_inherited: Option<bool>,
-    cqes: Vec<Cqe>,
+    cqes: Vec<Completion>,
 }
 
 impl Worker {
@@ -159,7 +162,16 @@ impl Worker {
         max_conns: usize,
         shutdown: Arc<AtomicBool>,
     ) -> io::Result<(Worker, Arc<Waker>)> {
-        let ring = Ring::new(SQ_ENTRIES, RECV_BUFS, RECV_BUF_SIZE, ACCEPTS)?;
+        // Created disabled (single issuer): enabled in `run`, on the
+        // worker's thread, which lets the kernel defer completion work to
+        // that thread's waits.
+        let ring = Ring::new(Setup {
+            sq_entries: SQ_ENTRIES,
+            cq_entries: SQ_ENTRIES * 4,
+            start_disabled: true,
+            recv_buffers: Some((RECV_BUFS, RECV_BUF_SIZE)),
+            accept_slots: ACCEPTS,
+        })?;
         let wake_poll = Poll::new()?;
         let waker = Arc::new(Waker::new(wake_poll.registry(), Token(0))?);
         let cfg = handler.config();
@@ -232,7 +244,7 @@ impl Worker {
             } else {
                 Duration::ZERO
             };
-            if let Err(e) = self.ring.submit_and_wait(timeout) {
+            if let Err(e) = self.ring.submit_and_wait(timeout, Some(MIN_WAIT_US)) {
                 eprintln!("httplab serve: io_uring_enter failed: {e}");
                 break;
             }
@@ -276,7 +288,7 @@ impl Worker {
         while self.ring.in_flight() > 0 && Instant::now() < until {
             if self
                 .ring
-                .submit_and_wait(Duration::from_millis(10))
+                .submit_and_wait(Duration::from_millis(10), None)
                 .is_err()
             {
                 break;
@@ -285,13 +297,13 @@ impl Worker {
             self.reap();
         }
         if self.ring.in_flight() > 0 {
-            // SAFETY-relevant: sends may still point into sessions.
+            // Operations may still refer to these descriptors: leave them
+            // open (the ring keeps, and then leaks, the memory they use).
             std::mem::forget(std::mem::take(&mut self.slots));
         } else {
             for s in &mut self.slots {
-                if let Some(c) = s.conn.take() {
-                    uring_sys::close(c.fd);
-                }
+                // Closes the descriptor.
+                drop(s.conn.take());
             }
         }
         self.handler.flush();
@@ -300,19 +312,18 @@ impl Worker {
     fn reap(&mut self) {
         let mut cqes = std::mem::take(&mut self.cqes);
         self.ring.reap(&mut cqes);
-        for &(u, res, flags) in &cqes {
-            self.complete(u, res, flags);
+        for c in cqes.drain(..) {
+            self.complete(c);
         }
-        cqes.clear();
         self.cqes = cqes;
     }
 
-    fn complete(&mut self, u: u64, res: i32, flags: u32) {
-        let (op, idx, gen) = split(u);
+    fn complete(&mut self, c: Completion) {
+        let (op, idx, gen) = split(c.user_data);
         match op {
-            OP_ACCEPT => self.accepted(idx, res),
-            OP_RECV => self.received(idx, gen, res, flags),
-            OP_SEND => self.sent(idx, gen, res),
+            OP_ACCEPT => self.accepted(idx, c.result, c.lent),
+            OP_RECV => self.received(idx, gen, c.result, c.buffer(), c.more()),
+            OP_SEND => self.sent(idx, gen, c.result, c.lent),
             OP_POLLOUT => {
                 if let Some(c) = self.conn_mut(idx, gen) {
                     c.pollout = false;
@@ -359,7 +370,7 @@ impl Worker {
             let Some(s) = self.accept_busy.iter().position(|b| !b) else {
                 return;
             };
-            if self.ring.accept(lfd, s, ud(OP_ACCEPT, s, 0)).is_err() {
+            if self.ring.accept(lfd, ud(OP_ACCEPT, s, 0)).is_err() {
                 self.accept_paused_until = Some(self.now + ACCEPT_RETRY);
                 return;
             }
@@ -368,7 +379,7 @@ impl Worker {
         }
     }
 
-    fn accepted(&mut self, slot: usize, res: i32) {
+    fn accepted(&mut self, slot: usize, res: i32, lent: Lent) {
         if let Some(b) = self.accept_busy.get_mut(slot) {
             *b = false;
         }
@@ -384,25 +395,26 @@ impl Worker {
             }
             return;
         }
-        let fd = res;
+        let Lent::Accepted { fd, peer } = lent else {
+            return;
+        };
         if !self.accepting {
-            uring_sys::close(fd);
+            // Dropping it closes it.
             return;
         }
         // TCP_NODELAY, SO_SNDBUF and TCP_NOTSENT_LOWAT were set on the
         // listener and are inherited; checked once.
         if self.nodelay_inherited.is_none() {
-            self.nodelay_inherited = Some(uring_sys::nodelay(fd));
+            self.nodelay_inherited = Some(net::nodelay(fd.as_raw_fd()));
         }
         if self.nodelay_inherited == Some(false) {
-            let _ = crate::sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+            let _ = net::set_int_opt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
         }
         self.handler.stats().accepted();
-        let peer = self.ring.peer(slot);
         self.insert(fd, peer);
     }
 
-    fn insert(&mut self, fd: RawFd, peer: Option<IpAddr>) {
+    fn insert(&mut self, fd: OwnedFd, peer: Option<IpAddr>) {
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -426,9 +438,7 @@ impl Worker {
         self.drive_slot(idx);
     }
 
-    fn received(&mut self, idx: usize, gen: u32, res: i32, flags: u32) {
-        let bid = uring_sys::selected_buffer(flags);
-        let more = uring_sys::more(flags);
+    fn received(&mut self, idx: usize, gen: u32, res: i32, bid: Option<u16>, more: bool) {
         let now = self.now;
         let rbuf_size = self.rbuf_size;
         let Some(c) = self
@@ -500,7 +510,7 @@ impl Worker {
                     // Stop receiving until the session has room again (TCP
                     // flow control then holds the peer back).
                     c.recv_cancelled = true;
-                    if self.ring.cancel(ud(OP_RECV, idx, gen)).is_err() {
+                    if self.ring.cancel(ud(OP_RECV, idx, gen), None).is_err() {
                         self.close(idx);
                         return;
                     }
@@ -563,11 +573,15 @@ impl Worker {
         true
     }
 
-    fn sent(&mut self, idx: usize, gen: u32, res: i32) {
+    fn sent(&mut self, idx: usize, gen: u32, res: i32, lent: Lent) {
         let now = self.now;
         let Some(c) = self.conn_mut(idx, gen) else {
             return;
         };
+        if let Lent::Sent(buf) = lent {
+            // The output buffer is back from the kernel, unchanged.
+            c.session.out.restore(buf);
+        }
         let len = std::mem::take(&mut c.send);
         if c.dead {
             self.finalize_if_idle(idx);
@@ -634,7 +648,11 @@ impl Worker {
         loop {
             if c.linger_until.is_some() {
                 if !c.recv {
-                    if self.ring.recv_multi(c.fd, ud(OP_RECV, idx, gen)).is_err() {
+                    if self
+                        .ring
+                        .recv_multi(c.fd.as_raw_fd(), ud(OP_RECV, idx, gen))
+                        .is_err()
+                    {
                         return false;
                     }
                     c.recv = true;
@@ -646,15 +664,17 @@ impl Worker {
                 break;
             }
             if !c.session.out.is_empty() {
-                if let Some(front) = c.session.out.mem_only_front() {
-                    let (ptr, len) = (front.as_ptr(), front.len());
-                    // SAFETY: these are the session's output bytes; while
-                    // `c.send > 0` this engine neither calls `process` nor
-                    // detaches or replaces the output buffer (see the check
-                    // above and `give_back`), and the session lives in its
-                    // slot until the completion is reaped (`close` waits for
-                    // it; `finish` leaks the slots if it cannot).
-                    if unsafe { self.ring.send(c.fd, ptr, len, ud(OP_SEND, idx, gen)) }.is_err() {
+                if let Some((buf, start)) = c.session.out.lend_mem_only() {
+                    // The output buffer goes to the ring until the send's
+                    // completion brings it back (`sent`); meanwhile the
+                    // session reads as having that output pending, and this
+                    // engine does not call `process` (the check above).
+                    let len = buf.len() - start;
+                    if let Err((_, buf)) =
+                        self.ring
+                            .send(c.fd.as_raw_fd(), buf, start, ud(OP_SEND, idx, gen))
+                    {
+                        c.session.out.restore(buf);
                         return false;
                     }
                     c.send = len;
@@ -663,7 +683,7 @@ impl Worker {
                 // File segments: the synchronous path of the epoll engine.
                 let mut written = 0;
                 let r = c.session.out.write_to(
-                    c.fd,
+                    c.fd.as_raw_fd(),
                     self.handler.config().sendfile_chunk,
                     self.handler.file_opts(),
                     &mut self.scratch,
@@ -679,7 +699,7 @@ impl Worker {
                     Ok(Flush::Blocked) => {
                         if self
                             .ring
-                            .poll(c.fd, libc::POLLOUT, ud(OP_POLLOUT, idx, gen))
+                            .poll(c.fd.as_raw_fd(), libc::POLLOUT, ud(OP_POLLOUT, idx, gen))
                             .is_err()
                         {
                             return false;
@@ -703,7 +723,7 @@ impl Worker {
                 if !c.session.needs_linger() {
                     return false;
                 }
-                uring_sys::shutdown_write(c.fd);
+                net::shutdown_write(c.fd.as_raw_fd());
                 c.linger_until = Some(now + self.linger);
                 continue;
             }
@@ -715,7 +735,11 @@ impl Worker {
         if !c.recv && c.overflow.is_empty() && !c.eof_pending {
             if let Some(room) = c.session.room(self.rbuf_size) {
                 if room > 0 {
-                    if self.ring.recv_multi(c.fd, ud(OP_RECV, idx, gen)).is_err() {
+                    if self
+                        .ring
+                        .recv_multi(c.fd.as_raw_fd(), ud(OP_RECV, idx, gen))
+                        .is_err()
+                    {
                         return false;
                     }
                     c.recv = true;
@@ -745,12 +769,11 @@ impl Worker {
         }
         c.dead = true;
         if c.busy() {
-            let fd = c.fd;
+            let fd = c.fd.as_raw_fd();
             if self.ring.cancel_fd(fd).is_err() {
                 // Cannot cancel: shutting the socket down ends its
                 // operations too.
-                // SAFETY-free fallback: shutdown(2) on our own descriptor.
-                uring_sys::shutdown_write(fd);
+                net::shutdown_write(fd);
             }
         }
         self.finalize_if_idle(idx);
@@ -769,9 +792,8 @@ impl Worker {
         s.gen = s.gen.wrapping_add(1);
         // Counters first, so they are current once the peer sees EOF.
         self.handler.flush_stats();
-        if self.ring.close(c.fd).is_err() {
-            uring_sys::close(c.fd);
-        }
+        // Through the ring (closed at once if it cannot take the request).
+        self.ring.close(c.fd);
         self.give_back(&mut c.session);
         self.free.push(idx);
         self.open -= 1;

@@ -52,8 +52,7 @@ fn fixture() -> Fixture {
     symlink("self-loop", root.join("self-loop")).expect("symlink");
     let fifo = std::ffi::CString::new(root.join("fifo").into_os_string().into_encoded_bytes())
         .expect("path without NUL");
-    // SAFETY: `fifo` is a valid NUL-terminated path that outlives the call.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0, "mkfifo");
+    httplab_sys::file::mkfifo(&fifo, 0o644).expect("mkfifo");
     let _sock = std::os::unix::net::UnixListener::bind(root.join("sock")).expect("socket");
     let root = std::fs::canonicalize(&root).expect("canonical root");
     Fixture { _dir: dir, root }

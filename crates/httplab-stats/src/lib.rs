@@ -10,6 +10,8 @@
 //! deterministic for a given input. The rules are written down once, in `docs/statistics.md` of
 //! the workspace; the error rates are checked by simulation (`tests/simulation.rs`).
 
+#![forbid(unsafe_code)]
+
 mod decide;
 mod describe;
 mod format;

@@ -43,8 +43,7 @@ pub fn self_cpu() -> (f64, f64) {
         return (0.0, 0.0);
     };
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = httplab_sys::host::clock_ticks();
     let g = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / hz;
     (g(11), g(12))
 }

@@ -8,6 +8,8 @@
 //! comparison (`decisions.rs`, `docs/statistics.md`), and writes
 //! `index.html`, `results.json` and CSV tables.
 
+#![forbid(unsafe_code)]
+
 pub mod answers;
 pub mod corpus;
 pub mod cpu;
@@ -191,20 +193,10 @@ fn install_sigint() {
     httplab_load::install_sigint();
 }
 
-/// Raises the open-file limit to its hard maximum (servers inherit it):
+/// Raises the open-file limit as far as allowed (servers inherit it):
 /// workloads with hundreds of users need more than the usual 1024.
 fn raise_fd_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max.min(1 << 20);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
+    let _ = httplab_sys::limits::raise_nofile_limit();
 }
 
 /// Entry point of `httplab study`: `args[0]` is the program name.

@@ -48,23 +48,11 @@ fn all_pids() -> Vec<i32> {
 
 /// Clock ticks per second of /proc's CPU fields.
 pub fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions and only reads a constant.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    httplab_sys::host::clock_ticks()
 }
 
 fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions and only reads a constant.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
+    httplab_sys::host::page_size()
 }
 
 /// PIDs of the tree rooted at `root` (its process group and descendants).

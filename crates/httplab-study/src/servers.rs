@@ -194,8 +194,7 @@ pub fn free_port() -> Result<u16> {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    httplab_sys::process::is_root()
 }
 
 fn subst(s: &str, port: u16, ctx: &Context, workers: u32) -> String {
@@ -547,50 +546,17 @@ pub struct Running {
     pub tls_seen: Option<String>,
 }
 
-/// Builds a cpu_set_t from core numbers.
-fn cpu_set(cores: &[usize]) -> libc::cpu_set_t {
-    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cores {
-        if c < libc::CPU_SETSIZE as usize {
-            // SAFETY: `c` is below CPU_SETSIZE, so the bit is inside `set`.
-            unsafe { libc::CPU_SET(c, &mut set) };
-        }
-    }
-    set
-}
-
 /// Pins the calling thread to `cores` (no-op when empty).
 pub fn pin_current_thread(cores: &[usize]) -> Result<()> {
-    if cores.is_empty() {
-        return Ok(());
-    }
-    let set = cpu_set(cores);
-    // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the size passed.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        bail!(
-            "sched_setaffinity({cores:?}): {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
+    httplab_sys::cpu::pin_current_thread(cores)
+        .map_err(|e| anyhow::anyhow!("sched_setaffinity({cores:?}): {e}"))
 }
 
 /// Online CPUs this process may use.
 pub fn allowed_cores() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: pid 0 is the calling thread; `set` is writable and of the size passed.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: the index is below CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
+    httplab_sys::cpu::allowed_cores().unwrap_or_else(|_| {
+        (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+    })
 }
 
 /// Writes the plan's files and starts the server pinned to `cores`, in its own
@@ -621,44 +587,14 @@ pub fn start(
     for (k, v) in &p.env {
         cmd.env(k, v);
     }
-    let pin = !cores.is_empty();
-    let set = cpu_set(cores);
-    // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (prctl, sched_setaffinity, open, write,
-    // close, getpid) on data built before the fork; it formats the pid into a
-    // stack buffer without allocating.
-    unsafe {
-        cmd.pre_exec(move || {
-            // If the study process dies, the server goes too (no orphans).
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-            // Join the server's cgroups (CPU accounting, CPU limit) before
-            // exec, so every process it will ever start is counted and
-            // limited (crate::cpu).
-            for path in &cgroup_procs {
-                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd >= 0 {
-                    let mut buf = [0u8; 24];
-                    let mut i = buf.len();
-                    let mut pid = libc::getpid() as u64;
-                    loop {
-                        i -= 1;
-                        buf[i] = b'0' + (pid % 10) as u8;
-                        pid /= 10;
-                        if pid == 0 || i == 0 {
-                            break;
-                        }
-                    }
-                    libc::write(fd, buf[i..].as_ptr().cast(), buf.len() - i);
-                    libc::close(fd);
-                }
-            }
-            if pin && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    // Between fork and exec the server dies with us (no orphans), joins its
+    // cgroups (CPU accounting, CPU limit: crate::cpu), so every process it
+    // will ever start is counted and limited, and is pinned to `cores`.
+    httplab_sys::process::set_server_child_setup(
+        &mut cmd,
+        cgroup_procs,
+        httplab_sys::cpu::CpuSet::new(cores.iter().copied()),
+    );
     let tls = match &p.tls_ca {
         Some(ca) => Some(crate::tls::client_config(ca)?),
         None => None,
@@ -791,9 +727,9 @@ impl Running {
         }
         self.stopped = true;
         let pg = self.pid;
-        // SAFETY: kill() with a negative pid signals the process group this
-        // runner created for the server (process_group(0) at spawn).
-        unsafe { libc::kill(-pg, libc::SIGTERM) };
+        // The process group this runner created for the server
+        // (process_group(0) at spawn).
+        let _ = httplab_sys::process::signal_group(pg, libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -802,8 +738,8 @@ impl Running {
             std::thread::sleep(Duration::from_millis(10));
         }
         // Whatever is left of the group (workers, stuck children) goes now.
-        // SAFETY: as above; ESRCH when the group is already gone is fine.
-        unsafe { libc::kill(-pg, libc::SIGKILL) };
+        // ESRCH when the group is already gone is fine.
+        let _ = httplab_sys::process::signal_group(pg, libc::SIGKILL);
         let _ = self.child.wait();
     }
 }

@@ -293,8 +293,8 @@ fn killing_the_server_between_runs_gives_a_failed_row() {
         on_event: Some(Box::new(move |e: &Event| {
             if let Event::RunFinished { pid, workload, .. } = e {
                 if workload == "short-load" && !k.swap(true, Ordering::SeqCst) {
-                    // SAFETY: pid is the process group of the server this study started.
-                    unsafe { libc::kill(-*pid, libc::SIGKILL) };
+                    // pid is the process group of the server this study started.
+                    let _ = httplab_sys::process::signal_group(*pid, libc::SIGKILL);
                 }
             }
         })),

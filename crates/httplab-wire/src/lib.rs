@@ -4,5 +4,7 @@
 //! - [`response`]: client side — parsing response heads and body framing
 //!   (Content-Length, chunked, close-delimited).
 
+#![forbid(unsafe_code)]
+
 pub mod request;
 pub mod response;

@@ -5,6 +5,8 @@
 //! autobench's). This binary only dispatches: it strips the subcommand name and
 //! hands the remaining arguments, unchanged, to the crate.
 
+#![forbid(unsafe_code)]
+
 use std::ffi::OsString;
 use std::process::ExitCode;
 

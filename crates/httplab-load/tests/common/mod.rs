@@ -321,10 +321,8 @@ pub fn which(name: &str) -> Option<std::path::PathBuf> {
 /// SIGTERM to the master (nginx's master then stops its workers), a bounded
 /// wait for its exit, then SIGKILL. A SIGKILL alone would orphan nginx's workers.
 pub fn stop_peer(child: &mut std::process::Child) {
-    // SAFETY: kill(2) on the PID of a child this process spawned and has not reaped.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-    }
+    // A child this process spawned and has not reaped.
+    let _ = httplab_sys::process::signal(child.id() as libc::pid_t, libc::SIGTERM);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while std::time::Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {

@@ -1,0 +1,53 @@
+//! Facts about this machine's kernel: sysconf values and its name.
+
+/// Clock ticks per second of /proc's CPU fields (`_SC_CLK_TCK`; 100 if
+/// sysconf fails).
+pub fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions and only reads a constant.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// The page size in bytes (4096 if sysconf fails).
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions and only reads a constant.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
+/// `uname -sr` (empty if uname fails).
+pub fn kernel() -> String {
+    // SAFETY: an all-zero utsname is a valid value of this plain C struct.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is valid and writable.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let field = |f: &[libc::c_char]| -> String {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!("{} {}", field(&u.sysname), field(&u.release))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sysconf_values_are_sane() {
+        assert!(super::clock_ticks() >= 1.0);
+        assert!(super::page_size().is_power_of_two());
+        assert!(super::kernel().starts_with("Linux "));
+    }
+}
