@@ -1,6 +1,7 @@
-//! Saturation analysis: which steps of a sweep were sustained, the maximum
-//! sustainable rate, the knee of the response-time curve, and the adaptive
-//! `--find-max` search (bracket, then bisect).
+//! Saturation analysis of measured steps: which steps of a sweep were
+//! sustained, the maximum sustainable rate and the knee of the response-time
+//! curve. Pure functions of finished runs; the `--find-max` search, which
+//! runs load, is httplab-sweep's and judges its steps with these.
 //!
 //! A step is *sustained* when
 //! - its reply rate is at least 99 % of the demanded request rate (within 1 %),
@@ -18,15 +19,12 @@
 //! larger keeps one late interval or one slow last reply from failing a step;
 //! an overload of more than about 2 % fails both.
 
-use anyhow::Result;
 use httplab_model::{RunResult, Saturation, SweepStep};
 
 /// Fraction of the demanded rate a step's reply rate must reach.
 pub const RATE_TOLERANCE: f64 = 0.01;
 /// Largest error fraction of a sustained step (0.1 %).
 pub const MAX_ERROR_FRACTION: f64 = 0.001;
-/// Relative width at which `--find-max` stops bisecting (2 %).
-pub const FIND_MAX_PRECISION: f64 = 0.02;
 
 /// The numbers of one run that sweeps chart and judge.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -252,174 +250,6 @@ pub fn is_marginal(m: &StepMetrics, slo_ms: f64) -> bool {
         && m.p99_ms.map_or(true, |p| p <= slo_ms)
 }
 
-/// Bounds and limits of a `--find-max` search.
-#[derive(Debug, Clone, Copy)]
-pub struct FindMax {
-    /// First rate tried (connections per second).
-    pub start: f64,
-    /// Never try above this rate, if set.
-    pub ceiling: Option<f64>,
-    /// Stop when (high − low) / low is at most this (default 2 %).
-    pub precision: f64,
-    /// Give up after this many runs.
-    pub max_runs: u32,
-    /// The SLO, ms.
-    pub slo_ms: f64,
-}
-
-impl Default for FindMax {
-    fn default() -> Self {
-        FindMax {
-            start: 10.0,
-            ceiling: None,
-            precision: FIND_MAX_PRECISION,
-            max_runs: 40,
-            slo_ms: 1000.0,
-        }
-    }
-}
-
-fn round_rate(r: f64) -> f64 {
-    if r >= 100.0 {
-        r.round()
-    } else {
-        (r * 10.0).round() / 10.0
-    }
-}
-
-/// Adaptive search for the maximum sustainable rate: start at `cfg.start`,
-/// double while sustained (bracket; upward without limit unless
-/// `cfg.ceiling` is set), halve while not, then bisect between the highest
-/// sustained and the lowest failed rate until they are within
-/// `cfg.precision` of each other. A client-bound step ends the search: the
-/// saturation is then marked `client_bound` and its rate is a lower bound
-/// ("≥ X"), because the generator, not the server, stopped keeping up. `run` is called with each rate tried and
-/// returns the step result. A marginal failure ([`is_marginal`]) is measured
-/// once more and the repeat stands. Returns one step per rate tried, sorted by
-/// rate, and the analysis (method "find-max", `runs` = load runs made,
-/// repeats included).
-pub fn find_max<F>(cfg: &FindMax, mut run: F) -> Result<(Vec<SweepStep>, Saturation)>
-where
-    F: FnMut(f64) -> Result<RunResult>,
-{
-    let mut steps: Vec<SweepStep> = Vec::new();
-    let mut lo: Option<f64> = None; // highest sustained
-    let mut hi: Option<f64> = None; // lowest failed
-    let mut rate = round_rate(cfg.start.max(0.1));
-    let mut stopped = false;
-    let mut client_bound = false;
-    let mut runs: u32 = 0;
-    let mut try_rate = |rate: f64,
-                        steps: &mut Vec<SweepStep>,
-                        stopped: &mut bool,
-                        client_bound: &mut bool,
-                        runs: &mut u32|
-     -> Result<bool> {
-        let mut r = run(rate)?;
-        *runs += 1;
-        // A marginal failure (only the 1 % band missed, by less than 3 %) may
-        // be noise from this machine: it is measured once more, and the
-        // repeat's verdict stands. Overload of 3 % or more fails for sure.
-        let m = metrics(rate, &r, cfg.slo_ms);
-        if !r.interrupted && !m.sustained && is_marginal(&m, cfg.slo_ms) && *runs < cfg.max_runs {
-            r = run(rate)?;
-            *runs += 1;
-        }
-        // A client-bound step ends the search, so one caused by a passing
-        // hiccup of a shared machine (a late second of sends) would end it
-        // early: it is measured once more, and the repeat stands.
-        if !r.interrupted && r.self_check.client_bound && *runs < cfg.max_runs {
-            r = run(rate)?;
-            *runs += 1;
-        }
-        // An interrupted run (Ctrl-C) ends the search; it judges nothing.
-        *stopped = r.interrupted;
-        let ok = !r.interrupted && metrics(rate, &r, cfg.slo_ms).sustained;
-        // A step the load generator limited says nothing about the server
-        // above it: the search ends there, and its result is a lower bound.
-        if !r.interrupted && r.self_check.client_bound {
-            *client_bound = true;
-            *stopped = true;
-        }
-        steps.push(SweepStep {
-            demanded_rate: rate,
-            run: r,
-        });
-        Ok(ok)
-    };
-    // Bracket.
-    loop {
-        if runs >= cfg.max_runs {
-            break;
-        }
-        let ok = try_rate(rate, &mut steps, &mut stopped, &mut client_bound, &mut runs)?;
-        if ok && client_bound {
-            lo = Some(rate);
-        }
-        if stopped {
-            break;
-        }
-        if ok {
-            lo = Some(rate);
-            if hi.is_some() {
-                break;
-            }
-            if let Some(c) = cfg.ceiling {
-                if rate >= c {
-                    break;
-                }
-                rate = round_rate((rate * 2.0).min(c));
-            } else {
-                rate = round_rate(rate * 2.0);
-            }
-        } else {
-            hi = Some(rate);
-            if lo.is_some() {
-                break;
-            }
-            let next = round_rate(rate / 2.0);
-            if next < 0.1 || next >= rate {
-                break;
-            }
-            rate = next;
-        }
-    }
-    // Bisect.
-    while let (Some(l), Some(h)) = (lo, hi) {
-        if stopped || (h - l) / l <= cfg.precision || runs >= cfg.max_runs {
-            break;
-        }
-        let mid = round_rate((l + h) / 2.0);
-        if mid <= l || mid >= h {
-            break;
-        }
-        let ok = try_rate(mid, &mut steps, &mut stopped, &mut client_bound, &mut runs)?;
-        if ok && client_bound {
-            lo = Some(mid);
-        }
-        if stopped {
-            break;
-        }
-        if ok {
-            lo = Some(mid);
-        } else {
-            hi = Some(mid);
-        }
-    }
-    let mut sorted = steps.clone();
-    sorted.sort_by(|a, b| a.demanded_rate.total_cmp(&b.demanded_rate));
-    let ms = step_metrics(&sorted, cfg.slo_ms);
-    let sat = Saturation {
-        max_sustainable_rate: lo,
-        knee_rate: knee(&ms),
-        slo_ms: cfg.slo_ms,
-        client_bound,
-        runs,
-        method: "find-max".into(),
-    };
-    Ok((sorted, sat))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,54 +265,6 @@ mod tests {
         assert!((4000.0..=5000.0).contains(&max), "max {max}");
         let knee = sat.knee_rate.expect("knee");
         assert!((3000.0..=5000.0).contains(&knee), "knee {knee}");
-    }
-
-    #[test]
-    fn find_max_brackets_and_bisects() {
-        let s = SynthServer::new("a", 7_300.0, 0.5);
-        let cfg = FindMax {
-            start: 1000.0,
-            ..Default::default()
-        };
-        let (steps, sat) = find_max(&cfg, |r| Ok(synth::run(&s, r, 1, 5.0))).unwrap();
-        let max = sat.max_sustainable_rate.unwrap();
-        assert!((max - 7300.0).abs() / 7300.0 < 0.05, "max {max}");
-        assert!(sat.runs as usize >= steps.len());
-        assert!(steps.len() < 15);
-        assert!(steps
-            .windows(2)
-            .all(|w| w[0].demanded_rate <= w[1].demanded_rate));
-    }
-
-    #[test]
-    fn find_max_goes_down_when_start_fails() {
-        let s = SynthServer::new("a", 300.0, 0.5);
-        let cfg = FindMax {
-            start: 5000.0,
-            ..Default::default()
-        };
-        let (_, sat) = find_max(&cfg, |r| Ok(synth::run(&s, r, 1, 5.0))).unwrap();
-        let max = sat.max_sustainable_rate.unwrap();
-        assert!((max - 300.0).abs() / 300.0 < 0.05, "max {max}");
-    }
-
-    #[test]
-    fn find_max_stops_at_a_client_bound_step() {
-        let s = SynthServer::new("a", 1_000_000.0, 0.5);
-        let cfg = FindMax {
-            start: 1000.0,
-            ..Default::default()
-        };
-        let (steps, sat) = find_max(&cfg, |r| {
-            let mut run = synth::run(&s, r, 1, 5.0);
-            run.self_check.client_bound = r >= 8000.0;
-            Ok(run)
-        })
-        .unwrap();
-        assert!(sat.client_bound);
-        assert_eq!(sat.max_sustainable_rate, Some(8000.0));
-        assert_eq!(steps.len(), 4, "1k, 2k, 4k, 8k");
-        assert_eq!(sat.runs, 5, "the client-bound step is measured twice");
     }
 
     #[test]

@@ -1,15 +1,14 @@
-//! `httplab sweep` and `httplab report`: autobench-style rate sweeps with
-//! saturation search, and rendering of saved results (single runs, sweeps,
-//! studies) into charts, tables, an HTML page and a Markdown summary.
+//! `httplab report`: rendering of saved results (single runs, sweeps,
+//! studies) into charts, tables, an HTML page and a Markdown summary, and the
+//! pure analysis of measured sweep steps. It runs no load: `httplab sweep`
+//! (httplab-sweep) measures and renders through this crate.
 //!
 //! Public API for other tools (e.g. the study runner):
 //! - [`render_report`] / [`html::render_report_with`]: documents → `index.html`,
 //!   `summary.md` and one `.svg` per figure.
 //! - [`html::figures`], [`text::all_tables`] on [`data::collect`]ed documents,
 //!   and the individual charts in [`charts`] and tables in [`text`].
-//! - [`analysis`]: step metrics, saturation analysis, `find_max`.
-//! - [`sweep`]: argument parsing ([`sweep::parse_plan`]), the sweep loop with a
-//!   pluggable runner ([`sweep::run_sweep`]), outputs.
+//! - [`analysis`]: step metrics and the saturation analysis of measured steps.
 //! - [`csv`]: autobench's CSV/TSV.
 
 #![forbid(unsafe_code)]
@@ -20,7 +19,6 @@ pub mod csv;
 pub mod data;
 pub mod html;
 pub mod shards;
-pub mod sweep;
 pub mod synth;
 pub mod text;
 
@@ -32,24 +30,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub use html::{render_report, render_report_with, ReportFiles, ReportOptions};
-
-/// Entry point of `httplab sweep`: `args[0]` is the program name.
-pub fn sweep_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    let plan = match sweep::parse_plan(&args)? {
-        Ok(p) => p,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return Ok(ExitCode::from(code));
-        }
-    };
-    sweep::install_sigint();
-    let result = sweep::execute(&plan, sweep::load_runner(&plan))?;
-    if sweep::was_interrupted(&result) {
-        return Ok(ExitCode::from(130));
-    }
-    Ok(ExitCode::SUCCESS)
-}
 
 #[derive(Parser, Debug)]
 #[command(

@@ -1567,7 +1567,7 @@ fn capacity(
     p: &StepParams,
     round: u32,
 ) -> std::result::Result<Measured, RunErr> {
-    let cfg = httplab_report::analysis::FindMax {
+    let cfg = httplab_sweep::FindMax {
         start: w.low_rate.unwrap_or(100.0),
         ceiling: None,
         precision: crate::decisions::CAPACITY_GRID,
@@ -1588,7 +1588,7 @@ fn capacity(
         _ => None,
     };
     let mut err: Option<RunErr> = None;
-    let found = httplab_report::analysis::find_max(&cfg, |rate| {
+    let found = httplab_sweep::find_max(&cfg, |rate| {
         match one_run(cx, slot, w, p, Some(rate), round) {
             Ok(r) => Ok(r),
             Err(e) => {

@@ -27,7 +27,7 @@ const COMMANDS: &[(&str, &str, Entry)] = &[
     (
         "sweep",
         "Run load at rising rates (autobench-style) and find the saturation point",
-        httplab_report::sweep_main,
+        httplab_sweep::sweep_main,
     ),
     (
         "report",

@@ -130,11 +130,11 @@ fn stepped_sweep_finds_saturation_within_one_step() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let plan = httplab_report::sweep::parse_plan(&args(&a))
+    let plan = httplab_sweep::parse_plan(&args(&a))
         .expect("plan")
         .expect("no help");
-    let result = httplab_report::sweep::execute(&plan, httplab_report::sweep::load_runner(&plan))
-        .expect("sweep runs");
+    let result =
+        httplab_sweep::execute(&plan, httplab_sweep::load_runner(&plan)).expect("sweep runs");
     let t = &result.targets[0];
     assert_eq!(t.steps.len(), 5);
     let max = t
@@ -196,15 +196,11 @@ fn find_max_within_five_percent() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let plan = httplab_report::sweep::parse_plan(&args(&a))
+    let plan = httplab_sweep::parse_plan(&args(&a))
         .expect("plan")
         .expect("no help");
-    let result = httplab_report::sweep::run_sweep(
-        &plan,
-        httplab_report::sweep::load_runner(&plan),
-        |_, _, _| {},
-    )
-    .expect("find-max runs");
+    let result = httplab_sweep::run_sweep(&plan, httplab_sweep::load_runner(&plan), |_, _, _| {})
+        .expect("find-max runs");
     let sat = &result.targets[0].saturation;
     let max = sat.max_sustainable_rate.expect("found a rate");
     assert_eq!(sat.method, "find-max");

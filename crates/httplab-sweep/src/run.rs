@@ -1,0 +1,257 @@
+//! Running a sweep: every step (or every `--find-max` search) through a
+//! runner, by default `httplab load` in process, and Ctrl-C handling.
+
+use crate::plan::{fmt_rate, SweepPlan, Target};
+use crate::saturation_search::{find_max, FindMax};
+use anyhow::{Context, Result};
+use httplab_model::{
+    RunResult, Saturation, SweepResult, SweepStep, SweepTarget, ToolInfo, SWEEP_SCHEMA,
+};
+use httplab_report::analysis;
+use std::sync::atomic::AtomicBool;
+
+/// Runs a whole sweep with `runner(target, rate)` doing each load run. Steps
+/// are taken in autobench's order (at each rate, every target); `--find-max`
+/// searches each target in turn. `on_step` sees every finished step.
+pub fn run_sweep<R, S>(plan: &SweepPlan, mut runner: R, mut on_step: S) -> Result<SweepResult>
+where
+    R: FnMut(&Target, f64) -> Result<RunResult>,
+    S: FnMut(&Target, f64, &RunResult),
+{
+    let measured = if plan.find_max {
+        search_each_target(plan, &mut runner, &mut on_step)?
+    } else {
+        step_through_rates(plan, &mut runner, &mut on_step)?
+    };
+    Ok(sweep_result(plan, measured))
+}
+
+/// What a sweep measured, per target in the plan's order.
+struct Measured {
+    steps: Vec<Vec<SweepStep>>,
+    saturations: Vec<Saturation>,
+}
+
+/// `--find-max`: one search per target; Ctrl-C ends the sweep, and the
+/// targets not yet searched get an empty analysis.
+fn search_each_target<R, S>(plan: &SweepPlan, runner: &mut R, on_step: &mut S) -> Result<Measured>
+where
+    R: FnMut(&Target, f64) -> Result<RunResult>,
+    S: FnMut(&Target, f64, &RunResult),
+{
+    let mut steps: Vec<Vec<SweepStep>> = vec![Vec::new(); plan.targets.len()];
+    let mut saturations = Vec::new();
+    for (ti, t) in plan.targets.iter().enumerate() {
+        let cfg = FindMax {
+            start: plan.low_rate,
+            ceiling: plan.high_rate.is_finite().then_some(plan.high_rate),
+            max_runs: plan.max_runs,
+            slo_ms: plan.slo_ms,
+            ..Default::default()
+        };
+        let (st, sat) = find_max(&cfg, |rate| {
+            let r = runner(t, rate)?;
+            on_step(t, rate, &r);
+            Ok(r)
+        })?;
+        let stop = st.iter().any(|s| s.run.interrupted);
+        steps[ti] = st;
+        saturations.push(sat);
+        if stop {
+            // The remaining targets were never run.
+            for _ in ti + 1..plan.targets.len() {
+                saturations.push(analysis::analyze(&[], plan.slo_ms));
+            }
+            break;
+        }
+    }
+    Ok(Measured { steps, saturations })
+}
+
+/// A stepped sweep: at each rate, every target; Ctrl-C ends it after the
+/// interrupted step.
+fn step_through_rates<R, S>(plan: &SweepPlan, runner: &mut R, on_step: &mut S) -> Result<Measured>
+where
+    R: FnMut(&Target, f64) -> Result<RunResult>,
+    S: FnMut(&Target, f64, &RunResult),
+{
+    let mut steps: Vec<Vec<SweepStep>> = vec![Vec::new(); plan.targets.len()];
+    'rates: for rate in plan.rates() {
+        for (ti, t) in plan.targets.iter().enumerate() {
+            let r = runner(t, rate).with_context(|| {
+                format!("load run at rate {} against {}", fmt_rate(rate), t.label())
+            })?;
+            on_step(t, rate, &r);
+            let stop = r.interrupted;
+            steps[ti].push(SweepStep {
+                demanded_rate: rate,
+                run: r,
+            });
+            if stop {
+                break 'rates;
+            }
+        }
+    }
+    let saturations = steps
+        .iter()
+        .map(|s| analysis::analyze(s, plan.slo_ms))
+        .collect();
+    Ok(Measured { steps, saturations })
+}
+
+/// The sweep document: the first step's environment, the earliest start.
+fn sweep_result(plan: &SweepPlan, measured: Measured) -> SweepResult {
+    let Measured { steps, saturations } = measured;
+    let environment = steps
+        .iter()
+        .flatten()
+        .next()
+        .map(|s| s.run.environment.clone())
+        .unwrap_or_default();
+    let started_at = steps
+        .iter()
+        .flatten()
+        .map(|s| s.run.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    SweepResult {
+        schema: SWEEP_SCHEMA.into(),
+        tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        started_at,
+        command_line: plan.command_line.clone(),
+        targets: plan
+            .targets
+            .iter()
+            .zip(steps)
+            .zip(saturations)
+            .map(|((t, steps), saturation)| SweepTarget {
+                label: t.label(),
+                url: t.url(),
+                steps,
+                saturation,
+            })
+            .collect(),
+        environment,
+    }
+}
+
+/// The default runner: `httplab load` as a library, one run per step. With
+/// `plan.calibrate` the generator measures its own ceiling for the sweep's
+/// shape once per target (the shape does not change with the rate) and every
+/// step gets it, so each step records its client utilization and is marked
+/// client-bound at 85 % or more of it.
+pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunResult> + '_ {
+    let mut ceilings: std::collections::HashMap<String, Option<f64>> = Default::default();
+    move |t: &Target, rate: f64| {
+        let args = plan.load_args(t, rate);
+        let mut spec = parse_load(&args)?;
+        if plan.calibrate {
+            let c = ceilings.entry(t.label()).or_insert_with(|| {
+                httplab_load::calibrate(&spec)
+                    .ok()
+                    .map(|c| c.ceiling_rps)
+                    .filter(|x| x.is_finite() && *x > 0.0)
+            });
+            spec.client_ceiling = *c;
+        }
+        let mut r = httplab_load::run_with_stop(&spec, false, stop_flag())?;
+        if r.label.is_empty() {
+            r.label = t.label();
+        }
+        Ok(r)
+    }
+}
+
+fn parse_load(args: &[String]) -> Result<httplab_load::LoadSpec> {
+    httplab_load::parse_args(args.iter().skip(1)).with_context(|| {
+        format!(
+            "bad load options: {}",
+            args.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")
+        )
+    })
+}
+
+/// Runs `httplab load` with `args` (`args[0]` is the program name) in process.
+/// The run ends early, marked `interrupted`, once [`stop_flag`] is set.
+pub fn run_load(args: &[String]) -> Result<RunResult> {
+    httplab_load::run_with_stop(&parse_load(args)?, false, stop_flag())
+}
+
+/// The sweep's Ctrl-C flag: the process-wide flag of [`install_sigint`].
+pub fn stop_flag() -> &'static AtomicBool {
+    httplab_load::interrupted()
+}
+
+/// First Ctrl-C ends the current step and the sweep, which then writes what
+/// it has; a second one exits at once.
+pub fn install_sigint() {
+    httplab_load::install_sigint();
+}
+
+/// True when any step of `result` was cut short by Ctrl-C.
+pub fn was_interrupted(result: &SweepResult) -> bool {
+    result
+        .targets
+        .iter()
+        .any(|t| t.steps.iter().any(|s| s.run.interrupted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse_plan;
+    use httplab_report::synth;
+    use std::ffi::OsString;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn interrupted_step_ends_the_sweep() {
+        let p = parse_plan(&os(&[
+            "x",
+            "--no-config",
+            "--host1=a",
+            "--low-rate=100",
+            "--high-rate=1000",
+            "--rate-step=100",
+        ]))
+        .unwrap()
+        .unwrap();
+        let server = synth::SynthServer::new("a", 10_000.0, 0.5);
+        let mut calls = 0;
+        let r = run_sweep(
+            &p,
+            |_, rate| {
+                calls += 1;
+                let mut r = synth::run(&server, rate, 1, 2.0);
+                r.interrupted = calls == 3;
+                Ok(r)
+            },
+            |_, _, _| {},
+        )
+        .unwrap();
+        assert_eq!(r.targets[0].steps.len(), 3);
+        assert!(was_interrupted(&r));
+        // The cut-short step is not counted as sustained.
+        assert_eq!(r.targets[0].saturation.max_sustainable_rate, Some(200.0));
+
+        let mut fm = p.clone();
+        fm.find_max = true;
+        let mut calls = 0;
+        let r = run_sweep(
+            &fm,
+            |_, rate| {
+                calls += 1;
+                let mut r = synth::run(&server, rate, 1, 2.0);
+                r.interrupted = calls == 2;
+                Ok(r)
+            },
+            |_, _, _| {},
+        )
+        .unwrap();
+        assert_eq!(r.targets[0].steps.len(), 2);
+        assert_eq!(r.targets[0].saturation.max_sustainable_rate, Some(100.0));
+    }
+}
