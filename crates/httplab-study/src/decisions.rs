@@ -76,7 +76,7 @@ fn measured(metric: Metric) -> st::Measured {
 }
 
 /// Relative step of the grid a capacity search's values sit on (its
-/// bisection precision, `httplab_report::analysis::FindMax`).
+/// bisection precision, `httplab_sweep::FindMax`).
 pub const CAPACITY_GRID: f64 = 0.05;
 
 /// Capacity values sit on the search's doubling/bisection grid: their

@@ -1558,7 +1558,7 @@ fn idle_run(
 }
 
 /// Searches upward from the workload's `low_rate` until the server
-/// saturates (see `httplab_report::analysis::find_max`); when the client
+/// saturates (see `httplab_sweep::find_max`); when the client
 /// saturates first the value is a lower bound and the cell is client-bound.
 fn capacity(
     cx: &mut Ctx,
