@@ -38,12 +38,12 @@ impl CpuSource {
     /// The `cgroup.procs` files a new server process must join: its
     /// accounting group and, on cgroup v1, its CPU-limit group (see
     /// [`CpuLimit`]).
-    pub fn procs_files(&self, limit: &CpuLimit) -> Vec<CString> {
+    pub fn procs_files(&self, limit: Option<&CpuLimit>) -> Vec<CString> {
         let mut dirs: Vec<&Path> = Vec::new();
         if let CpuSource::CgroupV1(d) | CpuSource::CgroupV2(d) = self {
             dirs.push(d);
         }
-        if let CpuLimit::V1(d) = limit {
+        if let Some(CpuLimit::V1(d)) = limit {
             dirs.push(d);
         }
         dirs.iter()
@@ -287,7 +287,7 @@ mod tests {
             _ => assert!(read("cpu.max").starts_with("max")),
         }
         assert_eq!(
-            src.procs_files(&limit).len(),
+            src.procs_files(Some(&limit)).len(),
             if matches!(limit, CpuLimit::V1(_)) {
                 2
             } else {

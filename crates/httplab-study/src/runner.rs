@@ -324,7 +324,7 @@ pub fn count_runs_range(s: &StudyFile) -> (u64, u64) {
             * if w.kind == WorkloadKind::Sweep {
                 SEARCH_RUNS
             } else {
-                u64::from(w.slices.unwrap_or(1).max(1))
+                u64::from(w.slice_count())
             };
         lo += per * u64::from(min);
         hi += per * u64::from(max);
@@ -364,7 +364,7 @@ pub fn estimate_seconds(s: &StudyFile) -> f64 {
             steps_with(w, &s.protocol)
                 .iter()
                 .map(|st| {
-                    let k = w.slices.unwrap_or(1).max(1);
+                    let k = w.slice_count();
                     let per = f64::from(k) * (run_seconds(&sliced(st, k)) + 0.1);
                     if w.kind == WorkloadKind::Sweep {
                         per * SEARCH_RUNS as f64
@@ -912,7 +912,7 @@ fn extra_rounds(cx: &mut Ctx, slots: &mut [Slot], steps: &mut [StepRun], budget:
         .iter()
         .zip(&extra)
         .map(|(sr, &k)| {
-            let slices = cx.study.workloads[sr.wi].slices.unwrap_or(1).max(1);
+            let slices = cx.study.workloads[sr.wi].slice_count();
             u64::from(k) * u64::from(slices) * sr.active_count() as u64
         })
         .sum();
@@ -998,10 +998,7 @@ fn start_servers(
             let group = format!("httplab-{}-{i}", std::process::id());
             let cpu = CpuSource::create(&group);
             let limit = wants_quota.then(|| crate::cpu::CpuLimit::create(&group, &cpu));
-            let procs = match &limit {
-                Some(l) => cpu.procs_files(l),
-                None => cpu.procs_files(&crate::cpu::CpuLimit::Unavailable(String::new())),
-            };
+            let procs = cpu.procs_files(limit.as_ref());
             match servers::start(&plan, &work, server_cores, procs) {
                 Ok(r) => {
                     cx.emit(Event::ServerStarted {
@@ -1172,7 +1169,7 @@ fn run_rounds(cx: &mut Ctx, slots: &mut [Slot], w: &Workload, sr: &mut StepRun, 
         // A round is `slices` short runs per server, in the round's order and
         // then reversed (A B | B A …), so that drift within the round falls
         // on every server alike; one slice is the plain round.
-        let slices = w.slices.unwrap_or(1).max(1);
+        let slices = w.slice_count();
         let ps = sliced(&p, slices);
         let mut got: BTreeMap<usize, Vec<Outcome>> = BTreeMap::new();
         let mut position = 0u32;
@@ -1183,8 +1180,11 @@ fn run_rounds(cx: &mut Ctx, slots: &mut [Slot], w: &Workload, sr: &mut StepRun, 
                 order.iter().rev().copied().collect()
             };
             for &i in &seq {
-                let done = got.entry(i).or_default();
-                if done.iter().any(|(_, r)| r.is_err()) {
+                // A server whose slice failed is not measured again this round.
+                if got
+                    .get(&i)
+                    .is_some_and(|v| v.iter().any(|(_, r)| r.is_err()))
+                {
                     continue;
                 }
                 let part = if slices > 1 {

@@ -94,12 +94,12 @@ pub fn prepare(study: &mut StudyFile, shard: &Shard) -> Result<()> {
                 shard.count
             );
         }
-        if w.slices.is_some_and(|k| k > 1) {
+        if w.slice_count() > 1 {
             bail!(
                 "workload '{}' measures each round in {} slices: shards name their runs by round, \
                  so sliced rounds cannot be merged yet; leave `slices` out for a sharded run",
                 w.name,
-                w.slices.unwrap_or(1)
+                w.slice_count()
             );
         }
         if w.kind == WorkloadKind::Idle && n > 1 {

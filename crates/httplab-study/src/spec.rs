@@ -771,6 +771,13 @@ pub struct Workload {
     pub idle_connect_s: Option<f64>,
 }
 
+impl Workload {
+    /// Runs per server per round (`slices`, at least 1).
+    pub fn slice_count(&self) -> u32 {
+        self.slices.unwrap_or(1).max(1)
+    }
+}
+
 /// How long a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
