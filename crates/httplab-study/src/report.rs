@@ -26,6 +26,9 @@ pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
     );
     if r.latency.response.count > 0 {
         v.insert(Metric::ResponseMs, r.latency.response.mean_ms);
+        if let Some(p) = r.latency.response.at(50.0) {
+            v.insert(Metric::P50Ms, p);
+        }
         if let Some(p) = r.latency.response.at(99.0) {
             v.insert(Metric::P99Ms, p);
         }
@@ -36,9 +39,13 @@ pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
     if r.latency.session.count > 0 {
         // Sessions of several calls, reconnections included (`--reconnect`).
         v.insert(Metric::SessionMs, r.latency.session.mean_ms);
+        if let Some(p) = r.latency.session.at(50.0) {
+            v.insert(Metric::SessionP50Ms, p);
+        }
     } else if r.connection.lifetime_ms.count > 0 {
         // One connection per session.
         v.insert(Metric::SessionMs, r.connection.lifetime_ms.avg);
+        v.insert(Metric::SessionP50Ms, r.connection.lifetime_ms.median);
     }
     let req: f64 = r
         .config

@@ -520,6 +520,10 @@ pub enum Metric {
     ThroughputMbS,
     /// Mean response time, ms (lower is better).
     ResponseMs,
+    /// Median response time, ms (lower is better). At low rates the mean is
+    /// dominated by rare millisecond stalls of the machine that land on one
+    /// server's window by chance; the median is several times steadier.
+    P50Ms,
     /// p99 response time, ms (lower is better).
     P99Ms,
     /// Mean connection lifetime, ms (lower is better).
@@ -527,6 +531,8 @@ pub enum Metric {
     /// Mean time to make all `num_calls` requests of a session, reconnections
     /// included, ms (lower is better; compares close and keep-alive servers fairly).
     SessionMs,
+    /// Median of the same session times, ms (lower is better).
+    SessionP50Ms,
     /// Fraction of expected body bytes received intact, % (higher is better).
     Accuracy,
     /// Server CPU seconds per 1000 replies (lower is better).
@@ -545,13 +551,15 @@ pub enum Metric {
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 14] = [
         Metric::ReplyRate,
         Metric::ThroughputMbS,
         Metric::ResponseMs,
+        Metric::P50Ms,
         Metric::P99Ms,
         Metric::ConnectionMs,
         Metric::SessionMs,
+        Metric::SessionP50Ms,
         Metric::Accuracy,
         Metric::ServerCpuPerKreq,
         Metric::ServerRssMb,
@@ -565,9 +573,11 @@ impl Metric {
             Metric::ReplyRate => "replies/s",
             Metric::ThroughputMbS => "MB/s",
             Metric::ResponseMs => "response ms (mean)",
+            Metric::P50Ms => "response ms (median)",
             Metric::P99Ms => "response ms (p99)",
             Metric::ConnectionMs => "connection ms (mean)",
             Metric::SessionMs => "session ms (mean)",
+            Metric::SessionP50Ms => "session ms (median)",
             Metric::Accuracy => "accuracy %",
             Metric::ServerCpuPerKreq => "server CPU s / 1000 replies",
             Metric::ServerRssMb => "server peak RSS MB",
@@ -582,9 +592,11 @@ impl Metric {
             Metric::ReplyRate => "reply_rate",
             Metric::ThroughputMbS => "throughput_mb_s",
             Metric::ResponseMs => "response_ms",
+            Metric::P50Ms => "p50_ms",
             Metric::P99Ms => "p99_ms",
             Metric::ConnectionMs => "connection_ms",
             Metric::SessionMs => "session_ms",
+            Metric::SessionP50Ms => "session_p50_ms",
             Metric::Accuracy => "accuracy",
             Metric::ServerCpuPerKreq => "server_cpu_per_kreq",
             Metric::ServerRssMb => "server_rss_mb",
