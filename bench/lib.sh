@@ -64,6 +64,14 @@ start_server() {
         --workers 1 --quiet --io "${name#httplab-}" ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
+    httplab-before)
+      # Another build of httplab (HTTPLAB_BEFORE=path), event model, for a
+      # before/after comparison interleaved with the peers in the same rounds.
+      [ -x "${HTTPLAB_BEFORE:-}" ] || { echo "httplab-before needs HTTPLAB_BEFORE=path to a build" >&2; return 1; }
+      taskset -c "$SERVER_CORE" "$HTTPLAB_BEFORE" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
+        --workers 1 --quiet ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
     httplab-*)
       # httplab-MODEL, e.g. httplab-threads
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
