@@ -26,8 +26,10 @@
 //! - `session`: one connection's protocol state machine, without I/O.
 //! - `handler`: request → response (files, ranges, conditionals, errors).
 //! - `files`: safe path resolution and the per-worker file cache.
-//! - `event`: the mio reactor (default model); `blocking`: `single`,
-//!   `threads` and `fork`.
+//! - `event`: the mio reactor (default model); `uring`: the io_uring
+//!   engine of the event model; `lifecycle`: the worker lifecycle both
+//!   share (turn clock, buffer pool, accept gate, shutdown clock, sweep,
+//!   the loop itself); `blocking`: `single`, `threads` and `fork`.
 //! - `tls`: the transport between socket and session, plain or TLS
 //!   (rustls), driven by every model through the same calls; `tickets`:
 //!   fork-safe TLS session tickets.
@@ -43,6 +45,7 @@ mod cli;
 mod event;
 mod files;
 mod handler;
+mod lifecycle;
 mod log;
 mod out;
 mod session;
