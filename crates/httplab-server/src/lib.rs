@@ -78,7 +78,8 @@ use stats::SharedStats;
 /// only). Off: on the 2-core benchmark machine the io_uring engine's server
 /// CPU per request was level with epoll's (quiet rerun, per-round ratios
 /// 0.77-1.22 keep-alive, 0.98-1.09 new connection per request), not
-/// cheaper; see BENCHMARKS.md sections 10 and 12.
+/// cheaper; see BENCHMARKS.md, "io_uring in httplab serve" and "Server cost
+/// per request against every peer".
 const AUTO_PREFERS_URING: bool = false;
 
 /// Entry point of `httplab serve`: `args[0]` is the program name.
