@@ -31,7 +31,7 @@ const WAKER: Token = Token(usize::MAX - 2);
 /// Reads per connection per turn before yielding to others.
 const READS_PER_TURN: usize = 16;
 
-struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
     session: Session,
     /// Plain or TLS: moves the session's bytes.
@@ -208,7 +208,7 @@ impl Worker {
             // A descriptor was freed: a paused accept retries on the next
             // turn. Closing the socket (dropping `c`) removes it from the
             // epoll set; no deregister call needed.
-            self.core.release(idx, &mut c.session, Instant::now());
+            self.core.release(idx, &mut c.session, Instant::now);
         }
     }
 

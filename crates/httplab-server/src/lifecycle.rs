@@ -141,10 +141,11 @@ impl AcceptGate {
         self.paused_until.is_some_and(|t| now >= t)
     }
 
-    /// A descriptor was freed: a paused accept retries from `at`.
-    pub fn on_close(&mut self, at: Instant) {
+    /// A descriptor was freed: a paused accept retries from `at()` (read
+    /// only when accepting is paused).
+    pub fn on_close(&mut self, at: impl FnOnce() -> Instant) {
         if self.paused_until.is_some() {
-            self.paused_until = Some(at);
+            self.paused_until = Some(at());
         }
     }
 
@@ -275,7 +276,7 @@ impl Core {
     /// The bookkeeping of a closed connection: its buffers back, its slot
     /// free, the accept gate told (`at`: when a paused accept may retry).
     /// The caller flushes the counters before the peer can see the close.
-    pub fn release(&mut self, idx: usize, s: &mut Session, at: Instant) {
+    pub fn release(&mut self, idx: usize, s: &mut Session, at: impl FnOnce() -> Instant) {
         self.pool.give_back(s);
         self.free.push(idx);
         self.open -= 1;
@@ -447,11 +448,11 @@ mod tests {
         // Not listening any more: only the sweep bounds the wait.
         let sweep = t0 + Duration::from_secs(1);
         assert_eq!(g.wake_at(sweep, false), sweep);
-        g.on_close(t0);
+        g.on_close(|| t0);
         assert!(g.due(t0));
         assert!(g.open(t0));
         // Lifted: a close no longer schedules a retry.
-        g.on_close(t0);
+        g.on_close(|| t0);
         assert!(!g.due(t0 + ACCEPT_RETRY));
     }
 

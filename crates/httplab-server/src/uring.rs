@@ -79,7 +79,7 @@ fn split(ud: u64) -> (u8, usize, u32) {
     (op, slot as usize, gen)
 }
 
-struct Conn {
+pub(crate) struct Conn {
     fd: OwnedFd,
     session: Session,
     /// A (multishot) receive is armed.
@@ -682,7 +682,7 @@ impl Worker {
         self.ring.close(c.fd);
         // A descriptor was freed: a paused accept retries on this turn.
         let now = self.core.now;
-        self.core.release(idx, &mut c.session, now);
+        self.core.release(idx, &mut c.session, || now);
     }
 }
 
