@@ -466,6 +466,62 @@ mod tests {
         }
     }
 
+    struct Fake {
+        linger_until: Option<Instant>,
+        deadline: Instant,
+        /// What a timeout does: close (true) or queue a response.
+        closes: bool,
+        timeouts: usize,
+        session: Session,
+    }
+
+    impl Swept for Fake {
+        fn linger_until(&self) -> Option<Instant> {
+            self.linger_until
+        }
+        fn deadline(&self, _: &Handler) -> Instant {
+            self.deadline
+        }
+        fn on_timeout(&mut self, _: &mut Handler, _: Instant) -> Option<CloseReason> {
+            self.timeouts += 1;
+            self.closes.then_some(CloseReason::Timeout)
+        }
+        fn session(&mut self) -> &mut Session {
+            &mut self.session
+        }
+    }
+
+    #[test]
+    fn sweep_closes_finished_lingers_and_applies_expired_timeouts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = crate::ServerConfig::for_root(dir.path());
+        let stats = crate::stats::shared().expect("stats");
+        let mut h = Handler::new(Arc::new(cfg), dir.path().to_path_buf(), None, stats);
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_secs(1);
+        let fake = |linger_until, closes| Fake {
+            linger_until,
+            deadline: later,
+            closes,
+            timeouts: 0,
+            session: Session::new(None, t0),
+        };
+        // Lingering: closed once its time is up; its deadline is not asked.
+        let mut c = fake(Some(later), true);
+        assert_eq!(sweep_verdict(&mut c, &mut h, t0), Verdict::Keep);
+        assert_eq!(sweep_verdict(&mut c, &mut h, later), Verdict::Close);
+        assert_eq!(c.timeouts, 0);
+        // Before its deadline nothing happens.
+        let mut c = fake(None, true);
+        assert_eq!(sweep_verdict(&mut c, &mut h, t0), Verdict::Keep);
+        assert_eq!(c.timeouts, 0);
+        // Past it: closed, or driven to send what the timeout queued.
+        assert_eq!(sweep_verdict(&mut c, &mut h, later), Verdict::Close);
+        let mut c = fake(None, false);
+        assert_eq!(sweep_verdict(&mut c, &mut h, later), Verdict::Drive);
+        assert_eq!(c.timeouts, 1);
+    }
+
     #[test]
     fn shutdown_clock_drains_until_empty_or_deadline() {
         let flag = Arc::new(AtomicBool::new(false));
