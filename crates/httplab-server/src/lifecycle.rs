@@ -53,9 +53,7 @@ impl BufferPool {
     }
 
     fn take_rbuf(&mut self) -> Vec<u8> {
-        self.rbufs
-            .pop()
-            .unwrap_or_else(|| vec![0; self.rbuf_size])
+        self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size])
     }
 
     /// Gives `s` a full-size read buffer if it has none.
@@ -224,12 +222,7 @@ pub(crate) struct Core {
 
 impl Core {
     /// `tls`: handshakes have their own timeout, which the sweep must see.
-    pub fn new(
-        handler: Handler,
-        max_conns: usize,
-        shutdown: Arc<AtomicBool>,
-        tls: bool,
-    ) -> Core {
+    pub fn new(handler: Handler, max_conns: usize, shutdown: Arc<AtomicBool>, tls: bool) -> Core {
         let cfg = handler.config();
         let mut shortest = cfg
             .idle_timeout
@@ -444,7 +437,10 @@ mod tests {
         assert!(!g.open(t0));
         assert!(!g.due(t0));
         assert!(g.due(t0 + ACCEPT_RETRY));
-        assert_eq!(g.wake_at(t0 + Duration::from_secs(1), true), t0 + ACCEPT_RETRY);
+        assert_eq!(
+            g.wake_at(t0 + Duration::from_secs(1), true),
+            t0 + ACCEPT_RETRY
+        );
         // Not listening any more: only the sweep bounds the wait.
         let sweep = t0 + Duration::from_secs(1);
         assert_eq!(g.wake_at(sweep, false), sweep);

@@ -484,7 +484,9 @@ fn tiny_study_with_httplab_models() {
             !ci(),
             "no httplab binary next to the test executable under CI"
         );
-        httplab_skip::skipped("no httplab binary next to the test executable (build the workspace)");
+        httplab_skip::skipped(
+            "no httplab binary next to the test executable (build the workspace)",
+        );
         return;
     };
     let serves = std::process::Command::new(&exe)

@@ -134,7 +134,9 @@ pub fn httplab_serving(flag: &str) -> Option<PathBuf> {
             !ci(),
             "no httplab binary next to the test executable under CI"
         );
-        httplab_skip::skipped("no httplab binary next to the test executable (build the workspace)");
+        httplab_skip::skipped(
+            "no httplab binary next to the test executable (build the workspace)",
+        );
         return None;
     };
     let serves = std::process::Command::new(&exe)
