@@ -1,5 +1,5 @@
 //! Purpose-built hostile servers: every run ends within its limits and
-//! every failure lands in a named error class (issue 12, item 3).
+//! every failure lands in a named error class.
 
 mod common;
 

@@ -15,7 +15,7 @@ fn need(bin: &str) -> Option<PathBuf> {
         Some(p) => Some(p),
         None if ci() => panic!("{bin} is required under CI=true but was not found"),
         None => {
-            eprintln!("SKIP: {bin} not installed");
+            httplab_skip::skipped(&format!("{bin} not installed"));
             None
         }
     }

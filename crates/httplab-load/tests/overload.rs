@@ -1,9 +1,9 @@
 //! Overload without collapse: an open-loop demand of three times what one
 //! server core accepts runs out of no resource (descriptors, ports), makes
 //! no protocol error, and accounts for every arrival as a reply or a named
-//! error (issue 10, item 5). How much of the uncongested maximum it still
-//! achieves is a speed, measured by `bench/overload-curve` (BENCHMARKS.md
-//! §8), not asserted here: timing assertions fail on a busy machine.
+//! error. How much of the uncongested maximum it still achieves is a
+//! speed, measured by `bench/overload-curve` (BENCHMARKS.md, "HTTPS, HTTP/2
+//! and overload"), not asserted here: timing assertions fail on a busy machine.
 
 mod common;
 

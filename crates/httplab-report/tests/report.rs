@@ -71,7 +71,7 @@ fn check_snapshot(name: &str, actual: &str) {
         .join(name);
     let actual = redact(actual);
     let update = std::env::var("HTTPLAB_UPDATE_SNAPSHOTS").as_deref() == Ok("1");
-    if !path.exists() && std::env::var("CI").as_deref() == Ok("true") && !update {
+    if !path.exists() && httplab_skip::under_ci() && !update {
         panic!("snapshot {name} is missing (create it with HTTPLAB_UPDATE_SNAPSHOTS=1)");
     }
     if update || !path.exists() {

@@ -39,7 +39,7 @@ pub struct Args {
     /// still go out with sendfile or pread; cleartext only, refused with
     /// --tls-*). auto: epoll for now (io_uring makes a third of the system
     /// calls per keep-alive request but was not measurably cheaper in CPU
-    /// per request; BENCHMARKS.md sections 10 and 12)
+    /// per request; BENCHMARKS.md, "io_uring in httplab serve")
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub io: IoEngine,
     /// Worker threads of the threads model
@@ -83,8 +83,8 @@ pub struct Args {
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     pub cache_size: usize,
     /// How bodies of files larger than --small-file-max are sent: sendfile
-    /// (zero-copy; measured faster than pread on loopback, see BENCHMARKS.md
-    /// section 6), or pread into a per-worker buffer then sendmsg with the
+    /// (zero-copy; measured faster than pread on loopback, see BENCHMARKS.md,
+    /// "Large files: why sendfile stays the default"), or pread into a per-worker buffer then sendmsg with the
     /// response head in front
     #[arg(long, value_enum, default_value_t = FileIo::Sendfile)]
     pub file_io: FileIo,

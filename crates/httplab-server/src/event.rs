@@ -6,12 +6,14 @@
 //! Connections live in a slab; their read and write buffers are borrowed
 //! from the worker's pool while there is work and returned when the
 //! connection goes idle, so an idle keep-alive connection costs its socket,
-//! a `Session` and a slab slot, not 64 KiB of buffers.
+//! a `Session` and a slab slot, not 64 KiB of buffers. The loop, the
+//! buffer pool, the accept gate, the shutdown and the sweep are the
+//! worker lifecycle in `lifecycle.rs`, shared with the io_uring engine;
+//! this module waits on epoll and moves bytes.
 
-use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,20 +21,17 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::handler::Handler;
+use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::Flush;
-use crate::session::Session;
+use crate::session::{CloseReason, Session};
 use crate::tls::{Fill, Transport};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
 /// Reads per connection per turn before yielding to others.
 const READS_PER_TURN: usize = 16;
-/// Spare buffers kept per worker.
-const SPARE_BUFFERS: usize = 64;
-/// How long a paused accept waits before retrying on its own.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
-struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
     session: Session,
     /// Plain or TLS: moves the session's bytes.
@@ -46,33 +45,33 @@ struct Conn {
     want_write: bool,
 }
 
+impl Swept for Conn {
+    fn linger_until(&self) -> Option<Instant> {
+        self.linger_until
+    }
+
+    fn deadline(&self, h: &Handler) -> Instant {
+        self.tp.deadline(&self.session, h)
+    }
+
+    fn on_timeout(&mut self, h: &mut Handler, now: Instant) -> Option<CloseReason> {
+        self.tp.on_timeout(&mut self.session, h, now)
+    }
+
+    fn session(&mut self) -> &mut Session {
+        &mut self.session
+    }
+}
+
 /// A worker ready to run on its own thread.
 pub struct Worker {
     poll: Poll,
+    events: Events,
     listener: Option<TcpListener>,
-    handler: Handler,
+    core: Core,
     conns: Vec<Option<Conn>>,
-    free: Vec<usize>,
-    open: usize,
-    max_conns: usize,
-    rbufs: Vec<Vec<u8>>,
-    wbufs: Vec<Vec<u8>>,
-    rbuf_size: usize,
-    ready: VecDeque<usize>,
-    accept_paused_until: Option<Instant>,
-    shutdown: Arc<AtomicBool>,
-    shutting_down: Option<Instant>,
-    sweep_every: Duration,
-    linger: Duration,
     read_on_accept: bool,
     tls: Option<Arc<rustls::ServerConfig>>,
-    /// File chunks on their way into TLS, or read with pread (one per worker).
-    scratch: Vec<u8>,
-    /// The clock reading of this loop turn.
-    now: Instant,
-    /// Whether accepted sockets inherit the listener's TCP_NODELAY (None:
-    /// not known before the first accept).
-    nodelay_inherited: Option<bool>,
 }
 
 impl Worker {
@@ -90,43 +89,17 @@ impl Worker {
         let mut listener = TcpListener::from_std(listener);
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
-        let cfg = handler.config();
-        let mut shortest = cfg
-            .idle_timeout
-            .min(cfg.header_timeout)
-            .min(cfg.send_timeout)
-            .min(Duration::from_secs(1));
-        if tls.is_some() {
-            shortest = shortest.min(cfg.tls_handshake_timeout);
-        }
-        let sweep_every =
-            (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
-        let linger = cfg.idle_timeout.min(Duration::from_secs(2));
-        let rbuf_size = cfg.pipeline_buffer.max(1024);
-        let read_on_accept = cfg.defer_accept;
+        let read_on_accept = handler.config().defer_accept;
+        let core = Core::new(handler, max_conns, shutdown, tls.is_some());
         Ok((
             Worker {
                 poll,
+                events: Events::with_capacity(1024),
                 listener: Some(listener),
-                handler,
+                core,
                 conns: Vec::new(),
-                free: Vec::new(),
-                open: 0,
-                max_conns: max_conns.max(1),
-                rbufs: Vec::new(),
-                wbufs: Vec::new(),
-                rbuf_size,
-                ready: VecDeque::new(),
-                accept_paused_until: None,
-                shutdown,
-                shutting_down: None,
-                sweep_every,
-                linger,
                 read_on_accept,
                 tls,
-                scratch: Vec::new(),
-                now: Instant::now(),
-                nodelay_inherited: None,
             },
             waker,
         ))
@@ -134,104 +107,26 @@ impl Worker {
 
     /// Runs until shutdown completes.
     pub fn run(mut self) {
-        let mut events = Events::with_capacity(1024);
-        // One monotonic clock reading per loop turn, taken after the poll
-        // returns and used for every connection driven in that turn (timers
-        // have millisecond granularity; a turn takes microseconds).
-        self.now = Instant::now();
-        let mut next_sweep = self.now + self.sweep_every;
-        loop {
-            let now = self.now;
-            let timeout = if self.ready.is_empty() {
-                let until = match self.accept_paused_until {
-                    Some(t) if self.listener.is_some() => t.min(next_sweep),
-                    _ => next_sweep,
-                };
-                until.saturating_duration_since(now)
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    eprintln!("httplab serve: poll failed: {e}");
-                    break;
-                }
-            }
-            self.now = Instant::now();
-            self.handler.tick_at(self.now);
-            let mut accept = false;
-            for ev in events.iter() {
-                match ev.token() {
-                    LISTENER => accept = true,
-                    WAKER => {}
-                    Token(i) => self.drive(i),
-                }
-            }
-            if accept || self.accept_paused_until.is_some_and(|t| self.now >= t) {
-                self.accept_loop();
-            }
-            let n = self.ready.len();
-            for _ in 0..n {
-                if let Some(i) = self.ready.pop_front() {
-                    self.drive(i);
-                }
-            }
-            let now = self.now;
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + self.sweep_every;
-            }
-            if self.shutdown.load(Ordering::Acquire) && self.shutting_down.is_none() {
-                self.begin_shutdown(now);
-            }
-            self.handler.flush();
-            if let Some(deadline) = self.shutting_down {
-                if self.open == 0 || now >= deadline {
-                    break;
-                }
-            }
-        }
+        lifecycle::run(&mut self);
         for i in 0..self.conns.len() {
             self.close(i);
         }
-        self.handler.flush();
-    }
-
-    fn begin_shutdown(&mut self, now: Instant) {
-        let timeout = self.handler.config().shutdown_timeout;
-        self.shutting_down = Some(now + timeout);
-        if let Some(mut l) = self.listener.take() {
-            let _ = self.poll.registry().deregister(&mut l);
-        }
-        for i in 0..self.conns.len() {
-            if let Some(c) = self.conns[i].as_mut() {
-                if c.linger_until.is_some() {
-                    // Its response is complete; nothing is in flight.
-                    self.close(i);
-                    continue;
-                }
-                c.session.begin_shutdown();
-                self.drive(i);
-            }
-        }
+        self.core.handler.flush();
     }
 
     fn accept_loop(&mut self) {
         if self.listener.is_none() {
             return;
         }
-        let now = self.now;
-        if let Some(t) = self.accept_paused_until {
-            if now < t {
-                return;
-            }
-            self.accept_paused_until = None;
+        let now = self.core.now;
+        if !self.core.gate.open(now) {
+            return;
         }
         loop {
-            if self.open >= self.max_conns {
+            if self.core.open >= self.core.max_conns {
                 // At the cap: leave connections in the backlog; resumed when
                 // one closes (or by the sweep).
-                self.accept_paused_until = Some(now + ACCEPT_RETRY);
+                self.core.gate.pause(now);
                 return;
             }
             let Some(listener) = self.listener.as_ref() else {
@@ -239,30 +134,20 @@ impl Worker {
             };
             match listener.accept() {
                 Ok((stream, addr)) => {
-                    // TCP_NODELAY, SO_SNDBUF and TCP_NOTSENT_LOWAT were set on
-                    // the listener and are inherited; checked once.
-                    if self.nodelay_inherited.is_none() {
-                        self.nodelay_inherited = Some(stream.nodelay().unwrap_or(false));
-                    }
-                    if self.nodelay_inherited == Some(false) {
+                    if self
+                        .core
+                        .needs_nodelay(|| stream.nodelay().unwrap_or(false))
+                    {
                         let _ = stream.set_nodelay(true);
                     }
-                    self.handler.stats().accepted();
+                    self.core.handler.stats().accepted();
                     self.insert(stream, Some(addr.ip()), now);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EMFILE)
-                            | Some(libc::ENFILE)
-                            | Some(libc::ENOBUFS)
-                            | Some(libc::ENOMEM)
-                    ) =>
-                {
+                Err(e) if e.raw_os_error().is_some_and(out_of_descriptors) => {
                     // Out of descriptors: stop accepting (no busy loop) until
                     // a connection closes or the retry interval passes.
-                    self.accept_paused_until = Some(now + ACCEPT_RETRY);
+                    self.core.gate.pause(now);
                     return;
                 }
                 Err(_) => continue,
@@ -273,16 +158,16 @@ impl Worker {
     fn insert(&mut self, mut stream: TcpStream, peer: Option<std::net::IpAddr>, now: Instant) {
         let tp = match Transport::new(
             self.tls.as_ref(),
-            self.handler.config().tls_handshake_timeout,
+            self.core.handler.config().tls_handshake_timeout,
             now,
         ) {
             Ok(tp) => tp,
             Err(_) => {
-                self.handler.stats().closed();
+                self.core.handler.stats().closed();
                 return;
             }
         };
-        let idx = match self.free.pop() {
+        let idx = match self.core.free.pop() {
             Some(i) => i,
             None => {
                 self.conns.push(None);
@@ -295,8 +180,8 @@ impl Worker {
             .register(&mut stream, Token(idx), Interest::READABLE)
             .is_err()
         {
-            self.free.push(idx);
-            self.handler.stats().closed();
+            self.core.free.push(idx);
+            self.core.handler.stats().closed();
             return;
         }
         self.conns[idx] = Some(Conn {
@@ -306,7 +191,7 @@ impl Worker {
             linger_until: None,
             want_write: false,
         });
-        self.open += 1;
+        self.core.open += 1;
         if self.read_on_accept {
             // With TCP_DEFER_ACCEPT the request is (almost always) already
             // here: answer it now instead of after another poll round.
@@ -319,46 +204,11 @@ impl Worker {
     fn close(&mut self, idx: usize) {
         if let Some(mut c) = self.conns.get_mut(idx).and_then(Option::take) {
             // Counters first, so they are current once the peer sees EOF.
-            self.handler.flush_stats();
-            // Closing the socket removes it from the epoll set; no
-            // deregister call needed.
-            self.give_back(&mut c.session);
-            self.free.push(idx);
-            self.open -= 1;
-            self.handler.stats().closed();
-            if self.accept_paused_until.is_some() {
-                // A descriptor was freed: retry accepting on the next turn.
-                self.accept_paused_until = Some(Instant::now());
-            }
-        }
-    }
-
-    fn give_back(&mut self, s: &mut Session) {
-        s.return_buffers(
-            &mut self.rbufs,
-            &mut self.wbufs,
-            self.rbuf_size,
-            SPARE_BUFFERS,
-        );
-    }
-
-    fn sweep(&mut self, now: Instant) {
-        for i in 0..self.conns.len() {
-            let Some(c) = self.conns[i].as_mut() else {
-                continue;
-            };
-            if let Some(t) = c.linger_until {
-                if now >= t {
-                    self.close(i);
-                }
-                continue;
-            }
-            if now >= c.tp.deadline(&c.session, &self.handler) {
-                match c.tp.on_timeout(&mut c.session, &mut self.handler, now) {
-                    Some(_) => self.close(i),
-                    None => self.drive(i),
-                }
-            }
+            self.core.handler.flush_stats();
+            // A descriptor was freed: a paused accept retries on the next
+            // turn. Closing the socket (dropping `c`) removes it from the
+            // epoll set; no deregister call needed.
+            self.core.release(idx, &mut c.session, Instant::now);
         }
     }
 
@@ -368,7 +218,7 @@ impl Worker {
             return;
         };
         let keep = self.step(&mut c, idx);
-        self.give_back(&mut c.session);
+        self.core.pool.give_back(&mut c.session);
         self.conns[idx] = Some(c);
         if !keep {
             self.close(idx);
@@ -377,43 +227,32 @@ impl Worker {
 
     /// Returns false when the connection must be closed.
     fn step(&mut self, c: &mut Conn, idx: usize) -> bool {
-        let now = self.now;
+        let now = self.core.now;
         let fd = c.stream.as_raw_fd();
-        let shutting = self.shutting_down.is_some();
+        let shutting = self.core.shutdown.begun();
         let mut reads = 0;
         // A short read drained the socket: edge-triggered epoll reports the
         // next arrival, so another read now would only return EAGAIN.
         let mut drained = false;
-        if let Some(b) = self.wbufs.pop() {
-            if let Some(b) = c.session.attach_wbuf(b) {
-                // Keep only real buffers in the pool (a fresh session hands
-                // back an unallocated one).
-                if b.capacity() > 0 {
-                    self.wbufs.push(b);
-                }
-            }
-        }
-        if c.session.has_rbuf() && c.session.rbuf_smaller_than(self.rbuf_size) {
-            // Leftover bytes were parked in a small buffer: back to full size.
-            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
-            drop(c.session.grow_rbuf(b));
-        }
+        self.core.pool.lend_wbuf(&mut c.session);
+        self.core.pool.restore_rbuf(&mut c.session);
         loop {
             if c.linger_until.is_some() {
                 return self.linger_drain(c, idx);
             }
             if c.tp.has_output(&c.session) {
                 let mut written = 0;
+                let core = &mut self.core;
                 let r = c.tp.write(
                     &mut c.session,
                     fd,
-                    self.handler.config().sendfile_chunk,
-                    self.handler.file_opts(),
-                    &mut self.scratch,
+                    core.handler.config().sendfile_chunk,
+                    core.handler.file_opts(),
+                    &mut core.scratch,
                     &mut written,
                 );
                 let writes = std::mem::take(&mut c.session.out.writes);
-                self.handler.count_io(written, writes);
+                core.handler.count_io(written, writes);
                 if written > 0 {
                     c.session.wrote(now);
                 }
@@ -438,13 +277,13 @@ impl Worker {
                         return true;
                     }
                     Ok(Flush::Yield) => {
-                        self.ready.push_back(idx);
+                        self.core.ready.push_back(idx);
                         return true;
                     }
                     Err(_) => return false,
                 }
             }
-            c.session.process(&mut self.handler, now, shutting);
+            c.session.process(&mut self.core.handler, now, shutting);
             if c.tp.has_output(&c.session) {
                 continue;
             }
@@ -456,22 +295,17 @@ impl Worker {
                     return false;
                 }
                 let _ = c.stream.shutdown(std::net::Shutdown::Write);
-                c.linger_until = Some(now + self.linger);
+                c.linger_until = Some(now + self.core.linger);
                 continue;
             }
             if drained {
                 return true;
             }
             if reads >= READS_PER_TURN {
-                self.ready.push_back(idx);
+                self.core.ready.push_back(idx);
                 return true;
             }
-            if !c.session.has_rbuf() {
-                let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
-                if let Some(b) = c.session.attach_rbuf(b) {
-                    self.rbufs.push(b);
-                }
-            }
+            self.core.pool.attach_rbuf(&mut c.session);
             reads += 1;
             match c.tp.fill(&mut c.session, fd, now) {
                 Ok(Fill::Read { drained: d, .. }) => drained = d,
@@ -496,7 +330,71 @@ impl Worker {
             }
         }
         // Still more to drain: come back after the others had a turn.
-        self.ready.push_back(idx);
+        self.core.ready.push_back(idx);
         true
+    }
+}
+
+impl Engine for Worker {
+    type Conn = Conn;
+
+    fn core(&mut self) -> &mut Core {
+        &mut self.core
+    }
+
+    fn listening(&self) -> bool {
+        self.listener.is_some()
+    }
+
+    fn wait(&mut self, timeout: Duration) -> bool {
+        match self.poll.poll(&mut self.events, Some(timeout)) {
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => {
+                eprintln!("httplab serve: poll failed: {e}");
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn dispatch(&mut self) {
+        let mut accept = false;
+        // Taken out for the loop: driving a connection needs `self`.
+        let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+        for ev in events.iter() {
+            match ev.token() {
+                LISTENER => accept = true,
+                WAKER => {}
+                Token(i) => self.drive(i),
+            }
+        }
+        self.events = events;
+        if accept || self.core.gate.due(self.core.now) {
+            self.accept_loop();
+        }
+    }
+
+    fn drive(&mut self, idx: usize) {
+        Worker::drive(self, idx);
+    }
+
+    fn close(&mut self, idx: usize) {
+        Worker::close(self, idx);
+    }
+
+    fn stop_listening(&mut self) {
+        if let Some(mut l) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+    }
+
+    fn slots(&self) -> usize {
+        self.conns.len()
+    }
+
+    fn conn(&mut self, idx: usize) -> (Option<&mut Conn>, &mut Core) {
+        (
+            self.conns.get_mut(idx).and_then(Option::as_mut),
+            &mut self.core,
+        )
     }
 }

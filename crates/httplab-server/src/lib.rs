@@ -26,8 +26,10 @@
 //! - `session`: one connection's protocol state machine, without I/O.
 //! - `handler`: request → response (files, ranges, conditionals, errors).
 //! - `files`: safe path resolution and the per-worker file cache.
-//! - `event`: the mio reactor (default model); `blocking`: `single`,
-//!   `threads` and `fork`.
+//! - `event`: the mio reactor (default model); `uring`: the io_uring
+//!   engine of the event model; `lifecycle`: the worker lifecycle both
+//!   share (turn clock, buffer pool, accept gate, shutdown clock, sweep,
+//!   the loop itself); `blocking`: `single`, `threads` and `fork`.
 //! - `tls`: the transport between socket and session, plain or TLS
 //!   (rustls), driven by every model through the same calls; `tickets`:
 //!   fork-safe TLS session tickets.
@@ -43,6 +45,7 @@ mod cli;
 mod event;
 mod files;
 mod handler;
+mod lifecycle;
 mod log;
 mod out;
 mod session;
@@ -75,7 +78,8 @@ use stats::SharedStats;
 /// only). Off: on the 2-core benchmark machine the io_uring engine's server
 /// CPU per request was level with epoll's (quiet rerun, per-round ratios
 /// 0.77-1.22 keep-alive, 0.98-1.09 new connection per request), not
-/// cheaper; see BENCHMARKS.md sections 10 and 12.
+/// cheaper; see BENCHMARKS.md, "io_uring in httplab serve" and "Server cost
+/// per request against every peer".
 const AUTO_PREFERS_URING: bool = false;
 
 /// Entry point of `httplab serve`: `args[0]` is the program name.
@@ -100,7 +104,7 @@ pub struct ServerHandle {
     threads: Vec<JoinHandle<()>>,
     /// The statistics reporter and the sender that stops it; it is stopped
     /// after the workers so its last line has their final counts.
-    reporter: Option<(std::sync::mpsc::Sender<()>, JoinHandle<()>)>,
+    reporter: Option<Reporter>,
     stats: SharedStats,
 }
 
@@ -167,118 +171,7 @@ impl Server {
             stats: Arc::clone(&stats),
         };
         match cfg.model {
-            Model::Event => {
-                let n = cfg.effective_workers();
-                let listeners = bind_listeners(cfg.listen, n, true)?;
-                if cfg.defer_accept {
-                    for l in &listeners {
-                        use std::os::fd::AsRawFd;
-                        // Best effort: a kernel without it just accepts earlier.
-                        let _ = sys::set_defer_accept(l.as_raw_fd(), 1);
-                    }
-                }
-                for l in &listeners {
-                    use std::os::fd::AsRawFd;
-                    // Set once on the listener: Linux copies these to every
-                    // accepted socket, saving a setsockopt per connection
-                    // (the worker checks TCP_NODELAY on its first accept and
-                    // sets it per connection if it was not inherited).
-                    let fd = l.as_raw_fd();
-                    let _ = sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
-                    if let Some(b) = cfg.sndbuf {
-                        let _ = sys::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, b);
-                    }
-                    if let Some(b) = cfg.notsent_lowat {
-                        let _ = sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, b);
-                    }
-                }
-                handle.addr = listeners[0].local_addr()?;
-                handle.workers = n;
-                let per_worker = cfg.max_connections.div_ceil(n);
-                let mut uring = match cfg.io {
-                    IoEngine::Epoll => false,
-                    IoEngine::Uring => {
-                        if tls.is_some() {
-                            anyhow::bail!(
-                                "--io uring serves cleartext HTTP only; use --io epoll (or auto) with --tls-cert/--tls-key"
-                            );
-                        }
-                        if httplab_sys::uring::probe().is_err() {
-                            anyhow::bail!(
-                                "--io uring: io_uring is not available here (kernel without it, /proc/sys/kernel/io_uring_disabled set, or blocked by a sandbox); use --io epoll or auto"
-                            );
-                        }
-                        true
-                    }
-                    IoEngine::Auto => {
-                        AUTO_PREFERS_URING && tls.is_none() && httplab_sys::uring::probe().is_ok()
-                    }
-                };
-                for (i, l) in listeners.into_iter().enumerate() {
-                    if uring {
-                        // The ring is made on the worker's own thread (a
-                        // thread that made a ring may see EINTR later).
-                        let (tx, rx) = std::sync::mpsc::channel();
-                        let lc = l.try_clone().context("cannot duplicate listener")?;
-                        let h = make_handler();
-                        let flag = Arc::clone(&stop.flag);
-                        let t = std::thread::Builder::new()
-                            .name(format!("httplab-ur-{i}"))
-                            .spawn(move || match uring::Worker::new(lc, h, per_worker, flag) {
-                                Ok((w, waker)) => {
-                                    let _ = tx.send(Ok(waker));
-                                    w.run();
-                                }
-                                Err(e) => {
-                                    let _ = tx.send(Err(e));
-                                }
-                            })
-                            .context("cannot spawn worker thread")?;
-                        let made = rx
-                            .recv()
-                            .unwrap_or_else(|_| Err(std::io::Error::other("worker thread died")));
-                        match made {
-                            Ok(waker) => {
-                                drop(l);
-                                handle.wakers.push(waker);
-                                handle.threads.push(t);
-                                continue;
-                            }
-                            Err(e) if cfg.io == IoEngine::Uring => {
-                                let _ = t.join();
-                                return Err(anyhow::Error::new(e)
-                                    .context("--io uring: cannot set up an io_uring ring"));
-                            }
-                            Err(_) => {
-                                let _ = t.join();
-                                // auto: this kernel lacks a feature the ring
-                                // needs (provided-buffer rings: 5.19); epoll.
-                                uring = false;
-                            }
-                        }
-                    }
-                    let (w, waker) = event::Worker::new(
-                        l,
-                        make_handler(),
-                        per_worker,
-                        Arc::clone(&stop.flag),
-                        tls.clone(),
-                    )
-                    .context("cannot create event loop")?;
-                    handle.wakers.push(waker);
-                    handle.threads.push(
-                        std::thread::Builder::new()
-                            .name(format!("httplab-ev-{i}"))
-                            .spawn(move || w.run())
-                            .context("cannot spawn worker thread")?,
-                    );
-                }
-                handle.io = if uring {
-                    IoEngine::Uring
-                } else {
-                    IoEngine::Epoll
-                };
-            }
+            Model::Event => start_event(&cfg, &mut handle, &make_handler, tls)?,
             Model::Threads => {
                 let l = bind_listeners(cfg.listen, 1, false)?.remove(0);
                 handle.addr = l.local_addr()?;
@@ -320,28 +213,185 @@ impl Server {
             }
         }
         if let Some(period) = cfg.stats_interval.filter(|d| !d.is_zero()) {
-            let json = match &cfg.stats_json {
-                Some(p) => Some(
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(p)
-                        .with_context(|| format!("cannot open stats file {}", p.display()))?,
-                ),
-                None => None,
-            };
-            let stats = Arc::clone(&stats);
-            let (tx, rx) = std::sync::mpsc::channel::<()>();
-            let print = !cfg.quiet || cfg.stats_json.is_none();
-            let children = cfg.model == Model::Fork;
-            let t = std::thread::Builder::new()
-                .name("httplab-stats".into())
-                .spawn(move || stats_loop(&stats, &rx, period, print, json, children))
-                .context("cannot spawn stats thread")?;
-            handle.reporter = Some((tx, t));
+            handle.reporter = Some(start_reporter(&cfg, &stats, period)?);
         }
         Ok(handle)
     }
+}
+
+/// The event model: one listener (SO_REUSEPORT) and one worker thread per
+/// worker, each an epoll reactor or an io_uring engine.
+fn start_event(
+    cfg: &ServerConfig,
+    handle: &mut ServerHandle,
+    make_handler: &dyn Fn() -> Handler,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> anyhow::Result<()> {
+    let n = cfg.effective_workers();
+    let listeners = bind_listeners(cfg.listen, n, true)?;
+    set_listener_options(cfg, &listeners);
+    handle.addr = listeners[0].local_addr()?;
+    handle.workers = n;
+    let per_worker = cfg.max_connections.div_ceil(n);
+    let mut uring = wants_uring(cfg.io, tls.is_some())?;
+    for (i, l) in listeners.into_iter().enumerate() {
+        if uring {
+            let h = make_handler();
+            match spawn_uring_worker(i, &l, h, per_worker, &handle.stop.flag)? {
+                Ok((waker, t)) => {
+                    drop(l);
+                    handle.wakers.push(waker);
+                    handle.threads.push(t);
+                    continue;
+                }
+                Err(e) if cfg.io == IoEngine::Uring => {
+                    return Err(
+                        anyhow::Error::new(e).context("--io uring: cannot set up an io_uring ring")
+                    );
+                }
+                Err(_) => {
+                    // auto: this kernel lacks a feature the ring needs
+                    // (provided-buffer rings: 5.19); epoll.
+                    uring = false;
+                }
+            }
+        }
+        let (w, waker) = event::Worker::new(
+            l,
+            make_handler(),
+            per_worker,
+            Arc::clone(&handle.stop.flag),
+            tls.clone(),
+        )
+        .context("cannot create event loop")?;
+        handle.wakers.push(waker);
+        handle.threads.push(
+            std::thread::Builder::new()
+                .name(format!("httplab-ev-{i}"))
+                .spawn(move || w.run())
+                .context("cannot spawn worker thread")?,
+        );
+    }
+    handle.io = if uring {
+        IoEngine::Uring
+    } else {
+        IoEngine::Epoll
+    };
+    Ok(())
+}
+
+/// Socket options set once on each listener: Linux copies these to every
+/// accepted socket, saving a setsockopt per connection (the worker checks
+/// TCP_NODELAY on its first accept and sets it per connection if it was
+/// not inherited). All best effort.
+fn set_listener_options(cfg: &ServerConfig, listeners: &[TcpListener]) {
+    use std::os::fd::AsRawFd;
+    for l in listeners {
+        let fd = l.as_raw_fd();
+        if cfg.defer_accept {
+            // A kernel without it just accepts earlier.
+            let _ = sys::set_defer_accept(fd, 1);
+        }
+        let _ = sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+        if let Some(b) = cfg.sndbuf {
+            let _ = sys::set_int_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, b);
+        }
+        if let Some(b) = cfg.notsent_lowat {
+            let _ = sys::set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, b);
+        }
+    }
+}
+
+/// Whether the event model starts on io_uring (`auto` may still fall back
+/// to epoll when a ring cannot be set up).
+fn wants_uring(io: IoEngine, tls: bool) -> anyhow::Result<bool> {
+    Ok(match io {
+        IoEngine::Epoll => false,
+        IoEngine::Uring => {
+            if tls {
+                anyhow::bail!(
+                    "--io uring serves cleartext HTTP only; use --io epoll (or auto) with --tls-cert/--tls-key"
+                );
+            }
+            if httplab_sys::uring::probe().is_err() {
+                anyhow::bail!(
+                    "--io uring: io_uring is not available here (kernel without it, /proc/sys/kernel/io_uring_disabled set, or blocked by a sandbox); use --io epoll or auto"
+                );
+            }
+            true
+        }
+        IoEngine::Auto => AUTO_PREFERS_URING && !tls && httplab_sys::uring::probe().is_ok(),
+    })
+}
+
+type UringStarted = (Arc<mio::Waker>, JoinHandle<()>);
+
+/// Starts io_uring worker `i` on a duplicate of listener `l`. The ring is
+/// made on the worker's own thread (a thread that made a ring may see
+/// EINTR later). The inner error: the ring could not be set up (the
+/// thread has ended).
+fn spawn_uring_worker(
+    i: usize,
+    l: &TcpListener,
+    h: Handler,
+    per_worker: usize,
+    flag: &Arc<AtomicBool>,
+) -> anyhow::Result<Result<UringStarted, std::io::Error>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lc = l.try_clone().context("cannot duplicate listener")?;
+    let flag = Arc::clone(flag);
+    let t = std::thread::Builder::new()
+        .name(format!("httplab-ur-{i}"))
+        .spawn(move || match uring::Worker::new(lc, h, per_worker, flag) {
+            Ok((w, waker)) => {
+                let _ = tx.send(Ok(waker));
+                w.run();
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        })
+        .context("cannot spawn worker thread")?;
+    let made = rx
+        .recv()
+        .unwrap_or_else(|_| Err(std::io::Error::other("worker thread died")));
+    Ok(match made {
+        Ok(waker) => Ok((waker, t)),
+        Err(e) => {
+            let _ = t.join();
+            Err(e)
+        }
+    })
+}
+
+type Reporter = (std::sync::mpsc::Sender<()>, JoinHandle<()>);
+
+/// The statistics thread (`--stats-interval`): prints and/or appends JSON
+/// lines every `period` until told to stop.
+fn start_reporter(
+    cfg: &ServerConfig,
+    stats: &SharedStats,
+    period: Duration,
+) -> anyhow::Result<Reporter> {
+    let json = match &cfg.stats_json {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open stats file {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let stats = Arc::clone(stats);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let print = !cfg.quiet || cfg.stats_json.is_none();
+    let children = cfg.model == Model::Fork;
+    let t = std::thread::Builder::new()
+        .name("httplab-stats".into())
+        .spawn(move || stats_loop(&stats, &rx, period, print, json, children))
+        .context("cannot spawn stats thread")?;
+    Ok((tx, t))
 }
 
 fn stats_loop(

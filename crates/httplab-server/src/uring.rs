@@ -24,19 +24,19 @@
 //! user data carries a generation, so a completion never reaches a reused
 //! slot. Cleartext only: TLS stays on epoll.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token, Waker};
 
 use crate::handler::Handler;
+use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::Flush;
-use crate::session::Session;
+use crate::session::{CloseReason, Session};
 use httplab_sys::net;
 use httplab_sys::uring::{self as ur, Completion, Lent, Ring, Setup};
 
@@ -48,16 +48,12 @@ const RECV_BUFS: u16 = 256;
 const RECV_BUF_SIZE: usize = 16 * 1024;
 /// Accepts kept in flight.
 const ACCEPTS: usize = 8;
-/// Spare buffers kept per worker.
-const SPARE_BUFFERS: usize = 64;
 /// Most bytes parked per connection while its multishot receive is being
 /// cancelled. A cancel takes effect on the next `io_uring_enter`; until
 /// then the kernel may deliver what one wake-up reads (at most 32
 /// receives of `RECV_BUF_SIZE`, 512 KiB). A peer that gets past this has
 /// pipelined over a megabyte without reading its responses: closed.
 const MAX_OVERFLOW: usize = 1 << 20;
-/// How long a paused accept waits before retrying on its own.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Longest wait for cancelled operations at exit (then their memory is
 /// leaked instead of freed).
 const EXIT_DRAIN: Duration = Duration::from_secs(2);
@@ -83,7 +79,7 @@ fn split(ud: u64) -> (u8, usize, u32) {
     (op, slot as usize, gen)
 }
 
-struct Conn {
+pub(crate) struct Conn {
     fd: OwnedFd,
     session: Session,
     /// A (multishot) receive is armed.
@@ -114,6 +110,24 @@ impl Conn {
     }
 }
 
+impl Swept for Conn {
+    fn linger_until(&self) -> Option<Instant> {
+        self.linger_until
+    }
+
+    fn deadline(&self, h: &Handler) -> Instant {
+        self.session.deadline(h)
+    }
+
+    fn on_timeout(&mut self, h: &mut Handler, now: Instant) -> Option<CloseReason> {
+        self.session.on_timeout(h, now)
+    }
+
+    fn session(&mut self) -> &mut Session {
+        &mut self.session
+    }
+}
+
 #[derive(Default)]
 struct Slot {
     gen: u32,
@@ -127,28 +141,13 @@ pub struct Worker {
     accepting: bool,
     accept_busy: [bool; ACCEPTS],
     accepts_in_flight: usize,
-    accept_paused_until: Option<Instant>,
     /// mio's epoll instance, only for the shutdown waker: the ring polls
     /// its descriptor.
     wake_poll: Poll,
     wake_events: Events,
-    handler: Handler,
+    /// Its `open` counts slots in use (live and closing connections).
+    core: Core,
     slots: Vec<Slot>,
-    free: Vec<usize>,
-    /// Slots in use (live and closing connections).
-    open: usize,
-    max_conns: usize,
-    rbufs: Vec<Vec<u8>>,
-    wbufs: Vec<Vec<u8>>,
-    rbuf_size: usize,
-    ready: VecDeque<usize>,
-    shutdown: Arc<AtomicBool>,
-    shutting_down: Option<Instant>,
-    sweep_every: Duration,
-    linger: Duration,
-    scratch: Vec<u8>,
-    now: Instant,
-    nodelay_inherited: Option<bool>,
     cqes: Vec<Completion>,
 }
 
@@ -174,16 +173,6 @@ impl Worker {
         })?;
         let wake_poll = Poll::new()?;
         let waker = Arc::new(Waker::new(wake_poll.registry(), Token(0))?);
-        let cfg = handler.config();
-        let shortest = cfg
-            .idle_timeout
-            .min(cfg.header_timeout)
-            .min(cfg.send_timeout)
-            .min(Duration::from_secs(1));
-        let sweep_every =
-            (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
-        let linger = cfg.idle_timeout.min(Duration::from_secs(2));
-        let rbuf_size = cfg.pipeline_buffer.max(1024);
         Ok((
             Worker {
                 ring,
@@ -191,25 +180,10 @@ impl Worker {
                 accepting: true,
                 accept_busy: [false; ACCEPTS],
                 accepts_in_flight: 0,
-                accept_paused_until: None,
                 wake_poll,
                 wake_events: Events::with_capacity(4),
-                handler,
+                core: Core::new(handler, max_conns, shutdown, false),
                 slots: Vec::new(),
-                free: Vec::new(),
-                open: 0,
-                max_conns: max_conns.max(1),
-                rbufs: Vec::new(),
-                wbufs: Vec::new(),
-                rbuf_size,
-                ready: VecDeque::new(),
-                shutdown,
-                shutting_down: None,
-                sweep_every,
-                linger,
-                scratch: Vec::new(),
-                now: Instant::now(),
-                nodelay_inherited: None,
                 cqes: Vec::with_capacity(SQ_ENTRIES as usize * 4),
             },
             waker,
@@ -231,48 +205,7 @@ impl Worker {
             eprintln!("httplab serve: io_uring submission failed");
             return;
         }
-        self.now = Instant::now();
-        let mut next_sweep = self.now + self.sweep_every;
-        self.fill_accepts();
-        loop {
-            let timeout = if self.ready.is_empty() {
-                let until = match self.accept_paused_until {
-                    Some(t) if self.accepting => t.min(next_sweep),
-                    _ => next_sweep,
-                };
-                until.saturating_duration_since(self.now)
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.ring.submit_and_wait(timeout, Some(MIN_WAIT_US)) {
-                eprintln!("httplab serve: io_uring_enter failed: {e}");
-                break;
-            }
-            self.now = Instant::now();
-            self.handler.tick_at(self.now);
-            self.reap();
-            let n = self.ready.len();
-            for _ in 0..n {
-                if let Some(i) = self.ready.pop_front() {
-                    self.drive_slot(i);
-                }
-            }
-            self.fill_accepts();
-            let now = self.now;
-            if now >= next_sweep {
-                self.sweep(now);
-                next_sweep = now + self.sweep_every;
-            }
-            if self.shutdown.load(Ordering::Acquire) && self.shutting_down.is_none() {
-                self.begin_shutdown(now);
-            }
-            self.handler.flush();
-            if let Some(deadline) = self.shutting_down {
-                if self.open == 0 || now >= deadline {
-                    break;
-                }
-            }
-        }
+        lifecycle::run(&mut self);
         self.finish();
     }
 
@@ -293,7 +226,7 @@ impl Worker {
             {
                 break;
             }
-            self.now = Instant::now();
+            self.core.now = Instant::now();
             self.reap();
         }
         if self.ring.in_flight() > 0 {
@@ -306,7 +239,7 @@ impl Worker {
                 drop(s.conn.take());
             }
         }
-        self.handler.flush();
+        self.core.handler.flush();
     }
 
     fn reap(&mut self) {
@@ -334,7 +267,7 @@ impl Worker {
                 let _ = self
                     .wake_poll
                     .poll(&mut self.wake_events, Some(Duration::ZERO));
-                if self.shutting_down.is_none() && !self.shutdown.load(Ordering::Acquire) {
+                if !self.core.shutdown.requested_or_begun() {
                     let fd = self.wake_poll.as_raw_fd();
                     let _ = self.ring.poll(fd, libc::POLLIN, ud(OP_WAKE, 0, 0));
                 }
@@ -358,20 +291,17 @@ impl Worker {
         let Some(lfd) = self.listener.as_ref().map(|l| l.as_raw_fd()) else {
             return;
         };
-        if let Some(t) = self.accept_paused_until {
-            if self.now < t {
-                return;
-            }
-            self.accept_paused_until = None;
+        if !self.core.gate.open(self.core.now) {
+            return;
         }
         while self.accepts_in_flight < ACCEPTS
-            && self.open + self.accepts_in_flight < self.max_conns
+            && self.core.open + self.accepts_in_flight < self.core.max_conns
         {
             let Some(s) = self.accept_busy.iter().position(|b| !b) else {
                 return;
             };
             if self.ring.accept(lfd, ud(OP_ACCEPT, s, 0)).is_err() {
-                self.accept_paused_until = Some(self.now + ACCEPT_RETRY);
+                self.core.gate.pause(self.core.now);
                 return;
             }
             self.accept_busy[s] = true;
@@ -385,13 +315,10 @@ impl Worker {
         }
         self.accepts_in_flight = self.accepts_in_flight.saturating_sub(1);
         if res < 0 {
-            if matches!(
-                -res,
-                libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM
-            ) {
+            if out_of_descriptors(-res) {
                 // Out of descriptors: stop accepting (no busy loop) until a
                 // connection closes or the retry interval passes.
-                self.accept_paused_until = Some(self.now + ACCEPT_RETRY);
+                self.core.gate.pause(self.core.now);
             }
             return;
         }
@@ -402,20 +329,15 @@ impl Worker {
             // Dropping it closes it.
             return;
         }
-        // TCP_NODELAY, SO_SNDBUF and TCP_NOTSENT_LOWAT were set on the
-        // listener and are inherited; checked once.
-        if self.nodelay_inherited.is_none() {
-            self.nodelay_inherited = Some(net::nodelay(fd.as_raw_fd()));
-        }
-        if self.nodelay_inherited == Some(false) {
+        if self.core.needs_nodelay(|| net::nodelay(fd.as_raw_fd())) {
             let _ = net::set_int_opt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
         }
-        self.handler.stats().accepted();
+        self.core.handler.stats().accepted();
         self.insert(fd, peer);
     }
 
     fn insert(&mut self, fd: OwnedFd, peer: Option<IpAddr>) {
-        let idx = match self.free.pop() {
+        let idx = match self.core.free.pop() {
             Some(i) => i,
             None => {
                 self.slots.push(Slot::default());
@@ -424,7 +346,7 @@ impl Worker {
         };
         self.slots[idx].conn = Some(Conn {
             fd,
-            session: Session::new(peer, self.now),
+            session: Session::new(peer, self.core.now),
             recv: false,
             recv_cancelled: false,
             overflow: Vec::new(),
@@ -434,13 +356,12 @@ impl Worker {
             linger_until: None,
             dead: false,
         });
-        self.open += 1;
+        self.core.open += 1;
         self.drive_slot(idx);
     }
 
     fn received(&mut self, idx: usize, gen: u32, res: i32, bid: Option<u16>, more: bool) {
-        let now = self.now;
-        let rbuf_size = self.rbuf_size;
+        let now = self.core.now;
         let Some(c) = self
             .slots
             .get_mut(idx)
@@ -475,16 +396,8 @@ impl Worker {
                     let data = self.ring.buffer(b, n as usize);
                     let mut taken = 0;
                     if c.overflow.is_empty() {
-                        if !c.session.has_rbuf() {
-                            let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; rbuf_size]);
-                            if let Some(buf) = c.session.attach_rbuf(buf) {
-                                self.rbufs.push(buf);
-                            }
-                        } else if c.session.rbuf_smaller_than(rbuf_size) {
-                            let buf = self.rbufs.pop().unwrap_or_else(|| vec![0; rbuf_size]);
-                            drop(c.session.grow_rbuf(buf));
-                        }
-                        if let Some(room) = c.session.room(rbuf_size) {
+                        self.core.pool.full_rbuf(&mut c.session);
+                        if let Some(room) = c.session.room(self.core.pool.rbuf_size()) {
                             let k = room.min(data.len());
                             if k > 0 && c.session.take_input(&data[..k], now) {
                                 taken = k;
@@ -530,7 +443,7 @@ impl Worker {
             e if -e == libc::ENOBUFS => {
                 // Every receive buffer is in use this turn: re-armed on the
                 // next turn.
-                self.ready.push_back(idx);
+                self.core.ready.push_back(idx);
                 return;
             }
             e if -e == libc::ECANCELED || -e == libc::EINTR || -e == libc::EAGAIN => {}
@@ -548,17 +461,12 @@ impl Worker {
         if c.overflow.is_empty() {
             return false;
         }
-        let Some(room) = c.session.room(self.rbuf_size) else {
+        let Some(room) = c.session.room(self.core.pool.rbuf_size()) else {
             return false;
         };
-        if !c.session.has_rbuf() {
-            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
-            if let Some(b) = c.session.attach_rbuf(b) {
-                self.rbufs.push(b);
-            }
-        }
+        self.core.pool.attach_rbuf(&mut c.session);
         let k = room.min(c.overflow.len());
-        if k == 0 || !c.session.take_input(&c.overflow[..k], self.now) {
+        if k == 0 || !c.session.take_input(&c.overflow[..k], self.core.now) {
             return false;
         }
         c.overflow.drain(..k);
@@ -574,7 +482,7 @@ impl Worker {
     }
 
     fn sent(&mut self, idx: usize, gen: u32, res: i32, lent: Lent) {
-        let now = self.now;
+        let now = self.core.now;
         let Some(c) = self.conn_mut(idx, gen) else {
             return;
         };
@@ -592,7 +500,7 @@ impl Worker {
             c.session.out.mem_sent(n);
             let writes = std::mem::take(&mut c.session.out.writes);
             c.session.wrote(now);
-            self.handler.count_io(n as u64, writes);
+            self.core.handler.count_io(n as u64, writes);
         } else if res != -libc::EINTR && res != -libc::EAGAIN {
             // EPIPE, ECONNRESET, or a zero-length write: the peer is gone.
             self.close(idx);
@@ -616,7 +524,7 @@ impl Worker {
             return;
         }
         let keep = self.step(&mut c, idx, gen);
-        self.give_back(&mut c.session);
+        self.core.pool.give_back(&mut c.session);
         self.slots[idx].conn = Some(c);
         if !keep {
             self.close(idx);
@@ -625,25 +533,11 @@ impl Worker {
 
     /// Returns false when the connection must be closed.
     fn step(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
-        let now = self.now;
-        let shutting = self.shutting_down.is_some();
-        if c.session.has_rbuf() && c.session.rbuf_smaller_than(self.rbuf_size) {
-            // Leftover bytes were parked in a small buffer by `give_back`:
-            // back to full size before `process` consumes them and before
-            // `room` sizes the next receive (a small buffer left in the
-            // session would otherwise be pooled by `give_back` once empty
-            // and later handed to a connection as if it were full size).
-            let b = self.rbufs.pop().unwrap_or_else(|| vec![0; self.rbuf_size]);
-            drop(c.session.grow_rbuf(b));
-        }
+        let now = self.core.now;
+        let shutting = self.core.shutdown.begun();
+        self.core.pool.restore_rbuf(&mut c.session);
         if c.send == 0 {
-            if let Some(b) = self.wbufs.pop() {
-                if let Some(b) = c.session.attach_wbuf(b) {
-                    if b.capacity() > 0 {
-                        self.wbufs.push(b);
-                    }
-                }
-            }
+            self.core.pool.lend_wbuf(&mut c.session);
         }
         loop {
             if c.linger_until.is_some() {
@@ -682,15 +576,16 @@ impl Worker {
                 }
                 // File segments: the synchronous path of the epoll engine.
                 let mut written = 0;
+                let core = &mut self.core;
                 let r = c.session.out.write_to(
                     c.fd.as_raw_fd(),
-                    self.handler.config().sendfile_chunk,
-                    self.handler.file_opts(),
-                    &mut self.scratch,
+                    core.handler.config().sendfile_chunk,
+                    core.handler.file_opts(),
+                    &mut core.scratch,
                     &mut written,
                 );
                 let writes = std::mem::take(&mut c.session.out.writes);
-                self.handler.count_io(written, writes);
+                core.handler.count_io(written, writes);
                 if written > 0 {
                     c.session.wrote(now);
                 }
@@ -708,14 +603,14 @@ impl Worker {
                         break;
                     }
                     Ok(Flush::Yield) => {
-                        self.ready.push_back(idx);
+                        self.core.ready.push_back(idx);
                         break;
                     }
                     Err(_) => return false,
                 }
             }
             let fed = self.feed(c);
-            c.session.process(&mut self.handler, now, shutting);
+            c.session.process(&mut self.core.handler, now, shutting);
             if !c.session.out.is_empty() {
                 continue;
             }
@@ -724,7 +619,7 @@ impl Worker {
                     return false;
                 }
                 net::shutdown_write(c.fd.as_raw_fd());
-                c.linger_until = Some(now + self.linger);
+                c.linger_until = Some(now + self.core.linger);
                 continue;
             }
             if fed && !c.overflow.is_empty() {
@@ -733,7 +628,7 @@ impl Worker {
             break;
         }
         if !c.recv && c.overflow.is_empty() && !c.eof_pending {
-            if let Some(room) = c.session.room(self.rbuf_size) {
+            if let Some(room) = c.session.room(self.core.pool.rbuf_size()) {
                 if room > 0 {
                     if self
                         .ring
@@ -747,15 +642,6 @@ impl Worker {
             }
         }
         true
-    }
-
-    fn give_back(&mut self, s: &mut Session) {
-        s.return_buffers(
-            &mut self.rbufs,
-            &mut self.wbufs,
-            self.rbuf_size,
-            SPARE_BUFFERS,
-        );
     }
 
     /// Starts closing connection `idx`: cancels its operations; the
@@ -791,66 +677,72 @@ impl Worker {
         };
         s.gen = s.gen.wrapping_add(1);
         // Counters first, so they are current once the peer sees EOF.
-        self.handler.flush_stats();
+        self.core.handler.flush_stats();
         // Through the ring (closed at once if it cannot take the request).
         self.ring.close(c.fd);
-        self.give_back(&mut c.session);
-        self.free.push(idx);
-        self.open -= 1;
-        self.handler.stats().closed();
-        if self.accept_paused_until.is_some() {
-            // A descriptor was freed: retry accepting on this turn.
-            self.accept_paused_until = Some(self.now);
-        }
+        // A descriptor was freed: a paused accept retries on this turn.
+        let now = self.core.now;
+        self.core.release(idx, &mut c.session, || now);
+    }
+}
+
+impl Engine for Worker {
+    type Conn = Conn;
+
+    fn core(&mut self) -> &mut Core {
+        &mut self.core
     }
 
-    fn sweep(&mut self, now: Instant) {
-        for i in 0..self.slots.len() {
-            let Some(c) = self.slots[i].conn.as_mut() else {
-                continue;
-            };
-            if c.dead {
-                continue;
-            }
-            if let Some(t) = c.linger_until {
-                if now >= t {
-                    self.close(i);
-                }
-                continue;
-            }
-            if now >= c.session.deadline(&self.handler) {
-                match c.session.on_timeout(&mut self.handler, now) {
-                    Some(_) => self.close(i),
-                    None => self.drive_slot(i),
-                }
-            }
-        }
+    fn listening(&self) -> bool {
+        self.accepting
     }
 
-    fn begin_shutdown(&mut self, now: Instant) {
-        let timeout = self.handler.config().shutdown_timeout;
-        self.shutting_down = Some(now + timeout);
+    fn wait(&mut self, timeout: Duration) -> bool {
+        if let Err(e) = self.ring.submit_and_wait(timeout, Some(MIN_WAIT_US)) {
+            eprintln!("httplab serve: io_uring_enter failed: {e}");
+            return false;
+        }
+        true
+    }
+
+    fn dispatch(&mut self) {
+        self.reap();
+    }
+
+    fn queue_accepts(&mut self) {
+        self.fill_accepts();
+    }
+
+    fn drive(&mut self, idx: usize) {
+        self.drive_slot(idx);
+    }
+
+    fn close(&mut self, idx: usize) {
+        Worker::close(self, idx);
+    }
+
+    fn stop_listening(&mut self) {
         self.accepting = false;
         if let Some(l) = self.listener.as_ref() {
             // The listener itself stays open until the worker ends, so no
             // cancelled accept can refer to a closed descriptor.
             let _ = self.ring.cancel_fd(l.as_raw_fd());
         }
-        for i in 0..self.slots.len() {
-            let Some(c) = self.slots[i].conn.as_mut() else {
-                continue;
-            };
-            if c.dead {
-                continue;
-            }
-            if c.linger_until.is_some() {
-                // Its response is complete; nothing is in flight.
-                self.close(i);
-                continue;
-            }
-            c.session.begin_shutdown();
-            self.drive_slot(i);
-        }
+    }
+
+    fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Closing connections (operations cancelled, waiting for their
+    /// completions) are left alone.
+    fn conn(&mut self, idx: usize) -> (Option<&mut Conn>, &mut Core) {
+        let c = self
+            .slots
+            .get_mut(idx)
+            .and_then(|s| s.conn.as_mut())
+            .filter(|c| !c.dead);
+        (c, &mut self.core)
     }
 }
 

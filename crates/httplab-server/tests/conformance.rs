@@ -1,4 +1,5 @@
-//! The conformance suite: every rule of the server issue, as raw-socket
+//! The conformance suite: every protocol rule of the server (its README,
+//! "Protocol behaviour", and RFC 9110/9112), as raw-socket
 //! exchanges, run against every model and protocol mode (see
 //! `support::variants`).
 

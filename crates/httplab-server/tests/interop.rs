@@ -1,6 +1,7 @@
 //! Interoperability with real clients: curl, wrk, httperf, `openssl
-//! s_client` and headless Chromium, over HTTP and HTTPS. Each test fails when its client is missing under CI=true and
-//! prints a skip reason otherwise. Every external run is bounded in count
+//! s_client` and headless Chromium, over HTTP and HTTPS. Each test fails
+//! when its client is missing under CI and prints a `SKIPPED` line
+//! otherwise (`httplab_skip`). Every external run is bounded in count
 //! and time (coreutils `timeout` around it, fixed request counts).
 
 mod support;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use httplab_study::{corpus, servers, spec};
 
 fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+    httplab_skip::under_ci()
 }
 
 fn get(addr: std::net::SocketAddr, path: &str) -> (u16, Vec<u8>) {
@@ -60,7 +60,7 @@ fn check_peer(server_toml: &str) {
                     inst.name
                 );
             }
-            eprintln!("SKIP {}: {why}", inst.name);
+            httplab_skip::skipped(&format!("{}: {why}", inst.name));
             return;
         }
     };

@@ -400,7 +400,7 @@ fn missing_command_is_a_failed_row_with_the_reason() {
 }
 
 fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+    httplab_skip::under_ci()
 }
 
 #[test]
@@ -416,7 +416,7 @@ fn tiny_study_with_nginx_and_lighttpd() {
         .collect();
     if !missing.is_empty() {
         assert!(!ci(), "peers missing under CI: {}", missing[0].reason);
-        eprintln!("SKIP: {}", missing[0].reason);
+        httplab_skip::skipped(&missing[0].reason);
         return;
     }
     for r in &res.runs {
@@ -492,7 +492,9 @@ fn tiny_study_with_httplab_models() {
             !ci(),
             "no httplab binary next to the test executable under CI"
         );
-        eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
+        httplab_skip::skipped(
+            "no httplab binary next to the test executable (build the workspace)",
+        );
         return;
     };
     let serves = std::process::Command::new(&exe)
@@ -500,10 +502,10 @@ fn tiny_study_with_httplab_models() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !serves {
-        eprintln!(
-            "SKIP: {} has no working `serve` (stale build?)",
+        httplab_skip::skipped(&format!(
+            "{} has no working `serve` (stale build?)",
             exe.display()
-        );
+        ));
         return;
     }
     let servers = "[[servers]]\nkind = \"httplab\"\nmodel = \"event\"\nworkers = 1\n\

@@ -132,7 +132,7 @@ fn start_tls_peer(server_toml: &str) -> Option<Peer> {
                 "{}: {why} (CI=true: .ci/run should have installed it)",
                 inst.name
             );
-            eprintln!("SKIP {}: {why}", inst.name);
+            httplab_skip::skipped(&format!("{}: {why}", inst.name));
             return None;
         }
     };

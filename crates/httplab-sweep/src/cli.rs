@@ -14,7 +14,7 @@ use std::path::PathBuf;
     after_help = "autobench spellings are accepted too: --single_host, --low_rate, --high_rate, --rate_step, \
 --num_conn, --num_call, --const_test_time, --output_fmt, --host1=HOST. Unknown options, and everything \
 after `--`, are passed to `httplab load` for every step.\n\n\
-Example (seed 003): httplab sweep --single_host --host1=www.example.com --file=example.com.csv"
+Example (an autobench command line, unchanged): httplab sweep --single_host --host1=www.example.com --file=example.com.csv"
 )]
 pub(crate) struct Cli {
     /// Target URLs (http://host[:port]/path), in addition to --host1/--host2.

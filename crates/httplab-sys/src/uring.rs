@@ -849,8 +849,7 @@ mod tests {
     #[test]
     fn lent_buffers_come_back_with_their_completions() {
         if let Err(why) = probe() {
-            eprintln!("skipped: {why}");
-            return;
+            return httplab_skip::skipped(&format!("io_uring is not available: {why}"));
         }
         let mut ring = Ring::new(Setup {
             sq_entries: 8,
@@ -932,8 +931,7 @@ mod tests {
     #[test]
     fn accepts_and_multishot_receives_into_provided_buffers() {
         if let Err(why) = probe() {
-            eprintln!("skipped: {why}");
-            return;
+            return httplab_skip::skipped(&format!("io_uring is not available: {why}"));
         }
         let mut ring = match Ring::new(Setup {
             sq_entries: 8,
@@ -944,7 +942,9 @@ mod tests {
         }) {
             Ok(r) => r,
             // Provided-buffer rings need 5.19.
-            Err(e) => return eprintln!("skipped: {e}"),
+            Err(e) => {
+                return httplab_skip::skipped(&format!("no provided-buffer ring (Linux 5.19): {e}"))
+            }
         };
         ring.enable().unwrap();
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -300,11 +300,9 @@ pub fn load(args: &str) -> httplab_model::RunResult {
     httplab_load::run(&spec, false).expect("run")
 }
 
-/// True when CI=true (interop peers must then exist).
+/// True under CI (interop peers must then exist).
 pub fn ci() -> bool {
-    std::env::var("CI")
-        .map(|v| v == "true" || v == "1")
-        .unwrap_or(false)
+    httplab_skip::under_ci()
 }
 
 /// Finds `name` on PATH (and in /usr/sbin, /usr/bin).

@@ -101,7 +101,8 @@ pub fn variants() -> Vec<Variant> {
     if httplab_server::testkit::uring_available() {
         models.insert(1, (Model::Event, IoEngine::Uring, "event-uring"));
     } else {
-        eprintln!("io_uring is not available here: the event-uring variants are skipped");
+        // Not a failure under CI either: the kernel decides, not the packages.
+        httplab_skip::skipped("io_uring is not available here: the event-uring variants");
     }
     for (model, io, mname) in models {
         for (ka, pl, mode) in [
@@ -296,7 +297,7 @@ pub fn get(path: &str, extra: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: test\r\n{extra}\r\n")
 }
 
-/// Whether a peer binary is usable; under CI=true a missing one fails.
+/// Whether a peer binary is usable; under CI a missing one fails.
 pub fn require_tool(name: &str) -> bool {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
@@ -304,10 +305,9 @@ pub fn require_tool(name: &str) -> bool {
     if found {
         return true;
     }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{name} is required under CI=true but was not found in PATH");
-    }
-    eprintln!("SKIP: {name} not found in PATH (install it, or set CI=true to make this a failure)");
+    httplab_skip::skip(&format!(
+        "{name} not found in PATH (install it, or set CI=true to make this a failure)"
+    ));
     false
 }
 

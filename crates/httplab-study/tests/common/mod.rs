@@ -121,9 +121,9 @@ fn conn(
     }
 }
 
-/// True when CI=true (interop peers and the httplab binary must then exist).
+/// True under CI (interop peers and the httplab binary must then exist).
 pub fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+    httplab_skip::under_ci()
 }
 
 /// The httplab binary next to the test executable whose `serve --help`
@@ -134,7 +134,9 @@ pub fn httplab_serving(flag: &str) -> Option<PathBuf> {
             !ci(),
             "no httplab binary next to the test executable under CI"
         );
-        eprintln!("SKIP: no httplab binary next to the test executable (build the workspace)");
+        httplab_skip::skipped(
+            "no httplab binary next to the test executable (build the workspace)",
+        );
         return None;
     };
     let serves = std::process::Command::new(&exe)
@@ -143,10 +145,10 @@ pub fn httplab_serving(flag: &str) -> Option<PathBuf> {
         .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(flag));
     if !serves {
         assert!(!ci(), "{} has no `serve {flag}` under CI", exe.display());
-        eprintln!(
-            "SKIP: {} has no `serve {flag}` (stale build?)",
+        httplab_skip::skipped(&format!(
+            "{} has no `serve {flag}` (stale build?)",
             exe.display()
-        );
+        ));
         return None;
     }
     Some(exe)
