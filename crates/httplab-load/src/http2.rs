@@ -174,9 +174,7 @@ impl<'a> W<'a> {
             sessions.push(self.session(arrivals.take(), t0));
             started += 1;
         }
-        let mut acc = self.tally();
-        acc.st.max_burst = acc.st.max_burst.max(started);
-        drop(acc);
+        self.max_burst(started);
         loop {
             let now = Instant::now();
             if self.stopped() {
@@ -193,9 +191,7 @@ impl<'a> W<'a> {
                 burst += 1;
                 sessions.push(self.session(a.arrival, a.sched));
             }
-            let mut acc = self.tally();
-            acc.st.max_burst = acc.st.max_burst.max(burst);
-            drop(acc);
+            self.max_burst(burst);
             if arrivals.drained(now, &window, self.reply_timeout) {
                 break;
             }
@@ -244,6 +240,12 @@ impl<'a> W<'a> {
         let open = self.conns.open_conns.get();
         let tally = self.conns.into_tally();
         Ok(window.finish(Instant::now(), tally, open, ctx.collector))
+    }
+
+    /// Records how many sessions one turn started.
+    fn max_burst(&self, n: u64) {
+        let mut t = self.tally();
+        t.st.max_burst = t.st.max_burst.max(n);
     }
 
     /// Gives up on what is still running (Ctrl-C, or the drain expired).

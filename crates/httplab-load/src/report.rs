@@ -852,11 +852,7 @@ fn render_httplab_block(o: &mut String, r: &RunResult) {
     fmt_pct_row(o, "connect", &r.latency.connect);
     fmt_pct_row(o, "first byte", &r.latency.first_byte);
     fmt_pct_row(o, "response (corrected)", &r.latency.response);
-    fmt_pct_row(
-        o,
-        "response (uncorrected)",
-        &r.latency.response_uncorrected,
-    );
+    fmt_pct_row(o, "response (uncorrected)", &r.latency.response_uncorrected);
     if let Some(tls) = &r.tls {
         fmt_pct_row(o, "TLS handshake", &tls.handshake);
     }
