@@ -30,8 +30,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use mio::net::{TcpListener as MioListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
-use serde::{Deserialize, Serialize};
 
+use crate::report::Calibration;
 use crate::spec::{Arrival, LoadSpec, Workload};
 use crate::sys;
 
@@ -43,72 +43,6 @@ pub const CALIBRATION_WINDOW_S: f64 = 1.0;
 pub const DEFAULT_CALIBRATION_CONNS: u64 = 16;
 /// Response body size when neither `calibrate_size` nor a file under `verify_root` gives one.
 pub const DEFAULT_CALIBRATION_SIZE: u64 = 100;
-
-/// What a calibration measured.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Calibration {
-    /// Replies per second the generator sustained for this shape: its ceiling.
-    pub ceiling_rps: f64,
-    /// The shape, in words (e.g. "16 connections, 10 calls/connection, no pipelining, 100 B responses, 1 thread").
-    pub shape: String,
-    /// Connections (or users) in flight.
-    pub connections: u64,
-    /// Calls per connection (None: a connection carries all of a user's calls).
-    pub calls_per_conn: Option<u64>,
-    /// Calls per pipelined burst.
-    pub pipeline: u32,
-    /// Response body size, bytes.
-    pub response_bytes: u64,
-    /// Generator threads.
-    pub threads: u32,
-    /// CPUs the generator could use.
-    pub client_cores: Vec<u32>,
-    /// CPUs the sink ran on.
-    pub sink_cores: Vec<u32>,
-    /// True when the sink had to share the client's cores (the ceiling is then a lower bound).
-    pub shared_cores: bool,
-    /// Measured window, seconds.
-    pub window_s: f64,
-    /// Replies in the window.
-    pub replies: u64,
-    /// Reply rate reached against the sink (bounded by round trips when few
-    /// connections are in flight; the ceiling extrapolates by CPU cost).
-    #[serde(default)]
-    pub reached_rps: f64,
-    /// Generator CPU over the window, percent of one core.
-    pub client_cpu_pct: f64,
-}
-
-impl Calibration {
-    /// One line for the text report.
-    pub fn describe(&self) -> String {
-        format!(
-            "httplab calibration: client ceiling {:.0} requests/s for {} ({} replies in {:.2} s, {:.0}/s at client CPU {:.0}%: the ceiling is where that CPU cost per reply fills the client's cores; sink on CPU {}{})",
-            self.ceiling_rps,
-            self.shape,
-            self.replies,
-            self.window_s,
-            self.reached_rps,
-            self.client_cpu_pct,
-            cpu_list(&self.sink_cores),
-            if self.shared_cores {
-                ", shared with the client: a lower bound"
-            } else {
-                ""
-            }
-        )
-    }
-}
-
-fn cpu_list(c: &[u32]) -> String {
-    if c.is_empty() {
-        return "?".into();
-    }
-    c.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
 
 /// The first path the run requests (for the response size under `verify_root`).
 fn first_path(spec: &LoadSpec) -> String {
@@ -331,7 +265,7 @@ pub fn calibrate(spec: &LoadSpec) -> Result<Calibration> {
         sink_cores.len().clamp(1, 4)
     };
     let sink = Sink::start(listener, head, n_threads, &sink_cores)?;
-    let r = crate::run(&cspec, false);
+    let r = crate::run::run(&cspec, false);
     drop(sink);
     let r = r.context("calibration run failed")?;
     if r.totals.replies == 0 || r.errors.total > 0 {
@@ -570,7 +504,7 @@ mod tests {
 
     #[test]
     fn calibration_spec_keeps_the_shape_and_drops_the_schedule() {
-        let spec = crate::parse_args([
+        let spec = crate::cli::parse_args([
             "--server",
             "example.org",
             "--port",
@@ -603,7 +537,7 @@ mod tests {
         let (shape, conns, calls, pipe) = shape_of(&c, 100);
         assert_eq!((conns, calls, pipe), (16, Some(10), 5));
         assert!(shape.contains("16 connections, 10 calls/connection, pipeline 5"));
-        let users = crate::parse_args([
+        let users = crate::cli::parse_args([
             "--server",
             "h",
             "--users",

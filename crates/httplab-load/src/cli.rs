@@ -381,57 +381,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     }
     let mut spec = LoadSpec::new("localhost", 80);
     spec.command_line = command_line;
-    let mut https = false;
-    if let Some(url) = &cli.url {
-        let (secure, host, port, path) = parse_url(url)?;
-        https = secure;
-        spec.server = host;
-        spec.port = port;
-        spec.uri = path;
-    } else if cli.ssl {
-        // httperf: --ssl without --port means 443.
-        spec.port = 443;
-    }
-    spec.tls = tls_spec(&cli, https)?;
-    spec.http2 = http2_spec(&cli)?;
-    spec.max_connecting = cli.max_connecting;
-    if let Some(s) = cli.server {
-        spec.server = s;
-    }
-    if let Some(p) = cli.port {
-        spec.port = p;
-    }
-    if let Some(u) = cli.uri {
-        spec.uri = u;
-    }
-    if let Some(f) = &cli.uri_list {
-        let text = std::fs::read_to_string(f)
-            .with_context(|| format!("cannot read --uri-list file '{}'", f.display()))?;
-        spec.uris = parse_uri_list(&text).with_context(|| format!("in '{}'", f.display()))?;
-    }
-    spec.host_header = cli.server_name;
-    if let Some(m) = cli.method {
-        spec.method = m;
-    }
-    if let Some(v) = cli.http_version {
-        if v != "1.0" && v != "1.1" {
-            bail!("--http-version must be 1.0 or 1.1");
-        }
-        spec.http_version = v;
-    }
-    for h in &cli.add_header {
-        for line in h.replace("\\r", "").split("\\n") {
-            let line = line.trim_end_matches(['\r', '\n']);
-            if !line.is_empty() {
-                if !line.contains(':') {
-                    bail!("--add-header '{line}' is not a 'Name: value' header");
-                }
-                spec.headers.push(line.to_string());
-            }
-        }
-    }
-    spec.no_host_hdr = cli.no_host_hdr;
-    spec.body = cli.body.map(String::into_bytes);
+    set_target(&cli, &mut spec)?;
 
     // Arrivals.
     let mut open: Option<Dist> = None;
@@ -462,6 +412,8 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     if let Some(t) = &cli.think_timeout {
         spec.think_timeout = parse_time(t).context("--think-timeout")?;
     }
+    // The workload (before any option moves out of `cli`).
+    set_workload(&cli, &mut spec, open)?;
     spec.send_buffer = cli.send_buffer;
     spec.recv_buffer = cli.recv_buffer;
     spec.close_with_reset = cli.close_with_reset;
@@ -528,6 +480,69 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     spec.no_progress = cli.no_progress;
     spec.label = cli.label.unwrap_or_default();
 
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// The target, request and TLS/HTTP/2 options into `spec`.
+fn set_target(cli: &Cli, spec: &mut LoadSpec) -> Result<()> {
+    let mut https = false;
+    if let Some(url) = &cli.url {
+        let (secure, host, port, path) = parse_url(url)?;
+        https = secure;
+        spec.server = host;
+        spec.port = port;
+        spec.uri = path;
+    } else if cli.ssl {
+        // httperf: --ssl without --port means 443.
+        spec.port = 443;
+    }
+    spec.tls = tls_spec(cli, https)?;
+    spec.http2 = http2_spec(cli)?;
+    spec.max_connecting = cli.max_connecting;
+    if let Some(s) = cli.server.clone() {
+        spec.server = s;
+    }
+    if let Some(p) = cli.port {
+        spec.port = p;
+    }
+    if let Some(u) = cli.uri.clone() {
+        spec.uri = u;
+    }
+    if let Some(f) = &cli.uri_list {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read --uri-list file '{}'", f.display()))?;
+        spec.uris = parse_uri_list(&text).with_context(|| format!("in '{}'", f.display()))?;
+    }
+    spec.host_header = cli.server_name.clone();
+    if let Some(m) = cli.method.clone() {
+        spec.method = m;
+    }
+    if let Some(v) = cli.http_version.clone() {
+        if v != "1.0" && v != "1.1" {
+            bail!("--http-version must be 1.0 or 1.1");
+        }
+        spec.http_version = v;
+    }
+    for h in &cli.add_header {
+        for line in h.replace("\\r", "").split("\\n") {
+            let line = line.trim_end_matches(['\r', '\n']);
+            if !line.is_empty() {
+                if !line.contains(':') {
+                    bail!("--add-header '{line}' is not a 'Name: value' header");
+                }
+                spec.headers.push(line.to_string());
+            }
+        }
+    }
+    spec.no_host_hdr = cli.no_host_hdr;
+    spec.body = cli.body.clone().map(String::into_bytes);
+    Ok(())
+}
+
+/// The workload options (`--num-conns`/`--num-calls`, `--wsess`,
+/// `--wsesslog`, `--users`) into `spec` (`open`: the arrival schedule, if any).
+fn set_workload(cli: &Cli, spec: &mut LoadSpec, open: Option<Dist>) -> Result<()> {
     if let Some(w) = &cli.wset {
         let parts: Vec<&str> = w.split(',').collect();
         let bad = || format!("bad --wset '{w}': expected N,X");
@@ -538,7 +553,6 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
         let x: f64 = parts[1].trim().parse().with_context(bad)?;
         spec.wset = Some((n, x));
     }
-
     // Workload.
     let burst = cli.burst_length.unwrap_or(1);
     let modes = [
@@ -623,8 +637,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
             burst,
         };
     }
-    spec.validate()?;
-    Ok(spec)
+    Ok(())
 }
 
 fn parse_print(v: Option<&str>, name: &str) -> Result<PrintWhat> {
@@ -638,7 +651,7 @@ fn parse_print(v: Option<&str>, name: &str) -> Result<PrintWhat> {
 }
 
 /// The HTTP/2 settings the command line asks for (None: HTTP/1.1).
-fn http2_spec(cli: &Cli) -> Result<Option<crate::http2::Http2Spec>> {
+fn http2_spec(cli: &Cli) -> Result<Option<crate::spec::Http2Spec>> {
     if !cli.http2 {
         for (given, name) in [
             (
@@ -654,8 +667,8 @@ fn http2_spec(cli: &Cli) -> Result<Option<crate::http2::Http2Spec>> {
         }
         return Ok(None);
     }
-    let d = crate::http2::Http2Spec::default();
-    Ok(Some(crate::http2::Http2Spec {
+    let d = crate::spec::Http2Spec::default();
+    Ok(Some(crate::spec::Http2Spec {
         max_concurrent_streams: cli
             .max_concurrent_streams
             .unwrap_or(d.max_concurrent_streams),
@@ -744,6 +757,21 @@ pub fn parse_url(url: &str) -> Result<(bool, String, u16, String)> {
         }
     };
     Ok((https, host, port, path))
+}
+
+/// Parses httperf-style arguments (without the program name) into a spec.
+/// `--help`/`--version` are errors here; use [`crate::cli_main`] for those.
+pub fn parse_args<I, S>(args: I) -> Result<LoadSpec>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    let mut v: Vec<OsString> = vec!["httplab load".into()];
+    v.extend(args.into_iter().map(Into::into));
+    match parse(&v)? {
+        Parsed::Run(s) => Ok(*s),
+        Parsed::Text(t) => bail!("{t}"),
+    }
 }
 
 #[cfg(test)]

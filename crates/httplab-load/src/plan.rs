@@ -171,90 +171,8 @@ impl Plan {
             Workload::Users { pace, users, .. } => pace.map(|d| (d, *users)),
             _ => None,
         };
-        let (shape, first_alone, is_session, is_users, sessions_total) = match &spec.workload {
-            Workload::Requests {
-                num_conns,
-                num_calls,
-                burst,
-            } => (
-                Shape::Calls {
-                    total: *num_calls,
-                    burst: *burst,
-                    think: 0.0,
-                    req: main,
-                },
-                false,
-                false,
-                false,
-                *num_conns,
-            ),
-            Workload::Sessions {
-                num_sessions,
-                calls,
-                burst,
-                think,
-            } => (
-                Shape::Calls {
-                    total: *calls,
-                    burst: *burst,
-                    think: *think,
-                    req: main,
-                },
-                true,
-                true,
-                false,
-                *num_sessions,
-            ),
-            Workload::SessionLog {
-                num_sessions,
-                think,
-                sessions,
-                ..
-            } => {
-                let mut out = Vec::new();
-                for s in sessions {
-                    let mut bursts = Vec::new();
-                    for b in s {
-                        let mut calls = Vec::new();
-                        for c in &b.calls {
-                            let m = c.method.as_deref().unwrap_or(&spec.method);
-                            requests.push(render(spec, m, &c.uri, c.body.as_deref(), &ua));
-                            calls.push(ReqSel::Fixed((requests.len() - 1) as u32));
-                        }
-                        bursts.push(PBurst {
-                            calls,
-                            think: b.think.unwrap_or(*think),
-                        });
-                    }
-                    out.push(bursts);
-                }
-                (
-                    Shape::Log { sessions: out },
-                    true,
-                    true,
-                    false,
-                    *num_sessions,
-                )
-            }
-            Workload::Users {
-                users,
-                requests_per_user,
-                think,
-                burst,
-                ..
-            } => (
-                Shape::Calls {
-                    total: requests_per_user.unwrap_or(u64::MAX),
-                    burst: (*burst).max(1),
-                    think: *think,
-                    req: main,
-                },
-                false,
-                true,
-                true,
-                Some(*users),
-            ),
-        };
+        let (shape, first_alone, is_session, is_users, sessions_total) =
+            shape_of(spec, main, &mut requests, &ua);
         Plan {
             requests,
             wset: spec.wset,
@@ -386,6 +304,101 @@ impl Plan {
             Shape::Calls { .. } => 1,
             Shape::Log { sessions } => sessions.len().max(1),
         }
+    }
+}
+
+/// The shape of the workload's sessions, and (first call alone, httperf
+/// session, closed-loop users, sessions in all); a session log's requests
+/// are rendered into `requests`.
+fn shape_of(
+    spec: &LoadSpec,
+    main: ReqSel,
+    requests: &mut Vec<Req>,
+    ua: &str,
+) -> (Shape, bool, bool, bool, Option<u64>) {
+    match &spec.workload {
+        Workload::Requests {
+            num_conns,
+            num_calls,
+            burst,
+        } => (
+            Shape::Calls {
+                total: *num_calls,
+                burst: *burst,
+                think: 0.0,
+                req: main,
+            },
+            false,
+            false,
+            false,
+            *num_conns,
+        ),
+        Workload::Sessions {
+            num_sessions,
+            calls,
+            burst,
+            think,
+        } => (
+            Shape::Calls {
+                total: *calls,
+                burst: *burst,
+                think: *think,
+                req: main,
+            },
+            true,
+            true,
+            false,
+            *num_sessions,
+        ),
+        Workload::SessionLog {
+            num_sessions,
+            think,
+            sessions,
+            ..
+        } => {
+            let mut out = Vec::new();
+            for s in sessions {
+                let mut bursts = Vec::new();
+                for b in s {
+                    let mut calls = Vec::new();
+                    for c in &b.calls {
+                        let m = c.method.as_deref().unwrap_or(&spec.method);
+                        requests.push(render(spec, m, &c.uri, c.body.as_deref(), ua));
+                        calls.push(ReqSel::Fixed((requests.len() - 1) as u32));
+                    }
+                    bursts.push(PBurst {
+                        calls,
+                        think: b.think.unwrap_or(*think),
+                    });
+                }
+                out.push(bursts);
+            }
+            (
+                Shape::Log { sessions: out },
+                true,
+                true,
+                false,
+                *num_sessions,
+            )
+        }
+        Workload::Users {
+            users,
+            requests_per_user,
+            think,
+            burst,
+            ..
+        } => (
+            Shape::Calls {
+                total: requests_per_user.unwrap_or(u64::MAX),
+                burst: (*burst).max(1),
+                think: *think,
+                req: main,
+            },
+            false,
+            true,
+            true,
+            Some(*users),
+        ),
     }
 }
 

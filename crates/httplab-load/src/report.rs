@@ -9,6 +9,8 @@ use httplab_model::{
     ToolInfo, Totals, RUN_SCHEMA,
 };
 
+use serde::{Deserialize, Serialize};
+
 use crate::spec::{Arrival, LoadSpec, Workload};
 use crate::stats::{ErrClass, SessionStats, WorkerStats};
 use crate::sys;
@@ -26,7 +28,10 @@ pub const EXTRA_ABANDONED: &str = "abandoned_calls";
 /// Key of `config.extra` counting calls not made because the server closed
 /// their connection (request-oriented runs without `--reconnect`).
 pub const EXTRA_UNSENT: &str = "unsent_calls";
-/// Key of `config.extra` holding the [`crate::Calibration`] (JSON) the run's
+/// Key of `config.extra` naming the socket I/O engine that ran: `io_uring`,
+/// `epoll` (HTTP/1.1, HTTPS) or `tokio` (`--http2`).
+pub const EXTRA_IO_ENGINE: &str = "io_engine";
+/// Key of `config.extra` holding the [`Calibration`] (JSON) the run's
 /// client ceiling came from, when it was measured in the same command.
 pub const EXTRA_CALIBRATION: &str = "calibration";
 
@@ -71,20 +76,7 @@ pub(crate) fn build_result(
     wall_s: f64,
     interrupted: bool,
 ) -> RunResult {
-    // httperf: first connection to last event. With a warm-up: the window,
-    // from its start to the last event, and at least --duration (a run whose
-    // last reply came before the end of its window still measured all of it).
-    let dur = if spec.warmup > 0.0 {
-        let d = match spec.duration {
-            Some(d) if !interrupted => d,
-            _ => 0.0,
-        };
-        (st.end_s - spec.warmup).max(d).max(1e-9)
-    } else if st.end_s > 0.0 {
-        (st.end_s - st.first_s.unwrap_or(0.0)).max(1e-9)
-    } else {
-        wall_s.max(1e-9)
-    };
+    let dur = measured_s(spec, st, wall_s, interrupted);
     let per = |n: u64| n as f64 / dur;
     let interval = spec.sample_interval;
     let full: Vec<&(Interval, u64)> = series_sessions
@@ -97,301 +89,11 @@ pub(crate) fn build_result(
     let has_replies = st.replies > 0;
     let avg = |x: f64| if has_replies { x / replies } else { 0.0 };
 
-    let (mode, rate, distribution) = match spec.arrival {
-        Arrival::Open(d) => (
-            LoadMode::OpenLoop,
-            Some(1.0 / d.mean()),
-            Some(d.name().to_string()),
-        ),
-        Arrival::Concurrent(_) => match spec.workload {
-            Workload::Users { pace: Some(d), .. } => (
-                LoadMode::OpenLoop,
-                Some(1.0 / d.mean()),
-                Some(d.name().to_string()),
-            ),
-            Workload::Users { .. } => (LoadMode::ClosedLoop, None, None),
-            _ => (LoadMode::Sequential, None, None),
-        },
-    };
-    let (num_conns, num_calls, users, think_ms) = match &spec.workload {
-        Workload::Requests {
-            num_conns,
-            num_calls,
-            ..
-        } => (*num_conns, Some(*num_calls), None, None),
-        Workload::Sessions {
-            num_sessions,
-            calls,
-            think,
-            ..
-        } => (*num_sessions, Some(*calls), None, Some(think * 1000.0)),
-        Workload::SessionLog {
-            num_sessions,
-            think,
-            ..
-        } => (*num_sessions, None, None, Some(think * 1000.0)),
-        Workload::Users {
-            users,
-            requests_per_user,
-            think,
-            ..
-        } => (None, *requests_per_user, Some(*users), Some(think * 1000.0)),
-    };
-    let mut extra = std::collections::BTreeMap::new();
-    extra.insert(EXTRA_COMMAND.to_string(), spec.normalized_command());
-    extra.insert(EXTRA_MAX_BURST.to_string(), st.max_burst.to_string());
-    extra.insert(
-        EXTRA_LAG_THRESHOLD.to_string(),
-        format!("{}", spec.lag_threshold * 1000.0),
-    );
-    if spec.verbose {
-        extra.insert("verbose".into(), "true".into());
-    }
-    if spec.busy_poll {
-        extra.insert("busy_poll".into(), "true".into());
-    }
-    if st.abandoned > 0 {
-        extra.insert(EXTRA_ABANDONED.to_string(), st.abandoned.to_string());
-    }
-    if st.unsent_calls > 0 {
-        extra.insert(EXTRA_UNSENT.to_string(), st.unsent_calls.to_string());
-    }
-    if spec.reconnect {
-        extra.insert("reconnect".into(), "true".into());
-    }
-    if let Some(n) = spec.calls_per_conn {
-        extra.insert("calls_per_conn".into(), n.to_string());
-    }
-    if !spec.uris.is_empty() {
-        extra.insert("uri_list".into(), spec.uris.len().to_string());
-    }
-    if !spec.local_addrs.is_empty() {
-        let v: Vec<String> = spec.local_addrs.iter().map(|a| a.to_string()).collect();
-        extra.insert("local_addrs".into(), v.join(","));
-    }
-    if let Some((n, x)) = spec.wset {
-        extra.insert("wset".into(), format!("{n},{x}"));
-    }
-    if let Workload::Requests { burst, .. }
-    | Workload::Sessions { burst, .. }
-    | Workload::Users { burst, .. } = spec.workload
-    {
-        if burst > 1 {
-            extra.insert("burst_length".into(), burst.to_string());
-        }
-    }
-    let is_session = matches!(
-        spec.workload,
-        Workload::Sessions { .. } | Workload::SessionLog { .. }
-    );
-    if is_session {
-        let mut ss: SessionStats = st.sessions.clone();
-        ss.rate_samples = full.iter().map(|(i, s)| *s as f64 / i.len_s).collect();
-        if let Ok(j) = serde_json::to_string(&ss) {
-            extra.insert(EXTRA_SESSIONS.to_string(), j);
-        }
-    }
-    let targets = match &spec.workload {
-        Workload::SessionLog { sessions, .. } => {
-            let mut t: Vec<String> = sessions
-                .iter()
-                .flatten()
-                .flat_map(|b| b.calls.iter())
-                .map(|c| format!("{}{}", spec.base_url(), c.uri))
-                .collect();
-            t.sort();
-            t.dedup();
-            t
-        }
-        _ if !spec.uris.is_empty() => {
-            let mut seen = std::collections::BTreeSet::new();
-            spec.uris
-                .iter()
-                .filter(|u| seen.insert(u.as_str()))
-                .map(|u| format!("{}{}", spec.base_url(), u))
-                .collect()
-        }
-        _ => vec![format!("{}{}", spec.base_url(), spec.uri)],
-    };
-    let config = RunConfig {
-        command_line: spec.command_line.clone(),
-        targets,
-        mode,
-        rate,
-        distribution,
-        num_conns,
-        num_calls,
-        duration_s: spec.duration,
-        users,
-        think_ms,
-        timeout_s: spec.timeout,
-        threads: spec.threads,
-        method: spec.method.clone(),
-        warmup_s: spec.warmup,
-        extra,
-    };
-    let errors = Errors {
-        total: st.errors_total(),
-        client_timo: st.errors[0],
-        socket_timo: st.errors[1],
-        connrefused: st.errors[2],
-        connreset: st.errors[3],
-        fd_unavail: st.errors[4],
-        addrunavail: st.errors[5],
-        ftab_full: 0,
-        // httperf's `other` holds every protocol fault, named below.
-        other: st.errors[ErrClass::Other as usize]
-            + [
-                ErrClass::BadStatusLine,
-                ErrClass::BadHeader,
-                ErrClass::HeadersTooLarge,
-                ErrClass::BadChunk,
-                ErrClass::BodyOverrun,
-                ErrClass::Truncated,
-                ErrClass::Tls,
-            ]
-            .iter()
-            .map(|c| st.errors[*c as usize])
-            .sum::<u64>(),
-        response_timo: st.errors[ErrClass::ResponseTimo as usize],
-        bad_status_line: st.errors[ErrClass::BadStatusLine as usize],
-        bad_header: st.errors[ErrClass::BadHeader as usize],
-        headers_too_large: st.errors[ErrClass::HeadersTooLarge as usize],
-        bad_chunk: st.errors[ErrClass::BadChunk as usize],
-        body_overrun: st.errors[ErrClass::BodyOverrun as usize],
-        truncated: st.errors[ErrClass::Truncated as usize],
-        tls: st.errors[ErrClass::Tls as usize],
-    };
+    let config = run_config(spec, st, &full);
+    let errors = errors_of(st);
     let conn_rate = per(st.connections);
     let req_rate = per(st.requests);
-    let cpu = st.cpu_user + st.cpu_sys;
-    let cpu_pct = 100.0 * cpu / dur;
-    let lag = |q: f64| {
-        if st.lag.is_empty() {
-            0.0
-        } else {
-            st.lag.value_at_quantile(q) as f64 / 1000.0
-        }
-    };
-    let mut self_check = SelfCheck {
-        client_cpu_pct: cpu_pct,
-        schedule_lag_p50_ms: lag(0.5),
-        schedule_lag_p99_ms: lag(0.99),
-        schedule_lag_max_ms: if st.lag.is_empty() {
-            0.0
-        } else {
-            st.lag.max() as f64 / 1000.0
-        },
-        late_starts: st.late_starts,
-        client_bound: false,
-        warnings: Vec::new(),
-        client_ceiling: spec.client_ceiling,
-        client_utilization: None,
-        reasons: Vec::new(),
-    };
-    let reply_rate = st.replies as f64 / dur;
-    // The criteria about how the generator spent the run (utilization, CPU,
-    // schedule lag) judge a measurement: with no reply at all there is none,
-    // and the run's failure (refused, timed out, reset) is the server's or
-    // the network's to explain, not a client limit. Running out of
-    // descriptors or ports (below) is a client limit whatever the replies.
-    let measured = st.replies > 0;
-    let cpu_judged = measured && dur >= MIN_CPU_JUDGE_S;
-    if let Some(ceiling) = spec.client_ceiling.filter(|c| *c > 0.0) {
-        let u = reply_rate / ceiling;
-        self_check.client_utilization = Some(u);
-        if measured && u >= UTILIZATION_LIMIT {
-            flag(
-                &mut self_check,
-                "client_utilization",
-                format!(
-                    "{reply_rate:.0} replies/s is {:.0}% of the generator's own ceiling ({ceiling:.0}/s for this shape, >= {:.0}%): the client, not the server, may have limited this run",
-                    100.0 * u,
-                    100.0 * UTILIZATION_LIMIT
-                ),
-            );
-        }
-    }
-    // The generator can use one core per thread, at most the cores it may run on.
-    let allowed = sys::affinity().len().max(1) as u32;
-    let cores = spec.threads.max(1).min(allowed);
-    if cpu_judged && cpu_pct >= CPU_LIMIT_PCT * f64::from(cores) && !spec.busy_poll {
-        flag(
-            &mut self_check,
-            "client_cpu",
-            format!(
-                "generator CPU at {cpu_pct:.0}% of its {cores} core(s) (>= {CPU_LIMIT_PCT:.0}% each): the client, not the server, may have limited this run (add --threads or a client core)"
-            ),
-        );
-    }
-    // Anything with a plan in time (open-loop arrivals, paced users, think
-    // times) records how late it went out; a p99 above the threshold means
-    // the generator fell behind its own plan.
-    let thr_ms = spec.lag_threshold * 1000.0;
-    let lag_p99 = self_check.schedule_lag_p99_ms;
-    if measured && !cpu_judged && !spec.busy_poll {
-        self_check.warnings.push(format!(
-            "run too short to judge the client: {dur:.3} s measured, under the {MIN_CPU_JUDGE_S} s its CPU share needs (the {cpu_pct:.0}% over so short a run is mostly the generator starting and finishing); a longer run (--num-conns, --duration) checks the client"
-        ));
-    }
-    if measured && !st.lag.is_empty() && self_check.schedule_lag_p99_ms > thr_ms {
-        flag(
-            &mut self_check,
-            "schedule_lag",
-            format!(
-                "schedule lag p99 {:.3} ms exceeds {:.3} ms ({} late starts): the generator could not keep its schedule",
-                lag_p99, thr_ms, st.late_starts
-            ),
-        );
-    }
-    if errors.fd_unavail > 0 {
-        flag(
-            &mut self_check,
-            "fd_exhausted",
-            format!(
-                "ran out of file descriptors {} times (RLIMIT_NOFILE {}, at most {} connections open at once): raise the hard limit (ulimit -Hn), or lower --max-connecting if the server was not accepting",
-                errors.fd_unavail,
-                sys::raise_nofile_limit().map_or("?".to_string(), |n| n.to_string()),
-                st.max_open
-            ),
-        );
-    }
-    if errors.addrunavail > 0 {
-        flag(
-            &mut self_check,
-            "ports_exhausted",
-            format!(
-                "ran out of local ports {} times (ephemeral range {}, {} TCP sockets in TIME_WAIT at the end): spread connections with --local-addr A,B,... (automatic for loopback targets), or widen net.ipv4.ip_local_port_range",
-                errors.addrunavail,
-                sys::ephemeral_ports().map_or("?".to_string(), |(a, b)| format!("{a}-{b}")),
-                sys::time_wait_sockets().map_or("?".to_string(), |n| n.to_string())
-            ),
-        );
-    }
-    if st.connections > 0 && !st.connect.is_empty() && !measured && !interrupted {
-        self_check.warnings.push(format!(
-            "no reply: {} connection(s) opened and {} request(s) sent, but no reply came (client-timo {}, connreset {}, other {}): nothing was measured",
-            st.connections,
-            st.requests,
-            errors.client_timo,
-            errors.connreset,
-            errors.other
-        ));
-    }
-    if st.connections > 0 && st.connect.is_empty() {
-        // Not a client limit: the target could not be reached at all.
-        self_check.warnings.push(format!(
-            "no connection succeeded ({} attempts; connrefused {}, socket-timo {}, client-timo {}, addrunavail {}): is the server listening on {}:{}?",
-            st.connections,
-            errors.connrefused,
-            errors.socket_timo,
-            errors.client_timo,
-            errors.addrunavail,
-            spec.server,
-            spec.port
-        ));
-    }
-    self_check.client_bound = !self_check.reasons.is_empty();
+    let self_check = self_check(spec, st, dur, &errors, interrupted);
     RunResult {
         schema: RUN_SCHEMA.into(),
         tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
@@ -478,6 +180,367 @@ pub(crate) fn build_result(
         shards: Vec::new(),
         tls: None,
         http2: None,
+    }
+}
+
+/// The measured time: httperf's first connection to last event; with a
+/// warm-up the window from its start to the last event, and at least
+/// `--duration`.
+fn measured_s(spec: &LoadSpec, st: &WorkerStats, wall_s: f64, interrupted: bool) -> f64 {
+    // httperf: first connection to last event. With a warm-up: the window,
+    // from its start to the last event, and at least --duration (a run whose
+    // last reply came before the end of its window still measured all of it).
+    if spec.warmup > 0.0 {
+        let d = match spec.duration {
+            Some(d) if !interrupted => d,
+            _ => 0.0,
+        };
+        (st.end_s - spec.warmup).max(d).max(1e-9)
+    } else if st.end_s > 0.0 {
+        (st.end_s - st.first_s.unwrap_or(0.0)).max(1e-9)
+    } else {
+        wall_s.max(1e-9)
+    }
+}
+
+/// The run's configuration as the result records it.
+fn run_config(spec: &LoadSpec, st: &WorkerStats, full: &[&(Interval, u64)]) -> RunConfig {
+    let (mode, rate, distribution) = match spec.arrival {
+        Arrival::Open(d) => (
+            LoadMode::OpenLoop,
+            Some(1.0 / d.mean()),
+            Some(d.name().to_string()),
+        ),
+        Arrival::Concurrent(_) => match spec.workload {
+            Workload::Users { pace: Some(d), .. } => (
+                LoadMode::OpenLoop,
+                Some(1.0 / d.mean()),
+                Some(d.name().to_string()),
+            ),
+            Workload::Users { .. } => (LoadMode::ClosedLoop, None, None),
+            _ => (LoadMode::Sequential, None, None),
+        },
+    };
+    let (num_conns, num_calls, users, think_ms) = match &spec.workload {
+        Workload::Requests {
+            num_conns,
+            num_calls,
+            ..
+        } => (*num_conns, Some(*num_calls), None, None),
+        Workload::Sessions {
+            num_sessions,
+            calls,
+            think,
+            ..
+        } => (*num_sessions, Some(*calls), None, Some(think * 1000.0)),
+        Workload::SessionLog {
+            num_sessions,
+            think,
+            ..
+        } => (*num_sessions, None, None, Some(think * 1000.0)),
+        Workload::Users {
+            users,
+            requests_per_user,
+            think,
+            ..
+        } => (None, *requests_per_user, Some(*users), Some(think * 1000.0)),
+    };
+    let extra = config_extra(spec, st, full);
+    let targets = targets(spec);
+    RunConfig {
+        command_line: spec.command_line.clone(),
+        targets,
+        mode,
+        rate,
+        distribution,
+        num_conns,
+        num_calls,
+        duration_s: spec.duration,
+        users,
+        think_ms,
+        timeout_s: spec.timeout,
+        threads: spec.threads,
+        method: spec.method.clone(),
+        warmup_s: spec.warmup,
+        extra,
+    }
+}
+
+/// The URLs the run requests (each once).
+fn targets(spec: &LoadSpec) -> Vec<String> {
+    match &spec.workload {
+        Workload::SessionLog { sessions, .. } => {
+            let mut t: Vec<String> = sessions
+                .iter()
+                .flatten()
+                .flat_map(|b| b.calls.iter())
+                .map(|c| format!("{}{}", spec.base_url(), c.uri))
+                .collect();
+            t.sort();
+            t.dedup();
+            t
+        }
+        _ if !spec.uris.is_empty() => {
+            let mut seen = std::collections::BTreeSet::new();
+            spec.uris
+                .iter()
+                .filter(|u| seen.insert(u.as_str()))
+                .map(|u| format!("{}{}", spec.base_url(), u))
+                .collect()
+        }
+        _ => vec![format!("{}{}", spec.base_url(), spec.uri)],
+    }
+}
+
+/// `config.extra`: what httperf's configuration has no field for.
+fn config_extra(
+    spec: &LoadSpec,
+    st: &WorkerStats,
+    full: &[&(Interval, u64)],
+) -> std::collections::BTreeMap<String, String> {
+    let mut extra = std::collections::BTreeMap::new();
+    extra.insert(EXTRA_COMMAND.to_string(), spec.normalized_command());
+    extra.insert(EXTRA_MAX_BURST.to_string(), st.max_burst.to_string());
+    extra.insert(
+        EXTRA_LAG_THRESHOLD.to_string(),
+        format!("{}", spec.lag_threshold * 1000.0),
+    );
+    if spec.verbose {
+        extra.insert("verbose".into(), "true".into());
+    }
+    if spec.busy_poll {
+        extra.insert("busy_poll".into(), "true".into());
+    }
+    if st.abandoned > 0 {
+        extra.insert(EXTRA_ABANDONED.to_string(), st.abandoned.to_string());
+    }
+    if st.unsent_calls > 0 {
+        extra.insert(EXTRA_UNSENT.to_string(), st.unsent_calls.to_string());
+    }
+    if spec.reconnect {
+        extra.insert("reconnect".into(), "true".into());
+    }
+    if let Some(n) = spec.calls_per_conn {
+        extra.insert("calls_per_conn".into(), n.to_string());
+    }
+    if !spec.uris.is_empty() {
+        extra.insert("uri_list".into(), spec.uris.len().to_string());
+    }
+    if !spec.local_addrs.is_empty() {
+        let v: Vec<String> = spec.local_addrs.iter().map(|a| a.to_string()).collect();
+        extra.insert("local_addrs".into(), v.join(","));
+    }
+    if let Some((n, x)) = spec.wset {
+        extra.insert("wset".into(), format!("{n},{x}"));
+    }
+    if let Workload::Requests { burst, .. }
+    | Workload::Sessions { burst, .. }
+    | Workload::Users { burst, .. } = spec.workload
+    {
+        if burst > 1 {
+            extra.insert("burst_length".into(), burst.to_string());
+        }
+    }
+    let is_session = matches!(
+        spec.workload,
+        Workload::Sessions { .. } | Workload::SessionLog { .. }
+    );
+    if is_session {
+        let mut ss: SessionStats = st.sessions.clone();
+        ss.rate_samples = full.iter().map(|(i, s)| *s as f64 / i.len_s).collect();
+        if let Ok(j) = serde_json::to_string(&ss) {
+            extra.insert(EXTRA_SESSIONS.to_string(), j);
+        }
+    }
+    extra
+}
+
+/// httperf's error classes, and the protocol faults named one by one.
+fn errors_of(st: &WorkerStats) -> Errors {
+    Errors {
+        total: st.errors_total(),
+        client_timo: st.errors[0],
+        socket_timo: st.errors[1],
+        connrefused: st.errors[2],
+        connreset: st.errors[3],
+        fd_unavail: st.errors[4],
+        addrunavail: st.errors[5],
+        ftab_full: 0,
+        // httperf's `other` holds every protocol fault, named below.
+        other: st.errors[ErrClass::Other as usize]
+            + [
+                ErrClass::BadStatusLine,
+                ErrClass::BadHeader,
+                ErrClass::HeadersTooLarge,
+                ErrClass::BadChunk,
+                ErrClass::BodyOverrun,
+                ErrClass::Truncated,
+                ErrClass::Tls,
+            ]
+            .iter()
+            .map(|c| st.errors[*c as usize])
+            .sum::<u64>(),
+        response_timo: st.errors[ErrClass::ResponseTimo as usize],
+        bad_status_line: st.errors[ErrClass::BadStatusLine as usize],
+        bad_header: st.errors[ErrClass::BadHeader as usize],
+        headers_too_large: st.errors[ErrClass::HeadersTooLarge as usize],
+        bad_chunk: st.errors[ErrClass::BadChunk as usize],
+        body_overrun: st.errors[ErrClass::BodyOverrun as usize],
+        truncated: st.errors[ErrClass::Truncated as usize],
+        tls: st.errors[ErrClass::Tls as usize],
+    }
+}
+
+/// The self-check: how the generator spent the run, and whether it, not
+/// the server, may have limited it.
+fn self_check(
+    spec: &LoadSpec,
+    st: &WorkerStats,
+    dur: f64,
+    errors: &Errors,
+    interrupted: bool,
+) -> SelfCheck {
+    let cpu = st.cpu_user + st.cpu_sys;
+    let cpu_pct = 100.0 * cpu / dur;
+    let lag = |q: f64| {
+        if st.lag.is_empty() {
+            0.0
+        } else {
+            st.lag.value_at_quantile(q) as f64 / 1000.0
+        }
+    };
+    let mut self_check = SelfCheck {
+        client_cpu_pct: cpu_pct,
+        schedule_lag_p50_ms: lag(0.5),
+        schedule_lag_p99_ms: lag(0.99),
+        schedule_lag_max_ms: if st.lag.is_empty() {
+            0.0
+        } else {
+            st.lag.max() as f64 / 1000.0
+        },
+        late_starts: st.late_starts,
+        client_bound: false,
+        warnings: Vec::new(),
+        client_ceiling: spec.client_ceiling,
+        client_utilization: None,
+        reasons: Vec::new(),
+    };
+    let reply_rate = st.replies as f64 / dur;
+    // The criteria about how the generator spent the run (utilization, CPU,
+    // schedule lag) judge a measurement: with no reply at all there is none,
+    // and the run's failure (refused, timed out, reset) is the server's or
+    // the network's to explain, not a client limit. Running out of
+    // descriptors or ports (below) is a client limit whatever the replies.
+    let measured = st.replies > 0;
+    let cpu_judged = measured && dur >= MIN_CPU_JUDGE_S;
+    if let Some(ceiling) = spec.client_ceiling.filter(|c| *c > 0.0) {
+        let u = reply_rate / ceiling;
+        self_check.client_utilization = Some(u);
+        if measured && u >= UTILIZATION_LIMIT {
+            flag(
+                &mut self_check,
+                "client_utilization",
+                format!(
+                    "{reply_rate:.0} replies/s is {:.0}% of the generator's own ceiling ({ceiling:.0}/s for this shape, >= {:.0}%): the client, not the server, may have limited this run",
+                    100.0 * u,
+                    100.0 * UTILIZATION_LIMIT
+                ),
+            );
+        }
+    }
+    // The generator can use one core per thread, at most the cores it may run on.
+    let allowed = sys::affinity().len().max(1) as u32;
+    let cores = spec.threads.max(1).min(allowed);
+    if cpu_judged && cpu_pct >= CPU_LIMIT_PCT * f64::from(cores) && !spec.busy_poll {
+        flag(
+            &mut self_check,
+            "client_cpu",
+            format!(
+                "generator CPU at {cpu_pct:.0}% of its {cores} core(s) (>= {CPU_LIMIT_PCT:.0}% each): the client, not the server, may have limited this run (add --threads or a client core)"
+            ),
+        );
+    }
+    // Anything with a plan in time (open-loop arrivals, paced users, think
+    // times) records how late it went out; a p99 above the threshold means
+    // the generator fell behind its own plan.
+    let thr_ms = spec.lag_threshold * 1000.0;
+    let lag_p99 = self_check.schedule_lag_p99_ms;
+    if measured && !cpu_judged && !spec.busy_poll {
+        self_check.warnings.push(format!(
+            "run too short to judge the client: {dur:.3} s measured, under the {MIN_CPU_JUDGE_S} s its CPU share needs (the {cpu_pct:.0}% over so short a run is mostly the generator starting and finishing); a longer run (--num-conns, --duration) checks the client"
+        ));
+    }
+    if measured && !st.lag.is_empty() && self_check.schedule_lag_p99_ms > thr_ms {
+        flag(
+            &mut self_check,
+            "schedule_lag",
+            format!(
+                "schedule lag p99 {:.3} ms exceeds {:.3} ms ({} late starts): the generator could not keep its schedule",
+                lag_p99, thr_ms, st.late_starts
+            ),
+        );
+    }
+    limits_and_failures(&mut self_check, spec, st, errors, measured, interrupted);
+    self_check.client_bound = !self_check.reasons.is_empty();
+    self_check
+}
+
+/// Client limits whatever the replies (descriptors, ports), and runs that
+/// measured nothing.
+fn limits_and_failures(
+    self_check: &mut SelfCheck,
+    spec: &LoadSpec,
+    st: &WorkerStats,
+    errors: &Errors,
+    measured: bool,
+    interrupted: bool,
+) {
+    if errors.fd_unavail > 0 {
+        flag(
+            self_check,
+            "fd_exhausted",
+            format!(
+                "ran out of file descriptors {} times (RLIMIT_NOFILE {}, at most {} connections open at once): raise the hard limit (ulimit -Hn), or lower --max-connecting if the server was not accepting",
+                errors.fd_unavail,
+                sys::raise_nofile_limit().map_or("?".to_string(), |n| n.to_string()),
+                st.max_open
+            ),
+        );
+    }
+    if errors.addrunavail > 0 {
+        flag(
+            self_check,
+            "ports_exhausted",
+            format!(
+                "ran out of local ports {} times (ephemeral range {}, {} TCP sockets in TIME_WAIT at the end): spread connections with --local-addr A,B,... (automatic for loopback targets), or widen net.ipv4.ip_local_port_range",
+                errors.addrunavail,
+                sys::ephemeral_ports().map_or("?".to_string(), |(a, b)| format!("{a}-{b}")),
+                sys::time_wait_sockets().map_or("?".to_string(), |n| n.to_string())
+            ),
+        );
+    }
+    if st.connections > 0 && !st.connect.is_empty() && !measured && !interrupted {
+        self_check.warnings.push(format!(
+            "no reply: {} connection(s) opened and {} request(s) sent, but no reply came (client-timo {}, connreset {}, other {}): nothing was measured",
+            st.connections,
+            st.requests,
+            errors.client_timo,
+            errors.connreset,
+            errors.other
+        ));
+    }
+    if st.connections > 0 && st.connect.is_empty() {
+        // Not a client limit: the target could not be reached at all.
+        self_check.warnings.push(format!(
+            "no connection succeeded ({} attempts; connrefused {}, socket-timo {}, client-timo {}, addrunavail {}): is the server listening on {}:{}?",
+            st.connections,
+            errors.connrefused,
+            errors.socket_timo,
+            errors.client_timo,
+            errors.addrunavail,
+            spec.server,
+            spec.port
+        ));
     }
 }
 
@@ -716,6 +779,16 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         }
         let _ = writeln!(o);
     }
+    render_sessions(&mut o, r);
+    render_httplab_block(&mut o, r);
+    render_accuracy_and_self_check(&mut o, r);
+    o
+}
+
+/// httperf's session section (session workloads).
+fn render_sessions(o: &mut String, r: &RunResult) {
+    let x = &r.config.extra;
+    let d = r.totals.test_duration_s.max(1e-9);
     if let Some(ss) = x
         .get(EXTRA_SESSIONS)
         .and_then(|j| serde_json::from_str::<SessionStats>(j).ok())
@@ -762,26 +835,29 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         let h: Vec<String> = ss.length_histogram.iter().map(|v| v.to_string()).collect();
         let _ = writeln!(o, "Session length histogram: {}", h.join(" "));
     }
+}
 
+/// httplab's own block of the report: TLS, sessions, warm-up, samples, latency.
+fn render_httplab_block(o: &mut String, r: &RunResult) {
+    let x = &r.config.extra;
+    let t = &r.totals;
+    let e = &r.errors;
+    let d = t.test_duration_s.max(1e-9);
     // ---- httplab's own block ----
     let _ = writeln!(o);
     let _ = writeln!(
         o,
         "httplab latency [ms]:             p50       p90       p99     p99.9    p99.99       max"
     );
-    fmt_pct_row(&mut o, "connect", &r.latency.connect);
-    fmt_pct_row(&mut o, "first byte", &r.latency.first_byte);
-    fmt_pct_row(&mut o, "response (corrected)", &r.latency.response);
-    fmt_pct_row(
-        &mut o,
-        "response (uncorrected)",
-        &r.latency.response_uncorrected,
-    );
+    fmt_pct_row(o, "connect", &r.latency.connect);
+    fmt_pct_row(o, "first byte", &r.latency.first_byte);
+    fmt_pct_row(o, "response (corrected)", &r.latency.response);
+    fmt_pct_row(o, "response (uncorrected)", &r.latency.response_uncorrected);
     if let Some(tls) = &r.tls {
-        fmt_pct_row(&mut o, "TLS handshake", &tls.handshake);
+        fmt_pct_row(o, "TLS handshake", &tls.handshake);
     }
     if r.latency.session.count > 0 {
-        fmt_pct_row(&mut o, "session", &r.latency.session);
+        fmt_pct_row(o, "session", &r.latency.session);
         let _ = writeln!(
             o,
             "httplab session time: {} sessions, mean {:.3} ms (all calls of a session, reconnections included)",
@@ -819,7 +895,7 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             let _ = writeln!(o, "httplab TLS error (first of {}): {e}", tls.failures);
         }
     }
-    crate::http2::render_block(&mut o, r);
+    render_http2_block(o, r);
     if r.config.warmup_s > 0.0 {
         let _ = writeln!(
             o,
@@ -833,6 +909,42 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             "httplab: {n} calls not made: the server closed their connection (httperf behaviour; --reconnect makes them on a new connection)"
         );
     }
+    render_samples(o, r);
+    if r.config.mode == LoadMode::ClosedLoop {
+        let _ = writeln!(
+            o,
+            "httplab closed loop: {} users, think {:.1} ms",
+            r.config.users.unwrap_or(0),
+            r.config.think_ms.unwrap_or(0.0)
+        );
+        let _ = writeln!(
+            o,
+            "  {:>8} {:>10} {:>10} {:>10} {:>8}",
+            "t [s]", "TPS", "p50 [ms]", "p99 [ms]", "errors"
+        );
+        for i in &r.series {
+            let _ = writeln!(
+                o,
+                "  {:>8.1} {:>10.1} {:>10.3} {:>10.3} {:>8}",
+                i.t_s, i.reply_rate, i.p50_ms, i.p99_ms, i.errors
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  total TPS {:.1}, avg response {:.3} ms, max response {:.3} ms, requests {}, errors {}",
+            t.replies as f64 / d,
+            r.latency.response_uncorrected.mean_ms,
+            r.latency.response_uncorrected.max_ms,
+            t.requests,
+            e.total
+        );
+    }
+}
+
+/// The reply-rate samples (or why there are none).
+fn render_samples(o: &mut String, r: &RunResult) {
+    let p = &r.reply;
+    let t = &r.totals;
     let iv = p.sample_interval_s;
     let full: Vec<&Interval> = r.series.iter().filter(|i| i.len_s >= iv * 0.999).collect();
     if full.is_empty() {
@@ -863,35 +975,11 @@ pub fn render_httperf_report(r: &RunResult) -> String {
             if show < full.len() { " ..." } else { "" }
         );
     }
-    if r.config.mode == LoadMode::ClosedLoop {
-        let _ = writeln!(
-            o,
-            "httplab closed loop: {} users, think {:.1} ms",
-            r.config.users.unwrap_or(0),
-            r.config.think_ms.unwrap_or(0.0)
-        );
-        let _ = writeln!(
-            o,
-            "  {:>8} {:>10} {:>10} {:>10} {:>8}",
-            "t [s]", "TPS", "p50 [ms]", "p99 [ms]", "errors"
-        );
-        for i in &r.series {
-            let _ = writeln!(
-                o,
-                "  {:>8.1} {:>10.1} {:>10.3} {:>10.3} {:>8}",
-                i.t_s, i.reply_rate, i.p50_ms, i.p99_ms, i.errors
-            );
-        }
-        let _ = writeln!(
-            o,
-            "  total TPS {:.1}, avg response {:.3} ms, max response {:.3} ms, requests {}, errors {}",
-            t.replies as f64 / d,
-            r.latency.response_uncorrected.mean_ms,
-            r.latency.response_uncorrected.max_ms,
-            t.requests,
-            e.total
-        );
-    }
+}
+
+/// The report's accuracy, self-check and environment lines.
+fn render_accuracy_and_self_check(o: &mut String, r: &RunResult) {
+    let x = &r.config.extra;
     let a = &r.accuracy;
     let pct = if a.bytes_expected > 0 {
         100.0 * a.bytes_received as f64 / a.bytes_expected as f64
@@ -925,12 +1013,12 @@ pub fn render_httperf_report(r: &RunResult) -> String {
         sc.late_starts,
         x.get(EXTRA_LAG_THRESHOLD).map_or("?", |s| s.as_str())
     );
-    if let Some(io) = x.get(crate::EXTRA_IO_ENGINE) {
+    if let Some(io) = x.get(EXTRA_IO_ENGINE) {
         let _ = writeln!(o, "httplab I/O engine: {io}");
     }
     if let Some(c) = x
         .get(EXTRA_CALIBRATION)
-        .and_then(|j| serde_json::from_str::<crate::Calibration>(j).ok())
+        .and_then(|j| serde_json::from_str::<Calibration>(j).ok())
     {
         let _ = writeln!(o, "{}", c.describe());
     }
@@ -979,7 +1067,6 @@ pub fn render_httperf_report(r: &RunResult) -> String {
     if r.interrupted {
         let _ = writeln!(o, "httplab: interrupted; the report covers what ran so far");
     }
-    o
 }
 
 /// What happened in a run without a single reply, for the verdict line:
@@ -1050,6 +1137,126 @@ pub fn write_csv(r: &RunResult, path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The report's `HTTP/2:` block (nothing for HTTP/1.1 runs).
+fn render_http2_block(o: &mut String, r: &httplab_model::RunResult) {
+    let Some(h) = &r.http2 else { return };
+    let counts = |m: &std::collections::BTreeMap<String, u64>| -> String {
+        if m.is_empty() {
+            return "0".into();
+        }
+        let v: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        format!("{} ({})", m.values().sum::<u64>(), v.join(", "))
+    };
+    let _ = writeln!(
+        o,
+        "HTTP/2: {} (max concurrent streams {}, windows stream {} conn {} bytes)",
+        if h.cleartext {
+            "h2c, prior knowledge"
+        } else {
+            "over TLS, ALPN h2"
+        },
+        h.max_concurrent_streams,
+        h.stream_window,
+        h.conn_window
+    );
+    let _ = writeln!(
+        o,
+        "HTTP/2 connections: {} spoke HTTP/2, {} failed before it",
+        h.connections, h.failed_connections
+    );
+    let _ = writeln!(
+        o,
+        "HTTP/2 streams: started {} completed {} failed {}",
+        h.streams_started, h.streams_completed, h.streams_failed
+    );
+    let _ = writeln!(
+        o,
+        "HTTP/2 received: RST_STREAM {}; GOAWAY {}",
+        counts(&h.rst_stream_received),
+        if h.goaway_received == 0 {
+            "0".to_string()
+        } else {
+            format!("{} connections ({})", h.goaway_received, {
+                let v: Vec<String> = h
+                    .goaway_reasons
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect();
+                v.join(", ")
+            })
+        }
+    );
+    if let Some(e) = &h.first_error {
+        let _ = writeln!(o, "HTTP/2 error (first of {}): {e}", h.failed_connections);
+    }
+}
+
+/// What a calibration measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    /// Replies per second the generator sustained for this shape: its ceiling.
+    pub ceiling_rps: f64,
+    /// The shape, in words (e.g. "16 connections, 10 calls/connection, no pipelining, 100 B responses, 1 thread").
+    pub shape: String,
+    /// Connections (or users) in flight.
+    pub connections: u64,
+    /// Calls per connection (None: a connection carries all of a user's calls).
+    pub calls_per_conn: Option<u64>,
+    /// Calls per pipelined burst.
+    pub pipeline: u32,
+    /// Response body size, bytes.
+    pub response_bytes: u64,
+    /// Generator threads.
+    pub threads: u32,
+    /// CPUs the generator could use.
+    pub client_cores: Vec<u32>,
+    /// CPUs the sink ran on.
+    pub sink_cores: Vec<u32>,
+    /// True when the sink had to share the client's cores (the ceiling is then a lower bound).
+    pub shared_cores: bool,
+    /// Measured window, seconds.
+    pub window_s: f64,
+    /// Replies in the window.
+    pub replies: u64,
+    /// Reply rate reached against the sink (bounded by round trips when few
+    /// connections are in flight; the ceiling extrapolates by CPU cost).
+    #[serde(default)]
+    pub reached_rps: f64,
+    /// Generator CPU over the window, percent of one core.
+    pub client_cpu_pct: f64,
+}
+
+impl Calibration {
+    /// One line for the text report.
+    pub fn describe(&self) -> String {
+        format!(
+            "httplab calibration: client ceiling {:.0} requests/s for {} ({} replies in {:.2} s, {:.0}/s at client CPU {:.0}%: the ceiling is where that CPU cost per reply fills the client's cores; sink on CPU {}{})",
+            self.ceiling_rps,
+            self.shape,
+            self.replies,
+            self.window_s,
+            self.reached_rps,
+            self.client_cpu_pct,
+            cpu_list(&self.sink_cores),
+            if self.shared_cores {
+                ", shared with the client: a lower bound"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+fn cpu_list(c: &[u32]) -> String {
+    if c.is_empty() {
+        return "?".into();
+    }
+    c.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1081,7 +1288,7 @@ mod tests {
     }
 
     fn spec_of(args: &str) -> LoadSpec {
-        crate::parse_args(args.split_whitespace()).expect("valid test arguments")
+        crate::cli::parse_args(args.split_whitespace()).expect("valid test arguments")
     }
 
     /// Statistics of a run that lasted `dur_s` seconds with the generator

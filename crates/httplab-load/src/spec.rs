@@ -351,7 +351,7 @@ pub struct LoadSpec {
     pub max_response_time: Option<f64>,
     /// `--http2`: HTTP/2 (over TLS with ALPN h2, or h2c with prior knowledge
     /// on cleartext) instead of HTTP/1.1; None: HTTP/1.1.
-    pub http2: Option<crate::http2::Http2Spec>,
+    pub http2: Option<Http2Spec>,
 }
 
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
@@ -465,7 +465,7 @@ impl LoadSpec {
             bail!("--threads must be at least 1");
         }
         if let Some(h) = &self.http2 {
-            crate::http2::validate(self, h)?;
+            validate_http2(self, h)?;
         }
         if self.max_connecting == Some(0) {
             bail!("--max-connecting must be at least 1");
@@ -524,37 +524,22 @@ impl LoadSpec {
         if self.calibrate_conns == Some(0) {
             bail!("--calibrate-conns must be at least 1");
         }
-        let (i, n) = self.client;
-        if n == 0 || i >= n {
-            bail!("--client I/N needs 0 <= I < N");
+        self.validate_shard()?;
+        let counted = self.validate_workload()?;
+        if !counted && self.duration.is_none() {
+            bail!("the run needs a count (--num-conns, --requests-per-user, ...) or --duration");
         }
-        if n > 1 {
-            match (&self.workload, self.arrival) {
-                (Workload::Users { users, .. }, _) if *users < u64::from(n) => bail!(
-                    "--client {i}/{n}: {users} user(s) cannot be split into {n} shards (user u runs on shard u mod N): use at least {n} users"
-                ),
-                (Workload::Users { .. }, _) | (_, Arrival::Open(_)) => {}
-                (_, Arrival::Concurrent(_)) => bail!(
-                    "--client {i}/{n}: a sequential run (no --rate or --period: one connection after another) has no schedule to split; give --rate (open loop) or --users (closed loop)"
-                ),
+        if let Some((n, x)) = self.wset {
+            if n == 0 || !(0.0..=1.0).contains(&x) {
+                bail!("--wset N,X needs N >= 1 and 0 <= X <= 1");
             }
         }
-        if let Some(t) = self.start_at {
-            if !(t.is_finite() && t > 0.0) {
-                bail!("--start-at must be a time after 1970");
-            }
-        }
-        if let Some(id) = &self.run_id {
-            if id.is_empty()
-                || id.len() > 128
-                || !id
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-            {
-                bail!("--run-id '{id}' must be 1 to 128 characters of A-Z a-z 0-9 - _ . :");
-            }
-        }
-        let counted = match &self.workload {
+        Ok(())
+    }
+
+    /// The workload's own limits; true when it is counted (not only a duration).
+    fn validate_workload(&self) -> Result<bool> {
+        Ok(match &self.workload {
             Workload::Requests {
                 num_conns,
                 num_calls,
@@ -609,13 +594,39 @@ impl LoadSpec {
                 }
                 requests_per_user.is_some()
             }
-        };
-        if !counted && self.duration.is_none() {
-            bail!("the run needs a count (--num-conns, --requests-per-user, ...) or --duration");
+        })
+    }
+
+    /// `--client I/N`, `--start-at`, `--run-id`.
+    fn validate_shard(&self) -> Result<()> {
+        let (i, n) = self.client;
+        if n == 0 || i >= n {
+            bail!("--client I/N needs 0 <= I < N");
         }
-        if let Some((n, x)) = self.wset {
-            if n == 0 || !(0.0..=1.0).contains(&x) {
-                bail!("--wset N,X needs N >= 1 and 0 <= X <= 1");
+        if n > 1 {
+            match (&self.workload, self.arrival) {
+                (Workload::Users { users, .. }, _) if *users < u64::from(n) => bail!(
+                    "--client {i}/{n}: {users} user(s) cannot be split into {n} shards (user u runs on shard u mod N): use at least {n} users"
+                ),
+                (Workload::Users { .. }, _) | (_, Arrival::Open(_)) => {}
+                (_, Arrival::Concurrent(_)) => bail!(
+                    "--client {i}/{n}: a sequential run (no --rate or --period: one connection after another) has no schedule to split; give --rate (open loop) or --users (closed loop)"
+                ),
+            }
+        }
+        if let Some(t) = self.start_at {
+            if !(t.is_finite() && t > 0.0) {
+                bail!("--start-at must be a time after 1970");
+            }
+        }
+        if let Some(id) = &self.run_id {
+            if id.is_empty()
+                || id.len() > 128
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+            {
+                bail!("--run-id '{id}' must be 1 to 128 characters of A-Z a-z 0-9 - _ . :");
             }
         }
         Ok(())
@@ -651,7 +662,7 @@ impl LoadSpec {
                 " --http2 --max-concurrent-streams={}",
                 h.max_concurrent_streams
             ));
-            let d = crate::http2::Http2Spec::default();
+            let d = Http2Spec::default();
             if h.stream_window != d.stream_window {
                 s.push_str(&format!(" --h2-window={}", h.stream_window));
             }
@@ -682,6 +693,33 @@ impl LoadSpec {
         if self.method != "GET" {
             s.push_str(&format!(" --method={}", self.method));
         }
+        self.workload_args(&mut s);
+        if let Some((n, x)) = self.wset {
+            s.push_str(&format!(" --wset={n},{x:.3}"));
+        }
+        if let Some(d) = self.duration {
+            s.push_str(&format!(" --duration={}", fmt_num(d)));
+        }
+        if self.warmup > 0.0 {
+            s.push_str(&format!(" --warmup={}", fmt_num(self.warmup)));
+        }
+        if let Some(n) = self.calls_per_conn {
+            s.push_str(&format!(" --num-calls={n}"));
+        }
+        if !self.uris.is_empty() {
+            s.push_str(&format!(" --uri-list=({} paths)", self.uris.len()));
+        }
+        if self.reconnect {
+            s.push_str(" --reconnect");
+        }
+        if self.threads > 1 {
+            s.push_str(&format!(" --threads={}", self.threads));
+        }
+        s
+    }
+
+    /// The workload's options, as [`LoadSpec::normalized_command`] spells them.
+    fn workload_args(&self, s: &mut String) {
         match &self.workload {
             Workload::Requests {
                 num_conns,
@@ -745,28 +783,6 @@ impl LoadSpec {
                 }
             }
         }
-        if let Some((n, x)) = self.wset {
-            s.push_str(&format!(" --wset={n},{x:.3}"));
-        }
-        if let Some(d) = self.duration {
-            s.push_str(&format!(" --duration={}", fmt_num(d)));
-        }
-        if self.warmup > 0.0 {
-            s.push_str(&format!(" --warmup={}", fmt_num(self.warmup)));
-        }
-        if let Some(n) = self.calls_per_conn {
-            s.push_str(&format!(" --num-calls={n}"));
-        }
-        if !self.uris.is_empty() {
-            s.push_str(&format!(" --uri-list=({} paths)", self.uris.len()));
-        }
-        if self.reconnect {
-            s.push_str(" --reconnect");
-        }
-        if self.threads > 1 {
-            s.push_str(&format!(" --threads={}", self.threads));
-        }
-        s
     }
 }
 
@@ -956,6 +972,75 @@ fn parse_log_line(line: &str) -> Result<(LogCall, Option<f64>)> {
     Ok((call, think))
 }
 
+/// Default flow-control windows, stream and connection: 2^30 - 1 bytes, as
+/// h2load's `-w 30 -W 30`, so large bodies are not throttled by the
+/// protocol's 64 KiB default unless asked.
+pub const DEFAULT_H2_WINDOW: u32 = (1 << 30) - 1;
+
+/// HTTP/2 settings of a run ([`LoadSpec::http2`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Http2Spec {
+    /// Streams a connection keeps open at once (h2load's `-m`; default 1,
+    /// as h2load). The server's SETTINGS_MAX_CONCURRENT_STREAMS also caps it.
+    pub max_concurrent_streams: u32,
+    /// Initial stream window advertised (SETTINGS_INITIAL_WINDOW_SIZE), bytes.
+    pub stream_window: u32,
+    /// Connection window, bytes.
+    pub conn_window: u32,
+}
+
+impl Default for Http2Spec {
+    fn default() -> Http2Spec {
+        Http2Spec {
+            max_concurrent_streams: 1,
+            stream_window: DEFAULT_H2_WINDOW,
+            conn_window: DEFAULT_H2_WINDOW,
+        }
+    }
+}
+
+/// Largest flow-control window HTTP/2 allows (2^31 - 1).
+const MAX_WINDOW: u32 = (1 << 31) - 1;
+
+/// Refuses what the HTTP/2 driver does not do.
+pub(crate) fn validate_http2(spec: &LoadSpec, h: &Http2Spec) -> Result<()> {
+    if h.max_concurrent_streams == 0 {
+        bail!("--max-concurrent-streams must be at least 1");
+    }
+    for (w, name) in [
+        (h.stream_window, "--h2-window"),
+        (h.conn_window, "--h2-conn-window"),
+    ] {
+        if w == 0 || w > MAX_WINDOW {
+            bail!("{name} must be 1 ..= {MAX_WINDOW} bytes");
+        }
+    }
+    match &spec.workload {
+        Workload::Requests { burst, .. } | Workload::Users { burst, .. } if *burst > 1 => {
+            bail!("--burst-length does not apply to --http2: streams are concurrent, use --max-concurrent-streams")
+        }
+        Workload::Sessions { .. } | Workload::SessionLog { .. } => {
+            bail!("--wsess and --wsesslog are not supported with --http2 (use --num-conns/--num-calls or --users)")
+        }
+        _ => {}
+    }
+    if spec.verify_root.is_some() {
+        bail!("--verify-root is not supported with --http2");
+    }
+    if spec.print_reply.any() || spec.print_request.any() {
+        bail!("--print-request and --print-reply are not supported with --http2");
+    }
+    if spec.calibrate || spec.calibrate_only {
+        bail!(
+            "--calibrate measures the HTTP/1.1 engine against an HTTP/1.1 sink: not with --http2"
+        );
+    }
+    if spec.http_version != "1.1" {
+        bail!("--http-version does not apply to --http2");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1019,5 +1104,19 @@ mod tests {
         assert_eq!(s[1][1].calls[0].method.as_deref(), Some("HEAD"));
         assert!(parse_session_log("/a bogus=1\n").is_err());
         assert!(parse_session_log("/a contents='x\n").is_err());
+    }
+    #[test]
+    fn validate_refuses_what_the_driver_does_not_do() {
+        let h = Http2Spec::default();
+        let mut s = LoadSpec::new("h", 80);
+        assert!(validate_http2(&s, &h).is_ok());
+        s.verify_root = Some("/".into());
+        assert!(validate_http2(&s, &h).is_err());
+        let s = LoadSpec::new("h", 80);
+        let bad = Http2Spec {
+            stream_window: MAX_WINDOW + 1,
+            ..Http2Spec::default()
+        };
+        assert!(validate_http2(&s, &bad).is_err());
     }
 }

@@ -8,6 +8,9 @@ use hdrhistogram::Histogram;
 use httplab_model::Interval;
 use serde::{Deserialize, Serialize};
 
+use crate::frametap::REASONS;
+use crate::spec::{Http2Spec, LoadSpec};
+
 /// Histogram of microseconds, 1 µs .. 1 h, 3 significant digits.
 pub(crate) fn hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("constant histogram bounds are valid")
@@ -195,7 +198,7 @@ pub(crate) struct WorkerStats {
     /// Arrivals dropped after waiting longer than --timeout for a slot.
     pub not_attempted: u64,
     /// `--http2` runs: what the HTTP/2 layer did.
-    pub h2: crate::http2::H2Stats,
+    pub h2: H2Stats,
 }
 
 /// TLS counters of one worker (see `httplab_model::TlsSummary`).
@@ -300,7 +303,7 @@ impl WorkerStats {
             setup_wait: hist(),
             setup_capped: 0,
             not_attempted: 0,
-            h2: crate::http2::H2Stats::default(),
+            h2: H2Stats::default(),
         }
     }
 
@@ -572,6 +575,71 @@ impl Collector {
     }
 }
 
+/// HTTP/2 counters of one worker (see `httplab_model::Http2Summary`).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct H2Stats {
+    pub connections: u64,
+    pub streams_started: u64,
+    pub streams_completed: u64,
+    pub streams_failed: u64,
+    pub rst: [u64; 15],
+    pub goaway_conns: u64,
+    pub goaway_reasons: [u64; 15],
+    pub failed_connections: u64,
+    pub first_error: Option<String>,
+}
+
+impl H2Stats {
+    pub fn merge(&mut self, o: &H2Stats) {
+        self.connections += o.connections;
+        self.streams_started += o.streams_started;
+        self.streams_completed += o.streams_completed;
+        self.streams_failed += o.streams_failed;
+        for i in 0..self.rst.len() {
+            self.rst[i] += o.rst[i];
+            self.goaway_reasons[i] += o.goaway_reasons[i];
+        }
+        self.goaway_conns += o.goaway_conns;
+        self.failed_connections += o.failed_connections;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+    }
+
+    pub fn failed(&mut self, why: impl FnOnce() -> String) {
+        self.failed_connections += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(why());
+        }
+    }
+
+    /// The summary for `RunResult::http2`.
+    pub fn summary(&self, spec: &LoadSpec, h: &Http2Spec) -> httplab_model::Http2Summary {
+        let named = |a: &[u64; 15]| -> BTreeMap<String, u64> {
+            a.iter()
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(i, n)| (REASONS[i].to_string(), *n))
+                .collect()
+        };
+        httplab_model::Http2Summary {
+            cleartext: spec.tls.is_none(),
+            max_concurrent_streams: h.max_concurrent_streams,
+            stream_window: h.stream_window,
+            conn_window: h.conn_window,
+            connections: self.connections,
+            streams_started: self.streams_started,
+            streams_completed: self.streams_completed,
+            streams_failed: self.streams_failed,
+            rst_stream_received: named(&self.rst),
+            goaway_received: self.goaway_conns,
+            goaway_reasons: named(&self.goaway_reasons),
+            failed_connections: self.failed_connections,
+            first_error: self.first_error.clone(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -657,5 +725,21 @@ mod tests {
         assert_eq!(e(libc::EMFILE), ErrClass::FdUnavail);
         assert_eq!(e(libc::EADDRNOTAVAIL), ErrClass::AddrUnavail);
         assert_eq!(e(libc::EINVAL), ErrClass::Other);
+    }
+    #[test]
+    fn summary_names_reasons() {
+        let mut st = H2Stats::default();
+        st.rst[8] = 3;
+        st.goaway_conns = 1;
+        st.goaway_reasons[0] = 1;
+        let mut o = H2Stats::default();
+        o.merge(&st);
+        o.merge(&st);
+        let spec = LoadSpec::new("h", 80);
+        let sum = o.summary(&spec, &Http2Spec::default());
+        assert_eq!(sum.rst_stream_received.get("CANCEL"), Some(&6));
+        assert_eq!(sum.goaway_received, 2);
+        assert_eq!(sum.goaway_reasons.get("NO_ERROR"), Some(&2));
+        assert!(sum.cleartext);
     }
 }

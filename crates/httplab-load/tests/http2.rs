@@ -38,8 +38,8 @@ const BODY: &[u8] = b"hello, http/2\n";
 
 impl H2Server {
     /// Paths: `/rst` is reset (RST_STREAM INTERNAL_ERROR) without an answer;
-    /// `/calm` ends the connection with GOAWAY ENHANCE_YOUR_CALM; anything
-    /// else gets 200 with [`BODY`].
+    /// `/calm` ends the connection with GOAWAY ENHANCE_YOUR_CALM; `/404` gets
+    /// 404 with [`BODY`]; anything else 200 with [`BODY`].
     fn start(b: Behaviour) -> H2Server {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         std_listener.set_nonblocking(true).expect("nonblocking");
@@ -106,8 +106,9 @@ async fn serve_conn(sock: tokio::net::TcpStream, b: Behaviour, seen: Arc<Seen>) 
             conn.abrupt_shutdown(h2::Reason::ENHANCE_YOUR_CALM);
             drop(respond);
         } else {
+            let status = if req.uri().path() == "/404" { 404 } else { 200 };
             let resp = http::Response::builder()
-                .status(200)
+                .status(status)
                 .header("content-length", BODY.len())
                 .body(())
                 .expect("response");
@@ -334,4 +335,33 @@ fn refuses_what_http2_does_not_do() {
     assert_eq!(h.conn_window, httplab_load::DEFAULT_H2_WINDOW);
     let d = httplab_load::parse_args("--server h --http2".split_whitespace()).unwrap();
     assert_eq!(d.http2.unwrap().max_concurrent_streams, 1);
+}
+
+#[test]
+fn failure_status_and_retries_follow_the_http1_rules() {
+    // --failure-status (and --retry-on-failure) judge httperf sessions,
+    // which --http2 does not run: on connections' calls they change
+    // nothing, over HTTP/2 as over HTTP/1.1 (one session machine for both).
+    let s = H2Server::start(Behaviour { goaway_after: 0 });
+    let args = "--num-conns 2 --num-calls 3 --failure-status 404 --timeout 10";
+    for extra in ["", "--retry-on-failure"] {
+        let r = load(&format!("{} --uri /404 {args} {extra}", target(&s)));
+        assert_eq!(r.totals.replies, 6, "{extra}");
+        assert_eq!(r.reply.status[3], 6, "{extra}");
+        assert_eq!(h2(&r).streams_started, 6, "{extra}");
+        assert_eq!(r.errors.total, 0, "{extra}");
+    }
+    // HTTP/1.1 (httplab serve answers 404 for a missing file): the same counts.
+    let www = tempfile::tempdir().unwrap();
+    let handle = httplab_server::Server::start(httplab_server::ServerConfig::for_root(www.path()))
+        .expect("httplab serve starts");
+    let port = handle.local_addr().port();
+    for extra in ["", "--retry-on-failure"] {
+        let r = load(&format!(
+            "--server 127.0.0.1 --port {port} --uri /missing {args} {extra}"
+        ));
+        assert_eq!(r.totals.replies, 6, "{extra}");
+        assert_eq!(r.reply.status[3], 6, "{extra}");
+        assert_eq!(r.errors.total, 0, "{extra}");
+    }
 }

@@ -2,6 +2,7 @@
 //! lives in this crate, each with a `// SAFETY:` comment, behind small safe
 //! wrappers. Every other crate is `#![forbid(unsafe_code)]`.
 //!
+//! - [`alloc`]: a counting global allocator (tests of allocation-free paths);
 //! - [`cpu`]: CPU affinity (pin the calling thread, the allowed cores, a
 //!   [`cpu::CpuSet`] built before a fork and applied in the child);
 //! - [`limits`]: raising RLIMIT_NOFILE;
@@ -25,6 +26,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+pub mod alloc;
 pub mod clock;
 pub mod cpu;
 pub mod file;

@@ -1,0 +1,84 @@
+//! `httplab load` as a command: parse, calibrate if asked, run, print and write.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use crate::calibrate::calibrate;
+use crate::report::{render_httperf_report, write_csv, EXTRA_CALIBRATION};
+use crate::run::{check_start_at, run_raw};
+use crate::{cli, sys};
+
+/// Entry point of `httplab load`: `args[0]` is the program name.
+pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
+    let spec = match cli::parse(&args)? {
+        cli::Parsed::Text(t) => {
+            print!("{t}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        cli::Parsed::Run(s) => *s,
+    };
+    let mut spec = spec;
+    let mut calibration = None;
+    if spec.calibrate || spec.calibrate_only {
+        let c = calibrate(&spec)?;
+        if spec.calibrate_only {
+            println!("{}", c.describe());
+            if let Some(path) = &spec.json {
+                let text = serde_json::to_string_pretty(&c)?;
+                std::fs::write(path, text + "\n")
+                    .with_context(|| format!("cannot write --json file {}", path.display()))?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        spec.client_ceiling = Some(c.ceiling_rps);
+        calibration = Some(c);
+    }
+    check_start_at(&spec)?;
+    sys::install_sigint();
+    let stop = sys::interrupted();
+    let (mut result, raw) = run_raw(&spec, true, stop)?;
+    if let Some(w) = result
+        .self_check
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("--io uring"))
+    {
+        eprintln!("httplab load: warning: {w}");
+    }
+    if let (Some(path), Some(raw)) = (&spec.raw_latencies, raw) {
+        let mut text = String::with_capacity(raw.len() * 8);
+        for v in raw {
+            text.push_str(&v.to_string());
+            text.push('\n');
+        }
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write --latency-dump file {}", path.display()))?;
+    }
+    if let Some(c) = &calibration {
+        if let Ok(j) = serde_json::to_string(c) {
+            result.config.extra.insert(EXTRA_CALIBRATION.to_string(), j);
+        }
+    }
+    if !spec.quiet {
+        let mut out = std::io::stdout().lock();
+        out.write_all(render_httperf_report(&result).as_bytes())?;
+        out.flush()?;
+    }
+    if let Some(path) = &spec.json {
+        let text = serde_json::to_string_pretty(&result)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write --json file {}", path.display()))?;
+    }
+    if let Some(path) = &spec.csv {
+        write_csv(&result, path)
+            .with_context(|| format!("cannot write --csv file {}", path.display()))?;
+    }
+    Ok(if result.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
