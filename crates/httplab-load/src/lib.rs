@@ -88,6 +88,7 @@
 #![warn(missing_docs)]
 
 mod calibrate;
+pub mod calibration_cache;
 mod cli;
 mod engine;
 mod frametap;
@@ -533,9 +534,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
             .with_context(|| format!("cannot write --latency-dump file {}", path.display()))?;
     }
     if let Some(c) = &calibration {
-        if let Ok(j) = serde_json::to_string(c) {
-            result.config.extra.insert(EXTRA_CALIBRATION.to_string(), j);
-        }
+        calibration_cache::record(&mut result.config, c);
     }
     if !spec.quiet {
         let mut out = std::io::stdout().lock();

@@ -928,10 +928,7 @@ pub fn render_httperf_report(r: &RunResult) -> String {
     if let Some(io) = x.get(crate::EXTRA_IO_ENGINE) {
         let _ = writeln!(o, "httplab I/O engine: {io}");
     }
-    if let Some(c) = x
-        .get(EXTRA_CALIBRATION)
-        .and_then(|j| serde_json::from_str::<crate::Calibration>(j).ok())
-    {
+    if let Some(c) = crate::calibration_cache::recorded(&r.config) {
         let _ = writeln!(o, "{}", c.describe());
     }
     if let Some(ceiling) = sc.client_ceiling {
