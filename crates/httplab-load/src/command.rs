@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::calibrate::calibrate;
-use crate::report::{render_httperf_report, write_csv, EXTRA_CALIBRATION};
+use crate::report::{render_httperf_report, write_csv};
 use crate::run::{check_start_at, run_raw};
 use crate::{cli, sys};
 
@@ -58,9 +58,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
             .with_context(|| format!("cannot write --latency-dump file {}", path.display()))?;
     }
     if let Some(c) = &calibration {
-        if let Ok(j) = serde_json::to_string(c) {
-            result.config.extra.insert(EXTRA_CALIBRATION.to_string(), j);
-        }
+        crate::calibration_cache::record(&mut result.config, c);
     }
     if !spec.quiet {
         let mut out = std::io::stdout().lock();

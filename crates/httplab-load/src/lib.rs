@@ -92,6 +92,7 @@
 
 mod arrivals;
 mod calibrate;
+pub mod calibration_cache;
 mod cli;
 mod clock;
 mod command;

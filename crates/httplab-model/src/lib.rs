@@ -848,6 +848,92 @@ pub struct SweepResult {
     pub environment: Environment,
 }
 
+/// What became of a run inside a study ([`StudyRun::status`]). Written as
+/// the words of [`RunStatus::as_str`]; a word this version does not know is
+/// read back as [`RunStatus::Other`] and written again unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum RunStatus {
+    /// Measured ("ok").
+    #[default]
+    Ok,
+    /// The run or its server failed ("failed").
+    Failed,
+    /// The server's program is not installed or cannot serve this study ("not installed").
+    NotInstalled,
+    /// Not run, or cut short, by Ctrl-C ("skipped").
+    Skipped,
+    /// Ran but measured nothing: no reply and no error in its window ("empty").
+    Empty,
+    /// Any other word, as read.
+    Other(String),
+}
+
+impl RunStatus {
+    /// The word written in results and tables.
+    pub fn as_str(&self) -> &str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Failed => "failed",
+            RunStatus::NotInstalled => "not installed",
+            RunStatus::Skipped => "skipped",
+            RunStatus::Empty => "empty",
+            RunStatus::Other(s) => s,
+        }
+    }
+
+    /// True for [`RunStatus::Ok`].
+    pub fn is_ok(&self) -> bool {
+        *self == RunStatus::Ok
+    }
+}
+
+impl From<&str> for RunStatus {
+    fn from(s: &str) -> RunStatus {
+        match s {
+            "ok" => RunStatus::Ok,
+            "failed" => RunStatus::Failed,
+            "not installed" => RunStatus::NotInstalled,
+            "skipped" => RunStatus::Skipped,
+            "empty" => RunStatus::Empty,
+            other => RunStatus::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for RunStatus {
+    fn from(s: String) -> RunStatus {
+        RunStatus::from(s.as_str())
+    }
+}
+
+impl From<RunStatus> for String {
+    fn from(s: RunStatus) -> String {
+        match s {
+            RunStatus::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for RunStatus {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for RunStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// A run inside a study: which server, which workload, which repetition.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct StudyRun {
@@ -863,8 +949,8 @@ pub struct StudyRun {
     /// Place of this server in its round's random order, from 0.
     #[serde(default)]
     pub position: u32,
-    /// "ok", "failed", "not installed", "skipped".
-    pub status: String,
+    /// What became of the run: "ok", "failed", "not installed", "skipped", "empty".
+    pub status: RunStatus,
     /// Why, when not ok.
     #[serde(default)]
     pub reason: String,
@@ -1165,6 +1251,24 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_statuses_read_and_write_their_words() {
+        for w in [
+            "ok",
+            "failed",
+            "not installed",
+            "skipped",
+            "empty",
+            "queued",
+        ] {
+            let s: RunStatus = serde_json::from_str(&format!("\"{w}\"")).unwrap();
+            assert_eq!(s, w);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{w}\""));
+        }
+        assert_eq!(RunStatus::from("not installed"), RunStatus::NotInstalled);
+        assert_eq!(RunStatus::from("queued"), RunStatus::Other("queued".into()));
+    }
 
     #[test]
     fn summary_basic() {

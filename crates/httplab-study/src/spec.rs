@@ -493,7 +493,7 @@ pub enum WorkloadKind {
     Sweep,
     /// A normal client (`users`, or open loop at `rate`) measured while
     /// `idle_conns` idle connections are held open against the server
-    /// (slowloris-style; see `crate::idle`).
+    /// (slowloris-style; the holder is `execute::idle`).
     Idle,
 }
 
@@ -776,7 +776,7 @@ pub struct Workload {
     /// idle: what each held connection sends: `silent` (default: connected,
     /// nothing sent) or `partial` (an unfinished request line, as slowloris).
     #[serde(default)]
-    pub idle_send: Option<crate::idle::IdleSend>,
+    pub idle_send: Option<IdleSend>,
     /// idle: longest wait for the held connections to connect, seconds
     /// (default: `timeout_s`); connections still pending then are counted as such.
     #[serde(default)]
@@ -911,53 +911,7 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
     if s.workloads.is_empty() {
         bail!("no [[workloads]]: a study needs at least one workload");
     }
-    let p = &s.protocol;
-    if !(p.warmup_s >= 0.0 && p.warmup_s <= 600.0) {
-        bail!(
-            "{}protocol.warmup_s must be between 0 and 600",
-            line_of(text, "warmup_s")
-        );
-    }
-    if !(p.window_s >= 0.1 && p.window_s <= 3600.0) {
-        bail!(
-            "{}protocol.window_s must be between 0.1 and 3600",
-            line_of(text, "window_s")
-        );
-    }
-    if p.min_repetitions < 2 || p.max_repetitions < p.min_repetitions || p.max_repetitions > 1000 {
-        bail!(
-            "{}protocol: need 2 <= min_repetitions <= max_repetitions <= 1000 (a confidence interval needs two values); have min_repetitions = {}, max_repetitions = {}",
-            line_of(text, "repetitions"),
-            p.min_repetitions,
-            p.max_repetitions
-        );
-    }
-    if !(p.min_effect > 0.0 && p.min_effect < 1.0) {
-        let key = if line_of_key(text, "min_effect").is_empty() {
-            "delta"
-        } else {
-            "min_effect"
-        };
-        bail!(
-            "{}protocol.{key} = {} must be a fraction between 0 and 1, both excluded (0.05: differences under 5 % are of no interest); it is δ, the smallest relative effect a verdict calls a win",
-            line_of_key(text, key),
-            p.min_effect
-        );
-    }
-    if let Some(b) = p.budget_s {
-        if !(b.is_finite() && b > 0.0) {
-            bail!(
-                "{}protocol.budget_s = {b} must be a number of seconds above 0 (or left out: the runner's default)",
-                line_of_key(text, "budget_s")
-            );
-        }
-    }
-    if !(p.alpha > 0.0 && p.alpha < 0.5) {
-        bail!(
-            "{}protocol.alpha must be between 0 and 0.5",
-            line_of(text, "alpha")
-        );
-    }
+    validate_protocol(&s.protocol, text)?;
     let names: Vec<String> = expand_servers(s).into_iter().map(|x| x.name).collect();
     let mut seen = std::collections::BTreeSet::new();
     for n in &names {
@@ -1019,91 +973,7 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
     }
     let corpus_names = corpus_targets(&s.corpus);
     for w in &s.workloads {
-        let at = line_of(text, &format!("\"{}\"", w.name));
-        for sv in &w.servers {
-            if !names.iter().any(|n| n == sv) {
-                bail!("{at}workload '{}' names server '{sv}', which the study does not declare (have: {})", w.name, names.join(", "));
-            }
-        }
-        check_target(&w.target, &corpus_names)
-            .with_context(|| format!("{at}workload '{}'", w.name))?;
-        if let Some(v) = &w.vary {
-            if v.values.is_empty() {
-                bail!("{at}workload '{}': vary.values is empty", w.name);
-            }
-            for val in &v.values {
-                match (v.param, val) {
-                    (VaryParam::Target, VaryValue::Text(t)) => check_target(t, &corpus_names)
-                        .with_context(|| format!("{at}workload '{}'", w.name))?,
-                    (VaryParam::Target, VaryValue::Num(_)) => {
-                        bail!(
-                            "{at}workload '{}': vary target values must be strings",
-                            w.name
-                        )
-                    }
-                    (_, VaryValue::Text(t)) => {
-                        bail!(
-                            "{at}workload '{}': vary {} values must be numbers, got \"{t}\"",
-                            w.name,
-                            v.param.as_str()
-                        )
-                    }
-                    (_, VaryValue::Num(n)) if *n <= 0.0 => {
-                        bail!(
-                            "{at}workload '{}': vary {} values must be positive",
-                            w.name,
-                            v.param.as_str()
-                        )
-                    }
-                    _ => {}
-                }
-            }
-        }
-        match w.kind {
-            WorkloadKind::Users => {
-                let varied = w.vary.as_ref().is_some_and(|v| v.param == VaryParam::Users);
-                if w.users.is_none() && !varied {
-                    bail!("{at}workload '{}' (users) needs `users = N`", w.name);
-                }
-            }
-            WorkloadKind::Sweep => {
-                if !w.low_rate.is_some_and(|lo| lo > 0.0) {
-                    bail!(
-                        "{at}workload '{}' (sweep) needs low_rate > 0: the capacity search starts there and doubles",
-                        w.name
-                    );
-                }
-            }
-            WorkloadKind::Load => {}
-            WorkloadKind::Idle => {
-                crate::idle::validate(w).with_context(|| format!("{at}workload '{}'", w.name))?
-            }
-        }
-        if w.kind != WorkloadKind::Idle
-            && (w.idle_conns.is_some()
-                || w.idle_send.is_some()
-                || w.idle_connect_s.is_some()
-                || w.vary
-                    .as_ref()
-                    .is_some_and(|v| v.param == VaryParam::IdleConns))
-        {
-            bail!(
-                "{at}workload '{}': idle_conns, idle_send, idle_connect_s and vary idle_conns need kind = \"idle\"",
-                w.name
-            );
-        }
-        if w.rate.is_some_and(|r| r <= 0.0) {
-            bail!("{at}workload '{}': rate must be positive", w.name);
-        }
-        workload_keys_take_effect(w, p).with_context(|| format!("{at}workload '{}'", w.name))?;
-        if w.window_s.is_some_and(|x| !(0.1..=3600.0).contains(&x))
-            || w.warmup_s.is_some_and(|x| !(0.0..=600.0).contains(&x))
-        {
-            bail!(
-                "{at}workload '{}': window_s must be in 0.1..3600 and warmup_s in 0..600",
-                w.name
-            );
-        }
+        validate_workload(w, &s.protocol, text, &names, &corpus_names)?;
     }
     for q in &s.questions {
         let at = line_of(text, &q.ask);
@@ -1134,6 +1004,152 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
                 names.join(", ")
             );
         }
+    }
+    Ok(())
+}
+
+/// Checks the `[protocol]` table.
+fn validate_protocol(p: &ProtocolSpec, text: &str) -> Result<()> {
+    if !(p.warmup_s >= 0.0 && p.warmup_s <= 600.0) {
+        bail!(
+            "{}protocol.warmup_s must be between 0 and 600",
+            line_of(text, "warmup_s")
+        );
+    }
+    if !(p.window_s >= 0.1 && p.window_s <= 3600.0) {
+        bail!(
+            "{}protocol.window_s must be between 0.1 and 3600",
+            line_of(text, "window_s")
+        );
+    }
+    if p.min_repetitions < 2 || p.max_repetitions < p.min_repetitions || p.max_repetitions > 1000 {
+        bail!(
+            "{}protocol: need 2 <= min_repetitions <= max_repetitions <= 1000 (a confidence interval needs two values); have min_repetitions = {}, max_repetitions = {}",
+            line_of(text, "repetitions"),
+            p.min_repetitions,
+            p.max_repetitions
+        );
+    }
+    if !(p.min_effect > 0.0 && p.min_effect < 1.0) {
+        let key = if line_of_key(text, "min_effect").is_empty() {
+            "delta"
+        } else {
+            "min_effect"
+        };
+        bail!(
+            "{}protocol.{key} = {} must be a fraction between 0 and 1, both excluded (0.05: differences under 5 % are of no interest); it is δ, the smallest relative effect a verdict calls a win",
+            line_of_key(text, key),
+            p.min_effect
+        );
+    }
+    if let Some(b) = p.budget_s {
+        if !(b.is_finite() && b > 0.0) {
+            bail!(
+                "{}protocol.budget_s = {b} must be a number of seconds above 0 (or left out: the runner's default)",
+                line_of_key(text, "budget_s")
+            );
+        }
+    }
+    if !(p.alpha > 0.0 && p.alpha < 0.5) {
+        bail!(
+            "{}protocol.alpha must be between 0 and 0.5",
+            line_of(text, "alpha")
+        );
+    }
+    Ok(())
+}
+
+/// Checks one workload against the study's servers and corpus.
+fn validate_workload(
+    w: &Workload,
+    p: &ProtocolSpec,
+    text: &str,
+    names: &[String],
+    corpus_names: &[String],
+) -> Result<()> {
+    let at = line_of(text, &format!("\"{}\"", w.name));
+    for sv in &w.servers {
+        if !names.iter().any(|n| n == sv) {
+            bail!("{at}workload '{}' names server '{sv}', which the study does not declare (have: {})", w.name, names.join(", "));
+        }
+    }
+    check_target(&w.target, corpus_names).with_context(|| format!("{at}workload '{}'", w.name))?;
+    if let Some(v) = &w.vary {
+        if v.values.is_empty() {
+            bail!("{at}workload '{}': vary.values is empty", w.name);
+        }
+        for val in &v.values {
+            match (v.param, val) {
+                (VaryParam::Target, VaryValue::Text(t)) => check_target(t, corpus_names)
+                    .with_context(|| format!("{at}workload '{}'", w.name))?,
+                (VaryParam::Target, VaryValue::Num(_)) => {
+                    bail!(
+                        "{at}workload '{}': vary target values must be strings",
+                        w.name
+                    )
+                }
+                (_, VaryValue::Text(t)) => {
+                    bail!(
+                        "{at}workload '{}': vary {} values must be numbers, got \"{t}\"",
+                        w.name,
+                        v.param.as_str()
+                    )
+                }
+                (_, VaryValue::Num(n)) if *n <= 0.0 => {
+                    bail!(
+                        "{at}workload '{}': vary {} values must be positive",
+                        w.name,
+                        v.param.as_str()
+                    )
+                }
+                _ => {}
+            }
+        }
+    }
+    match w.kind {
+        WorkloadKind::Users => {
+            let varied = w.vary.as_ref().is_some_and(|v| v.param == VaryParam::Users);
+            if w.users.is_none() && !varied {
+                bail!("{at}workload '{}' (users) needs `users = N`", w.name);
+            }
+        }
+        WorkloadKind::Sweep => {
+            if !w.low_rate.is_some_and(|lo| lo > 0.0) {
+                bail!(
+                    "{at}workload '{}' (sweep) needs low_rate > 0: the capacity search starts there and doubles",
+                    w.name
+                );
+            }
+        }
+        WorkloadKind::Load => {}
+        WorkloadKind::Idle => {
+            validate_idle(w).with_context(|| format!("{at}workload '{}'", w.name))?
+        }
+    }
+    if w.kind != WorkloadKind::Idle
+        && (w.idle_conns.is_some()
+            || w.idle_send.is_some()
+            || w.idle_connect_s.is_some()
+            || w.vary
+                .as_ref()
+                .is_some_and(|v| v.param == VaryParam::IdleConns))
+    {
+        bail!(
+            "{at}workload '{}': idle_conns, idle_send, idle_connect_s and vary idle_conns need kind = \"idle\"",
+            w.name
+        );
+    }
+    if w.rate.is_some_and(|r| r <= 0.0) {
+        bail!("{at}workload '{}': rate must be positive", w.name);
+    }
+    workload_keys_take_effect(w, p).with_context(|| format!("{at}workload '{}'", w.name))?;
+    if w.window_s.is_some_and(|x| !(0.1..=3600.0).contains(&x))
+        || w.warmup_s.is_some_and(|x| !(0.0..=600.0).contains(&x))
+    {
+        bail!(
+            "{at}workload '{}': window_s must be in 0.1..3600 and warmup_s in 0..600",
+            w.name
+        );
     }
     Ok(())
 }
@@ -1356,6 +1372,12 @@ fn workload_keys_take_effect(w: &Workload, p: &ProtocolSpec) -> Result<()> {
             bail!("`{count_key}` has no effect with measure = \"window\" (the default): every run lasts its warm-up plus `window_s`; write measure = \"count\" to run the workload's own counts instead");
         }
     }
+    workload_values_in_range(w, p)
+}
+
+/// Refuses workload values out of their ranges (counts of 0, negative
+/// times, repetitions that could not give an interval).
+fn workload_values_in_range(w: &Workload, p: &ProtocolSpec) -> Result<()> {
     for (key, v) in [
         ("num_conns", w.num_conns),
         ("num_calls", w.num_calls),
@@ -1742,4 +1764,64 @@ fn explain(msg: &str) -> String {
     }
     out.push_str(&format!("; {label} takes {}", table.keys.join(", ")));
     out
+}
+
+// ---- idle workloads ----
+
+/// Most idle connections one step may hold.
+pub const MAX_IDLE_CONNS: u64 = 100_000;
+/// Default number of idle connections.
+pub const DEFAULT_IDLE_CONNS: u64 = 100;
+
+/// What each held connection sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdleSend {
+    /// Connected, nothing sent.
+    #[default]
+    Silent,
+    /// An unfinished request line (`GET / HTTP/1.1` without its CRLF), then nothing.
+    Partial,
+}
+
+impl IdleSend {
+    /// Name as written in study files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdleSend::Silent => "silent",
+            IdleSend::Partial => "partial",
+        }
+    }
+}
+
+/// Checks an idle workload's own fields.
+pub fn validate_idle(w: &Workload) -> Result<()> {
+    let check = |k: f64| -> Result<()> {
+        if !(k >= 1.0 && k <= MAX_IDLE_CONNS as f64 && k.fract() == 0.0) {
+            bail!("idle_conns must be a whole number from 1 to {MAX_IDLE_CONNS}, not {k}");
+        }
+        Ok(())
+    };
+    if let Some(k) = w.idle_conns {
+        check(k as f64)?;
+    }
+    if let Some(v) = w.vary.as_ref().filter(|v| v.param == VaryParam::IdleConns) {
+        for x in &v.values {
+            match x {
+                VaryValue::Num(n) => check(*n)?,
+                VaryValue::Text(t) => {
+                    bail!("vary idle_conns values must be numbers, got \"{t}\"")
+                }
+            }
+        }
+    }
+    if w.idle_connect_s.is_some_and(|s| !(s > 0.0 && s <= 600.0)) {
+        bail!("idle_connect_s must be between 0 and 600 seconds");
+    }
+    if w.users.is_some() && w.rate.is_some() {
+        bail!(
+            "give the normal client either `users` (closed loop) or `rate` (open loop), not both"
+        );
+    }
+    Ok(())
 }

@@ -94,7 +94,7 @@ pub(crate) struct Cli {
     /// Seconds of load before each step's measured connections, discarded (the step opens rate × SECONDS more connections first) [default: 1]
     #[arg(long, value_name = "SECONDS")]
     pub(crate) warmup: Option<f64>,
-    /// Do not calibrate the load generator (by default it measures its own ceiling for the sweep's shape once per target, and every step records its utilization and is marked client-bound at ≥ 85 %)
+    /// Do not calibrate the load generator (by default it measures its own ceiling once per shape of run (targets of one shape share it), and every step records its utilization and is marked client-bound at ≥ 85 %)
     #[arg(long)]
     pub(crate) no_calibrate: bool,
     /// Accepted for autobench compatibility; no effect.

@@ -109,7 +109,7 @@ pub struct SweepPlan {
     pub max_runs: u32,
     /// Warm-up before each step's measured connections, seconds (discarded).
     pub warmup_s: f64,
-    /// Calibrate the generator once per target and pass its ceiling to every step.
+    /// Calibrate the generator once per shape of run (targets of one shape share it) and pass its ceiling to every step.
     pub calibrate: bool,
     /// Options passed to every load run.
     pub passthrough: Vec<String>,

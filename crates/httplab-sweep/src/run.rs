@@ -4,6 +4,7 @@
 use crate::plan::{fmt_rate, SweepPlan, Target};
 use crate::saturation_search::{find_max, FindMax};
 use anyhow::{Context, Result};
+use httplab_load::calibration_cache::CalibrationCache;
 use httplab_model::{
     RunResult, Saturation, SweepResult, SweepStep, SweepTarget, ToolInfo, SWEEP_SCHEMA,
 };
@@ -136,23 +137,18 @@ fn sweep_result(plan: &SweepPlan, measured: Measured) -> SweepResult {
 }
 
 /// The default runner: `httplab load` as a library, one run per step. With
-/// `plan.calibrate` the generator measures its own ceiling for the sweep's
-/// shape once per target (the shape does not change with the rate) and every
-/// step gets it, so each step records its client utilization and is marked
-/// client-bound at 85 % or more of it.
+/// `plan.calibrate` the generator measures its own ceiling once per shape of
+/// run (the shape does not change with the rate or the target, see
+/// [`httplab_load::calibration_cache`]) and every step gets it, so each step
+/// records its client utilization and is marked client-bound at 85 % or more
+/// of it.
 pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunResult> + '_ {
-    let mut ceilings: std::collections::HashMap<String, Option<f64>> = Default::default();
+    let mut ceilings = CalibrationCache::new();
     move |t: &Target, rate: f64| {
         let args = plan.load_args(t, rate);
         let mut spec = parse_load(&args)?;
         if plan.calibrate {
-            let c = ceilings.entry(t.label()).or_insert_with(|| {
-                httplab_load::calibrate(&spec)
-                    .ok()
-                    .map(|c| c.ceiling_rps)
-                    .filter(|x| x.is_finite() && *x > 0.0)
-            });
-            spec.client_ceiling = *c;
+            ceilings.apply(&mut spec);
         }
         let mut r = httplab_load::run_with_stop(&spec, false, stop_flag())?;
         if r.label.is_empty() {

@@ -17,7 +17,10 @@
 use anyhow::{bail, Result};
 use httplab_model as m;
 
-use crate::runner::{steps_with, Offer};
+pub use crate::keys::{
+    ENV_STUDY_RUN_ID as EXTRA_STUDY_RUN_ID, ENV_STUDY_SHARD as EXTRA_STUDY_SHARD,
+};
+use crate::plan::steps::{steps_with, Offer};
 use crate::spec::{StudyFile, WorkloadKind};
 
 /// A study's shard: `--client I/N` and the run id shared by all N.
@@ -30,11 +33,6 @@ pub struct Shard {
     /// The study's run id (`--run-id`, else [`derive_run_id`]).
     pub run_id: String,
 }
-
-/// Key of `environment.extra` holding the study's `I/N`.
-pub const EXTRA_STUDY_SHARD: &str = "client_shard";
-/// Key of `environment.extra` holding the study's run id.
-pub const EXTRA_STUDY_RUN_ID: &str = "run_id";
 
 /// Parses `I/N` (0 <= I < N).
 pub fn parse_client(text: &str) -> Result<(u32, u32)> {

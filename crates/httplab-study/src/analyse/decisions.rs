@@ -1,8 +1,8 @@
-//! The analysis layer of a study: from the cells of every step to the family
-//! of comparisons, their decisions (winner, equivalent, inconclusive) and the
+//! The study's decisions: from the cells of every step to the family of
+//! comparisons, their decisions (winner, equivalent, inconclusive) and the
 //! verdict records. No I/O; the runner calls it twice when the study has a
 //! budget for extra rounds (at the interim look, to hand the rounds out, and
-//! at the end), once otherwise.
+//! at the end), once otherwise (see [`crate::analyse::design`]).
 //!
 //! The family is every comparison of the study: each step's leader against
 //! its runner-up on the workload's metric; on server CPU per request for
@@ -14,7 +14,7 @@
 use httplab_model as m;
 use httplab_stats as st;
 
-use crate::rounds::CellData;
+use crate::execute::cells::CellData;
 use crate::spec::{Metric, StudyFile};
 
 /// One step's data as the analysis sees it.
@@ -75,9 +75,8 @@ fn measured(metric: Metric) -> st::Measured {
     }
 }
 
-/// Relative step of the grid a capacity search's values sit on (its
-/// bisection precision, `httplab_sweep::FindMax`).
-pub const CAPACITY_GRID: f64 = 0.05;
+/// Relative step of the grid a capacity search's values sit on.
+pub use crate::plan::rounds::CAPACITY_GRID;
 
 /// Capacity values sit on the search's doubling/bisection grid: their
 /// spread is floored at what that grid resolves.

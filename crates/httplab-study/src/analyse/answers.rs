@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use httplab_model as m;
 
-use crate::rounds;
+use crate::plan::rounds;
 use crate::spec::{Evidence, Question, StudyFile};
 
 /// What one comparison showed.

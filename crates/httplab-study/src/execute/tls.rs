@@ -50,7 +50,7 @@ pub fn generate(dir: &Path) -> Result<CertFiles> {
     // Apache and nginx read the key as root before dropping privileges, but a
     // server running as an unprivileged user must read it too: the study's
     // work directory is private to this run and the key protects nothing else.
-    crate::corpus::make_world_readable(dir)?;
+    crate::execute::corpus::make_world_readable(dir)?;
     Ok(CertFiles { cert, key })
 }
 
@@ -123,7 +123,7 @@ pub fn probe(
         n += k;
     }
     let seen = describe(&s.conn);
-    let code = crate::servers::status_code(&buf[..n])?;
+    let code = crate::execute::http::status_code(&buf[..n])?;
     Ok((code, seen))
 }
 

@@ -12,80 +12,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use httplab_model as m;
 
-use crate::runner::EXTRA_STEP;
+pub use crate::execute::cells::metrics_of;
+use crate::keys::{EnvKey, RUN_STEP as EXTRA_STEP};
+use crate::plan::text::fmt_num;
 use crate::spec::{Metric, StudyFile};
-
-/// Metric values of one run (None where not measurable).
-pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
-    let mut v = BTreeMap::new();
-    let d = r.totals.test_duration_s.max(1e-9);
-    v.insert(Metric::ReplyRate, r.totals.replies as f64 / d);
-    v.insert(
-        Metric::ThroughputMbS,
-        r.reply.content_bytes * r.totals.replies as f64 / d / 1e6,
-    );
-    if r.latency.response.count > 0 {
-        v.insert(Metric::ResponseMs, r.latency.response.mean_ms);
-        if let Some(p) = r.latency.response.at(50.0) {
-            v.insert(Metric::P50Ms, p);
-        }
-        if let Some(p) = r.latency.response.at(99.0) {
-            v.insert(Metric::P99Ms, p);
-        }
-    }
-    if r.connection.lifetime_ms.count > 0 {
-        v.insert(Metric::ConnectionMs, r.connection.lifetime_ms.avg);
-    }
-    if r.latency.session.count > 0 {
-        // Sessions of several calls, reconnections included (`--reconnect`).
-        v.insert(Metric::SessionMs, r.latency.session.mean_ms);
-        if let Some(p) = r.latency.session.at(50.0) {
-            v.insert(Metric::SessionP50Ms, p);
-        }
-    } else if r.connection.lifetime_ms.count > 0 {
-        // One connection per session.
-        v.insert(Metric::SessionMs, r.connection.lifetime_ms.avg);
-        v.insert(Metric::SessionP50Ms, r.connection.lifetime_ms.median);
-    }
-    let req: f64 = r
-        .config
-        .extra
-        .get("requested_body_bytes")
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0.0);
-    let ok: f64 = r
-        .config
-        .extra
-        .get("intact_body_bytes")
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0.0);
-    if req > 0.0 {
-        v.insert(Metric::Accuracy, (ok / req * 100.0).min(100.0));
-    } else if r.accuracy.verified > 0 {
-        // httplab load: share of verified bodies that matched, scaled by the
-        // share of replies among requests.
-        let a = &r.accuracy;
-        let matched = (a.verified - a.mismatches.min(a.verified)) as f64 / a.verified as f64;
-        let answered = r.totals.replies as f64 / r.totals.requests.max(1) as f64;
-        v.insert(Metric::Accuracy, (matched * answered * 100.0).min(100.0));
-    }
-    if let Some(s) = &r.server {
-        if r.totals.replies > 0 {
-            v.insert(
-                Metric::ServerCpuPerKreq,
-                s.cpu_s / r.totals.replies as f64 * 1000.0,
-            );
-        }
-        v.insert(Metric::ServerRssMb, s.peak_rss_bytes as f64 / 1e6);
-        if r.totals.replies > 0 && !s.cpu_source.is_empty() {
-            v.insert(
-                Metric::ServerCpuUsPerReq,
-                s.cpu_s / r.totals.replies as f64 * 1e6,
-            );
-        }
-    }
-    v
-}
 
 /// One row of the flat table: a run (or a sweep step) of a server.
 #[derive(Debug, Clone)]
@@ -100,8 +30,8 @@ pub struct Row {
     pub repetition: u32,
     /// Place in the round's random order.
     pub position: u32,
-    /// ok / failed / not installed / skipped.
-    pub status: String,
+    /// Ok, failed, not installed, skipped, empty.
+    pub status: m::RunStatus,
     /// Why not ok.
     pub reason: String,
     /// Metric values.
@@ -138,7 +68,7 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
                 out.push(mk(String::new(), None));
             }
             for s in steps {
-                out.push(mk(crate::runner::fmt_num(s.demanded_rate), Some(&s.run)));
+                out.push(mk(fmt_num(s.demanded_rate), Some(&s.run)));
             }
             if r.status != "ok" && !sw.targets.iter().all(|t| t.steps.is_empty()) {
                 let mut f = mk("(rest)".into(), None);
@@ -242,7 +172,7 @@ pub fn summary(res: &m::StudyResult, _study: Option<&StudyFile>) -> Vec<String> 
         .iter()
         .map(|v| format!("{}: {}", place(v, res), v.note))
         .collect();
-    v.extend(crate::idle::summary_lines(res));
+    v.extend(crate::render::idle::summary_lines(res));
     v
 }
 
@@ -340,7 +270,7 @@ fn write_csv(rows: &[Row], path: &Path) -> Result<()> {
             r.step.clone(),
             r.repetition.to_string(),
             r.position.to_string(),
-            r.status.clone(),
+            r.status.to_string(),
             r.reason.clone(),
             r.replies.to_string(),
             r.errors.to_string(),
@@ -473,6 +403,28 @@ fn metric_of_key(k: &str) -> Option<Metric> {
 
 /// The whole index.html.
 pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) -> String {
+    let mut h = String::new();
+    html_intro(&mut h, res, study, interrupted);
+    verdicts_section(&mut h, res, study);
+    answers_section(&mut h, res);
+    servers_section(&mut h, res);
+    // Workloads, in study order.
+    let mut workloads: Vec<String> = Vec::new();
+    for r in &res.runs {
+        if !workloads.contains(&r.workload) {
+            workloads.push(r.workload.clone());
+        }
+    }
+    for w in &workloads {
+        workload_section(&mut h, res, study, w);
+    }
+    environment_section(&mut h, res);
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The page's head, title, description and protocol.
+fn html_intro(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) {
     let title = study
         .map(|s| {
             if s.title.is_empty() {
@@ -482,7 +434,6 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
             }
         })
         .unwrap_or_else(|| res.name.clone());
-    let mut h = String::new();
     let _ = write!(h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>httplab study: {}</title>\n<style>\
         body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}}\
         table{{border-collapse:collapse;margin:1em 0;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}\
@@ -513,8 +464,8 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
         let design = match (p.interim_rounds, p.budget_s) {
             (Some(k), Some(b)) => format!(
                 "at least {k} rounds of every step, an interim look, then {} s of a {} s budget of extra rounds handed to the comparisons nearest a decision (at most {} rounds a step); alpha spent 10 % at the interim look and 90 % at the end",
-                crate::runner::fmt_num(p.budget_used_s.unwrap_or(0.0).round()),
-                crate::runner::fmt_num(b.round()),
+                fmt_num(p.budget_used_s.unwrap_or(0.0).round()),
+                fmt_num(b.round()),
                 p.max_repetitions
             ),
             _ => format!("{} rounds of every step, one look at the end", p.min_repetitions),
@@ -525,11 +476,15 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
             0.05
         };
         let _ = writeln!(h, "<p>Protocol: every run discards a {} s warm-up and measures a {} s window (or the workload's own counts); each workload step runs in rounds, each round visiting every server once in a fresh random order (seed <code>{}</code>; rerun with <code>--seed {}</code> for the same orders): {design}. Every comparison is a geometric-mean ratio with a t interval on the paired per-round log differences, and ends as a <i>winner</i> (better by at least {} %, significant after Holm's correction over all {} comparisons of the study, α = {}), <i>equivalent</i> (90 % interval inside ±{} %) or <i>inconclusive</i> (with the smallest effect the run could have seen and the rounds that would settle it); see docs/statistics.md. Server CPU per request is the server's own nanosecond accounting over each run's window, compared on fixed-rate steps (same work for every server); the client was <code>httplab load</code>, and on loopback part of each side's network work is billed to the other side, so the figure depends on the client.{}</p>",
-            crate::runner::fmt_num(p.warmup_s), crate::runner::fmt_num(p.window_s), p.seed, p.seed,
-            crate::runner::fmt_num(delta * 100.0), res.verdicts.len(), p.alpha,
-            crate::runner::fmt_num(delta * 100.0),
+            fmt_num(p.warmup_s), fmt_num(p.window_s), p.seed, p.seed,
+            fmt_num(delta * 100.0), res.verdicts.len(), p.alpha,
+            fmt_num(delta * 100.0),
             if p.quick { " <b>--quick</b>: fewer rounds and shorter windows, so fewer comparisons are decided." } else { "" });
     }
+}
+
+/// The verdicts, with the count of failed and client-bound runs.
+fn verdicts_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>) {
     // Verdicts
     let _ = writeln!(
         h,
@@ -556,6 +511,10 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
     let cb = rows.iter().filter(|r| r.client_bound).count();
     let failed = rows.iter().filter(|r| r.status == "failed").count();
     let _ = writeln!(h, "<p>{} run(s) in total; {} failed; {} client-bound (marked <span class=\"cb\">≥ client-bound</span>: the load generator, not the server, limited them, so their figures are bounds and never win).</p>", rows.len(), failed, cb);
+}
+
+/// The written answers to the study's questions.
+fn answers_section(h: &mut String, res: &m::StudyResult) {
     // Answers
     if !res.answers.is_empty() {
         let _ = writeln!(h, "<h2 id=\"answers\">Answers to the seed's questions</h2>");
@@ -569,6 +528,10 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
             );
         }
     }
+}
+
+/// Every server with its runs' status and version.
+fn servers_section(h: &mut String, res: &m::StudyResult) {
     // Servers
     let _ = writeln!(h, "<h2 id=\"servers\">Servers</h2><table><tr><th class=\"l\">server</th><th class=\"l\">status</th><th class=\"l\">version</th></tr>");
     let mut seen = Vec::new();
@@ -591,10 +554,8 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
                 .unwrap_or_default();
             format!("{ok} of {} run(s) ok; {bad}", all.len())
         };
-        let version = res
-            .environment
-            .extra
-            .get(&format!("version: {}", r.server))
+        let version = EnvKey::Version(&r.server)
+            .get(&res.environment)
             .cloned()
             .unwrap_or_default();
         let _ = writeln!(
@@ -606,16 +567,10 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
         );
     }
     let _ = writeln!(h, "</table>");
-    // Workloads, in study order.
-    let mut workloads: Vec<String> = Vec::new();
-    for r in &res.runs {
-        if !workloads.contains(&r.workload) {
-            workloads.push(r.workload.clone());
-        }
-    }
-    for w in &workloads {
-        workload_section(&mut h, res, study, w);
-    }
+}
+
+/// The machine and the study's facts.
+fn environment_section(h: &mut String, res: &m::StudyResult) {
     // Environment
     let e = &res.environment;
     let _ = writeln!(h, "<h2 id=\"environment\">Environment</h2><table>");
@@ -639,40 +594,75 @@ pub fn html(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) 
     }
     let _ = writeln!(h, "</table>");
     let _ = writeln!(h, "<p>Data: <a href=\"results.json\">results.json</a> (schema {}), <a href=\"runs.csv\">runs.csv</a> (every run), <a href=\"summary.csv\">summary.csv</a> (mean, median, 95 % CI and n of every metric), <a href=\"verdicts.csv\">verdicts.csv</a>.</p>", m::STUDY_SCHEMA);
-    h.push_str("</body></html>\n");
-    h
 }
 
 /// What a capacity search under `cpu_quota` measured, or why it could not.
 pub fn quota_text(q: f64, res: &m::StudyResult) -> String {
-    match res.environment.extra.get(crate::runner::EXTRA_CPU_QUOTA) {
+    match EnvKey::CpuQuota.get(&res.environment) {
         Some(why) => format!("Asked for a CPU quota of {q} core per server, but {why}."),
         None => format!(
             "Every server held to {q} core of CPU (a CFS quota, {} ms period) during the \
              capacity search, so that one client can saturate it; judged by replies per \
              second of server CPU at the highest rate sustained (not the capacity of a \
              whole machine).",
-            crate::cpu::QUOTA_PERIOD_US / 1000
+            crate::execute::cpu::QUOTA_PERIOD_US / 1000
         ),
     }
 }
 
 fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, w: &str) {
     let wl = study.and_then(|s| s.workloads.iter().find(|x| x.name == w));
+    workload_intro(h, res, study, wl, w);
+    for v in res.verdicts.iter().filter(|v| v.workload == w) {
+        let _ = writeln!(
+            h,
+            "<p{}>{}<i>{}</i>: {}</p>",
+            if v.winner.is_some() {
+                " class=\"win\""
+            } else {
+                ""
+            },
+            v.step
+                .as_ref()
+                .map(|s| format!("[{}] ", esc(s)))
+                .unwrap_or_default(),
+            v.outcome().word(),
+            esc(&v.note)
+        );
+    }
+    let Some(g) = WorkloadCells::of(res, w) else {
+        workload_runs(h, res, w);
+        return;
+    };
+    workload_charts(h, &g, wl);
+    workload_table(h, res, study, &g);
+    if let Some(t) = crate::render::idle::html_section(res, w) {
+        h.push_str(&t);
+    }
+}
+
+/// A workload's heading, description, offered load and capacity notes.
+fn workload_intro(
+    h: &mut String,
+    res: &m::StudyResult,
+    study: Option<&StudyFile>,
+    wl: Option<&crate::spec::Workload>,
+    w: &str,
+) {
     let _ = writeln!(h, "<h2 id=\"w-{}\">Workload: {}</h2>", esc(w), esc(w));
     if let Some(wl) = wl {
         if !wl.description.is_empty() {
             let _ = writeln!(h, "<p>{}</p>", esc(&wl.description));
         }
         let proto = study.map(|s| s.protocol.clone()).unwrap_or_default();
-        let st = crate::runner::steps_with(wl, &proto);
+        let st = crate::plan::steps::steps_with(wl, &proto);
         let _ = writeln!(
             h,
             "<p>Kind <code>{}</code>; {}{}.</p>",
             wl.kind.as_str(),
             esc(&st
                 .first()
-                .map(crate::runner::describe_offer)
+                .map(crate::plan::steps::describe_offer)
                 .unwrap_or_default()),
             if st.len() > 1 {
                 format!(" ({} steps)", st.len())
@@ -707,55 +697,86 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
             }
         }
     }
-    for v in res.verdicts.iter().filter(|v| v.workload == w) {
+}
+
+/// The runs of a workload without cells (a version 1 document, or every
+/// run failed).
+fn workload_runs(h: &mut String, res: &m::StudyResult, w: &str) {
+    // A version 1 document or a workload with no cells: list its runs.
+    let _ = writeln!(h, "<p>No statistics recorded for this workload (a study/1 document, or every run failed):</p><ul>");
+    for r in res.runs.iter().filter(|r| r.workload == w) {
         let _ = writeln!(
             h,
-            "<p{}>{}<i>{}</i>: {}</p>",
-            if v.winner.is_some() {
-                " class=\"win\""
-            } else {
-                ""
-            },
-            v.step
-                .as_ref()
-                .map(|s| format!("[{}] ", esc(s)))
-                .unwrap_or_default(),
-            v.outcome().word(),
-            esc(&v.note)
+            "<li>{} repetition {}: {} {}</li>",
+            esc(&r.server),
+            r.repetition + 1,
+            esc(r.status.as_str()),
+            esc(&r.reason)
         );
     }
-    let cells: Vec<&m::Cell> = res.cells.iter().filter(|c| c.workload == w).collect();
-    if cells.is_empty() {
-        // A version 1 document or a workload with no cells: list its runs.
-        let _ = writeln!(h, "<p>No statistics recorded for this workload (a study/1 document, or every run failed):</p><ul>");
-        for r in res.runs.iter().filter(|r| r.workload == w) {
-            let _ = writeln!(
-                h,
-                "<li>{} repetition {}: {} {}</li>",
-                esc(&r.server),
-                r.repetition + 1,
-                esc(&r.status),
-                esc(&r.reason)
-            );
+    let _ = writeln!(h, "</ul>");
+}
+
+/// A workload's cells laid out: its servers and steps in first-seen order
+/// and the metric it is judged by.
+struct WorkloadCells<'a> {
+    w: &'a str,
+    cells: Vec<&'a m::Cell>,
+    servers: Vec<String>,
+    steps: Vec<Option<String>>,
+    primary: Metric,
+}
+
+impl<'a> WorkloadCells<'a> {
+    /// None when the workload has no cells.
+    fn of(res: &'a m::StudyResult, w: &'a str) -> Option<WorkloadCells<'a>> {
+        let cells: Vec<&m::Cell> = res.cells.iter().filter(|c| c.workload == w).collect();
+        if cells.is_empty() {
+            return None;
         }
-        let _ = writeln!(h, "</ul>");
-        return;
+        let primary = cells
+            .first()
+            .and_then(|c| metric_of_key(&c.metric))
+            .unwrap_or_default();
+        let mut servers: Vec<String> = Vec::new();
+        let mut steps: Vec<Option<String>> = Vec::new();
+        for c in &cells {
+            if !servers.contains(&c.server) {
+                servers.push(c.server.clone());
+            }
+            if !steps.contains(&c.step) {
+                steps.push(c.step.clone());
+            }
+        }
+        Some(WorkloadCells {
+            w,
+            cells,
+            servers,
+            steps,
+            primary,
+        })
     }
-    let primary = cells
-        .first()
-        .and_then(|c| metric_of_key(&c.metric))
-        .unwrap_or_default();
-    let mut servers: Vec<String> = Vec::new();
-    let mut steps: Vec<Option<String>> = Vec::new();
-    for c in &cells {
-        if !servers.contains(&c.server) {
-            servers.push(c.server.clone());
-        }
-        if !steps.contains(&c.step) {
-            steps.push(c.step.clone());
-        }
+
+    fn find(&self, s: &str, st: &Option<String>) -> Option<&'a m::Cell> {
+        self.cells
+            .iter()
+            .copied()
+            .find(|c| c.server == s && c.step == *st)
     }
-    let find = |s: &str, st: &Option<String>| cells.iter().find(|c| c.server == s && c.step == *st);
+}
+
+/// A workload's charts: its metric (and server CPU per request when
+/// measured), by step or as bars.
+fn workload_charts(h: &mut String, g: &WorkloadCells, wl: Option<&crate::spec::Workload>) {
+    let WorkloadCells {
+        w,
+        cells,
+        servers,
+        steps,
+        primary,
+    } = g;
+    let (w, primary) = (*w, *primary);
+    let find = |s: &str, st: &Option<String>| g.find(s, st);
     let mut charted = vec![primary];
     if primary != Metric::ServerCpuUsPerReq
         && cells
@@ -831,6 +852,25 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
             h.push('\n');
         }
     }
+}
+
+/// A workload's table: every cell's estimates with their intervals, n, why
+/// it stopped and its notes.
+fn workload_table(
+    h: &mut String,
+    res: &m::StudyResult,
+    study: Option<&StudyFile>,
+    g: &WorkloadCells,
+) {
+    let WorkloadCells {
+        w,
+        cells,
+        servers,
+        steps,
+        primary,
+    } = g;
+    let (w, primary) = (*w, *primary);
+    let find = |s: &str, st: &Option<String>| g.find(s, st);
     // Table: the primary metric first, then the others recorded.
     let shown: Vec<Metric> =
         {
@@ -854,8 +894,8 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
         let _ = write!(h, "<th>{}<br>mean [95 % CI]</th>", esc(mt.label()));
     }
     let _ = writeln!(h, "<th class=\"l\">notes</th></tr>");
-    for st in &steps {
-        for s in &servers {
+    for st in steps {
+        for s in servers {
             let Some(c) = find(s, st) else { continue };
             let problem = res
                 .runs
@@ -904,7 +944,4 @@ fn workload_section(h: &mut String, res: &m::StudyResult, study: Option<&StudyFi
         }
     }
     let _ = writeln!(h, "</table>");
-    if let Some(t) = crate::idle::html_section(res, w) {
-        h.push_str(&t);
-    }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::spec::{ServerInstance, ServerKind};
+use crate::spec::{ServerInstance, ServerKind, ServerSpec};
 
 /// Where a peer lives and which Debian package provides it.
 pub struct PeerBinary {
@@ -184,7 +184,7 @@ pub struct Context {
     /// Default readiness path.
     pub probe_path: String,
     /// Serve HTTPS with this certificate and key (a study over TLS).
-    pub tls: Option<crate::tls::CertFiles>,
+    pub tls: Option<crate::execute::tls::CertFiles>,
 }
 
 /// Picks a free loopback port (the kernel's choice; released before use).
@@ -259,268 +259,383 @@ pub fn plan(
         None => None,
     };
     let bin = bin.unwrap_or_default();
+    let i = Inputs {
+        inst,
+        sv,
+        ctx,
+        port,
+        root,
+        dir,
+        keep_alive,
+        sendfile,
+        tls,
+        bin,
+    };
     match sv.kind {
-        ServerKind::Httplab => {
-            let exe = ctx.httplab_exe.as_ref().ok_or_else(|| {
-                Unavailable::Other(
-                    "httplab binary not found (run inside `httplab study`, or set HTTPLAB_BIN)"
-                        .into(),
-                )
-            })?;
-            let model = sv.model.as_deref().unwrap_or("event");
-            let mut argv = vec![
-                exe.to_string_lossy().into_owned(),
-                "serve".into(),
-                "--root".into(),
-                root.clone(),
-                "--listen".into(),
-                format!("127.0.0.1:{port}"),
-                "--model".into(),
-                model.into(),
-                "--quiet".into(),
-            ];
-            if let Some(w) = inst.workers {
-                let flag = match model {
-                    "threads" => "--threads",
-                    "fork" => "--max-children",
-                    _ => "--workers",
-                };
-                argv.push(flag.into());
-                argv.push(w.to_string());
-            }
-            let (ka, pipe) = match sv.mode.as_deref() {
-                Some("close") => ("off", "off"),
-                Some("keep-alive") => ("on", "off"),
-                Some(_) => ("on", "on"),
-                None if !keep_alive => ("off", "off"),
-                None => ("on", "on"),
-            };
-            argv.extend([
-                "--keep-alive".to_string(),
-                ka.into(),
-                "--pipelining".into(),
-                pipe.into(),
-            ]);
-            if let Some((cert, key)) = &tls {
-                argv.extend([
-                    "--tls-cert".to_string(),
-                    cert.clone(),
-                    "--tls-key".into(),
-                    key.clone(),
-                ]);
-            }
-            argv.extend(sv.args.iter().cloned());
-            p.argv = argv;
-            p.error_log = None;
-        }
-        ServerKind::Nginx => {
-            let workers = inst.workers.unwrap_or(1);
-            let user = if is_root() { "user root root;\n" } else { "" };
-            let ka = if keep_alive {
-                "keepalive_timeout 75s;\n  keepalive_requests 1000000;"
-            } else {
-                "keepalive_timeout 0;"
-            };
-            // Over TLS: both versions, a shared session cache (session IDs,
-            // TLS 1.2) and tickets (on by default) for resumption.
-            let (ssl, ssl_conf) = match &tls {
-                Some((cert, key)) => (
-                    " ssl",
-                    format!(
-                        "    ssl_certificate {cert};\n    ssl_certificate_key {key};\n    ssl_protocols TLSv1.2 TLSv1.3;\n\
-                         \x20   ssl_session_cache shared:httplab:10m;\n    ssl_session_timeout 1h;\n    ssl_session_tickets on;\n"
-                    ),
-                ),
-                None => ("", String::new()),
-            };
-            let conf = format!(
-                "# written by httplab study\n\
-                 daemon off;\nmaster_process on;\n{user}worker_processes {workers};\n\
-                 worker_rlimit_nofile 65536;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
-                 events {{ worker_connections 16384; }}\n\
-                 http {{\n  access_log off;\n  sendfile {sf};\n  tcp_nopush off;\n  tcp_nodelay on;\n  {ka}\n\
-                 \x20 client_body_temp_path {dir}/client_body;\n  proxy_temp_path {dir}/proxy;\n\
-                 \x20 fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
-                 \x20 types {{ text/html html; text/plain txt; image/gif gif; image/jpeg jpg; }}\n\
-                 \x20 default_type application/octet-stream;\n\
-                 \x20 server {{\n    listen 127.0.0.1:{port}{ssl} backlog=4096;\n    root {root};\n{ssl_conf}  }}\n{extra}}}\n",
-                extra = indent(&sv.extra_config, "  "),
-                sf = if sendfile { "on" } else { "off" },
-            );
-            p.files.push(("nginx.conf".into(), conf));
-            p.argv = vec![
-                bin,
-                "-p".into(),
-                format!("{dir}/"),
-                "-c".into(),
-                format!("{dir}/nginx.conf"),
-                "-e".into(),
-                format!("{dir}/error.log"),
-            ];
-        }
-        ServerKind::Apache => {
-            let mpm = sv.mpm.as_deref().unwrap_or("event");
-            let Some(mods) = apache_modules() else {
-                return Err(Unavailable::NotInstalled {
-                    package: "apache2".into(),
-                });
-            };
-            let mods = mods.to_string_lossy();
-            let workers = inst.workers.unwrap_or(if mpm == "prefork" { 8 } else { 2 });
-            let tpc = sv.threads_per_child.unwrap_or(25).max(1);
-            let mpm_conf = if mpm == "prefork" {
-                let max = workers.max(1);
-                format!(
-                    "StartServers {w}\nMinSpareServers {w}\nMaxSpareServers {w}\nServerLimit {max}\nMaxRequestWorkers {max}\n",
-                    w = workers.max(1)
-                )
-            } else {
-                format!(
-                    "StartServers {w}\nServerLimit {w}\nThreadLimit {tpc}\nThreadsPerChild {tpc}\nMinSpareThreads {tpc}\nMaxSpareThreads {mx}\nMaxRequestWorkers {mx}\n",
-                    w = workers.max(1),
-                    mx = workers.max(1) * tpc
-                )
-            };
-            // Apache refuses to serve as root, so as root it switches to
-            // nobody; the corpus is world-readable for that reason.
-            let user = if is_root() {
-                "User nobody\nGroup nogroup\n"
-            } else {
-                ""
-            };
-            let conf = format!(
-                "# written by httplab study\nServerRoot \"{dir}\"\nServerName 127.0.0.1\n\
-                 LoadModule mpm_{mpm}_module {mods}/mod_mpm_{mpm}.so\n\
-                 LoadModule authz_core_module {mods}/mod_authz_core.so\n\
-                 LoadModule mime_module {mods}/mod_mime.so\n\
-                 {user}Listen 127.0.0.1:{port}\nListenBacklog 4096\nPidFile \"{dir}/apache.pid\"\n\
-                 DefaultRuntimeDir \"{dir}\"\nMutex file:{dir} default\n\
-                 ErrorLog \"{dir}/error.log\"\nLogLevel warn\nDocumentRoot \"{root}\"\n\
-                 <Directory \"{root}\">\n  Require all granted\n  AllowOverride None\n</Directory>\n\
-                 TypesConfig \"{dir}/mime.types\"\nAddType text/html .html\nAddType text/plain .txt\nAddType image/gif .gif\nAddType image/jpeg .jpg\n\
-                 KeepAlive {ka}\nMaxKeepAliveRequests 0\nKeepAliveTimeout 5\nEnableSendfile {sf}\n{mpm_conf}",
-                ka = if keep_alive { "On" } else { "Off" },
-                sf = if sendfile { "On" } else { "Off" },
-            );
-            let conf = match &tls {
-                None => conf,
-                Some((cert, key)) => {
-                    let base = PathBuf::from(mods.as_ref());
-                    for m in ["mod_ssl.so", "mod_socache_shmcb.so"] {
-                        if !base.join(m).is_file() {
-                            return Err(Unavailable::NoTls {
-                                module: format!("Apache's {m}"),
-                                package: "apache2".into(),
-                            });
-                        }
-                    }
-                    // A server-wide SSL engine on the one listener, both
-                    // versions, and a shared session cache (session IDs);
-                    // tickets are on by default.
-                    format!(
-                        "{conf}LoadModule socache_shmcb_module {mods}/mod_socache_shmcb.so\n\
-                         LoadModule ssl_module {mods}/mod_ssl.so\n\
-                         SSLEngine on\nSSLCertificateFile \"{cert}\"\nSSLCertificateKeyFile \"{key}\"\n\
-                         SSLProtocol -all +TLSv1.2 +TLSv1.3\n\
-                         SSLSessionCache \"shmcb:{dir}/ssl_scache(512000)\"\nSSLSessionCacheTimeout 3600\n"
-                    )
-                }
-            };
-            let conf = format!("{conf}{}", indent(&sv.extra_config, ""));
-            p.files.push(("apache.conf".into(), conf));
-            p.files.push((
-                "mime.types".into(),
-                "# types are set with AddType in apache.conf\n".into(),
-            ));
-            p.argv = vec![
-                bin,
-                "-d".into(),
-                dir.clone(),
-                "-f".into(),
-                format!("{dir}/apache.conf"),
-                "-DFOREGROUND".into(),
-            ];
-        }
-        ServerKind::Lighttpd => {
-            let workers = inst.workers.unwrap_or(1);
-            let mut conf = format!(
-                "# written by httplab study\nserver.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\n\
-                 server.port = {port}\nserver.pid-file = \"{dir}/lighttpd.pid\"\nserver.errorlog = \"{dir}/error.log\"\n\
-                 server.max-connections = 8192\nserver.max-fds = 16384\n\
-                 server.max-keep-alive-requests = {kar}\nserver.max-keep-alive-idle = 5\n\
-                 server.network-backend = \"{nb}\"\n\
-                 mimetype.assign = ( \".html\" => \"text/html\", \".txt\" => \"text/plain\", \".gif\" => \"image/gif\", \".jpg\" => \"image/jpeg\", \"\" => \"application/octet-stream\" )\n",
-                kar = if keep_alive { 1_000_000 } else { 0 },
-                nb = if sendfile { "sendfile" } else { "writev" },
-            );
-            if workers > 1 {
-                conf.push_str(&format!("server.max-worker = {workers}\n"));
-            }
-            if let Some((cert, key)) = &tls {
-                if !lighttpd_has_tls() {
-                    return Err(Unavailable::NoTls {
-                        module: "lighttpd's mod_openssl".into(),
-                        package: "lighttpd-mod-openssl".into(),
-                    });
-                }
-                conf.push_str(&format!(
-                    "server.modules = ( \"mod_openssl\" )\nssl.engine = \"enable\"\n\
-                     ssl.pemfile = \"{cert}\"\nssl.privkey = \"{key}\"\n\
-                     ssl.openssl.ssl-conf-cmd = ( \"MinProtocol\" => \"TLSv1.2\" )\n"
-                ));
-            }
-            conf.push_str(&indent(&sv.extra_config, ""));
-            p.files.push(("lighttpd.conf".into(), conf));
-            p.argv = vec![
-                bin,
-                "-D".into(),
-                "-f".into(),
-                format!("{dir}/lighttpd.conf"),
-            ];
-        }
-        ServerKind::H2o => {
-            let workers = inst.workers.unwrap_or(1);
-            let user = if is_root() { "user: root\n" } else { "" };
-            let ssl = match &tls {
-                Some((cert, key)) => format!(
-                    "  ssl:\n    certificate-file: {cert}\n    key-file: {key}\n    minimum-version: TLSv1.2\n"
-                ),
-                None => String::new(),
-            };
-            let conf = format!(
-                "# written by httplab study\nlisten:\n  host: 127.0.0.1\n  port: {port}\n{ssl}\
-                 num-threads: {workers}\nmax-connections: 16384\n{user}pid-file: {dir}/h2o.pid\n\
-                 error-log: {dir}/error.log\nhttp1-request-timeout: 75\n\
-                 file.send-gzip: OFF\n\
-                 {extra}hosts:\n  default:\n    paths:\n      /:\n        file.dir: {root}\n{ka}",
-                extra = indent(&sv.extra_config, ""),
-                ka = if keep_alive {
-                    ""
-                } else {
-                    "        header.set: \"Connection: close\"\n"
-                },
-            );
-            p.files.push(("h2o.conf".into(), conf));
-            p.argv = vec![bin, "-c".into(), format!("{dir}/h2o.conf")];
-        }
-        ServerKind::Command => {
-            let w = inst.workers.unwrap_or(1);
-            p.argv = sv.command.iter().map(|a| subst(a, port, ctx, w)).collect();
-            p.env = sv
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), subst(v, port, ctx, w)))
-                .collect();
-            p.error_log = None;
-            let Some(prog) = p.argv.first() else {
-                return Err(Unavailable::Other("empty command".into()));
-            };
-            if which(prog).is_none() {
-                return Err(Unavailable::Other(format!("command '{prog}' not found")));
-            }
-        }
+        ServerKind::Httplab => plan_httplab(i, &mut p)?,
+        ServerKind::Nginx => plan_nginx(i, &mut p)?,
+        ServerKind::Apache => plan_apache(i, &mut p)?,
+        ServerKind::Lighttpd => plan_lighttpd(i, &mut p)?,
+        ServerKind::H2o => plan_h2o(i, &mut p)?,
+        ServerKind::Command => plan_command(i, &mut p)?,
     }
     Ok(p)
+}
+
+/// What every kind's launch plan is written from.
+struct Inputs<'a> {
+    inst: &'a ServerInstance,
+    sv: &'a ServerSpec,
+    ctx: &'a Context,
+    port: u16,
+    root: String,
+    dir: String,
+    keep_alive: bool,
+    sendfile: bool,
+    /// Certificate and key files, over TLS.
+    tls: Option<(String, String)>,
+    /// The peer's binary ("" for httplab and commands).
+    bin: String,
+}
+
+/// `httplab serve` with the study's model, workers and keep-alive.
+fn plan_httplab(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
+    let Inputs {
+        inst,
+        sv,
+        ctx,
+        port,
+        root,
+        keep_alive,
+        tls,
+        ..
+    } = i;
+    let exe = ctx.httplab_exe.as_ref().ok_or_else(|| {
+        Unavailable::Other(
+            "httplab binary not found (run inside `httplab study`, or set HTTPLAB_BIN)".into(),
+        )
+    })?;
+    let model = sv.model.as_deref().unwrap_or("event");
+    let mut argv = vec![
+        exe.to_string_lossy().into_owned(),
+        "serve".into(),
+        "--root".into(),
+        root.clone(),
+        "--listen".into(),
+        format!("127.0.0.1:{port}"),
+        "--model".into(),
+        model.into(),
+        "--quiet".into(),
+    ];
+    if let Some(w) = inst.workers {
+        let flag = match model {
+            "threads" => "--threads",
+            "fork" => "--max-children",
+            _ => "--workers",
+        };
+        argv.push(flag.into());
+        argv.push(w.to_string());
+    }
+    let (ka, pipe) = match sv.mode.as_deref() {
+        Some("close") => ("off", "off"),
+        Some("keep-alive") => ("on", "off"),
+        Some(_) => ("on", "on"),
+        None if !keep_alive => ("off", "off"),
+        None => ("on", "on"),
+    };
+    argv.extend([
+        "--keep-alive".to_string(),
+        ka.into(),
+        "--pipelining".into(),
+        pipe.into(),
+    ]);
+    if let Some((cert, key)) = &tls {
+        argv.extend([
+            "--tls-cert".to_string(),
+            cert.clone(),
+            "--tls-key".into(),
+            key.clone(),
+        ]);
+    }
+    argv.extend(sv.args.iter().cloned());
+    p.argv = argv;
+    p.error_log = None;
+    Ok(())
+}
+
+/// nginx: its configuration file and command line.
+fn plan_nginx(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
+    let Inputs {
+        inst,
+        sv,
+        port,
+        root,
+        dir,
+        keep_alive,
+        sendfile,
+        tls,
+        bin,
+        ..
+    } = i;
+    let workers = inst.workers.unwrap_or(1);
+    let user = if is_root() { "user root root;\n" } else { "" };
+    let ka = if keep_alive {
+        "keepalive_timeout 75s;\n  keepalive_requests 1000000;"
+    } else {
+        "keepalive_timeout 0;"
+    };
+    // Over TLS: both versions, a shared session cache (session IDs,
+    // TLS 1.2) and tickets (on by default) for resumption.
+    let (ssl, ssl_conf) = match &tls {
+        Some((cert, key)) => (
+            " ssl",
+            format!(
+                "    ssl_certificate {cert};\n    ssl_certificate_key {key};\n    ssl_protocols TLSv1.2 TLSv1.3;\n\
+                 \x20   ssl_session_cache shared:httplab:10m;\n    ssl_session_timeout 1h;\n    ssl_session_tickets on;\n"
+            ),
+        ),
+        None => ("", String::new()),
+    };
+    let conf = format!(
+        "# written by httplab study\n\
+         daemon off;\nmaster_process on;\n{user}worker_processes {workers};\n\
+         worker_rlimit_nofile 65536;\npid {dir}/nginx.pid;\nerror_log {dir}/error.log warn;\n\
+         events {{ worker_connections 16384; }}\n\
+         http {{\n  access_log off;\n  sendfile {sf};\n  tcp_nopush off;\n  tcp_nodelay on;\n  {ka}\n\
+         \x20 client_body_temp_path {dir}/client_body;\n  proxy_temp_path {dir}/proxy;\n\
+         \x20 fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
+         \x20 types {{ text/html html; text/plain txt; image/gif gif; image/jpeg jpg; }}\n\
+         \x20 default_type application/octet-stream;\n\
+         \x20 server {{\n    listen 127.0.0.1:{port}{ssl} backlog=4096;\n    root {root};\n{ssl_conf}  }}\n{extra}}}\n",
+        extra = indent(&sv.extra_config, "  "),
+        sf = if sendfile { "on" } else { "off" },
+    );
+    p.files.push(("nginx.conf".into(), conf));
+    p.argv = vec![
+        bin,
+        "-p".into(),
+        format!("{dir}/"),
+        "-c".into(),
+        format!("{dir}/nginx.conf"),
+        "-e".into(),
+        format!("{dir}/error.log"),
+    ];
+    Ok(())
+}
+
+/// Apache with its MPM: its configuration file and command line.
+fn plan_apache(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
+    let Inputs {
+        inst,
+        sv,
+        port,
+        root,
+        dir,
+        keep_alive,
+        sendfile,
+        tls,
+        bin,
+        ..
+    } = i;
+    let mpm = sv.mpm.as_deref().unwrap_or("event");
+    let Some(mods) = apache_modules() else {
+        return Err(Unavailable::NotInstalled {
+            package: "apache2".into(),
+        });
+    };
+    let mods = mods.to_string_lossy();
+    let workers = inst.workers.unwrap_or(if mpm == "prefork" { 8 } else { 2 });
+    let tpc = sv.threads_per_child.unwrap_or(25).max(1);
+    let mpm_conf = if mpm == "prefork" {
+        let max = workers.max(1);
+        format!(
+            "StartServers {w}\nMinSpareServers {w}\nMaxSpareServers {w}\nServerLimit {max}\nMaxRequestWorkers {max}\n",
+            w = workers.max(1)
+        )
+    } else {
+        format!(
+            "StartServers {w}\nServerLimit {w}\nThreadLimit {tpc}\nThreadsPerChild {tpc}\nMinSpareThreads {tpc}\nMaxSpareThreads {mx}\nMaxRequestWorkers {mx}\n",
+            w = workers.max(1),
+            mx = workers.max(1) * tpc
+        )
+    };
+    // Apache refuses to serve as root, so as root it switches to
+    // nobody; the corpus is world-readable for that reason.
+    let user = if is_root() {
+        "User nobody\nGroup nogroup\n"
+    } else {
+        ""
+    };
+    let conf = format!(
+        "# written by httplab study\nServerRoot \"{dir}\"\nServerName 127.0.0.1\n\
+         LoadModule mpm_{mpm}_module {mods}/mod_mpm_{mpm}.so\n\
+         LoadModule authz_core_module {mods}/mod_authz_core.so\n\
+         LoadModule mime_module {mods}/mod_mime.so\n\
+         {user}Listen 127.0.0.1:{port}\nListenBacklog 4096\nPidFile \"{dir}/apache.pid\"\n\
+         DefaultRuntimeDir \"{dir}\"\nMutex file:{dir} default\n\
+         ErrorLog \"{dir}/error.log\"\nLogLevel warn\nDocumentRoot \"{root}\"\n\
+         <Directory \"{root}\">\n  Require all granted\n  AllowOverride None\n</Directory>\n\
+         TypesConfig \"{dir}/mime.types\"\nAddType text/html .html\nAddType text/plain .txt\nAddType image/gif .gif\nAddType image/jpeg .jpg\n\
+         KeepAlive {ka}\nMaxKeepAliveRequests 0\nKeepAliveTimeout 5\nEnableSendfile {sf}\n{mpm_conf}",
+        ka = if keep_alive { "On" } else { "Off" },
+        sf = if sendfile { "On" } else { "Off" },
+    );
+    let conf = match &tls {
+        None => conf,
+        Some((cert, key)) => {
+            let base = PathBuf::from(mods.as_ref());
+            for m in ["mod_ssl.so", "mod_socache_shmcb.so"] {
+                if !base.join(m).is_file() {
+                    return Err(Unavailable::NoTls {
+                        module: format!("Apache's {m}"),
+                        package: "apache2".into(),
+                    });
+                }
+            }
+            // A server-wide SSL engine on the one listener, both
+            // versions, and a shared session cache (session IDs);
+            // tickets are on by default.
+            format!(
+                "{conf}LoadModule socache_shmcb_module {mods}/mod_socache_shmcb.so\n\
+                 LoadModule ssl_module {mods}/mod_ssl.so\n\
+                 SSLEngine on\nSSLCertificateFile \"{cert}\"\nSSLCertificateKeyFile \"{key}\"\n\
+                 SSLProtocol -all +TLSv1.2 +TLSv1.3\n\
+                 SSLSessionCache \"shmcb:{dir}/ssl_scache(512000)\"\nSSLSessionCacheTimeout 3600\n"
+            )
+        }
+    };
+    let conf = format!("{conf}{}", indent(&sv.extra_config, ""));
+    p.files.push(("apache.conf".into(), conf));
+    p.files.push((
+        "mime.types".into(),
+        "# types are set with AddType in apache.conf\n".into(),
+    ));
+    p.argv = vec![
+        bin,
+        "-d".into(),
+        dir.clone(),
+        "-f".into(),
+        format!("{dir}/apache.conf"),
+        "-DFOREGROUND".into(),
+    ];
+    Ok(())
+}
+
+/// lighttpd: its configuration file and command line.
+fn plan_lighttpd(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
+    let Inputs {
+        inst,
+        sv,
+        port,
+        root,
+        dir,
+        keep_alive,
+        sendfile,
+        tls,
+        bin,
+        ..
+    } = i;
+    let workers = inst.workers.unwrap_or(1);
+    let mut conf = format!(
+        "# written by httplab study\nserver.document-root = \"{root}\"\nserver.bind = \"127.0.0.1\"\n\
+         server.port = {port}\nserver.pid-file = \"{dir}/lighttpd.pid\"\nserver.errorlog = \"{dir}/error.log\"\n\
+         server.max-connections = 8192\nserver.max-fds = 16384\n\
+         server.max-keep-alive-requests = {kar}\nserver.max-keep-alive-idle = 5\n\
+         server.network-backend = \"{nb}\"\n\
+         mimetype.assign = ( \".html\" => \"text/html\", \".txt\" => \"text/plain\", \".gif\" => \"image/gif\", \".jpg\" => \"image/jpeg\", \"\" => \"application/octet-stream\" )\n",
+        kar = if keep_alive { 1_000_000 } else { 0 },
+        nb = if sendfile { "sendfile" } else { "writev" },
+    );
+    if workers > 1 {
+        conf.push_str(&format!("server.max-worker = {workers}\n"));
+    }
+    if let Some((cert, key)) = &tls {
+        if !lighttpd_has_tls() {
+            return Err(Unavailable::NoTls {
+                module: "lighttpd's mod_openssl".into(),
+                package: "lighttpd-mod-openssl".into(),
+            });
+        }
+        conf.push_str(&format!(
+            "server.modules = ( \"mod_openssl\" )\nssl.engine = \"enable\"\n\
+             ssl.pemfile = \"{cert}\"\nssl.privkey = \"{key}\"\n\
+             ssl.openssl.ssl-conf-cmd = ( \"MinProtocol\" => \"TLSv1.2\" )\n"
+        ));
+    }
+    conf.push_str(&indent(&sv.extra_config, ""));
+    p.files.push(("lighttpd.conf".into(), conf));
+    p.argv = vec![
+        bin,
+        "-D".into(),
+        "-f".into(),
+        format!("{dir}/lighttpd.conf"),
+    ];
+    Ok(())
+}
+
+/// h2o: its configuration file and command line.
+fn plan_h2o(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
+    let Inputs {
+        inst,
+        sv,
+        port,
+        root,
+        dir,
+        keep_alive,
+        tls,
+        bin,
+        ..
+    } = i;
+    let workers = inst.workers.unwrap_or(1);
+    let user = if is_root() { "user: root\n" } else { "" };
+    let ssl = match &tls {
+        Some((cert, key)) => format!(
+            "  ssl:\n    certificate-file: {cert}\n    key-file: {key}\n    minimum-version: TLSv1.2\n"
+        ),
+        None => String::new(),
+    };
+    let conf = format!(
+        "# written by httplab study\nlisten:\n  host: 127.0.0.1\n  port: {port}\n{ssl}\
+         num-threads: {workers}\nmax-connections: 16384\n{user}pid-file: {dir}/h2o.pid\n\
+         error-log: {dir}/error.log\nhttp1-request-timeout: 75\n\
+         file.send-gzip: OFF\n\
+         {extra}hosts:\n  default:\n    paths:\n      /:\n        file.dir: {root}\n{ka}",
+        extra = indent(&sv.extra_config, ""),
+        ka = if keep_alive {
+            ""
+        } else {
+            "        header.set: \"Connection: close\"\n"
+        },
+    );
+    p.files.push(("h2o.conf".into(), conf));
+    p.argv = vec![bin, "-c".into(), format!("{dir}/h2o.conf")];
+    Ok(())
+}
+
+/// Any command, `{port}`, `{root}` … filled in.
+fn plan_command(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
+    let Inputs {
+        inst,
+        sv,
+        ctx,
+        port,
+        ..
+    } = i;
+    let w = inst.workers.unwrap_or(1);
+    p.argv = sv.command.iter().map(|a| subst(a, port, ctx, w)).collect();
+    p.env = sv
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), subst(v, port, ctx, w)))
+        .collect();
+    p.error_log = None;
+    let Some(prog) = p.argv.first() else {
+        return Err(Unavailable::Other("empty command".into()));
+    };
+    if which(prog).is_none() {
+        return Err(Unavailable::Other(format!("command '{prog}' not found")));
+    }
+    Ok(())
 }
 
 /// `text` with each line prefixed and a final newline ("" for empty text).
@@ -552,12 +667,7 @@ pub fn pin_current_thread(cores: &[usize]) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("sched_setaffinity({cores:?}): {e}"))
 }
 
-/// Online CPUs this process may use.
-pub fn allowed_cores() -> Vec<usize> {
-    httplab_sys::cpu::allowed_cores().unwrap_or_else(|_| {
-        (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
-    })
-}
+pub use crate::plan::pinning::allowed_cores;
 
 /// Writes the plan's files and starts the server pinned to `cores`, in its own
 /// process group, then waits (bounded) until it answers `ready_path`.
@@ -568,7 +678,7 @@ pub fn start(
     cgroup_procs: Vec<std::ffi::CString>,
 ) -> Result<Running> {
     fs::create_dir_all(work).with_context(|| format!("creating {}", work.display()))?;
-    crate::corpus::make_world_readable(work)?;
+    crate::execute::corpus::make_world_readable(work)?;
     for (name, text) in &p.files {
         fs::write(work.join(name), text).with_context(|| format!("writing {name}"))?;
     }
@@ -588,7 +698,7 @@ pub fn start(
         cmd.env(k, v);
     }
     // Between fork and exec the server dies with us (no orphans), joins its
-    // cgroups (CPU accounting, CPU limit: crate::cpu), so every process it
+    // cgroups (CPU accounting, CPU limit: `execute::cpu`), so every process it
     // will ever start is counted and limited, and is pinned to `cores`.
     httplab_sys::process::set_server_child_setup(
         &mut cmd,
@@ -596,7 +706,7 @@ pub fn start(
         httplab_sys::cpu::CpuSet::new(cores.iter().copied()),
     );
     let tls = match &p.tls_ca {
-        Some(ca) => Some(crate::tls::client_config(ca)?),
+        Some(ca) => Some(crate::execute::tls::client_config(ca)?),
         None => None,
     };
     let child = cmd
@@ -638,18 +748,7 @@ pub fn probe(addr: SocketAddr, path: &str, timeout: Duration) -> Result<u16> {
         }
         n += k;
     }
-    status_code(&buf[..n])
-}
-
-/// The status code of the start of an HTTP/1.x response (at least 12 bytes).
-pub fn status_code(buf: &[u8]) -> Result<u16> {
-    if buf.len() < 12 || !buf.starts_with(b"HTTP/1.") {
-        bail!("not an HTTP response: {:?}", String::from_utf8_lossy(buf));
-    }
-    std::str::from_utf8(&buf[9..12])
-        .ok()
-        .and_then(|c| c.parse::<u16>().ok())
-        .context("bad status code")
+    crate::execute::http::status_code(&buf[..n])
 }
 
 impl Running {
@@ -667,10 +766,12 @@ impl Running {
             }
             let t = Duration::from_millis(500);
             let got = match &self.tls {
-                Some(cfg) => crate::tls::probe(self.addr, path, t, cfg).map(|(code, seen)| {
-                    self.tls_seen = Some(seen);
-                    code
-                }),
+                Some(cfg) => {
+                    crate::execute::tls::probe(self.addr, path, t, cfg).map(|(code, seen)| {
+                        self.tls_seen = Some(seen);
+                        code
+                    })
+                }
                 None => probe(self.addr, path, t),
             };
             match got {
@@ -803,4 +904,23 @@ pub fn version(inst: &ServerInstance, httplab_exe: Option<&Path>) -> Option<Stri
         .trim_start_matches("Server version: ")
         .to_string();
     Some(line)
+}
+
+/// The httplab binary: `$HTTPLAB_BIN`, this executable if it is httplab, or
+/// `httplab` next to (or one level above) this executable (cargo's target layout).
+pub fn find_httplab_exe() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("HTTPLAB_BIN") {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_stem().is_some_and(|n| n == "httplab") {
+        return Some(exe);
+    }
+    let dir = exe.parent()?;
+    [dir.join("httplab"), dir.parent()?.join("httplab")]
+        .into_iter()
+        .find(|p| p.is_file())
 }

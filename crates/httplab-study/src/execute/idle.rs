@@ -11,7 +11,6 @@
 //! carry none, and they must outlive the whole load run.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,16 +18,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use httplab_model as m;
-use serde::Deserialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::runner::StepParams;
-use crate::spec::{VaryParam, Workload};
+use crate::keys::RUN_IDLE_PREFIX as EXTRA_PREFIX;
+use crate::plan::idle::HoldSpec;
+use crate::spec::{IdleSend, MAX_IDLE_CONNS};
 
-/// Most idle connections one step may hold.
-pub const MAX_IDLE_CONNS: u64 = 100_000;
-/// Default number of idle connections.
-pub const DEFAULT_IDLE_CONNS: u64 = 100;
 /// Connections the holder has in setup at once.
 pub const MAX_CONNECTING: usize = 256;
 /// What a `partial` connection sends: a request line without its CRLF.
@@ -37,116 +32,6 @@ pub const PARTIAL_REQUEST: &[u8] = b"GET / HTTP/1.1";
 const PER_SOURCE: u64 = 20_000;
 /// Source addresses used (127.0.0.33 …), apart from the load generator's 127.0.0.1–16.
 const FIRST_SOURCE: u8 = 33;
-
-/// Key prefix of everything this workload adds to `RunConfig.extra`.
-pub const EXTRA_PREFIX: &str = "idle_";
-
-/// What each held connection sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IdleSend {
-    /// Connected, nothing sent.
-    #[default]
-    Silent,
-    /// An unfinished request line ([`PARTIAL_REQUEST`]), then nothing.
-    Partial,
-}
-
-impl IdleSend {
-    /// Name as written in study files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IdleSend::Silent => "silent",
-            IdleSend::Partial => "partial",
-        }
-    }
-}
-
-/// Checks an idle workload's own fields.
-pub fn validate(w: &Workload) -> Result<()> {
-    let check = |k: f64| -> Result<()> {
-        if !(k >= 1.0 && k <= MAX_IDLE_CONNS as f64 && k.fract() == 0.0) {
-            bail!("idle_conns must be a whole number from 1 to {MAX_IDLE_CONNS}, not {k}");
-        }
-        Ok(())
-    };
-    if let Some(k) = w.idle_conns {
-        check(k as f64)?;
-    }
-    if let Some(v) = w.vary.as_ref().filter(|v| v.param == VaryParam::IdleConns) {
-        for x in &v.values {
-            match x {
-                crate::spec::VaryValue::Num(n) => check(*n)?,
-                crate::spec::VaryValue::Text(t) => {
-                    bail!("vary idle_conns values must be numbers, got \"{t}\"")
-                }
-            }
-        }
-    }
-    if w.idle_connect_s.is_some_and(|s| !(s > 0.0 && s <= 600.0)) {
-        bail!("idle_connect_s must be between 0 and 600 seconds");
-    }
-    if w.users.is_some() && w.rate.is_some() {
-        bail!(
-            "give the normal client either `users` (closed loop) or `rate` (open loop), not both"
-        );
-    }
-    Ok(())
-}
-
-/// Idle connections of one step: the varied value, or `idle_conns`.
-pub fn conns_of(w: &Workload, p: &StepParams) -> u64 {
-    if w.vary
-        .as_ref()
-        .is_some_and(|v| v.param == VaryParam::IdleConns)
-    {
-        if let Ok(k) = p.step.parse::<f64>() {
-            return (k.max(1.0) as u64).min(MAX_IDLE_CONNS);
-        }
-    }
-    w.idle_conns.unwrap_or(DEFAULT_IDLE_CONNS)
-}
-
-/// The plan line of one step (`--dry-run`).
-pub fn describe(w: &Workload, p: &StepParams) -> String {
-    format!(
-        "while {} idle connection(s) are held ({}, connecting within {} s)",
-        conns_of(w, p),
-        w.idle_send.unwrap_or_default().as_str(),
-        crate::runner::fmt_num(connect_within(w, p).as_secs_f64())
-    )
-}
-
-fn connect_within(w: &Workload, p: &StepParams) -> Duration {
-    w.idle_connect_s
-        .map_or(p.timeout, Duration::from_secs_f64)
-        .clamp(Duration::from_millis(10), Duration::from_secs(600))
-}
-
-/// What to hold.
-#[derive(Debug, Clone)]
-pub struct HoldSpec {
-    /// The server.
-    pub addr: SocketAddr,
-    /// Connections to hold.
-    pub conns: u64,
-    /// What each sends.
-    pub send: IdleSend,
-    /// Longest wait for them to connect.
-    pub connect_within: Duration,
-}
-
-impl HoldSpec {
-    /// The hold of one step of an idle workload.
-    pub fn of(w: &Workload, p: &StepParams, addr: SocketAddr) -> HoldSpec {
-        HoldSpec {
-            addr,
-            conns: conns_of(w, p),
-            send: w.idle_send.unwrap_or_default(),
-            connect_within: connect_within(w, p),
-        }
-    }
-}
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 enum State {
@@ -234,7 +119,7 @@ impl Holder {
         if spec.conns > MAX_IDLE_CONNS {
             bail!("{} idle connections: at most {MAX_IDLE_CONNS}", spec.conns);
         }
-        crate::raise_fd_limit();
+        let _ = httplab_sys::limits::raise_nofile_limit();
         let t0 = Instant::now();
         let deadline = t0 + spec.connect_within;
         let srcs = sources(spec.addr, spec.conns);
@@ -503,189 +388,6 @@ fn note(run: &m::RunResult, c: &Census, fds_before: u64, fds_during: u64) -> Str
         ));
     }
     parts.join("; ")
-}
-
-fn extra_f(r: &m::RunResult, k: &str) -> Option<f64> {
-    r.config
-        .extra
-        .get(&format!("{EXTRA_PREFIX}{k}"))
-        .and_then(|v| v.parse().ok())
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-/// One row of the idle table: a server at one step, over its repetitions.
-#[derive(Debug, Clone, Default)]
-pub struct Row {
-    /// Step label (idle connections, or the varied value).
-    pub step: String,
-    /// Server.
-    pub server: String,
-    /// Repetitions that produced a run.
-    pub reps: usize,
-    /// Mean replies per run.
-    pub replies: f64,
-    /// Mean errors per run.
-    pub errors: f64,
-    /// Mean p50 response ms (runs with replies).
-    pub p50_ms: Option<f64>,
-    /// Mean p99 response ms (runs with replies).
-    pub p99_ms: Option<f64>,
-    /// Idle connections asked for.
-    pub conns: f64,
-    /// Mean connected.
-    pub connected: f64,
-    /// Mean open at the end.
-    pub open_at_end: f64,
-    /// Mean descriptors the server added while holding.
-    pub fds_added: f64,
-    /// Largest server RSS added per held connection over the repetitions, bytes.
-    pub rss_per_conn: Option<f64>,
-    /// Notes of the repetitions (distinct).
-    pub notes: Vec<String>,
-}
-
-/// The idle table of workload `w` (empty when it is not an idle workload).
-pub fn rows(res: &m::StudyResult, w: &str) -> Vec<Row> {
-    let mut out: Vec<Row> = Vec::new();
-    let mut acc: BTreeMap<(usize, String), Vec<&m::RunResult>> = BTreeMap::new();
-    let mut order: Vec<(String, String)> = Vec::new();
-    for r in res.runs.iter().filter(|r| r.workload == w) {
-        let Some(run) = r.run.as_ref() else { continue };
-        if !run.config.extra.contains_key("idle_conns") {
-            continue;
-        }
-        let key = (r.step.clone().unwrap_or_default(), r.server.clone());
-        let pos = match order.iter().position(|k| *k == key) {
-            Some(p) => p,
-            None => {
-                order.push(key.clone());
-                order.len() - 1
-            }
-        };
-        acc.entry((pos, key.1)).or_default().push(run);
-    }
-    for ((pos, server), runs) in acc {
-        let col = |f: &dyn Fn(&m::RunResult) -> Option<f64>| -> Vec<f64> {
-            runs.iter().filter_map(|r| f(r)).collect()
-        };
-        let mut notes: Vec<String> = Vec::new();
-        for r in &runs {
-            if let Some(n) = r.config.extra.get("idle_note") {
-                if !notes.contains(n) {
-                    notes.push(n.clone());
-                }
-            }
-        }
-        out.push(Row {
-            step: order[pos].0.clone(),
-            server,
-            reps: runs.len(),
-            replies: mean(&col(&|r| Some(r.totals.replies as f64))).unwrap_or(0.0),
-            errors: mean(&col(&|r| Some(r.errors.total as f64))).unwrap_or(0.0),
-            p50_ms: mean(&col(&|r| r.latency.response.at(50.0))),
-            p99_ms: mean(&col(&|r| r.latency.response.at(99.0))),
-            conns: mean(&col(&|r| extra_f(r, "conns"))).unwrap_or(0.0),
-            connected: mean(&col(&|r| extra_f(r, "connected"))).unwrap_or(0.0),
-            open_at_end: mean(&col(&|r| extra_f(r, "open_at_end"))).unwrap_or(0.0),
-            fds_added: mean(&col(&|r| {
-                Some(extra_f(r, "server_fds_during")? - extra_f(r, "server_fds_before")?)
-            }))
-            .unwrap_or(0.0),
-            // The largest: a later round finds memory an earlier one left
-            // the server, and shows less than the connections cost.
-            rss_per_conn: col(&|r| extra_f(r, "server_rss_per_conn_bytes"))
-                .into_iter()
-                .reduce(f64::max),
-            notes,
-        });
-    }
-    out.sort_by_key(|r| (order.iter().position(|k| k.0 == r.step), r.server.clone()));
-    out
-}
-
-fn opt_ms(x: Option<f64>) -> String {
-    x.map_or("–".into(), |v| format!("{v:.2}"))
-}
-
-/// The HTML table of an idle workload (None when `w` is not one).
-pub fn html_section(res: &m::StudyResult, w: &str) -> Option<String> {
-    let rows = rows(res, w);
-    if rows.is_empty() {
-        return None;
-    }
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
-    let mut h = String::new();
-    let _ = writeln!(
-        h,
-        "<h3>Under idle connections</h3><p>Means over repetitions. <i>connected</i>: held \
-         connections whose handshake completed; <i>open at end</i>: still open when the client \
-         finished; <i>server fds added</i>: the server's descriptors while holding minus before \
-         (what it actually accepted); <i>RSS / conn</i>: the server's peak memory added per held \
-         connection (the largest over repetitions: later rounds reuse memory an earlier one left).</p>"
-    );
-    let _ = writeln!(
-        h,
-        "<table><tr><th class=\"l\">step</th><th class=\"l\">server</th><th>n</th><th>replies</th>\
-         <th>errors</th><th>p50 ms</th><th>p99 ms</th><th>idle conns</th><th>connected</th>\
-         <th>open at end</th><th>server fds added</th><th>RSS / conn KB</th><th class=\"l\">note</th></tr>"
-    );
-    for r in &rows {
-        let _ = writeln!(
-            h,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td>\
-             <td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td>\
-             <td class=\"l\">{}</td></tr>",
-            esc(&r.step),
-            esc(&r.server),
-            r.reps,
-            r.replies,
-            r.errors,
-            opt_ms(r.p50_ms),
-            opt_ms(r.p99_ms),
-            r.conns,
-            r.connected,
-            r.open_at_end,
-            r.fds_added,
-            r.rss_per_conn
-                .map_or("–".into(), |b| format!("{:.1}", b / 1e3)),
-            esc(&r.notes.join(" | "))
-        );
-    }
-    let _ = writeln!(h, "</table>");
-    Some(h)
-}
-
-/// Text lines for the terminal summary: one per server and step whose
-/// client was hurt by the held connections.
-pub fn summary_lines(res: &m::StudyResult) -> Vec<String> {
-    let mut ws: Vec<&str> = Vec::new();
-    for r in &res.runs {
-        if !ws.contains(&r.workload.as_str()) {
-            ws.push(&r.workload);
-        }
-    }
-    let mut out = Vec::new();
-    for w in ws {
-        for r in rows(res, w) {
-            if r.notes.is_empty() {
-                continue;
-            }
-            out.push(format!(
-                "{w} [{}] {}: {}",
-                r.step,
-                r.server,
-                r.notes.join(" | ")
-            ));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

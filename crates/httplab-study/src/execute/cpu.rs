@@ -206,10 +206,10 @@ fn read_u64_first(path: &str) -> Option<u64> {
 /// descendants) from per-thread schedstat, plus the reaped children of each
 /// process (clock ticks: the kernel keeps no finer figure for them).
 pub fn tree_cpu_s(root: i32) -> f64 {
-    let hz = crate::sampler::clock_ticks();
+    let hz = crate::execute::sampler::clock_ticks();
     let mut ns: u64 = 0;
     let mut reaped_ticks: u64 = 0;
-    for pid in crate::sampler::tree_pids(root) {
+    for pid in crate::execute::sampler::tree_pids(root) {
         // Live threads in ns; a process's own clock ticks also hold the
         // threads that have exited, so take whichever is larger.
         let mut threads_ns: u64 = 0;
@@ -221,9 +221,9 @@ pub fn tree_cpu_s(root: i32) -> f64 {
                 }
             }
         }
-        let own_ticks = crate::sampler::own_ticks(pid);
+        let own_ticks = crate::execute::sampler::own_ticks(pid);
         ns += threads_ns.max((own_ticks as f64 / hz * 1e9) as u64);
-        reaped_ticks += crate::sampler::reaped_child_ticks(pid);
+        reaped_ticks += crate::execute::sampler::reaped_child_ticks(pid);
     }
     ns as f64 / 1e9 + reaped_ticks as f64 / hz
 }

@@ -1,0 +1,90 @@
+//! The sequential design over the measured steps: the interim look that
+//! hands the budget's extra rounds to the undecided steps nearest a
+//! decision, and the final look that decides the whole family at once.
+
+use httplab_model as m;
+
+use crate::analyse::cells::cell;
+use crate::analyse::decisions::{self, StepView};
+use crate::execute::rounds::StepRun;
+use crate::spec::{StudyFile, WorkloadKind};
+
+/// What the analysis sees of the measured steps (`interim`: the design had
+/// an interim look after each step's first rounds).
+pub fn step_views<'a>(
+    study: &'a StudyFile,
+    steps: &'a [StepRun],
+    interim: bool,
+) -> Vec<StepView<'a>> {
+    steps
+        .iter()
+        .map(|sr| {
+            let w = &study.workloads[sr.wi];
+            StepView {
+                workload: &w.name,
+                step: sr.label.as_deref(),
+                metric: sr.metric,
+                server_cost: matches!(w.kind, WorkloadKind::Load | WorkloadKind::Users)
+                    && sr.params.fixed_rate(),
+                cells: sr.cells(),
+                interim: interim.then_some(sr.first_rounds as usize),
+            }
+        })
+        .collect()
+}
+
+/// The extra rounds of each step in the second phase: the family decided
+/// at the interim look, then the budget's seconds handed to the undecided
+/// steps nearest a decision (`httplab_stats::allocate`).
+pub fn extra_rounds(
+    study: &StudyFile,
+    proto: &m::Protocol,
+    steps: &[StepRun],
+    budget_s: f64,
+) -> Vec<u32> {
+    let opts = decisions::design_options(proto);
+    let views = step_views(study, steps, false);
+    let planned = decisions::plan(study, &views);
+    let interim = decisions::interim(&planned, &opts);
+    let settle = decisions::to_settle(&planned, &interim, steps.len());
+    let needs: Vec<httplab_stats::Need> = steps
+        .iter()
+        .zip(&settle)
+        .map(|(sr, t)| httplab_stats::Need {
+            rounds: sr.rounds,
+            to_settle: *t,
+            round_cost_s: if sr.rounds > 0 {
+                sr.spent_s / f64::from(sr.rounds)
+            } else {
+                f64::INFINITY
+            },
+            cap: if sr.active() { sr.cap } else { sr.rounds },
+        })
+        .collect();
+    httplab_stats::allocate(&needs, budget_s)
+}
+
+/// The final look: every step's cells and the verdicts of the whole family
+/// (`sequential`: the design had an interim look).
+pub fn conclude(
+    study: &StudyFile,
+    proto: &m::Protocol,
+    steps: &[StepRun],
+    sequential: bool,
+) -> (Vec<m::Cell>, Vec<m::StudyVerdict>) {
+    let views = step_views(study, steps, sequential);
+    let planned = decisions::plan(study, &views);
+    let verdicts = decisions::verdicts(&planned, &decisions::design_options(proto));
+    let mut cells = Vec::new();
+    for sr in steps {
+        for c in sr.data.values() {
+            cells.push(cell(
+                &study.workloads[sr.wi].name,
+                sr.label.as_deref(),
+                sr.metric,
+                c,
+            ));
+        }
+    }
+    (cells, verdicts)
+}

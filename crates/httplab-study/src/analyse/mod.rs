@@ -1,0 +1,11 @@
+//! Layer 4, analysis: from what the rounds measured to the study's
+//! findings, without I/O. The cell records ([`cells`]), the family of
+//! comparisons and its decisions ([`decisions`]), the sequential design's
+//! interim look and final verdicts over the measured steps ([`design`]) and
+//! the written answers to the study's questions ([`answers`]).
+
+pub mod answers;
+pub mod cells;
+pub mod decisions;
+pub mod design;
+pub mod facts;

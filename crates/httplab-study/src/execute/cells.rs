@@ -1,0 +1,212 @@
+//! What the rounds gather for every cell (one server on one workload
+//! step): its values by round, and why it stopped being measured.
+
+use std::collections::BTreeMap;
+
+use httplab_model as m;
+
+use crate::spec::Metric;
+
+/// Why a cell stopped being measured (`Cell.stop` in the results).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// The cell ran the rounds the design gave it.
+    Design,
+    /// The repetition cap was reached.
+    MaxRepetitions,
+    /// The server failed.
+    Failed,
+    /// Ctrl-C.
+    Interrupted,
+    /// Every run of the cell measured nothing (no replies and no errors in its window).
+    NothingMeasured,
+}
+
+impl Stop {
+    /// The word written in results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Design => "design",
+            Stop::MaxRepetitions => "max-repetitions",
+            Stop::Failed => "failed",
+            Stop::Interrupted => "interrupted",
+            Stop::NothingMeasured => "nothing-measured",
+        }
+    }
+}
+
+/// Reason recorded with a run that measured nothing (status "empty", see
+/// [`measured_nothing`]).
+pub const REASON_EMPTY: &str =
+    "no replies in the window: nothing measured, not counted as a repetition";
+
+/// True when a run got neither a reply nor an error in its measurement
+/// window (seen with very short windows). Such a run measured nothing: its
+/// reply rate of 0 is not a measurement, so it must not enter the estimates.
+pub fn measured_nothing(r: &m::RunResult) -> bool {
+    !r.interrupted && r.totals.replies == 0 && r.errors.total == 0
+}
+
+/// Metric values of one run (None where not measurable).
+pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
+    let mut v = BTreeMap::new();
+    let d = r.totals.test_duration_s.max(1e-9);
+    v.insert(Metric::ReplyRate, r.totals.replies as f64 / d);
+    v.insert(
+        Metric::ThroughputMbS,
+        r.reply.content_bytes * r.totals.replies as f64 / d / 1e6,
+    );
+    if r.latency.response.count > 0 {
+        v.insert(Metric::ResponseMs, r.latency.response.mean_ms);
+        if let Some(p) = r.latency.response.at(50.0) {
+            v.insert(Metric::P50Ms, p);
+        }
+        if let Some(p) = r.latency.response.at(99.0) {
+            v.insert(Metric::P99Ms, p);
+        }
+    }
+    if r.connection.lifetime_ms.count > 0 {
+        v.insert(Metric::ConnectionMs, r.connection.lifetime_ms.avg);
+    }
+    if r.latency.session.count > 0 {
+        // Sessions of several calls, reconnections included (`--reconnect`).
+        v.insert(Metric::SessionMs, r.latency.session.mean_ms);
+        if let Some(p) = r.latency.session.at(50.0) {
+            v.insert(Metric::SessionP50Ms, p);
+        }
+    } else if r.connection.lifetime_ms.count > 0 {
+        // One connection per session.
+        v.insert(Metric::SessionMs, r.connection.lifetime_ms.avg);
+        v.insert(Metric::SessionP50Ms, r.connection.lifetime_ms.median);
+    }
+    let req: f64 = r
+        .config
+        .extra
+        .get("requested_body_bytes")
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0.0);
+    let ok: f64 = r
+        .config
+        .extra
+        .get("intact_body_bytes")
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0.0);
+    if req > 0.0 {
+        v.insert(Metric::Accuracy, (ok / req * 100.0).min(100.0));
+    } else if r.accuracy.verified > 0 {
+        // httplab load: share of verified bodies that matched, scaled by the
+        // share of replies among requests.
+        let a = &r.accuracy;
+        let matched = (a.verified - a.mismatches.min(a.verified)) as f64 / a.verified as f64;
+        let answered = r.totals.replies as f64 / r.totals.requests.max(1) as f64;
+        v.insert(Metric::Accuracy, (matched * answered * 100.0).min(100.0));
+    }
+    if let Some(s) = &r.server {
+        if r.totals.replies > 0 {
+            v.insert(
+                Metric::ServerCpuPerKreq,
+                s.cpu_s / r.totals.replies as f64 * 1000.0,
+            );
+        }
+        v.insert(Metric::ServerRssMb, s.peak_rss_bytes as f64 / 1e6);
+        if r.totals.replies > 0 && !s.cpu_source.is_empty() {
+            v.insert(
+                Metric::ServerCpuUsPerReq,
+                s.cpu_s / r.totals.replies as f64 * 1e6,
+            );
+        }
+    }
+    v
+}
+
+/// One server's results on one workload step, gathered over rounds.
+#[derive(Debug, Clone, Default)]
+pub struct CellData {
+    /// Server.
+    pub server: String,
+    /// Primary metric per successful repetition, in round order.
+    pub values: Vec<f64>,
+    /// Every metric per successful repetition.
+    pub metrics: BTreeMap<String, Vec<f64>>,
+    /// Every metric by round index (None: no value in that round), so that
+    /// two servers are paired round by round, never shifted.
+    pub by_round: BTreeMap<String, Vec<Option<f64>>>,
+    /// Runs the client limited.
+    pub client_bound_runs: u32,
+    /// Why it stopped (set when it does).
+    pub stop: Option<Stop>,
+    /// Runs excluded because they measured nothing ([`measured_nothing`]).
+    pub empty_runs: u32,
+}
+
+impl CellData {
+    /// Records one successful repetition of round `round`. `valid` holds
+    /// metrics measured but not valid for comparison in this run (server CPU
+    /// when the achieved rate missed the offered one): kept in the estimates,
+    /// left out of the pairs.
+    pub fn push(
+        &mut self,
+        round: u32,
+        primary: f64,
+        all: &BTreeMap<Metric, f64>,
+        client_bound: bool,
+        invalid: &[Metric],
+    ) {
+        self.values.push(primary);
+        for (k, v) in all {
+            self.metrics
+                .entry(k.key().to_string())
+                .or_default()
+                .push(*v);
+            let slots = self.by_round.entry(k.key().to_string()).or_default();
+            let i = round as usize;
+            if slots.len() <= i {
+                slots.resize(i + 1, None);
+            }
+            slots[i] = (!invalid.contains(k)).then_some(*v);
+        }
+        if client_bound {
+            self.client_bound_runs += 1;
+        }
+    }
+
+    /// One slot per round of `metric` (empty when never measured).
+    pub fn rounds_of(&self, metric: &str) -> &[Option<f64>] {
+        self.by_round.get(metric).map_or(&[], Vec::as_slice)
+    }
+
+    /// Why the cell stopped, as its results say: a cell that ran its rounds
+    /// and measured nothing in any of them is "nothing measured".
+    pub fn final_stop(&self) -> Stop {
+        match self.stop.unwrap_or(Stop::Design) {
+            Stop::Design | Stop::MaxRepetitions
+                if self.values.is_empty() && self.empty_runs > 0 =>
+            {
+                Stop::NothingMeasured
+            }
+            x => x,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_replies_or_errors_measured_nothing() {
+        let mut r = m::RunResult::default();
+        assert!(measured_nothing(&r));
+        r.errors.total = 1;
+        assert!(!measured_nothing(&r), "errors are a measurement");
+        r.errors.total = 0;
+        r.totals.replies = 1;
+        assert!(!measured_nothing(&r));
+        r.totals.replies = 0;
+        r.interrupted = true;
+        assert!(
+            !measured_nothing(&r),
+            "interrupted runs are reported as such"
+        );
+    }
+}

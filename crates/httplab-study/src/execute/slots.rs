@@ -1,0 +1,187 @@
+//! The study's servers: every one started at once, each on its own port,
+//! pinned, in its own process group and CPU-accounting group (and a
+//! CPU-quota group when a workload asks for one), and stopped at the end.
+
+use std::path::Path;
+
+use httplab_model::{self as m, RunStatus};
+
+use crate::execute::context::Execution;
+use crate::execute::cpu::{CpuLimit, CpuSource};
+use crate::execute::events::Event;
+use crate::execute::servers::{self, Running};
+use crate::keys::EnvKey;
+use crate::spec::{expand_servers, ServerInstance};
+
+/// Why a server has no (more) runs, as its rows say.
+#[derive(Debug, Clone)]
+pub struct Down {
+    /// Not installed, failed or skipped.
+    pub status: RunStatus,
+    /// Why.
+    pub reason: String,
+}
+
+/// A server of the study, started (or why not).
+pub struct Slot {
+    /// The server.
+    pub inst: ServerInstance,
+    /// Its process, when it runs.
+    pub running: Option<Running>,
+    /// Where its CPU time is read.
+    pub cpu: Option<CpuSource>,
+    /// The group that can hold the server to a CPU quota (capacity at an
+    /// equal quota); absent when no workload asks for one.
+    pub limit: Option<CpuLimit>,
+    /// Why it has no (more) runs: not installed, failed to start, died.
+    pub down: Option<Down>,
+}
+
+impl Slot {
+    fn new(inst: ServerInstance) -> Slot {
+        Slot {
+            inst,
+            running: None,
+            cpu: None,
+            limit: None,
+            down: None,
+        }
+    }
+
+    /// Stops the server and removes its groups.
+    pub fn stop(&mut self) {
+        if let Some(r) = &mut self.running {
+            r.stop();
+        }
+        if let Some(c) = &self.cpu {
+            c.remove();
+        }
+        if let Some(l) = &self.limit {
+            l.remove();
+        }
+    }
+}
+
+/// Starts every server of the study, each on its own port, pinned, in its
+/// own process group and CPU-accounting group. Servers that cannot start
+/// get the reason in their slot (their rows are filed with each step).
+pub fn start_servers(
+    cx: &mut Execution,
+    base: &Path,
+    root: &Path,
+    server_cores: &[usize],
+    env: &mut m::Environment,
+) -> Vec<Slot> {
+    let mut slots = Vec::new();
+    let wants_quota = cx.study.workloads.iter().any(|w| w.cpu_quota.is_some());
+    for (i, inst) in expand_servers(cx.study).into_iter().enumerate() {
+        if let Some(v) = servers::version(&inst, cx.opts.httplab_exe.as_deref()) {
+            EnvKey::Version(&inst.name).set(env, v);
+        }
+        let mut slot = Slot::new(inst);
+        if cx.stopped() {
+            slot.down = Some(Down {
+                status: RunStatus::Skipped,
+                reason: "interrupted (Ctrl-C) before this server ran".into(),
+            });
+        } else {
+            let work = base.join(format!("server-{i}"));
+            start_one(
+                cx,
+                &mut slot,
+                i,
+                &work,
+                root,
+                server_cores,
+                wants_quota,
+                env,
+            );
+        }
+        slots.push(slot);
+    }
+    slots
+}
+
+/// Starts one server: two attempts, since the free port may be taken
+/// between choosing and binding.
+#[allow(clippy::too_many_arguments)]
+fn start_one(
+    cx: &mut Execution,
+    slot: &mut Slot,
+    i: usize,
+    work: &Path,
+    root: &Path,
+    server_cores: &[usize],
+    wants_quota: bool,
+    env: &mut m::Environment,
+) {
+    let ctx = servers::Context {
+        root: root.to_path_buf(),
+        work: work.to_path_buf(),
+        httplab_exe: cx.opts.httplab_exe.clone(),
+        probe_path: cx.corpus.probe_path(),
+        tls: cx.tls.clone(),
+    };
+    cx.announce(format!("starting {}", slot.inst.name));
+    let mut last_err = String::new();
+    for _ in 0..2 {
+        let port = match servers::free_port() {
+            Ok(p) => p,
+            Err(e) => {
+                last_err = format!("{e:#}");
+                continue;
+            }
+        };
+        let plan = match servers::plan(&slot.inst, &ctx, port) {
+            Ok(p) => p,
+            Err(u) => {
+                let status = match u {
+                    servers::Unavailable::NotInstalled { .. }
+                    | servers::Unavailable::NoTls { .. } => RunStatus::NotInstalled,
+                    servers::Unavailable::Other(_) => RunStatus::Failed,
+                };
+                EnvKey::Version(&slot.inst.name).set(env, u.reason());
+                slot.down = Some(Down {
+                    status,
+                    reason: u.reason(),
+                });
+                return;
+            }
+        };
+        let group = format!("httplab-{}-{i}", std::process::id());
+        let cpu = CpuSource::create(&group);
+        let limit = wants_quota.then(|| CpuLimit::create(&group, &cpu));
+        let procs = cpu.procs_files(limit.as_ref());
+        match servers::start(&plan, work, server_cores, procs) {
+            Ok(r) => {
+                cx.emit(Event::ServerStarted {
+                    server: slot.inst.name.clone(),
+                    pid: r.pid,
+                });
+                if let Some(why) = limit.as_ref().and_then(|l| l.unavailable()) {
+                    let why = format!(
+                        "no CPU quota: {why}; capacity is measured without one \
+                         (a lower bound where the client saturates first)"
+                    );
+                    cx.announce(format!("{}: {why}", slot.inst.name));
+                    EnvKey::CpuQuota.set(env, why);
+                }
+                slot.running = Some(r);
+                slot.cpu = Some(cpu);
+                slot.limit = limit;
+                return;
+            }
+            Err(e) => {
+                cpu.remove();
+                if let Some(l) = &limit {
+                    l.remove();
+                }
+                last_err = format!("could not start: {e:#}");
+            }
+        }
+    }
+    slot.down = Some(Down {
+        status: RunStatus::Failed,
+        reason: last_err,
+    });
+}
