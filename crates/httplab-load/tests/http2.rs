@@ -365,3 +365,18 @@ fn failure_status_and_retries_follow_the_http1_rules() {
         assert_eq!(r.errors.total, 0, "{extra}");
     }
 }
+
+#[test]
+fn a_lost_connection_fails_the_session_with_reconnect_too() {
+    // As over HTTP/1.1: --reconnect carries a session over the server's
+    // close (a graceful GOAWAY), not over a failed connection.
+    let s = H2Server::start(Behaviour { goaway_after: 0 });
+    let r = load(&format!(
+        "{} --uri /calm --num-conns 2 --num-calls 3 --reconnect --timeout 10",
+        target(&s)
+    ));
+    let h = h2(&r);
+    assert_eq!(r.totals.connections, 2);
+    assert_eq!(h.streams_started, 2, "{h:?}");
+    assert_eq!(r.totals.replies, 0);
+}
