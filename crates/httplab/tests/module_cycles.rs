@@ -47,7 +47,10 @@ fn modules(src: &Path) -> Vec<(String, PathBuf)> {
             if path.extension().and_then(|e| e.to_str()) != Some("rs") {
                 continue;
             }
-            let rel = path.strip_prefix(src).expect("under src").with_extension("");
+            let rel = path
+                .strip_prefix(src)
+                .expect("under src")
+                .with_extension("");
             let mut segs: Vec<String> = rel
                 .components()
                 .filter_map(|c| c.as_os_str().to_str().map(str::to_string))
