@@ -137,7 +137,7 @@ fn crate_refs(code: &str, me: &str) -> Vec<Vec<String>> {
             .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .map_or(0, |k| k + 1);
         let head = &code[head_start..i];
-        let preceded = code[..head_start].ends_with(|c: char| c == ':' || c == '$');
+        let preceded = code[..head_start].ends_with([':', '$']);
         if preceded || (head != "crate" && head != "super") {
             continue;
         }
