@@ -1016,7 +1016,10 @@ fn render_accuracy_and_self_check(o: &mut String, r: &RunResult) {
     if let Some(io) = x.get(EXTRA_IO_ENGINE) {
         let _ = writeln!(o, "httplab I/O engine: {io}");
     }
-    if let Some(c) = crate::calibration_cache::recorded(&r.config) {
+    if let Some(c) = x
+        .get(EXTRA_CALIBRATION)
+        .and_then(|j| serde_json::from_str::<Calibration>(j).ok())
+    {
         let _ = writeln!(o, "{}", c.describe());
     }
     if let Some(ceiling) = sc.client_ceiling {
