@@ -101,18 +101,12 @@ impl<'a> Worker<'a> {
         };
         Ok(Worker {
             ctx,
-            rules: Rules {
-                plan: ctx.plan,
-                t0: ctx.t0,
-                win: window.win,
-                end_at: window.end_at,
-                failure_status: spec.failure_status,
-                retry_on_failure: spec.retry_on_failure,
-                depth: spec.max_piped_calls.unwrap_or(u32::MAX),
-                streams: false,
-                seed: spec.seed,
-                stop: ctx.stop,
-            },
+            rules: Rules::for_worker(
+                ctx,
+                &window,
+                spec.max_piped_calls.unwrap_or(u32::MAX),
+                false,
+            ),
             poll,
             ring,
             timer,

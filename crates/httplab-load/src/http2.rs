@@ -116,18 +116,7 @@ impl<'a> W<'a> {
         let window = Window::new(ctx);
         Ok(W {
             ctx,
-            rules: Rules {
-                plan: ctx.plan,
-                t0: ctx.t0,
-                win: window.win,
-                end_at: window.end_at,
-                failure_status: spec.failure_status,
-                retry_on_failure: spec.retry_on_failure,
-                depth: h2.max_concurrent_streams,
-                streams: true,
-                seed: spec.seed,
-                stop: ctx.stop,
-            },
+            rules: Rules::for_worker(ctx, &window, h2.max_concurrent_streams, true),
             conns: Conns::new(ctx, h2, Tally::new(spec), window.win),
             reqs,
             method,

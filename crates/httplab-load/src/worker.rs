@@ -11,7 +11,7 @@ use hdrhistogram::Histogram;
 
 use crate::clock::{dur, us};
 use crate::plan::Plan;
-use crate::session::Outcome;
+use crate::session::{Outcome, Rules};
 use crate::spec::LoadSpec;
 use crate::stats::{interval_hist, rec, Collector, ErrClass, IntervalPart, WorkerStats};
 use crate::sys;
@@ -280,6 +280,31 @@ impl LocalAddrs {
         let a = list[self.next % list.len()];
         self.next = self.next.wrapping_add(1);
         Some(a)
+    }
+}
+
+impl<'a> Rules<'a> {
+    /// The session rules of one worker's driver: its run's options and
+    /// window, with the driver's own depth (`--max-piped-calls` for HTTP/1.1,
+    /// the concurrent streams for HTTP/2) and whether calls flow as streams.
+    pub(crate) fn for_worker(
+        ctx: &WorkerCtx<'a>,
+        window: &Window,
+        depth: u32,
+        streams: bool,
+    ) -> Self {
+        Rules {
+            plan: ctx.plan,
+            t0: ctx.t0,
+            win: window.win,
+            end_at: window.end_at,
+            failure_status: ctx.spec.failure_status,
+            retry_on_failure: ctx.spec.retry_on_failure,
+            depth,
+            streams,
+            seed: ctx.spec.seed,
+            stop: ctx.stop,
+        }
     }
 }
 
