@@ -232,8 +232,9 @@ impl Latency {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(&self.hdr)
             .map_err(|e| ModelError::Histogram(e.to_string()))?;
+        let plain = hdr_v2_bytes(&bytes).map_err(ModelError::Histogram)?;
         let h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut plain.as_slice())
             .map_err(|e| ModelError::Histogram(format!("{e:?}")))?;
         Ok(Some(h))
     }
@@ -245,6 +246,57 @@ impl Latency {
             .find(|p| (p.pct - pct).abs() < 1e-9)
             .map(|p| p.ms)
     }
+}
+
+/// The HDR histogram's plain (uncompressed) V2 encoding of `bytes`, checked
+/// before it reaches `hdrhistogram`'s deserializer.
+///
+/// Written here because the library trusts the header: it sizes its payload
+/// buffer from the header's 32-bit length before reading, so a few bytes of a
+/// damaged or hostile result document could make `report` or `merge` allocate
+/// 4 GiB. This checks that the stated payload is really there, and inflates a
+/// compressed histogram with a bound on its output.
+fn hdr_v2_bytes(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    // The format's cookies: base values with the word-size flag 0x10 set.
+    const V2: u32 = 0x1c84_9313;
+    const V2_DEFLATE: u32 = 0x1c84_9314;
+    /// cookie, payload length, normalizing offset, digits, low, high, ratio.
+    const HEADER: usize = 40;
+    /// Far above any histogram httplab writes (3 significant digits up to an
+    /// hour in microseconds is a few hundred kilobytes at most).
+    const MAX_PLAIN: u64 = 64 << 20;
+    let word = |b: &[u8], at: usize| -> Option<u32> {
+        b.get(at..at + 4)
+            .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    let plain = match word(bytes, 0) {
+        Some(V2) => bytes.to_vec(),
+        Some(V2_DEFLATE) => {
+            let stated = word(bytes, 4).ok_or("truncated histogram header")? as usize;
+            let deflated = bytes
+                .get(8..8 + stated)
+                .ok_or("histogram is shorter than its header says")?;
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(deflated)
+                .take(MAX_PLAIN + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("histogram does not inflate: {e}"))?;
+            if out.len() as u64 > MAX_PLAIN {
+                return Err("histogram inflates beyond 64 MiB".into());
+            }
+            out
+        }
+        _ => return Err("not an HDR histogram (unknown cookie)".into()),
+    };
+    if word(&plain, 0) != Some(V2) {
+        return Err("not an HDR histogram (unknown inner cookie)".into());
+    }
+    let stated = word(&plain, 4).ok_or("truncated histogram header")? as usize;
+    if plain.len() < HEADER || plain.len() - HEADER < stated {
+        return Err("histogram is shorter than its header says".into());
+    }
+    Ok(plain)
 }
 
 /// How the load was offered.
@@ -1296,6 +1348,63 @@ mod tests {
         let json = serde_json::to_string(&l).unwrap();
         let l2: Latency = serde_json::from_str(&json).unwrap();
         assert_eq!(l, l2);
+    }
+
+    #[test]
+    fn histogram_header_lengths_are_checked_before_allocating() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        h.record(250).unwrap();
+        let l = Latency::from_histogram(&h);
+        let deflated = base64::engine::general_purpose::STANDARD
+            .decode(&l.hdr)
+            .unwrap();
+        let mut plain = hdr_v2_bytes(&deflated).unwrap();
+        assert_eq!(&plain[..4], &[0x1c, 0x84, 0x93, 0x13]);
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        // The plain encoding reads back as the same histogram.
+        let plain_doc = Latency {
+            hdr: b64(&plain),
+            ..l.clone()
+        };
+        assert_eq!(plain_doc.histogram().unwrap().unwrap(), h);
+        // A payload length of 4 GiB in either header is refused, not allocated.
+        plain[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let big = Latency {
+            hdr: b64(&plain),
+            ..l.clone()
+        };
+        assert!(big.histogram().is_err());
+        let mut outer = deflated.clone();
+        outer[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let big = Latency {
+            hdr: b64(&outer),
+            ..l.clone()
+        };
+        assert!(big.histogram().is_err());
+        // Compressed with a lying inner header.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, &plain).unwrap();
+        let inner = z.finish().unwrap();
+        let mut doc = vec![0x1c, 0x84, 0x93, 0x14];
+        doc.extend_from_slice(&(inner.len() as u32).to_be_bytes());
+        doc.extend_from_slice(&inner);
+        let lying = Latency {
+            hdr: b64(&doc),
+            ..l.clone()
+        };
+        assert!(lying.histogram().is_err());
+        // Garbage and truncation are errors too.
+        for bad in [
+            &b"xx"[..],
+            &[0x1c, 0x84, 0x93, 0x14, 0, 0, 0, 9][..],
+            &[0; 40][..],
+        ] {
+            let bad = Latency {
+                hdr: b64(bad),
+                ..l.clone()
+            };
+            assert!(bad.histogram().is_err());
+        }
     }
 
     #[test]
