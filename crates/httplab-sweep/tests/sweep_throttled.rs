@@ -1,10 +1,16 @@
-//! `httplab sweep` against a purpose-built server of known capacity: the
-//! stepped sweep finds the saturation point within one step, `--find-max`
-//! within 5 %, and the CSV/JSON/report outputs are written.
+//! `httplab sweep` against a purpose-built server of known capacity, and the
+//! same command lines against a synthetic server of the same capacity.
 //!
-//! The server (std::net, loopback) answers every request at the next free slot
-//! of a fixed schedule: exactly CAPACITY replies per second, with requests
-//! queueing beyond that — a single-queue server with deterministic service.
+//! The real server (std::net, loopback) answers every request at the next
+//! free slot of a fixed schedule: at most CAPACITY replies per second, with
+//! requests queueing beyond that — a single-queue server with deterministic
+//! service. On a busy machine it can fall behind its schedule, so the tests
+//! against it assert only what it cannot break: the sweep runs every step,
+//! finds no sustained rate above the capacity, caps the reply rate, writes
+//! its outputs. How close the answer comes to the capacity is checked with
+//! the synthetic runner (`httplab_report::synth`), which does not depend on
+//! the machine's speed: the stepped sweep within one step, `--find-max`
+//! within 5 %.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -104,7 +110,7 @@ fn args(v: &[String]) -> Vec<std::ffi::OsString> {
 }
 
 #[test]
-fn stepped_sweep_finds_saturation_within_one_step() {
+fn stepped_sweep_against_a_throttled_server() {
     let srv = start();
     let dir = tempfile::tempdir().expect("tmp");
     let csv = dir.path().join("throttled.csv");
@@ -145,9 +151,10 @@ fn stepped_sweep_finds_saturation_within_one_step() {
         "stepped sweep: max sustainable {max}, knee {:?}",
         t.saturation.knee_rate
     );
-    // Capacity 200/s, steps of 50: the answer is 200 or the step below it.
+    // Capacity 200/s: no rate above it can be sustained (a slow machine can
+    // only lower the answer; its accuracy is `stepped_sweep_accuracy_…`).
     assert!(
-        (150.0..=200.0).contains(&max),
+        max <= CAPACITY,
         "max sustainable {max}, capacity {CAPACITY}\n{}",
         describe(t)
     );
@@ -175,7 +182,7 @@ fn stepped_sweep_finds_saturation_within_one_step() {
 }
 
 #[test]
-fn find_max_within_five_percent() {
+fn find_max_against_a_throttled_server() {
     let srv = start();
     let dir = tempfile::tempdir().expect("tmp");
     let a: Vec<String> = [
@@ -205,11 +212,93 @@ fn find_max_within_five_percent() {
     let max = sat.max_sustainable_rate.expect("found a rate");
     assert_eq!(sat.method, "find-max");
     eprintln!("find-max: {max} in {} runs", sat.runs);
+    // Within 5 % above at most (a slow machine can only lower the answer;
+    // its accuracy is `find_max_accuracy_with_a_synthetic_server`).
+    assert!(
+        max > 0.0 && max <= CAPACITY * 1.05,
+        "find-max says {max}, capacity {CAPACITY} ({} runs):\n{}",
+        sat.runs,
+        describe(&result.targets[0])
+    );
+    assert!(sat.runs as usize >= result.targets[0].steps.len() && sat.runs <= 20);
+}
+
+/// The command lines of the tests above, with a runner that answers like a
+/// server of exactly CAPACITY replies per second whatever the machine does.
+fn synthetic_runner(
+) -> impl FnMut(&httplab_sweep::Target, f64) -> anyhow::Result<httplab_model::RunResult> {
+    let server = httplab_report::synth::SynthServer::new("throttled", CAPACITY, 1.0);
+    move |_target, rate| Ok(httplab_report::synth::run(&server, rate, 1, 2.0))
+}
+
+#[test]
+fn stepped_sweep_accuracy_with_a_synthetic_server() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let a: Vec<String> = [
+        "httplab sweep",
+        "--no-config",
+        "--single_host",
+        "--host1=127.0.0.1",
+        "--port1=9",
+        "--uri1=/t",
+        "--low_rate=100",
+        "--high_rate=300",
+        "--rate_step=50",
+        "--num_call=1",
+        "--const_test_time=2",
+        "--quiet",
+        &format!("--file={}", dir.path().join("s.csv").display()),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let plan = httplab_sweep::parse_plan(&args(&a))
+        .expect("plan")
+        .expect("no help");
+    let result = httplab_sweep::execute(&plan, synthetic_runner()).expect("sweep runs");
+    let t = &result.targets[0];
+    let max = t.saturation.max_sustainable_rate.expect("sustained");
+    // Capacity 200/s, steps of 50: the answer is 200 or the step below it.
+    assert!(
+        (150.0..=200.0).contains(&max),
+        "max sustainable {max}\n{}",
+        describe(t)
+    );
+}
+
+#[test]
+fn find_max_accuracy_with_a_synthetic_server() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let a: Vec<String> = [
+        "httplab sweep",
+        "--no-config",
+        "http://127.0.0.1:9/t",
+        "--find-max",
+        "--low-rate",
+        "100",
+        "--high-rate",
+        "1000",
+        "--const-test-time",
+        "2",
+        "--quiet",
+        "--json",
+        &dir.path().join("fm.json").display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let plan = httplab_sweep::parse_plan(&args(&a))
+        .expect("plan")
+        .expect("no help");
+    let result =
+        httplab_sweep::run_sweep(&plan, synthetic_runner(), |_, _, _| {}).expect("find-max runs");
+    let sat = &result.targets[0].saturation;
+    let max = sat.max_sustainable_rate.expect("found a rate");
     assert!(
         (max - CAPACITY).abs() / CAPACITY <= 0.05,
         "find-max says {max}, capacity {CAPACITY} ({} runs):\n{}",
         sat.runs,
         describe(&result.targets[0])
     );
-    assert!(sat.runs as usize >= result.targets[0].steps.len() && sat.runs <= 20);
+    assert!(sat.runs <= 20);
 }
