@@ -1,5 +1,6 @@
-//! `httplab load --http2` against real HTTP/2 servers: nginx over TLS and
-//! h2o over TLS and h2c, with stream counts equal to h2load's on the same
+//! `httplab load --http2` against real HTTP/2 servers: nginx over TLS, and
+//! h2o, Apache (mod_http2, event MPM) and lighttpd (its built-in HTTP/2)
+//! over TLS and h2c, with stream counts equal to h2load's on the same
 //! server, and the documented error for a TLS server without h2. A missing
 //! peer makes a test fail under CI=true and skip (with the reason printed)
 //! otherwise.
@@ -151,6 +152,121 @@ fn h2o() -> Option<(Peer, u16, u16)> {
     Some((p, tls, clear))
 }
 
+/// Apache's module directory (Debian's layout), if Apache is installed.
+fn apache_modules() -> Option<PathBuf> {
+    let dir = PathBuf::from("/usr/lib/apache2/modules");
+    dir.join("mod_http2.so").is_file().then_some(dir)
+}
+
+/// Apache with the event MPM and mod_http2: a TLS port (ALPN h2) and a
+/// cleartext port (h2c by prior knowledge).
+fn apache() -> Option<(Peer, u16, u16)> {
+    let bin = need("apache2")?;
+    let Some(mods) = apache_modules() else {
+        if ci() {
+            panic!("Apache's mod_http2 is required under CI=true but was not found");
+        }
+        httplab_skip::skipped("Apache's mod_http2 not installed");
+        return None;
+    };
+    let (dir, c) = workdir();
+    let (tls, clear) = (free_port(), free_port());
+    let d = dir.path().display();
+    let m = mods.display();
+    // Apache refuses to serve as root; it drops to nobody, and the work
+    // directory is world-readable for that.
+    let user = if is_root() {
+        "User nobody\nGroup nogroup\n"
+    } else {
+        ""
+    };
+    let conf = format!(
+        "ServerRoot \"{d}\"\nServerName 127.0.0.1\n\
+         LoadModule mpm_event_module {m}/mod_mpm_event.so\n\
+         LoadModule authz_core_module {m}/mod_authz_core.so\n\
+         LoadModule mime_module {m}/mod_mime.so\n\
+         LoadModule socache_shmcb_module {m}/mod_socache_shmcb.so\n\
+         LoadModule ssl_module {m}/mod_ssl.so\n\
+         LoadModule http2_module {m}/mod_http2.so\n\
+         {user}Listen 127.0.0.1:{tls}\nListen 127.0.0.1:{clear}\n\
+         PidFile \"{d}/apache.pid\"\nDefaultRuntimeDir \"{d}\"\nMutex file:{d} default\n\
+         ErrorLog \"{d}/error.log\"\nLogLevel warn\nTypesConfig \"{d}/mime.types\"\n\
+         DocumentRoot \"{d}/www\"\n<Directory \"{d}/www\">\n  Require all granted\n</Directory>\n\
+         StartServers 1\nServerLimit 1\nThreadsPerChild 25\nMaxRequestWorkers 25\n\
+         Protocols h2c http/1.1\nH2Direct on\n\
+         <VirtualHost 127.0.0.1:{tls}>\n  SSLEngine on\n  SSLCertificateFile \"{}\"\n\
+           SSLCertificateKeyFile \"{}\"\n  Protocols h2 http/1.1\n</VirtualHost>\n",
+        c.cert.display(),
+        c.key.display()
+    );
+    std::fs::write(dir.path().join("apache.conf"), conf).unwrap();
+    std::fs::write(dir.path().join("mime.types"), "text/html html\n").unwrap();
+    let child = Command::new(bin)
+        .arg("-d")
+        .arg(dir.path())
+        .arg("-f")
+        .arg(dir.path().join("apache.conf"))
+        .arg("-DFOREGROUND")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start apache2");
+    let p = Peer { child, _dir: dir };
+    wait_listening(tls, "apache2");
+    wait_listening(clear, "apache2");
+    Some((p, tls, clear))
+}
+
+/// True when lighttpd can load mod_openssl (Debian ships it apart).
+fn lighttpd_has_tls() -> bool {
+    [
+        "/usr/lib/lighttpd/mod_openssl.so",
+        "/usr/lib64/lighttpd/mod_openssl.so",
+    ]
+    .iter()
+    .any(|p| Path::new(p).is_file())
+}
+
+/// lighttpd (HTTP/2 built in, on by default since 1.4.59): a TLS port and a
+/// cleartext port.
+fn lighttpd() -> Option<(Peer, u16, u16)> {
+    let bin = need("lighttpd")?;
+    if !lighttpd_has_tls() {
+        if ci() {
+            panic!("lighttpd's mod_openssl is required under CI=true but was not found");
+        }
+        httplab_skip::skipped("lighttpd's mod_openssl not installed");
+        return None;
+    }
+    let (dir, c) = workdir();
+    let (tls, clear) = (free_port(), free_port());
+    let d = dir.path().display();
+    let conf = format!(
+        "server.document-root = \"{d}/www\"\nserver.bind = \"127.0.0.1\"\nserver.port = {clear}\n\
+         server.pid-file = \"{d}/lighttpd.pid\"\nserver.errorlog = \"{d}/error.log\"\n\
+         server.feature-flags = ( \"server.h2proto\" => \"enable\", \"server.h2c\" => \"enable\" )\n\
+         mimetype.assign = ( \".html\" => \"text/html\" )\n\
+         server.modules = ( \"mod_openssl\" )\n\
+         $SERVER[\"socket\"] == \"127.0.0.1:{tls}\" {{\n  ssl.engine = \"enable\"\n\
+           ssl.pemfile = \"{}\"\n  ssl.privkey = \"{}\"\n}}\n",
+        c.cert.display(),
+        c.key.display()
+    );
+    std::fs::write(dir.path().join("lighttpd.conf"), conf).unwrap();
+    let child = Command::new(bin)
+        .arg("-D")
+        .arg("-f")
+        .arg(dir.path().join("lighttpd.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start lighttpd");
+    let p = Peer { child, _dir: dir };
+    wait_listening(tls, "lighttpd");
+    wait_listening(clear, "lighttpd");
+    Some((p, tls, clear))
+}
+
 /// (requests done, succeeded, 2xx) from h2load's report.
 fn h2load(url: &str, n: u64, c: u64, m: u64) -> Option<(u64, u64, u64)> {
     let bin = need("h2load")?;
@@ -245,6 +361,48 @@ fn nginx_over_tls_matches_h2load_and_names_a_server_without_h2() {
 #[test]
 fn h2o_over_tls_and_h2c_matches_h2load() {
     let Some((_p, tls, clear)) = h2o() else {
+        return;
+    };
+    compare(
+        &format!("https://127.0.0.1:{tls}/index.html"),
+        true,
+        200,
+        4,
+        8,
+    );
+    compare(
+        &format!("http://127.0.0.1:{clear}/index.html"),
+        false,
+        200,
+        2,
+        16,
+    );
+}
+
+#[test]
+fn apache_over_tls_and_h2c_matches_h2load() {
+    let Some((_p, tls, clear)) = apache() else {
+        return;
+    };
+    compare(
+        &format!("https://127.0.0.1:{tls}/index.html"),
+        true,
+        200,
+        4,
+        8,
+    );
+    compare(
+        &format!("http://127.0.0.1:{clear}/index.html"),
+        false,
+        200,
+        2,
+        16,
+    );
+}
+
+#[test]
+fn lighttpd_over_tls_and_h2c_matches_h2load() {
+    let Some((_p, tls, clear)) = lighttpd() else {
         return;
     };
     compare(
