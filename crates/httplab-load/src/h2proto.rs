@@ -1,0 +1,835 @@
+//! The HTTP/2 client connection as a state machine without I/O (RFC 9113),
+//! the twin of `h1.rs`.
+//!
+//! [`H2Conn`] knows frames, streams, flow control and header compression and
+//! nothing else: the driver opens a stream per call ([`H2Conn::open_stream`],
+//! with a header block encoded once per request by [`request_block`]), takes
+//! the bytes to write ([`H2Conn::output`], [`H2Conn::wrote`]) and feeds the
+//! bytes it received ([`H2Conn::feed`]), getting back events: a reply with
+//! the call it answers, a stream the server reset or refused, the server's
+//! GOAWAY, a change of its stream limit. Sockets, TLS, timers and statistics
+//! stay in the driver; the session rules (how many calls in flight) in
+//! `session.rs`.
+//!
+//! Why framing is written here and not taken from the `h2` crate: `h2` owns
+//! its I/O (an async stream) and allocates per stream; this connection must
+//! be driven by the same engine as HTTP/1.1 and allocate nothing per request
+//! once warm. Header compression is the `loona-hpack` crate's decoder
+//! (responses may use the dynamic table and Huffman coding); requests are
+//! encoded without the dynamic table (literals with static-table names), so
+//! a request's header block never changes and is encoded once.
+//!
+//! Flow control: like h2load, the connection announces windows of
+//! 2^30 − 1 octets for itself and every stream and tops them up when half is
+//! consumed, so the server is never held back by the client's windows.
+
+use std::time::Instant;
+
+use crate::h1::Pending;
+
+/// The client connection preface (RFC 9113 §3.4).
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// Frame header length.
+const HEAD: usize = 9;
+/// The largest frame payload this client accepts (the protocol's default;
+/// it announces no other).
+const MAX_FRAME: usize = 16_384;
+/// The window the client announces for the connection and for each stream.
+const WINDOW: u32 = (1 << 30) - 1;
+/// The protocol's initial window, before SETTINGS and WINDOW_UPDATE.
+const DEFAULT_WINDOW: u32 = 65_535;
+/// The largest header block (all HEADERS and CONTINUATION fragments of one
+/// response) accepted: a bound on memory against a hostile server.
+const MAX_HEADER_BLOCK: usize = 64 * 1024;
+
+mod frame {
+    pub const DATA: u8 = 0x0;
+    pub const HEADERS: u8 = 0x1;
+    pub const PRIORITY: u8 = 0x2;
+    pub const RST_STREAM: u8 = 0x3;
+    pub const SETTINGS: u8 = 0x4;
+    pub const PUSH_PROMISE: u8 = 0x5;
+    pub const PING: u8 = 0x6;
+    pub const GOAWAY: u8 = 0x7;
+    pub const WINDOW_UPDATE: u8 = 0x8;
+    pub const CONTINUATION: u8 = 0x9;
+}
+
+mod flag {
+    pub const END_STREAM: u8 = 0x1;
+    pub const ACK: u8 = 0x1;
+    pub const END_HEADERS: u8 = 0x4;
+    pub const PADDED: u8 = 0x8;
+    pub const PRIORITY: u8 = 0x20;
+}
+
+/// Error codes (RFC 9113 §7) this client sends or names.
+pub(crate) mod code {
+    pub const NO_ERROR: u32 = 0x0;
+    pub const PROTOCOL_ERROR: u32 = 0x1;
+    pub const FLOW_CONTROL_ERROR: u32 = 0x3;
+    pub const FRAME_SIZE_ERROR: u32 = 0x6;
+    pub const REFUSED_STREAM: u32 = 0x7;
+    pub const COMPRESSION_ERROR: u32 = 0x9;
+}
+
+/// A complete reply and the call it answers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct H2Reply {
+    pub call: Pending,
+    pub status: u16,
+    /// DATA payload octets of the reply (padding excluded).
+    pub body: u64,
+    /// The `content-length` the server announced, if any.
+    pub content_length: Option<u64>,
+    /// When the reply's first frame arrived.
+    pub first: Instant,
+}
+
+/// What the server did, in the order it happened.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Event {
+    /// A stream's response head arrived (its status).
+    Head { call: Pending, status: u16 },
+    /// Body octets arrived for `call` (for byte counts and progress).
+    Body { call: Pending, len: usize },
+    /// A stream completed.
+    Reply(H2Reply),
+    /// The server reset a stream it had started to process (`code`).
+    Reset { call: Pending, code: u32 },
+    /// The server did not process the call (REFUSED_STREAM, or a stream
+    /// above a GOAWAY's last id): it may be made again on another connection.
+    Refused { call: Pending },
+    /// The server will accept no new streams on this connection.
+    GoAway { last_stream: u32, code: u32 },
+    /// The server's limit on streams in flight (SETTINGS_MAX_CONCURRENT_STREAMS).
+    Limit(u32),
+}
+
+/// Input after which the connection cannot go on; the driver closes it
+/// (after writing [`H2Conn::output`], which then holds a GOAWAY).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum H2Error {
+    /// A frame or sequence of frames the protocol forbids.
+    Protocol(&'static str),
+    /// A frame larger than this client accepts.
+    FrameSize,
+    /// A header block the HPACK decoder refused, or one too large.
+    Compression,
+    /// The server sent more than the windows allowed.
+    FlowControl,
+    /// The response head lacks a valid `:status`.
+    BadStatus,
+}
+
+impl H2Error {
+    fn code(self) -> u32 {
+        match self {
+            H2Error::Protocol(_) | H2Error::BadStatus => code::PROTOCOL_ERROR,
+            H2Error::FrameSize => code::FRAME_SIZE_ERROR,
+            H2Error::Compression => code::COMPRESSION_ERROR,
+            H2Error::FlowControl => code::FLOW_CONTROL_ERROR,
+        }
+    }
+}
+
+impl std::fmt::Display for H2Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            H2Error::Protocol(what) => write!(f, "HTTP/2 protocol error: {what}"),
+            H2Error::FrameSize => write!(f, "HTTP/2 frame larger than {MAX_FRAME} octets"),
+            H2Error::Compression => write!(f, "HTTP/2 header block could not be decoded"),
+            H2Error::FlowControl => write!(f, "HTTP/2 flow-control window exceeded"),
+            H2Error::BadStatus => write!(f, "HTTP/2 response without a valid :status"),
+        }
+    }
+}
+
+/// One stream in flight.
+#[derive(Debug, Clone, Copy)]
+struct Stream {
+    id: u32,
+    call: Pending,
+    status: u16,
+    body: u64,
+    content_length: Option<u64>,
+    first: Option<Instant>,
+    /// Octets received since this stream's window was last topped up.
+    unacked: u32,
+}
+
+/// The HTTP/2 client side of one connection (see the module docs).
+pub(crate) struct H2Conn {
+    out: Vec<u8>,
+    out_pos: usize,
+    /// Bytes of a frame not yet complete.
+    partial: Vec<u8>,
+    /// Fragments of a header block awaiting CONTINUATION, and its stream.
+    block: Vec<u8>,
+    block_stream: Option<(u32, bool)>,
+    decoder: loona_hpack::Decoder<'static>,
+    streams: Vec<Stream>,
+    next_id: u32,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until said).
+    peer_limit: u32,
+    /// The server's SETTINGS_MAX_FRAME_SIZE (for our HEADERS).
+    peer_max_frame: usize,
+    /// A GOAWAY arrived: no new streams.
+    going_away: bool,
+    /// Octets received on the connection since its window was topped up.
+    conn_unacked: u32,
+    /// The server's first SETTINGS arrived.
+    settled: bool,
+}
+
+impl H2Conn {
+    /// A connection whose output starts with the preface, the client's
+    /// SETTINGS (no push, large windows) and the connection window's top-up.
+    pub fn new() -> H2Conn {
+        let mut c = H2Conn {
+            out: Vec::with_capacity(4096),
+            out_pos: 0,
+            partial: Vec::new(),
+            block: Vec::new(),
+            block_stream: None,
+            decoder: loona_hpack::Decoder::new(),
+            streams: Vec::new(),
+            next_id: 1,
+            peer_limit: u32::MAX,
+            peer_max_frame: MAX_FRAME,
+            going_away: false,
+            conn_unacked: 0,
+            settled: false,
+        };
+        c.start();
+        c
+    }
+
+    /// Forgets everything (the connection closed) and starts over with a new
+    /// preface; buffers are kept.
+    pub fn reset(&mut self) {
+        self.out.clear();
+        self.out_pos = 0;
+        self.partial.clear();
+        self.block.clear();
+        self.block_stream = None;
+        self.decoder = loona_hpack::Decoder::new();
+        self.streams.clear();
+        self.next_id = 1;
+        self.peer_limit = u32::MAX;
+        self.peer_max_frame = MAX_FRAME;
+        self.going_away = false;
+        self.conn_unacked = 0;
+        self.settled = false;
+        self.start();
+    }
+
+    fn start(&mut self) {
+        self.out.extend_from_slice(PREFACE);
+        // SETTINGS: ENABLE_PUSH = 0, INITIAL_WINDOW_SIZE = WINDOW.
+        self.frame_head(12, frame::SETTINGS, 0, 0);
+        for (id, value) in [(0x2u16, 0u32), (0x4, WINDOW)] {
+            self.out.extend_from_slice(&id.to_be_bytes());
+            self.out.extend_from_slice(&value.to_be_bytes());
+        }
+        self.window_update(0, WINDOW - DEFAULT_WINDOW);
+    }
+
+    fn frame_head(&mut self, len: usize, kind: u8, flags: u8, stream: u32) {
+        let l = (len as u32).to_be_bytes();
+        self.out.extend_from_slice(&l[1..]);
+        self.out.push(kind);
+        self.out.push(flags);
+        self.out
+            .extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+    }
+
+    fn window_update(&mut self, stream: u32, inc: u32) {
+        self.frame_head(4, frame::WINDOW_UPDATE, 0, stream);
+        self.out.extend_from_slice(&inc.to_be_bytes());
+    }
+
+    /// Bytes waiting to be written.
+    pub fn output(&self) -> &[u8] {
+        &self.out[self.out_pos..]
+    }
+
+    /// `n` bytes of [`Self::output`] were written.
+    pub fn wrote(&mut self, n: usize) {
+        self.out_pos += n;
+        if self.out_pos >= self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+        }
+    }
+
+    /// Streams in flight.
+    pub fn outstanding(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// The call waiting longest (the oldest stream), for timeouts.
+    pub fn oldest(&self) -> Option<&Pending> {
+        self.streams.iter().map(|s| &s.call).min_by_key(|c| c.sent)
+    }
+
+    /// Another stream may be opened now: the server's limit allows it, no
+    /// GOAWAY came, and stream ids are not exhausted.
+    pub fn can_open(&self) -> bool {
+        !self.going_away
+            && (self.streams.len() as u64) < u64::from(self.peer_limit)
+            && self.next_id < 0x7fff_fff0
+    }
+
+    /// The server's first SETTINGS arrived (its limits are known).
+    pub fn settled(&self) -> bool {
+        self.settled
+    }
+
+    /// Opens a stream for `call` with the request header `block` (from
+    /// [`request_block`]); the request has no body. Returns the stream id,
+    /// or `None` when [`Self::can_open`] is false.
+    pub fn open_stream(&mut self, block: &[u8], call: Pending) -> Option<u32> {
+        if !self.can_open() {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id += 2;
+        let max = self.peer_max_frame;
+        let first = block.len().min(max);
+        let end = if first == block.len() {
+            flag::END_HEADERS
+        } else {
+            0
+        };
+        self.frame_head(first, frame::HEADERS, flag::END_STREAM | end, id);
+        self.out.extend_from_slice(&block[..first]);
+        let mut at = first;
+        while at < block.len() {
+            let n = (block.len() - at).min(max);
+            let end = if at + n == block.len() {
+                flag::END_HEADERS
+            } else {
+                0
+            };
+            self.frame_head(n, frame::CONTINUATION, end, id);
+            self.out.extend_from_slice(&block[at..at + n]);
+            at += n;
+        }
+        self.streams.push(Stream {
+            id,
+            call,
+            status: 0,
+            body: 0,
+            content_length: None,
+            first: None,
+            unacked: 0,
+        });
+        Some(id)
+    }
+
+    /// Closes the connection politely: a GOAWAY with NO_ERROR is queued.
+    pub fn go_away(&mut self) {
+        self.goaway_frame(code::NO_ERROR);
+    }
+
+    fn goaway_frame(&mut self, code: u32) {
+        self.frame_head(8, frame::GOAWAY, 0, 0);
+        self.out.extend_from_slice(&0u32.to_be_bytes());
+        self.out.extend_from_slice(&code.to_be_bytes());
+    }
+
+    /// The calls still in flight, taken out (the connection is gone).
+    pub fn drain_calls(&mut self) -> impl Iterator<Item = Pending> + '_ {
+        self.streams.drain(..).map(|s| s.call)
+    }
+
+    /// Feeds received bytes; every complete frame is processed, events are
+    /// given to `on` in order, and an incomplete frame is kept for the next
+    /// call. On an error the connection must be closed after writing the
+    /// output (a GOAWAY naming the error is queued).
+    pub fn feed(
+        &mut self,
+        mut data: &[u8],
+        now: Instant,
+        on: &mut impl FnMut(Event),
+    ) -> Result<(), H2Error> {
+        let r = (|| {
+            // Finish a frame started in an earlier read.
+            while !self.partial.is_empty() {
+                let need = self.frame_len_needed();
+                if need - HEAD > MAX_FRAME {
+                    return Err(H2Error::FrameSize);
+                }
+                let take = (need - self.partial.len()).min(data.len());
+                self.partial.extend_from_slice(&data[..take]);
+                data = &data[take..];
+                if self.partial.len() < self.frame_len_needed() {
+                    if data.is_empty() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                let whole = std::mem::take(&mut self.partial);
+                let r = self.frame(&whole, now, on);
+                self.partial = whole;
+                self.partial.clear();
+                r?;
+            }
+            while data.len() >= HEAD {
+                let len = frame_len(data);
+                if len > MAX_FRAME {
+                    return Err(H2Error::FrameSize);
+                }
+                if data.len() < HEAD + len {
+                    break;
+                }
+                self.frame(&data[..HEAD + len], now, on)?;
+                data = &data[HEAD + len..];
+            }
+            self.partial.extend_from_slice(data);
+            if self.partial.len() >= HEAD && frame_len(&self.partial) > MAX_FRAME {
+                return Err(H2Error::FrameSize);
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            self.goaway_frame(e.code());
+        }
+        r
+    }
+
+    /// How long the frame in `partial` is (header included), once its
+    /// header is known.
+    fn frame_len_needed(&self) -> usize {
+        if self.partial.len() < HEAD {
+            HEAD
+        } else {
+            HEAD + frame_len(&self.partial)
+        }
+    }
+
+    fn index(&self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+
+    /// One whole frame.
+    fn frame(&mut self, f: &[u8], now: Instant, on: &mut impl FnMut(Event)) -> Result<(), H2Error> {
+        let kind = f[3];
+        let flags = f[4];
+        let id = u32::from_be_bytes([f[5], f[6], f[7], f[8]]) & 0x7fff_ffff;
+        let payload = &f[HEAD..];
+        if self.block_stream.is_some() && kind != frame::CONTINUATION {
+            return Err(H2Error::Protocol("a header block was interrupted"));
+        }
+        match kind {
+            frame::DATA => self.data(id, flags, payload, now, on),
+            frame::HEADERS => self.headers(id, flags, payload, now, on),
+            frame::CONTINUATION => self.continuation(id, flags, payload, now, on),
+            frame::PRIORITY => Ok(()),
+            frame::RST_STREAM => {
+                if payload.len() != 4 {
+                    return Err(H2Error::FrameSize);
+                }
+                let code = be32(payload);
+                if let Some(i) = self.index(id) {
+                    let call = self.streams.swap_remove(i).call;
+                    on(if code == code::REFUSED_STREAM {
+                        Event::Refused { call }
+                    } else {
+                        Event::Reset { call, code }
+                    });
+                }
+                Ok(())
+            }
+            frame::SETTINGS => self.settings(id, flags, payload, on),
+            frame::PUSH_PROMISE => Err(H2Error::Protocol("PUSH_PROMISE although push is off")),
+            frame::PING => {
+                if payload.len() != 8 || id != 0 {
+                    return Err(H2Error::Protocol("malformed PING"));
+                }
+                if flags & flag::ACK == 0 {
+                    self.frame_head(8, frame::PING, flag::ACK, 0);
+                    self.out.extend_from_slice(payload);
+                }
+                Ok(())
+            }
+            frame::GOAWAY => {
+                if payload.len() < 8 || id != 0 {
+                    return Err(H2Error::Protocol("malformed GOAWAY"));
+                }
+                let last = be32(payload) & 0x7fff_ffff;
+                let code = be32(&payload[4..]);
+                self.going_away = true;
+                on(Event::GoAway {
+                    last_stream: last,
+                    code,
+                });
+                // Streams above `last` were not processed.
+                let mut i = 0;
+                while i < self.streams.len() {
+                    if self.streams[i].id > last {
+                        let call = self.streams.swap_remove(i).call;
+                        on(Event::Refused { call });
+                    } else {
+                        i += 1;
+                    }
+                }
+                Ok(())
+            }
+            frame::WINDOW_UPDATE => {
+                if payload.len() != 4 {
+                    return Err(H2Error::FrameSize);
+                }
+                // This client sends no bodies: the server's windows never
+                // limit it.
+                Ok(())
+            }
+            // Unknown frame types are ignored (RFC 9113 §4.1).
+            _ => Ok(()),
+        }
+    }
+
+    fn settings(
+        &mut self,
+        id: u32,
+        flags: u8,
+        payload: &[u8],
+        on: &mut impl FnMut(Event),
+    ) -> Result<(), H2Error> {
+        if id != 0 {
+            return Err(H2Error::Protocol("SETTINGS on a stream"));
+        }
+        if flags & flag::ACK != 0 {
+            return if payload.is_empty() {
+                Ok(())
+            } else {
+                Err(H2Error::FrameSize)
+            };
+        }
+        if payload.len() % 6 != 0 {
+            return Err(H2Error::FrameSize);
+        }
+        for s in payload.chunks_exact(6) {
+            let value = be32(&s[2..]);
+            match u16::from_be_bytes([s[0], s[1]]) {
+                // MAX_CONCURRENT_STREAMS
+                0x3 => {
+                    self.peer_limit = value;
+                    on(Event::Limit(value));
+                }
+                // INITIAL_WINDOW_SIZE (of the server's streams' send
+                // windows: this client sends no bodies).
+                0x4 if value > 0x7fff_ffff => return Err(H2Error::FlowControl),
+                // MAX_FRAME_SIZE
+                0x5 => {
+                    if !(16_384..=16_777_215).contains(&value) {
+                        return Err(H2Error::Protocol("MAX_FRAME_SIZE out of range"));
+                    }
+                    self.peer_max_frame = value as usize;
+                }
+                _ => {}
+            }
+        }
+        self.settled = true;
+        self.frame_head(0, frame::SETTINGS, flag::ACK, 0);
+        Ok(())
+    }
+
+    /// The payload without padding (and, for HEADERS, the priority fields).
+    fn unpad(flags: u8, payload: &[u8], priority: bool) -> Result<&[u8], H2Error> {
+        let mut p = payload;
+        let mut pad = 0usize;
+        if flags & flag::PADDED != 0 {
+            let (&n, rest) = p
+                .split_first()
+                .ok_or(H2Error::Protocol("padded frame without its length"))?;
+            pad = n as usize;
+            p = rest;
+        }
+        if priority && flags & flag::PRIORITY != 0 {
+            p = p.get(5..).ok_or(H2Error::FrameSize)?;
+        }
+        if pad > p.len() {
+            return Err(H2Error::Protocol("padding longer than the frame"));
+        }
+        Ok(&p[..p.len() - pad])
+    }
+
+    fn data(
+        &mut self,
+        id: u32,
+        flags: u8,
+        payload: &[u8],
+        now: Instant,
+        on: &mut impl FnMut(Event),
+    ) -> Result<(), H2Error> {
+        if id == 0 {
+            return Err(H2Error::Protocol("DATA on stream 0"));
+        }
+        // Flow control counts the whole payload, padding included.
+        let counted = payload.len() as u32;
+        self.conn_unacked += counted;
+        if self.conn_unacked > WINDOW {
+            return Err(H2Error::FlowControl);
+        }
+        if self.conn_unacked >= WINDOW / 2 {
+            let inc = self.conn_unacked;
+            self.conn_unacked = 0;
+            self.window_update(0, inc);
+        }
+        let body = Self::unpad(flags, payload, false)?;
+        let Some(i) = self.index(id) else {
+            // A stream already reset or finished: its window is the
+            // connection's only (counted above).
+            return if id >= self.next_id {
+                Err(H2Error::Protocol("DATA on a stream never opened"))
+            } else {
+                Ok(())
+            };
+        };
+        let s = &mut self.streams[i];
+        if s.status == 0 {
+            return Err(H2Error::Protocol("DATA before the response head"));
+        }
+        s.unacked += counted;
+        if s.unacked > WINDOW {
+            return Err(H2Error::FlowControl);
+        }
+        s.body += body.len() as u64;
+        let call = s.call;
+        let top_up = (s.unacked >= WINDOW / 2 && flags & flag::END_STREAM == 0).then(|| {
+            let inc = s.unacked;
+            s.unacked = 0;
+            inc
+        });
+        if !body.is_empty() {
+            on(Event::Body {
+                call,
+                len: body.len(),
+            });
+        }
+        if let Some(inc) = top_up {
+            self.window_update(id, inc);
+        }
+        if flags & flag::END_STREAM != 0 {
+            self.finish(i, now, on);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, i: usize, now: Instant, on: &mut impl FnMut(Event)) {
+        let s = self.streams.swap_remove(i);
+        on(Event::Reply(H2Reply {
+            call: s.call,
+            status: s.status,
+            body: s.body,
+            content_length: s.content_length,
+            first: s.first.unwrap_or(now),
+        }));
+    }
+
+    fn headers(
+        &mut self,
+        id: u32,
+        flags: u8,
+        payload: &[u8],
+        now: Instant,
+        on: &mut impl FnMut(Event),
+    ) -> Result<(), H2Error> {
+        if id == 0 {
+            return Err(H2Error::Protocol("HEADERS on stream 0"));
+        }
+        let fragment = Self::unpad(flags, payload, true)?;
+        if let Some(i) = self.index(id) {
+            let s = &mut self.streams[i];
+            s.first.get_or_insert(now);
+        }
+        let end_stream = flags & flag::END_STREAM != 0;
+        if flags & flag::END_HEADERS == 0 {
+            self.block.clear();
+            self.block.extend_from_slice(fragment);
+            self.block_stream = Some((id, end_stream));
+            return Ok(());
+        }
+        self.head_block(id, end_stream, fragment, now, on)
+    }
+
+    fn continuation(
+        &mut self,
+        id: u32,
+        flags: u8,
+        payload: &[u8],
+        now: Instant,
+        on: &mut impl FnMut(Event),
+    ) -> Result<(), H2Error> {
+        let Some((sid, end_stream)) = self.block_stream else {
+            return Err(H2Error::Protocol("CONTINUATION without HEADERS"));
+        };
+        if sid != id {
+            return Err(H2Error::Protocol("CONTINUATION on another stream"));
+        }
+        if self.block.len() + payload.len() > MAX_HEADER_BLOCK {
+            return Err(H2Error::Compression);
+        }
+        self.block.extend_from_slice(payload);
+        if flags & flag::END_HEADERS == 0 {
+            return Ok(());
+        }
+        self.block_stream = None;
+        let block = std::mem::take(&mut self.block);
+        let r = self.head_block(id, end_stream, &block, now, on);
+        self.block = block;
+        self.block.clear();
+        r
+    }
+
+    /// A complete header block for stream `id`: decoded (always, to keep the
+    /// decoder's table in step), then applied to the stream if it is ours.
+    fn head_block(
+        &mut self,
+        id: u32,
+        end_stream: bool,
+        block: &[u8],
+        now: Instant,
+        on: &mut impl FnMut(Event),
+    ) -> Result<(), H2Error> {
+        let mut status: Option<u16> = None;
+        let mut content_length: Option<u64> = None;
+        let mut bad = false;
+        self.decoder
+            .decode_with_cb(block, |name, value| match &name[..] {
+                b":status" => status = parse_status(&value),
+                b"content-length" => match parse_u64(&value) {
+                    Some(n) => content_length = Some(n),
+                    None => bad = true,
+                },
+                _ => {}
+            })
+            .map_err(|_| H2Error::Compression)?;
+        let Some(i) = self.index(id) else {
+            return if id >= self.next_id {
+                Err(H2Error::Protocol("HEADERS on a stream never opened"))
+            } else {
+                Ok(())
+            };
+        };
+        if self.streams[i].status != 0 {
+            // Trailers (no pseudo-fields).
+            if !end_stream || status.is_some() {
+                return Err(H2Error::Protocol(
+                    "trailers without END_STREAM or with :status",
+                ));
+            }
+            self.finish(i, now, on);
+            return Ok(());
+        }
+        let status = match status {
+            Some(s) if !bad => s,
+            _ => return Err(H2Error::BadStatus),
+        };
+        if (100..200).contains(&status) {
+            // An interim response: the final one follows.
+            if end_stream {
+                return Err(H2Error::Protocol("an interim response ended its stream"));
+            }
+            return Ok(());
+        }
+        let s = &mut self.streams[i];
+        s.status = status;
+        s.content_length = content_length;
+        on(Event::Head {
+            call: s.call,
+            status,
+        });
+        if end_stream {
+            self.finish(i, now, on);
+        }
+        Ok(())
+    }
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn frame_len(head: &[u8]) -> usize {
+    (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2])
+}
+
+fn parse_status(v: &[u8]) -> Option<u16> {
+    if v.len() != 3 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+fn parse_u64(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// The HPACK header block of a GET (or HEAD) request, encoded without the
+/// dynamic table, so the same bytes serve every stream of every connection.
+/// `extra` headers are (lower-case name, value) pairs.
+pub(crate) fn request_block(
+    method: &str,
+    https: bool,
+    authority: &str,
+    path: &str,
+    extra: &[(&str, &str)],
+) -> Vec<u8> {
+    let mut b = Vec::with_capacity(64 + path.len() + authority.len());
+    // Indexed fields of the static table: :method GET (2), :scheme http (6)
+    // or https (7).
+    match method {
+        "GET" => b.push(0x80 | 2),
+        m => literal(&mut b, 2, None, m),
+    }
+    b.push(0x80 | if https { 7 } else { 6 });
+    match path {
+        "/" => b.push(0x80 | 4),
+        p => literal(&mut b, 4, None, p),
+    }
+    literal(&mut b, 1, None, authority);
+    for (name, value) in extra {
+        literal(&mut b, 0, Some(name), value);
+    }
+    b
+}
+
+/// A literal field without indexing (RFC 7541 §6.2.2): the name by its
+/// static-table index, or (index 0) as a literal.
+fn literal(b: &mut Vec<u8>, index: usize, name: Option<&str>, value: &str) {
+    integer(b, 4, 0x00, index);
+    if let Some(n) = name {
+        string(b, n.as_bytes());
+    }
+    string(b, value.as_bytes());
+}
+
+fn string(b: &mut Vec<u8>, s: &[u8]) {
+    integer(b, 7, 0x00, s.len());
+    b.extend_from_slice(s);
+}
+
+/// An HPACK integer with an N-bit prefix (RFC 7541 §5.1).
+fn integer(b: &mut Vec<u8>, prefix_bits: u8, first: u8, mut v: usize) {
+    let max = (1usize << prefix_bits) - 1;
+    if v < max {
+        b.push(first | v as u8);
+        return;
+    }
+    b.push(first | max as u8);
+    v -= max;
+    while v >= 128 {
+        b.push((v % 128) as u8 | 0x80);
+        v /= 128;
+    }
+    b.push(v as u8);
+}
+
+#[cfg(test)]
+mod tests;
