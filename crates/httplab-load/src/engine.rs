@@ -35,6 +35,7 @@ use crate::sys;
 use crate::uring::Ring;
 use crate::worker::{LocalAddrs, Tally, Window, WorkerCtx};
 
+mod h2;
 mod receive;
 
 const TIMER_TOKEN: Token = Token(usize::MAX - 1);
@@ -73,6 +74,8 @@ pub(crate) struct Worker<'a> {
     lag_threshold_us: u64,
     /// HTTPS: this worker's TLS configuration (its own session cache).
     tls_cfg: Option<Arc<ClientConfig>>,
+    /// `--http2`: the request header blocks and windows of the run.
+    h2: Option<h2::H2Plan>,
     /// Connections in setup now. Open-loop arrivals wait while it is at
     /// `ctx.setup_cap`: under overload the server's accept queue then never
     /// overflows (no dropped SYNs, no 1 s / 3 s retransmission stalls, no
@@ -101,12 +104,16 @@ impl<'a> Worker<'a> {
         };
         Ok(Worker {
             ctx,
-            rules: Rules::for_worker(
-                ctx,
-                &window,
-                spec.max_piped_calls.unwrap_or(u32::MAX),
-                false,
-            ),
+            rules: match &spec.http2 {
+                // HTTP/2: the session's calls are concurrent streams.
+                Some(h) => Rules::for_worker(ctx, &window, h.max_concurrent_streams, true),
+                None => Rules::for_worker(
+                    ctx,
+                    &window,
+                    spec.max_piped_calls.unwrap_or(u32::MAX),
+                    false,
+                ),
+            },
             poll,
             ring,
             timer,
@@ -132,7 +139,20 @@ impl<'a> Worker<'a> {
             reply_timeout: ctx.reply_timeout(),
             max_resp: ctx.max_resp(),
             lag_threshold_us: ctx.lag_threshold_us(),
-            tls_cfg: ctx.tls.map(|t| t.for_worker()),
+            tls_cfg: ctx.tls.map(|t| {
+                let cfg = t.for_worker();
+                if spec.http2.is_none() {
+                    return cfg;
+                }
+                // h2 first; http/1.1 too, so a server without h2 says what it chose.
+                let mut c = (*cfg).clone();
+                c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                Arc::new(c)
+            }),
+            h2: spec
+                .http2
+                .as_ref()
+                .map(|h| h2::H2Plan::new(spec, ctx.plan, h)),
             setup_now: 0,
         })
     }
@@ -329,10 +349,19 @@ impl<'a> Worker<'a> {
                 self.heap.push(Reverse((w, idx, gen)));
                 continue;
             }
+            let streams = s.wire.h2.is_some() && !s.connecting && !s.handshaking;
             if s.limit(self.max_resp).is_some_and(|d| d <= now) {
-                self.fail(idx, ErrClass::ResponseTimo, now);
+                if streams {
+                    self.h2_stream_timeout(idx, ErrClass::ResponseTimo, now);
+                } else {
+                    self.fail(idx, ErrClass::ResponseTimo, now);
+                }
             } else if s.deadline.is_some_and(|d| d <= now) {
-                self.fail(idx, ErrClass::ClientTimo, now);
+                if streams && s.wire.outstanding() > 0 {
+                    self.h2_stream_timeout(idx, ErrClass::ClientTimo, now);
+                } else {
+                    self.fail(idx, ErrClass::ClientTimo, now);
+                }
             } else if let Some(due) = s.sess.timer(&self.rules, now) {
                 // A paced send, or the end of a think time, that the
                 // generator itself made late: it fell behind its plan.
@@ -347,8 +376,11 @@ impl<'a> Worker<'a> {
         match self.free.pop() {
             Some(i) => i,
             None => {
-                self.slots
-                    .push(Slot::new(now, self.ctx.spec.print_reply.any()));
+                self.slots.push(Slot::new(
+                    now,
+                    self.ctx.spec.print_reply.any(),
+                    self.h2.as_ref().map(|h| h.conn()),
+                ));
                 self.slots.len() - 1
             }
         }
@@ -408,7 +440,9 @@ impl<'a> Worker<'a> {
             }
         }
         let s = &mut self.slots[idx];
-        if s.h1.outstanding() > 0 && s.deadline.is_none() {
+        if s.wire.h2.is_some() {
+            self.h2_deadline(idx);
+        } else if s.wire.outstanding() > 0 && s.deadline.is_none() {
             s.deadline = self.reply_timeout.map(|t| now + t);
         }
         self.arm(idx);
@@ -471,7 +505,7 @@ impl<'a> Worker<'a> {
         s.connecting = connecting;
         s.conn_start = now;
         s.conn_replies = 0;
-        s.h1.reset();
+        s.wire.reset();
         s.deadline = self.timeout.map(|t| now + t);
         if !connecting {
             rec(&mut self.tally.of(measured).connect, 1);
@@ -503,11 +537,15 @@ impl<'a> Worker<'a> {
             serial,
             measured,
         };
-        self.slots[idx].h1.queue(&r.bytes, pending);
         self.tally.of(measured).requests += 1;
         if measured {
             self.tally.part.requests += 1;
         }
+        if self.h2.is_some() {
+            self.h2_send(idx, pending, now);
+            return;
+        }
+        self.slots[idx].wire.h1.queue(&r.bytes, pending);
         if spec.print_request.any() {
             record::print_request(spec.print_request, serial, &r.bytes, r.head_len);
         }
@@ -520,12 +558,13 @@ impl<'a> Worker<'a> {
                 // io_uring: the bytes move into the connection's send buffer and
                 // go out with the turn's submission; while an earlier send is in
                 // flight they wait in `h1` (Done::Sent flushes again).
-                let out = s.h1.output();
+                let out = s.wire.output();
                 match ring.send(id, out) {
                     Ok(true) => {
                         let n = out.len();
-                        s.h1.wrote(n);
-                        self.tally.of(s.h1.output_measured()).bytes_sent += n as u64;
+                        s.wire.wrote(n);
+                        let m = s.wire.output_measured(s.conn_measured);
+                        self.tally.of(m).bytes_sent += n as u64;
                         Ok(())
                     }
                     Ok(false) => Ok(()),
@@ -601,7 +640,10 @@ impl<'a> Worker<'a> {
         let Some(tls) = s.tls.as_ref() else { return };
         let took = us(now.saturating_duration_since(s.hs_start));
         slot::record_handshake(tls, &mut self.tally.of(s.conn_measured).tls, took);
-        s.sess.connected();
+        if self.h2.is_some() && !self.h2_alpn_ok(idx, now) {
+            return;
+        }
+        self.slots[idx].sess.connected();
         self.drive(idx, now);
     }
 
@@ -617,6 +659,9 @@ impl<'a> Worker<'a> {
 
     fn close_conn(&mut self, idx: usize, ok: bool) {
         self.setup_done(idx);
+        if self.slots[idx].has_conn() {
+            self.h2_closing(idx);
+        }
         let s = &mut self.slots[idx];
         let had = match (s.sock.take(), s.uc.take()) {
             (Some(sock), _) => {
@@ -641,7 +686,7 @@ impl<'a> Worker<'a> {
             }
         }
         s.connecting = false;
-        s.h1.reset();
+        s.wire.reset();
         s.tls = None;
         s.handshaking = false;
         s.deadline = None;
@@ -659,6 +704,12 @@ impl<'a> Worker<'a> {
 
     /// [`Worker::fail`] without driving the session on (inside `drive`).
     fn lose(&mut self, idx: usize, class: ErrClass, now: Instant) {
+        let s = &self.slots[idx];
+        if s.wire.h2.is_some() && s.wire.outstanding() > 0 {
+            // HTTP/2: every stream in flight fails, as its own call.
+            self.h2_lose_streams(idx, class, now);
+            return;
+        }
         if self.slots[idx].handshaking {
             self.tls_failed(idx, || {
                 format!("the TLS handshake did not complete: {}", class.words())
@@ -702,8 +753,10 @@ impl<'a> Worker<'a> {
             if !s.in_use {
                 continue;
             }
-            let waiting = s.h1.outstanding() > 0 || s.connecting || s.handshaking;
-            if waiting {
+            let waiting = s.wire.outstanding() > 0 || s.connecting || s.handshaking;
+            if waiting && s.wire.h2.is_some() && s.wire.outstanding() > 0 {
+                self.h2_abandon(idx, interrupted);
+            } else if waiting {
                 let measured = s.waiting_measured(s.sess.in_window(&self.rules));
                 if interrupted {
                     self.tally.st.abandoned += 1;

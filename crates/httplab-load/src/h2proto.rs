@@ -19,9 +19,10 @@
 //! encoded without the dynamic table (literals with static-table names), so
 //! a request's header block never changes and is encoded once.
 //!
-//! Flow control: like h2load, the connection announces windows of
-//! 2^30 − 1 octets for itself and every stream and tops them up when half is
-//! consumed, so the server is never held back by the client's windows.
+//! Flow control: the connection announces the windows it is given
+//! (`--http2-window`-style settings in `Http2Spec`; h2load's defaults are
+//! 2^30 − 1 octets) for itself and every stream and tops them up when half
+//! is consumed, so the server is never held back by the client's windows.
 
 use std::time::Instant;
 
@@ -34,7 +35,8 @@ const HEAD: usize = 9;
 /// The largest frame payload this client accepts (the protocol's default;
 /// it announces no other).
 const MAX_FRAME: usize = 16_384;
-/// The window the client announces for the connection and for each stream.
+/// A window of 2^30 − 1 octets (h2load's default), for tests.
+#[cfg(test)]
 const WINDOW: u32 = (1 << 30) - 1;
 /// The protocol's initial window, before SETTINGS and WINDOW_UPDATE.
 const DEFAULT_WINDOW: u32 = 65_535;
@@ -63,13 +65,40 @@ mod flag {
     pub const PRIORITY: u8 = 0x20;
 }
 
+/// The names of HTTP/2 error codes (RFC 9113 §7), by code; codes beyond
+/// them count as the last, UNKNOWN.
+pub(crate) const REASONS: [&str; 15] = [
+    "NO_ERROR",
+    "PROTOCOL_ERROR",
+    "INTERNAL_ERROR",
+    "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT",
+    "STREAM_CLOSED",
+    "FRAME_SIZE_ERROR",
+    "REFUSED_STREAM",
+    "CANCEL",
+    "COMPRESSION_ERROR",
+    "CONNECT_ERROR",
+    "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY",
+    "HTTP_1_1_REQUIRED",
+    "UNKNOWN",
+];
+
+/// Index into [`REASONS`] of an error code.
+pub(crate) fn reason_index(code: u32) -> usize {
+    (code as usize).min(REASONS.len() - 1)
+}
+
 /// Error codes (RFC 9113 §7) this client sends or names.
 pub(crate) mod code {
+    #[cfg(test)]
     pub const NO_ERROR: u32 = 0x0;
     pub const PROTOCOL_ERROR: u32 = 0x1;
     pub const FLOW_CONTROL_ERROR: u32 = 0x3;
     pub const FRAME_SIZE_ERROR: u32 = 0x6;
     pub const REFUSED_STREAM: u32 = 0x7;
+    pub const CANCEL: u32 = 0x8;
     pub const COMPRESSION_ERROR: u32 = 0x9;
 }
 
@@ -82,6 +111,9 @@ pub(crate) struct H2Reply {
     pub body: u64,
     /// The `content-length` the server announced, if any.
     pub content_length: Option<u64>,
+    /// The size of the decoded response head, counted as HTTP/1.1 would
+    /// write it (`name: value` and CRLF per field, the status line).
+    pub header_bytes: u64,
     /// When the reply's first frame arrived.
     pub first: Instant,
 }
@@ -89,21 +121,19 @@ pub(crate) struct H2Reply {
 /// What the server did, in the order it happened.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Event {
-    /// A stream's response head arrived (its status).
-    Head { call: Pending, status: u16 },
-    /// Body octets arrived for `call` (for byte counts and progress).
-    Body { call: Pending, len: usize },
+    /// A stream's final response head arrived: the server is serving.
+    Head,
     /// A stream completed.
     Reply(H2Reply),
     /// The server reset a stream it had started to process (`code`).
     Reset { call: Pending, code: u32 },
-    /// The server did not process the call (REFUSED_STREAM, or a stream
-    /// above a GOAWAY's last id): it may be made again on another connection.
-    Refused { call: Pending },
-    /// The server will accept no new streams on this connection.
-    GoAway { last_stream: u32, code: u32 },
-    /// The server's limit on streams in flight (SETTINGS_MAX_CONCURRENT_STREAMS).
-    Limit(u32),
+    /// The server did not process the call (`reset`: a RST_STREAM with
+    /// REFUSED_STREAM; else a stream above a GOAWAY's last id): it may be
+    /// made again on another connection.
+    Refused { call: Pending, reset: bool },
+    /// The server will accept no new streams on this connection (`code`:
+    /// why); the streams it did not process follow as [`Event::Refused`].
+    GoAway { code: u32 },
 }
 
 /// Input after which the connection cannot go on; the driver closes it
@@ -120,12 +150,17 @@ pub(crate) enum H2Error {
     FlowControl,
     /// The response head lacks a valid `:status`.
     BadStatus,
+    /// The server answered the preface in HTTP/1.x: it does not speak
+    /// HTTP/2 on this port (its first line is in the input).
+    Http1Answer,
 }
 
 impl H2Error {
     fn code(self) -> u32 {
         match self {
-            H2Error::Protocol(_) | H2Error::BadStatus => code::PROTOCOL_ERROR,
+            H2Error::Protocol(_) | H2Error::BadStatus | H2Error::Http1Answer => {
+                code::PROTOCOL_ERROR
+            }
             H2Error::FrameSize => code::FRAME_SIZE_ERROR,
             H2Error::Compression => code::COMPRESSION_ERROR,
             H2Error::FlowControl => code::FLOW_CONTROL_ERROR,
@@ -141,7 +176,17 @@ impl std::fmt::Display for H2Error {
             H2Error::Compression => write!(f, "HTTP/2 header block could not be decoded"),
             H2Error::FlowControl => write!(f, "HTTP/2 flow-control window exceeded"),
             H2Error::BadStatus => write!(f, "HTTP/2 response without a valid :status"),
+            H2Error::Http1Answer => write!(f, "the server answered in HTTP/1.x"),
         }
+    }
+}
+
+/// The HPACK decoder (its table is the connection's state; not printed).
+struct Hpack(loona_hpack::Decoder<'static>);
+
+impl std::fmt::Debug for Hpack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hpack")
     }
 }
 
@@ -153,12 +198,14 @@ struct Stream {
     status: u16,
     body: u64,
     content_length: Option<u64>,
+    header_bytes: u64,
     first: Option<Instant>,
     /// Octets received since this stream's window was last topped up.
     unacked: u32,
 }
 
 /// The HTTP/2 client side of one connection (see the module docs).
+#[derive(Debug)]
 pub(crate) struct H2Conn {
     out: Vec<u8>,
     out_pos: usize,
@@ -167,7 +214,7 @@ pub(crate) struct H2Conn {
     /// Fragments of a header block awaiting CONTINUATION, and its stream.
     block: Vec<u8>,
     block_stream: Option<(u32, bool)>,
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: Hpack,
     streams: Vec<Stream>,
     next_id: u32,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until said).
@@ -180,19 +227,25 @@ pub(crate) struct H2Conn {
     conn_unacked: u32,
     /// The server's first SETTINGS arrived.
     settled: bool,
+    /// Nothing was received yet (the first bytes show an HTTP/1.x server).
+    fresh: bool,
+    /// The windows announced for each stream and for the connection.
+    stream_window: u32,
+    conn_window: u32,
 }
 
 impl H2Conn {
     /// A connection whose output starts with the preface, the client's
-    /// SETTINGS (no push, large windows) and the connection window's top-up.
-    pub fn new() -> H2Conn {
+    /// SETTINGS (no push, `stream_window`) and the connection window's
+    /// top-up to `conn_window`.
+    pub fn new(stream_window: u32, conn_window: u32) -> H2Conn {
         let mut c = H2Conn {
             out: Vec::with_capacity(4096),
             out_pos: 0,
             partial: Vec::new(),
             block: Vec::new(),
             block_stream: None,
-            decoder: loona_hpack::Decoder::new(),
+            decoder: Hpack(loona_hpack::Decoder::new()),
             streams: Vec::new(),
             next_id: 1,
             peer_limit: u32::MAX,
@@ -200,6 +253,9 @@ impl H2Conn {
             going_away: false,
             conn_unacked: 0,
             settled: false,
+            fresh: true,
+            stream_window: stream_window.clamp(1, 0x7fff_ffff),
+            conn_window: conn_window.clamp(DEFAULT_WINDOW, 0x7fff_ffff),
         };
         c.start();
         c
@@ -213,7 +269,7 @@ impl H2Conn {
         self.partial.clear();
         self.block.clear();
         self.block_stream = None;
-        self.decoder = loona_hpack::Decoder::new();
+        self.decoder = Hpack(loona_hpack::Decoder::new());
         self.streams.clear();
         self.next_id = 1;
         self.peer_limit = u32::MAX;
@@ -221,18 +277,21 @@ impl H2Conn {
         self.going_away = false;
         self.conn_unacked = 0;
         self.settled = false;
+        self.fresh = true;
         self.start();
     }
 
     fn start(&mut self) {
         self.out.extend_from_slice(PREFACE);
-        // SETTINGS: ENABLE_PUSH = 0, INITIAL_WINDOW_SIZE = WINDOW.
+        // SETTINGS: ENABLE_PUSH = 0, INITIAL_WINDOW_SIZE.
         self.frame_head(12, frame::SETTINGS, 0, 0);
-        for (id, value) in [(0x2u16, 0u32), (0x4, WINDOW)] {
+        for (id, value) in [(0x2u16, 0u32), (0x4, self.stream_window)] {
             self.out.extend_from_slice(&id.to_be_bytes());
             self.out.extend_from_slice(&value.to_be_bytes());
         }
-        self.window_update(0, WINDOW - DEFAULT_WINDOW);
+        if self.conn_window > DEFAULT_WINDOW {
+            self.window_update(0, self.conn_window - DEFAULT_WINDOW);
+        }
     }
 
     fn frame_head(&mut self, len: usize, kind: u8, flags: u8, stream: u32) {
@@ -286,10 +345,21 @@ impl H2Conn {
         self.settled
     }
 
+    /// A GOAWAY arrived: no new streams on this connection.
+    pub fn going_away(&self) -> bool {
+        self.going_away
+    }
+
+    /// The calls in flight.
+    pub fn calls(&self) -> impl Iterator<Item = &Pending> + '_ {
+        self.streams.iter().map(|s| &s.call)
+    }
+
     /// Opens a stream for `call` with the request header `block` (from
-    /// [`request_block`]); the request has no body. Returns the stream id,
-    /// or `None` when [`Self::can_open`] is false.
-    pub fn open_stream(&mut self, block: &[u8], call: Pending) -> Option<u32> {
+    /// [`request_block`]) and `body` (at most the protocol's initial window,
+    /// 65 535 octets: this client does not wait for send windows). Returns
+    /// the stream id, or `None` when [`Self::can_open`] is false.
+    pub fn open_stream(&mut self, block: &[u8], body: Option<&[u8]>, call: Pending) -> Option<u32> {
         if !self.can_open() {
             return None;
         }
@@ -302,7 +372,9 @@ impl H2Conn {
         } else {
             0
         };
-        self.frame_head(first, frame::HEADERS, flag::END_STREAM | end, id);
+        let body = body.filter(|b| !b.is_empty());
+        let no_body = if body.is_none() { flag::END_STREAM } else { 0 };
+        self.frame_head(first, frame::HEADERS, no_body | end, id);
         self.out.extend_from_slice(&block[..first]);
         let mut at = first;
         while at < block.len() {
@@ -316,19 +388,45 @@ impl H2Conn {
             self.out.extend_from_slice(&block[at..at + n]);
             at += n;
         }
+        if let Some(b) = body {
+            let mut at = 0;
+            while at < b.len() {
+                let n = (b.len() - at).min(max);
+                let end = if at + n == b.len() {
+                    flag::END_STREAM
+                } else {
+                    0
+                };
+                self.frame_head(n, frame::DATA, end, id);
+                self.out.extend_from_slice(&b[at..at + n]);
+                at += n;
+            }
+        }
         self.streams.push(Stream {
             id,
             call,
             status: 0,
             body: 0,
             content_length: None,
+            header_bytes: 0,
             first: None,
             unacked: 0,
         });
         Some(id)
     }
 
+    /// Gives up on the stream of the call with `serial` (a timeout): a
+    /// RST_STREAM with CANCEL is queued; returns its call.
+    pub fn cancel(&mut self, serial: u64) -> Option<Pending> {
+        let i = self.streams.iter().position(|s| s.call.serial == serial)?;
+        let s = self.streams.swap_remove(i);
+        self.frame_head(4, frame::RST_STREAM, 0, s.id);
+        self.out.extend_from_slice(&code::CANCEL.to_be_bytes());
+        Some(s.call)
+    }
+
     /// Closes the connection politely: a GOAWAY with NO_ERROR is queued.
+    #[cfg(test)]
     pub fn go_away(&mut self) {
         self.goaway_frame(code::NO_ERROR);
     }
@@ -355,6 +453,13 @@ impl H2Conn {
         on: &mut impl FnMut(Event),
     ) -> Result<(), H2Error> {
         let r = (|| {
+            if self.fresh && !data.is_empty() {
+                self.fresh = false;
+                let n = data.len().min(5);
+                if data[..n] == b"HTTP/"[..n] {
+                    return Err(H2Error::Http1Answer);
+                }
+            }
             // Finish a frame started in an earlier read.
             while !self.partial.is_empty() {
                 let need = self.frame_len_needed();
@@ -435,14 +540,14 @@ impl H2Conn {
                 if let Some(i) = self.index(id) {
                     let call = self.streams.swap_remove(i).call;
                     on(if code == code::REFUSED_STREAM {
-                        Event::Refused { call }
+                        Event::Refused { call, reset: true }
                     } else {
                         Event::Reset { call, code }
                     });
                 }
                 Ok(())
             }
-            frame::SETTINGS => self.settings(id, flags, payload, on),
+            frame::SETTINGS => self.settings(id, flags, payload),
             frame::PUSH_PROMISE => Err(H2Error::Protocol("PUSH_PROMISE although push is off")),
             frame::PING => {
                 if payload.len() != 8 || id != 0 {
@@ -461,16 +566,13 @@ impl H2Conn {
                 let last = be32(payload) & 0x7fff_ffff;
                 let code = be32(&payload[4..]);
                 self.going_away = true;
-                on(Event::GoAway {
-                    last_stream: last,
-                    code,
-                });
+                on(Event::GoAway { code });
                 // Streams above `last` were not processed.
                 let mut i = 0;
                 while i < self.streams.len() {
                     if self.streams[i].id > last {
                         let call = self.streams.swap_remove(i).call;
-                        on(Event::Refused { call });
+                        on(Event::Refused { call, reset: false });
                     } else {
                         i += 1;
                     }
@@ -490,13 +592,7 @@ impl H2Conn {
         }
     }
 
-    fn settings(
-        &mut self,
-        id: u32,
-        flags: u8,
-        payload: &[u8],
-        on: &mut impl FnMut(Event),
-    ) -> Result<(), H2Error> {
+    fn settings(&mut self, id: u32, flags: u8, payload: &[u8]) -> Result<(), H2Error> {
         if id != 0 {
             return Err(H2Error::Protocol("SETTINGS on a stream"));
         }
@@ -514,10 +610,7 @@ impl H2Conn {
             let value = be32(&s[2..]);
             match u16::from_be_bytes([s[0], s[1]]) {
                 // MAX_CONCURRENT_STREAMS
-                0x3 => {
-                    self.peer_limit = value;
-                    on(Event::Limit(value));
-                }
+                0x3 => self.peer_limit = value,
                 // INITIAL_WINDOW_SIZE (of the server's streams' send
                 // windows: this client sends no bodies).
                 0x4 if value > 0x7fff_ffff => return Err(H2Error::FlowControl),
@@ -570,10 +663,10 @@ impl H2Conn {
         // Flow control counts the whole payload, padding included.
         let counted = payload.len() as u32;
         self.conn_unacked += counted;
-        if self.conn_unacked > WINDOW {
+        if self.conn_unacked > self.conn_window {
             return Err(H2Error::FlowControl);
         }
-        if self.conn_unacked >= WINDOW / 2 {
+        if self.conn_unacked >= self.conn_window / 2 {
             let inc = self.conn_unacked;
             self.conn_unacked = 0;
             self.window_update(0, inc);
@@ -588,27 +681,21 @@ impl H2Conn {
                 Ok(())
             };
         };
+        let window = self.stream_window;
         let s = &mut self.streams[i];
         if s.status == 0 {
             return Err(H2Error::Protocol("DATA before the response head"));
         }
         s.unacked += counted;
-        if s.unacked > WINDOW {
+        if s.unacked > window {
             return Err(H2Error::FlowControl);
         }
         s.body += body.len() as u64;
-        let call = s.call;
-        let top_up = (s.unacked >= WINDOW / 2 && flags & flag::END_STREAM == 0).then(|| {
+        let top_up = (s.unacked >= window / 2 && flags & flag::END_STREAM == 0).then(|| {
             let inc = s.unacked;
             s.unacked = 0;
             inc
         });
-        if !body.is_empty() {
-            on(Event::Body {
-                call,
-                len: body.len(),
-            });
-        }
         if let Some(inc) = top_up {
             self.window_update(id, inc);
         }
@@ -625,6 +712,7 @@ impl H2Conn {
             status: s.status,
             body: s.body,
             content_length: s.content_length,
+            header_bytes: s.header_bytes,
             first: s.first.unwrap_or(now),
         }));
     }
@@ -697,14 +785,24 @@ impl H2Conn {
         let mut status: Option<u16> = None;
         let mut content_length: Option<u64> = None;
         let mut bad = false;
+        // "HTTP/1.1 200 OK\r\n"-sized status line, then "name: value\r\n".
+        let mut header_bytes = 2u64;
         self.decoder
+            .0
             .decode_with_cb(block, |name, value| match &name[..] {
-                b":status" => status = parse_status(&value),
-                b"content-length" => match parse_u64(&value) {
-                    Some(n) => content_length = Some(n),
-                    None => bad = true,
-                },
-                _ => {}
+                b":status" => {
+                    status = parse_status(&value);
+                    header_bytes += 17;
+                }
+                n => {
+                    header_bytes += (n.len() + value.len() + 4) as u64;
+                    if n == b"content-length" {
+                        match parse_u64(&value) {
+                            Some(v) => content_length = Some(v),
+                            None => bad = true,
+                        }
+                    }
+                }
             })
             .map_err(|_| H2Error::Compression)?;
         let Some(i) = self.index(id) else {
@@ -738,10 +836,8 @@ impl H2Conn {
         let s = &mut self.streams[i];
         s.status = status;
         s.content_length = content_length;
-        on(Event::Head {
-            call: s.call,
-            status,
-        });
+        s.header_bytes = header_bytes;
+        on(Event::Head);
         if end_stream {
             self.finish(i, now, on);
         }

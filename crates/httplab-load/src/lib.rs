@@ -97,12 +97,8 @@ mod cli;
 mod clock;
 mod command;
 mod engine;
-mod frametap;
 mod h1;
-mod h2conn;
-#[allow(dead_code)] // driven by the engine in a later step; unit-tested now
 mod h2proto;
-mod http2;
 mod plan;
 mod record;
 mod report;

@@ -13,7 +13,7 @@ use httplab_model::RunResult;
 use crate::report::{self, EXTRA_IO_ENGINE};
 use crate::spec::{self, Arrival, IoEngine, LoadSpec};
 use crate::worker::WorkerCtx;
-use crate::{engine, http2, plan, stats, sys, tls, uring};
+use crate::{engine, plan, stats, sys, tls, uring};
 
 /// Runs `spec` and returns its result. Never prints, except a live progress
 /// line on stderr when `progress` is true and stderr is a terminal.
@@ -252,10 +252,11 @@ pub fn io_uring_available() -> bool {
 /// The I/O engine for this run (see `--io`), and a warning when `--io uring`
 /// was asked for and cannot run.
 fn choose_io(spec: &LoadSpec) -> (&'static str, Option<String>) {
-    if spec.http2.is_some() {
-        return ("tokio", None);
-    }
     let asked = spec.io == IoEngine::Uring;
+    if spec.http2.is_some() && spec.io == IoEngine::Auto {
+        // HTTP/2 runs on epoll unless io_uring is asked for.
+        return ("epoll", None);
+    }
     if spec.tls.is_some() {
         // rustls sits between the socket and H1Conn; porting its record I/O to
         // completions is not done: HTTPS stays on the epoll engine.
@@ -319,10 +320,7 @@ fn run_workers(
         for ctx in ctxs {
             let h = std::thread::Builder::new()
                 .name(format!("httplab-load-{}", ctx.thread))
-                .spawn_scoped(scope, move || match &ctx.spec.http2 {
-                    Some(h) => http2::run_worker(ctx, h),
-                    None => engine::Worker::new(ctx)?.run(),
-                });
+                .spawn_scoped(scope, move || engine::Worker::new(ctx)?.run());
             handles.push(h);
         }
         if let Some(wall0) = progress {

@@ -1,5 +1,5 @@
 //! One session's slot in the HTTP/1.1 engine: its session machine, its
-//! connection (socket or io_uring entry, TLS, `H1Conn`) and its timers, with
+//! connection (socket or io_uring entry, TLS, `H1Conn` or `H2Conn`) and its timers, with
 //! the byte moves that need no engine state (socket set-up, plain and TLS
 //! writes and reads, the handshake's figures). Errors come back as values;
 //! the engine decides what they mean.
@@ -13,7 +13,10 @@ use mio::net::TcpStream;
 use rustls::{ClientConnection, HandshakeKind};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::h1::H1Conn;
+use std::collections::VecDeque;
+
+use crate::h1::{H1Conn, Pending};
+use crate::h2proto::H2Conn;
 use crate::session::Session;
 use crate::spec::LoadSpec;
 use crate::stats::{rec, ErrClass, TlsStats};
@@ -45,8 +48,8 @@ pub(crate) struct Slot {
     pub conn_replies: u64,
     /// The connection was opened for something scheduled in the window.
     pub conn_measured: bool,
-    /// The HTTP/1.1 state of the connection (requests out, replies in).
-    pub h1: H1Conn,
+    /// The protocol state of the connection (requests out, replies in).
+    pub wire: Wire,
     /// HTTPS: the TLS state of the connection (between socket and `h1`).
     pub tls: Option<Box<ClientConnection>>,
     /// The TLS handshake is under way (requests wait for its end).
@@ -63,7 +66,9 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    pub fn new(now: Instant, capture: bool) -> Slot {
+    /// A slot; `http2`: its connections speak HTTP/2 (`--http2`), starting
+    /// from this machine.
+    pub fn new(now: Instant, capture: bool, http2: Option<H2Conn>) -> Slot {
         Slot {
             gen: 0,
             in_use: false,
@@ -75,7 +80,7 @@ impl Slot {
             conn_start: now,
             conn_replies: 0,
             conn_measured: true,
-            h1: H1Conn::new(capture),
+            wire: Wire::new(capture, http2),
             tls: None,
             handshaking: false,
             hs_start: now,
@@ -88,7 +93,7 @@ impl Slot {
 
     /// When the oldest outstanding reply reaches `--max-response-time`.
     pub fn limit(&self, max_resp: Option<Duration>) -> Option<Instant> {
-        Some(self.h1.oldest()?.sent + max_resp?)
+        Some(self.wire.oldest()?.sent + max_resp?)
     }
 
     /// A connection is open (or opening), on either I/O engine.
@@ -107,7 +112,7 @@ impl Slot {
     /// Whether the oldest outstanding call (else the connection, else the
     /// session's next call) was scheduled in the window.
     pub fn waiting_measured(&self, in_window: bool) -> bool {
-        match self.h1.oldest() {
+        match self.wire.oldest() {
             Some(p) => p.measured,
             None if self.has_conn() => self.conn_measured,
             None => in_window,
@@ -119,12 +124,14 @@ impl Slot {
         let Some(sock) = self.sock.as_mut() else {
             return Ok(());
         };
-        while !self.h1.output().is_empty() {
-            match sock.write(self.h1.output()) {
+        while !self.wire.output().is_empty() {
+            match sock.write(self.wire.output()) {
                 Ok(0) => break,
                 Ok(n) => {
-                    tally.of(self.h1.output_measured()).bytes_sent += n as u64;
-                    self.h1.wrote(n);
+                    tally
+                        .of(self.wire.output_measured(self.conn_measured))
+                        .bytes_sent += n as u64;
+                    self.wire.wrote(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -140,15 +147,17 @@ impl Slot {
             return Ok(());
         };
         loop {
-            if !self.handshaking && !self.h1.output().is_empty() {
+            if !self.handshaking && !self.wire.output().is_empty() {
                 // rustls encrypts into its own send buffer (it allocates per
                 // record: the one allocation per request over TLS).
                 let n = tls
                     .writer()
-                    .write(self.h1.output())
+                    .write(self.wire.output())
                     .map_err(|e| ErrClass::from_io(&e))?;
-                tally.of(self.h1.output_measured()).bytes_sent += n as u64;
-                self.h1.wrote(n);
+                tally
+                    .of(self.wire.output_measured(self.conn_measured))
+                    .bytes_sent += n as u64;
+                self.wire.wrote(n);
             }
             if !tls.wants_write() {
                 return Ok(());
@@ -204,6 +213,80 @@ impl Slot {
         if let (Some(sock), Some(tls)) = (self.sock.as_mut(), self.tls.as_mut()) {
             let _ = tls.write_tls(sock);
         }
+    }
+}
+
+/// The protocol side of a slot's connection: HTTP/1.1, or with `--http2`
+/// HTTP/2 (whose calls beyond the server's stream limit wait here).
+#[derive(Debug)]
+pub(crate) struct Wire {
+    pub h1: H1Conn,
+    pub h2: Option<Box<H2Conn>>,
+    /// HTTP/2: calls the session sent while the server's stream limit was
+    /// reached; they get a stream as others end.
+    pub h2_wait: VecDeque<Pending>,
+}
+
+impl Wire {
+    fn new(capture: bool, http2: Option<H2Conn>) -> Wire {
+        Wire {
+            h1: H1Conn::new(capture),
+            h2: http2.map(Box::new),
+            h2_wait: VecDeque::new(),
+        }
+    }
+
+    /// Bytes waiting to be written.
+    pub fn output(&self) -> &[u8] {
+        match &self.h2 {
+            Some(h) => h.output(),
+            None => self.h1.output(),
+        }
+    }
+
+    /// `n` bytes of [`Self::output`] were written.
+    pub fn wrote(&mut self, n: usize) {
+        match &mut self.h2 {
+            Some(h) => h.wrote(n),
+            None => self.h1.wrote(n),
+        }
+    }
+
+    /// Whether the output belongs to measured calls (HTTP/2 frames are the
+    /// connection's: `conn_measured`).
+    pub fn output_measured(&self, conn_measured: bool) -> bool {
+        match &self.h2 {
+            Some(_) => conn_measured,
+            None => self.h1.output_measured(),
+        }
+    }
+
+    /// Calls sent and not answered (HTTP/2: streams, and calls waiting for one).
+    pub fn outstanding(&self) -> usize {
+        match &self.h2 {
+            Some(h) => h.outstanding() + self.h2_wait.len(),
+            None => self.h1.outstanding(),
+        }
+    }
+
+    /// The call waiting longest.
+    pub fn oldest(&self) -> Option<&Pending> {
+        match &self.h2 {
+            Some(h) => [h.oldest(), self.h2_wait.front()]
+                .into_iter()
+                .flatten()
+                .min_by_key(|p| p.sent),
+            None => self.h1.oldest(),
+        }
+    }
+
+    /// A new connection (or none): everything outstanding forgotten.
+    pub fn reset(&mut self) {
+        self.h1.reset();
+        if let Some(h) = &mut self.h2 {
+            h.reset();
+        }
+        self.h2_wait.clear();
     }
 }
 

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use httplab_model::Interval;
 use serde::{Deserialize, Serialize};
 
-use crate::frametap::REASONS;
+use crate::h2proto::REASONS;
 use crate::spec::{Http2Spec, LoadSpec};
 
 /// Histogram of microseconds, 1 µs .. 1 h, 3 significant digits.

@@ -94,7 +94,7 @@ impl Worker<'_> {
     /// oldest call waiting, else to the connection.
     fn count_received(&mut self, idx: usize, n: usize) {
         let s = &self.slots[idx];
-        let measured = s.h1.oldest().map_or(s.conn_measured, |p| p.measured);
+        let measured = s.wire.oldest().map_or(s.conn_measured, |p| p.measured);
         self.tally.received(measured, n as u64);
     }
 
@@ -127,6 +127,18 @@ impl Worker<'_> {
                     // Send the alert rustls queued, then give up.
                     s.send_alert();
                     if s.handshaking {
+                        if s.wire.h2.is_some()
+                            && matches!(
+                                e,
+                                rustls::Error::AlertReceived(
+                                    rustls::AlertDescription::NoApplicationProtocol
+                                )
+                            )
+                        {
+                            self.tally.of(s.conn_measured).h2.failed(|| {
+                                "server refused h2: no ALPN protocol in common (alert no_application_protocol)".into()
+                            });
+                        }
                         self.tls_failed(idx, || crate::tls::describe_error(&e));
                     } else {
                         self.tally.of(s.conn_measured).framing_errors += 1;
@@ -165,13 +177,16 @@ impl Worker<'_> {
     /// Feeds received bytes to the connection's HTTP/1.1 machine. Returns
     /// false when the connection is gone (closed, failed) and reading must stop.
     fn process(&mut self, idx: usize, data: &[u8], now: Instant) -> bool {
+        if self.slots[idx].wire.h2.is_some() {
+            return self.process_h2(idx, data, now);
+        }
         // The server is serving this connection: it has left setup.
         self.setup_done(idx);
         let conn_id = self.slots[idx].conn_id;
         let mut pos = 0;
         while pos < data.len() {
             let s = &mut self.slots[idx];
-            let fed = match s.h1.feed(&data[pos..], now) {
+            let fed = match s.wire.h1.feed(&data[pos..], now) {
                 Ok(f) => f,
                 Err(e) => {
                     let (measured, class) = match e {
@@ -188,7 +203,7 @@ impl Worker<'_> {
             if fed.head_done {
                 let status = fed
                     .reply
-                    .map_or_else(|| s.h1.head_status(), |r| r.info.status);
+                    .map_or_else(|| s.wire.h1.head_status(), |r| r.info.status);
                 s.verify = Verify {
                     on: self.verifier.is_some() && status == 200,
                     off: 0,
@@ -207,7 +222,7 @@ impl Worker<'_> {
             self.slots[idx].deadline = self.timeout.map(|t| now + t);
             if let Some(r) = fed.reply {
                 let measured = r.call.measured;
-                let more_expected = self.slots[idx].h1.outstanding() > 0;
+                let more_expected = self.slots[idx].wire.outstanding() > 0;
                 self.on_reply(idx, r, now);
                 let s = &self.slots[idx];
                 let alive = s.in_use && s.has_conn() && s.conn_id == conn_id;
@@ -235,7 +250,7 @@ impl Worker<'_> {
             return;
         }
         let front = done_req
-            .or_else(|| s.h1.oldest().map(|p| p.req))
+            .or_else(|| s.wire.oldest().map(|p| p.req))
             .unwrap_or(0);
         let path = &self.ctx.plan.requests[front as usize].path;
         let vo = s.verify.off as usize;
@@ -251,7 +266,17 @@ impl Worker<'_> {
 
     fn on_eof(&mut self, idx: usize, now: Instant) {
         let s = &mut self.slots[idx];
-        match s.h1.eof(now) {
+        if s.wire.h2.is_some() {
+            if s.wire.outstanding() > 0 {
+                self.fail(idx, ErrClass::ConnReset, now);
+            } else {
+                self.close_conn(idx, true);
+                self.slots[idx].sess.server_closed();
+                self.drive(idx, now);
+            }
+            return;
+        }
+        match s.wire.h1.eof(now) {
             Eof::Idle => {
                 // Idle keep-alive connection closed by the server: reconnect on demand.
                 self.close_conn(idx, true);
@@ -303,12 +328,12 @@ impl Worker<'_> {
             s.verify.on = false;
         }
         if spec.print_reply.any() {
-            let raw = s.h1.captured();
+            let raw = s.wire.h1.captured();
             record::print_reply(spec.print_reply, p.serial, raw, &info);
             raw.clear();
         }
         s.conn_replies += 1;
-        s.deadline = if s.h1.outstanding() > 0 {
+        s.deadline = if s.wire.outstanding() > 0 {
             self.reply_timeout.map(|t| now + t)
         } else {
             None

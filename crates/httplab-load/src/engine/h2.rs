@@ -1,0 +1,392 @@
+//! The engine's HTTP/2 side (`--http2`): the same slots, sockets, TLS and
+//! session machine as HTTP/1.1, with `H2Conn` (`h2proto.rs`) instead of
+//! `H1Conn`. A session's calls become streams on its connection (up to the
+//! server's stream limit; beyond it they wait in the slot), the machine's
+//! events become statistics and session events, and every stream has its
+//! own `--timeout` and `--max-response-time`.
+
+use std::time::Instant;
+
+use httplab_wire::response::{Framing, ResponseInfo};
+
+use crate::h1::Pending;
+use crate::h2proto::{self, reason_index, Event, H2Conn, H2Error};
+use crate::plan::Plan;
+use crate::record;
+use crate::spec::{Http2Spec, LoadSpec};
+use crate::stats::ErrClass;
+
+use super::Worker;
+
+/// What every connection of the run sends: a header block per planned
+/// request (encoded once), the request body, and the windows to announce.
+pub(crate) struct H2Plan {
+    blocks: Vec<Vec<u8>>,
+    body: Option<Vec<u8>>,
+    pub spec: Http2Spec,
+    /// Events of one feed (kept for its memory).
+    events: Vec<Event>,
+    /// Calls of a connection being failed (kept for its memory).
+    calls: Vec<Pending>,
+}
+
+impl H2Plan {
+    pub fn new(spec: &LoadSpec, plan: &Plan, h: &Http2Spec) -> H2Plan {
+        let auth = authority(spec);
+        let ua = format!("httplab/{}", env!("CARGO_PKG_VERSION"));
+        let mut extra: Vec<(String, String)> = vec![("user-agent".into(), ua)];
+        for line in &spec.headers {
+            if let Some((n, v)) = line.split_once(':') {
+                let n = n.trim().to_ascii_lowercase();
+                if !forbidden(&n) {
+                    extra.push((n, v.trim().to_string()));
+                }
+            }
+        }
+        if let Some(b) = &spec.body {
+            extra.push(("content-length".into(), b.len().to_string()));
+        }
+        let extra: Vec<(&str, &str)> = extra
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let blocks = plan
+            .requests
+            .iter()
+            .map(|r| {
+                let method = if r.is_head { "HEAD" } else { &spec.method };
+                h2proto::request_block(method, spec.tls.is_some(), &auth, &r.path, &extra)
+            })
+            .collect();
+        H2Plan {
+            blocks,
+            body: spec.body.clone(),
+            spec: h.clone(),
+            events: Vec::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    /// A fresh connection machine with the run's windows.
+    pub fn conn(&self) -> H2Conn {
+        H2Conn::new(self.spec.stream_window, self.spec.conn_window)
+    }
+}
+
+/// The `:authority` of the requests: the Host header, else server and port.
+pub(crate) fn authority(spec: &LoadSpec) -> String {
+    if let Some(h) = &spec.host_header {
+        return h.clone();
+    }
+    let host = if spec.server.contains(':') && !spec.server.starts_with('[') {
+        format!("[{}]", spec.server)
+    } else {
+        spec.server.clone()
+    };
+    format!("{host}:{}", spec.port)
+}
+
+/// Header fields HTTP/2 forbids (RFC 9113, 8.2.2) or carries as pseudo-headers.
+fn forbidden(name: &str) -> bool {
+    matches!(
+        name,
+        "host"
+            | "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "transfer-encoding"
+            | "upgrade"
+            | "te"
+    )
+}
+
+impl Worker<'_> {
+    /// Sends call `p` on slot `idx`'s HTTP/2 connection: a stream now, or a
+    /// wait for one; after the server's GOAWAY the call is refused (made
+    /// again on a new connection).
+    pub(super) fn h2_send(&mut self, idx: usize, p: Pending, now: Instant) {
+        let Some(plan) = self.h2.as_ref() else { return };
+        let s = &mut self.slots[idx];
+        let Some(h) = s.wire.h2.as_mut() else { return };
+        if h.going_away() {
+            self.h2_unsend(&p);
+            self.slots[idx].sess.refused(&self.rules, now);
+            return;
+        }
+        self.tally.of(p.measured).h2.streams_started += 1;
+        if s.wire.h2_wait.is_empty() && h.can_open() {
+            let body = plan.body.as_deref();
+            h.open_stream(&plan.blocks[p.req as usize], body, p);
+        } else {
+            s.wire.h2_wait.push_back(p);
+        }
+    }
+
+    /// A call that was counted as sent but never reached the server.
+    fn h2_unsend(&mut self, p: &Pending) {
+        let st = self.tally.of(p.measured);
+        st.requests = st.requests.saturating_sub(1);
+        if p.measured {
+            self.tally.part.requests = self.tally.part.requests.saturating_sub(1);
+        }
+    }
+
+    /// Calls waiting for a stream get one while the server's limit allows;
+    /// their time waiting counts only in the corrected latency.
+    fn h2_open_waiting(&mut self, idx: usize, now: Instant) {
+        let Some(plan) = self.h2.as_ref() else { return };
+        let s = &mut self.slots[idx];
+        let Some(h) = s.wire.h2.as_mut() else { return };
+        while h.can_open() {
+            let Some(mut p) = s.wire.h2_wait.pop_front() else {
+                break;
+            };
+            p.sent = now;
+            h.open_stream(&plan.blocks[p.req as usize], plan.body.as_deref(), p);
+        }
+    }
+
+    /// Slot `idx`'s deadline: its connection's set-up, else its oldest
+    /// call's `--timeout`.
+    pub(super) fn h2_deadline(&mut self, idx: usize) {
+        let s = &mut self.slots[idx];
+        if s.connecting || s.handshaking {
+            return;
+        }
+        s.deadline = match (s.wire.oldest(), self.reply_timeout) {
+            (Some(p), Some(t)) => Some(p.sent + t),
+            _ => None,
+        };
+    }
+
+    /// Bytes from slot `idx`'s HTTP/2 connection. Returns false when the
+    /// connection is gone.
+    pub(super) fn process_h2(&mut self, idx: usize, data: &[u8], now: Instant) -> bool {
+        let Some(plan) = self.h2.as_mut() else {
+            return false;
+        };
+        let mut events = std::mem::take(&mut plan.events);
+        events.clear();
+        let s = &mut self.slots[idx];
+        let Some(h) = s.wire.h2.as_mut() else {
+            return false;
+        };
+        let fed = h.feed(data, now, &mut |e| events.push(e));
+        let conn_id = s.conn_id;
+        for e in events.drain(..) {
+            let s = &self.slots[idx];
+            if !s.in_use || s.conn_id != conn_id || !s.has_conn() {
+                break;
+            }
+            self.h2_event(idx, e, now);
+        }
+        if let Some(plan) = self.h2.as_mut() {
+            plan.events = events;
+        }
+        let s = &self.slots[idx];
+        if !s.in_use || s.conn_id != conn_id || !s.has_conn() {
+            return false;
+        }
+        if let Err(e) = fed {
+            let st = self.tally.of(s.conn_measured);
+            st.framing_errors += 1;
+            if e == H2Error::Http1Answer {
+                let line =
+                    String::from_utf8_lossy(data.split(|&b| b == b'\r').next().unwrap_or(b""))
+                        .chars()
+                        .take(60)
+                        .collect::<String>();
+                st.h2.failed(|| format!("not an HTTP/2 server: got '{line}' (an HTTP/1.x answer to the h2c preface; use TLS with ALPN, or drop --http2)"));
+            } else if st.h2.first_error.is_none() {
+                st.h2.first_error = Some(e.to_string());
+            }
+            // The GOAWAY naming the error goes out before the close.
+            self.flush(idx, now);
+            self.fail(idx, ErrClass::Other, now);
+            return false;
+        }
+        self.h2_open_waiting(idx, now);
+        self.h2_deadline(idx);
+        self.drive(idx, now);
+        let s = &self.slots[idx];
+        if s.in_use && s.conn_id == conn_id && !s.wire.output().is_empty() {
+            // Acknowledgements, window top-ups, new streams.
+            self.flush(idx, now);
+        }
+        let s = &self.slots[idx];
+        s.in_use && s.conn_id == conn_id && s.has_conn()
+    }
+
+    /// One event of slot `idx`'s connection.
+    fn h2_event(&mut self, idx: usize, e: Event, now: Instant) {
+        match e {
+            Event::Head => self.setup_done(idx),
+            Event::Reply(r) => {
+                let info = ResponseInfo {
+                    status: r.status,
+                    minor_version: 1,
+                    header_bytes: r.header_bytes,
+                    body_bytes: r.body,
+                    chunk_overhead_bytes: 0,
+                    footer_bytes: 0,
+                    content_length: r.content_length,
+                    framing: if r.content_length.is_some() {
+                        Framing::Length
+                    } else {
+                        Framing::Close
+                    },
+                    keep_alive: true,
+                };
+                record::reply(&mut self.tally, &r.call, &info, r.first, now);
+                self.tally.of(r.call.measured).h2.streams_completed += 1;
+                let s = &mut self.slots[idx];
+                s.conn_replies += 1;
+                s.sess.reply(&self.rules, now, r.status, true);
+            }
+            Event::Reset { call, code } => {
+                let st = self.tally.of(call.measured);
+                st.h2.rst[reason_index(code)] += 1;
+                st.h2.streams_failed += 1;
+                self.tally.error(call.measured, ErrClass::Other);
+                self.slots[idx].sess.call_failed(&self.rules, now, false);
+            }
+            Event::Refused { call, reset } => {
+                let st = self.tally.of(call.measured);
+                if reset {
+                    st.h2.rst[reason_index(h2proto::code::REFUSED_STREAM)] += 1;
+                }
+                st.h2.streams_started = st.h2.streams_started.saturating_sub(1);
+                self.h2_unsend(&call);
+                self.slots[idx].sess.refused(&self.rules, now);
+            }
+            Event::GoAway { code, .. } => {
+                let m = self.slots[idx].conn_measured;
+                let st = self.tally.of(m);
+                st.h2.goaway_conns += 1;
+                st.h2.goaway_reasons[reason_index(code)] += 1;
+                // Calls still waiting for a stream will not get one here.
+                while let Some(p) = self.slots[idx].wire.h2_wait.pop_front() {
+                    let st = self.tally.of(p.measured);
+                    st.h2.streams_started = st.h2.streams_started.saturating_sub(1);
+                    self.h2_unsend(&p);
+                    self.slots[idx].sess.refused(&self.rules, now);
+                }
+            }
+        }
+    }
+
+    /// Slot `idx`'s connection broke with calls in flight: each fails with
+    /// `class`, as the stream it was; then the connection closes.
+    pub(super) fn h2_lose_streams(&mut self, idx: usize, class: ErrClass, now: Instant) {
+        let Some(plan) = self.h2.as_mut() else { return };
+        let mut calls = std::mem::take(&mut plan.calls);
+        calls.clear();
+        let s = &mut self.slots[idx];
+        if let Some(h) = s.wire.h2.as_mut() {
+            calls.extend(h.drain_calls());
+        }
+        calls.extend(s.wire.h2_wait.drain(..));
+        for c in &calls {
+            self.tally.error(c.measured, class);
+            self.tally.of(c.measured).h2.streams_failed += 1;
+        }
+        self.close_conn(idx, false);
+        for _ in &calls {
+            self.slots[idx].sess.call_failed(&self.rules, now, true);
+        }
+        if let Some(plan) = self.h2.as_mut() {
+            plan.calls = calls;
+        }
+    }
+
+    /// The oldest call of slot `idx` reached its `--timeout` (or
+    /// `--max-response-time`, `class`): its stream is cancelled, the call
+    /// fails, the connection goes on.
+    pub(super) fn h2_stream_timeout(&mut self, idx: usize, class: ErrClass, now: Instant) {
+        let s = &mut self.slots[idx];
+        let Some(oldest) = s.wire.oldest().copied() else {
+            return;
+        };
+        let gone = match s
+            .wire
+            .h2_wait
+            .iter()
+            .position(|p| p.serial == oldest.serial)
+        {
+            Some(i) => s.wire.h2_wait.remove(i),
+            None => s.wire.h2.as_mut().and_then(|h| h.cancel(oldest.serial)),
+        };
+        let Some(call) = gone else { return };
+        self.tally.error(call.measured, class);
+        self.tally.of(call.measured).h2.streams_failed += 1;
+        self.slots[idx].sess.call_failed(&self.rules, now, false);
+        self.h2_open_waiting(idx, now);
+        self.h2_deadline(idx);
+        self.drive(idx, now);
+        if self.slots[idx].in_use {
+            self.flush(idx, now);
+        }
+    }
+
+    /// The TLS handshake of slot `idx` ended: HTTP/2 needs ALPN "h2".
+    /// Returns false (the connection failed) otherwise.
+    pub(super) fn h2_alpn_ok(&mut self, idx: usize, now: Instant) -> bool {
+        let s = &self.slots[idx];
+        let alpn = s.tls.as_ref().and_then(|t| t.alpn_protocol());
+        if alpn == Some(b"h2") {
+            return true;
+        }
+        let why = match alpn {
+            Some(p) => format!(
+                "server refused h2: ALPN chose {}",
+                String::from_utf8_lossy(p)
+            ),
+            None => "server refused h2: it chose no ALPN protocol (no HTTP/2 over TLS)".into(),
+        };
+        let m = s.conn_measured;
+        self.tally.of(m).h2.failed(|| why);
+        self.fail(idx, ErrClass::Other, now);
+        false
+    }
+
+    /// Slot `idx`'s established HTTP/2 connection is closing: whether it
+    /// spoke HTTP/2, and if not, why.
+    pub(super) fn h2_closing(&mut self, idx: usize) {
+        let s = &self.slots[idx];
+        if s.connecting || s.handshaking {
+            return;
+        }
+        let Some(h) = s.wire.h2.as_ref() else { return };
+        let m = s.conn_measured;
+        if h.settled() {
+            self.tally.of(m).h2.connections += 1;
+        } else if s.conn_replies == 0 {
+            self.tally
+                .of(m)
+                .h2
+                .failed(|| "the server did not speak HTTP/2 (no SETTINGS frame)".into());
+        }
+    }
+
+    /// The run gives up on slot `idx`'s calls in flight (Ctrl-C, the drain):
+    /// abandoned, or (the drain) failed as timed out.
+    pub(super) fn h2_abandon(&mut self, idx: usize, interrupted: bool) {
+        let s = &self.slots[idx];
+        let mut n = 0u64;
+        let mut measured = 0u64;
+        if let Some(h) = s.wire.h2.as_ref() {
+            for p in h.calls().chain(s.wire.h2_wait.iter()) {
+                n += 1;
+                measured += u64::from(p.measured);
+            }
+        }
+        if interrupted {
+            self.tally.st.abandoned += n;
+        } else {
+            for _ in 0..measured {
+                self.tally.error(true, ErrClass::ClientTimo);
+            }
+            self.tally.st.h2.streams_failed += measured;
+        }
+    }
+}
