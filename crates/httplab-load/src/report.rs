@@ -631,13 +631,7 @@ pub fn environment() -> Environment {
         .lines()
         .filter(|l| l.starts_with("processor"))
         .count() as u32;
-    let memory_bytes = std::fs::read_to_string("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024);
+    let memory_bytes = sys::mem_total_bytes().unwrap_or(0);
     Environment {
         kernel: sys::kernel(),
         cpu_model,

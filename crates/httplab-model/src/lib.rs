@@ -1101,8 +1101,8 @@ pub struct Cell {
     /// Every metric's value per successful repetition, in round order, by key.
     #[serde(default)]
     pub values: std::collections::BTreeMap<String, Vec<f64>>,
-    /// Why repetitions stopped ("precision", "max-repetitions", "failed", "interrupted").
-    pub stop: String,
+    /// Why repetitions stopped.
+    pub stop: CellStop,
     /// Relative half-width of the primary metric's CI when repetitions stopped.
     pub precision: Option<f64>,
     /// Runs of this cell the load generator limited (their figures are bounds).
@@ -1111,6 +1111,92 @@ pub struct Cell {
     pub client_bound: bool,
     /// Mean, median, 95 % CI and n of every metric, by metric key.
     pub metrics: std::collections::BTreeMap<String, Estimate>,
+}
+
+/// Why a cell's repetitions stopped ([`Cell::stop`]). Written as the words
+/// of [`CellStop::as_str`] (what study documents have always carried; older
+/// studies also wrote "precision"); a word this version does not know is
+/// read back as [`CellStop::Other`] and written again unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum CellStop {
+    /// The cell ran the rounds the design gave it ("design").
+    #[default]
+    Design,
+    /// The repetition cap was reached ("max-repetitions").
+    MaxRepetitions,
+    /// The server failed ("failed").
+    Failed,
+    /// The study was interrupted by Ctrl-C ("interrupted").
+    Interrupted,
+    /// Every run of the cell measured nothing ("nothing-measured").
+    NothingMeasured,
+    /// The target precision was reached ("precision", older studies).
+    Precision,
+    /// Any other word, as read.
+    Other(String),
+}
+
+impl CellStop {
+    /// The word written in results and tables.
+    pub fn as_str(&self) -> &str {
+        match self {
+            CellStop::Design => "design",
+            CellStop::MaxRepetitions => "max-repetitions",
+            CellStop::Failed => "failed",
+            CellStop::Interrupted => "interrupted",
+            CellStop::NothingMeasured => "nothing-measured",
+            CellStop::Precision => "precision",
+            CellStop::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for CellStop {
+    fn from(s: &str) -> CellStop {
+        match s {
+            "design" => CellStop::Design,
+            "max-repetitions" => CellStop::MaxRepetitions,
+            "failed" => CellStop::Failed,
+            "interrupted" => CellStop::Interrupted,
+            "nothing-measured" => CellStop::NothingMeasured,
+            "precision" => CellStop::Precision,
+            other => CellStop::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for CellStop {
+    fn from(s: String) -> CellStop {
+        CellStop::from(s.as_str())
+    }
+}
+
+impl From<CellStop> for String {
+    fn from(s: CellStop) -> String {
+        match s {
+            CellStop::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for CellStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for CellStop {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for CellStop {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 /// Mean, median, standard deviation and a 95 % confidence interval of a
@@ -1320,6 +1406,25 @@ mod tests {
         }
         assert_eq!(RunStatus::from("not installed"), RunStatus::NotInstalled);
         assert_eq!(RunStatus::from("queued"), RunStatus::Other("queued".into()));
+    }
+
+    #[test]
+    fn cell_stops_read_and_write_their_words() {
+        for (w, want) in [
+            ("design", CellStop::Design),
+            ("max-repetitions", CellStop::MaxRepetitions),
+            ("failed", CellStop::Failed),
+            ("interrupted", CellStop::Interrupted),
+            ("nothing-measured", CellStop::NothingMeasured),
+            ("precision", CellStop::Precision),
+            ("target-reached", CellStop::Other("target-reached".into())),
+            ("", CellStop::Other(String::new())),
+        ] {
+            let s: CellStop = serde_json::from_str(&format!("\"{w}\"")).unwrap();
+            assert_eq!(s, want);
+            assert_eq!(s, w);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{w}\""));
+        }
     }
 
     #[test]

@@ -322,7 +322,7 @@ fn write_summary_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
                 format!("{:.6}", e.stddev),
                 f(e.ci_low),
                 f(e.ci_high),
-                c.stop.clone(),
+                c.stop.to_string(),
                 c.client_bound_runs.to_string(),
             ])?;
         }
@@ -910,9 +910,9 @@ fn workload_table(
             if stepped {
                 let _ = write!(h, "<td>{}</td>", esc(&st.clone().unwrap_or_default()));
             }
-            let stop = match (c.stop.as_str(), c.precision) {
-                ("precision", Some(p)) => format!("±{:.1} % reached", p * 100.0),
-                ("max-repetitions", Some(p)) => format!("cap (±{:.1} %)", p * 100.0),
+            let stop = match (&c.stop, c.precision) {
+                (m::CellStop::Precision, Some(p)) => format!("±{:.1} % reached", p * 100.0),
+                (m::CellStop::MaxRepetitions, Some(p)) => format!("cap (±{:.1} %)", p * 100.0),
                 (x, _) => x.to_string(),
             };
             let _ = write!(h, "<td>{}</td><td class=\"l\">{}</td>", c.n, esc(&stop));
