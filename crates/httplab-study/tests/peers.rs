@@ -48,6 +48,7 @@ fn check_peer(server_toml: &str) {
         httplab_exe: None,
         probe_path: idx.probe_path(),
         tls: None,
+        http2: false,
     };
     let port = servers::free_port().unwrap();
     let plan = match servers::plan(&inst, &ctx, port) {
@@ -144,6 +145,7 @@ fn missing_peer_is_not_installed_with_package() {
         httplab_exe: None,
         probe_path: "/".into(),
         tls: None,
+        http2: false,
     };
     let e = servers::plan(&inst, &ctx, 1).unwrap_err();
     assert!(e.reason().contains("not found"), "{}", e.reason());

@@ -11,6 +11,7 @@ use crate::execute::cells::{measured_nothing, CellData, Stop, REASON_EMPTY};
 use crate::execute::context::Execution;
 use crate::execute::events::Event;
 use crate::execute::measure::{measure, usable, Measured, RunError};
+use crate::execute::servers;
 use crate::execute::slots::Slot;
 use crate::keys::{RUN_PARAM, RUN_STEP};
 use crate::plan::estimate::servers_of;
@@ -95,6 +96,15 @@ pub fn run_workload(
                 let row = Row::new(w, &slots[i].inst.name, &step, 0);
                 for r in 0..min_reps {
                     Row { round: r, ..row }.file(cx, 0, down.status.clone(), &down.reason, None);
+                    cx.emit(Event::Progress { seconds: 0.0 });
+                }
+                d.stop = Some(Stop::Failed);
+            } else if let Err(why) = servers::speaks(&slots[i].inst, w.protocol, cx.tls.is_some()) {
+                // Left out of this workload's comparisons, with the reason.
+                let why = format!("does not speak {}: {why}", w.protocol);
+                let row = Row::new(w, &slots[i].inst.name, &step, 0);
+                for r in 0..min_reps {
+                    Row { round: r, ..row }.file(cx, 0, RunStatus::NotInstalled, &why, None);
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);

@@ -542,17 +542,26 @@ fn servers_section(h: &mut String, res: &m::StudyResult) {
         seen.push(r.server.clone());
         let all: Vec<&m::StudyRun> = res.runs.iter().filter(|x| x.server == r.server).collect();
         let ok = all.iter().filter(|x| x.status == "ok").count();
-        let status = if let Some(ni) = all.iter().find(|x| x.status == "not installed") {
-            ni.reason.clone()
-        } else if ok == all.len() {
-            format!("{ok} run(s) ok")
-        } else {
-            let bad = all
-                .iter()
-                .find(|x| x.status != "ok")
-                .map(|x| format!("{}: {}", x.status, x.reason))
-                .unwrap_or_default();
-            format!("{ok} of {} run(s) ok; {bad}", all.len())
+        let not_installed = |x: &&&m::StudyRun| x.status == "not installed";
+        // A server that cannot speak a workload's protocol is "not
+        // installed" for that workload only: its reason says which.
+        let status = match all.iter().find(not_installed) {
+            Some(ni) if all.iter().all(|x| not_installed(&x)) => ni.reason.clone(),
+            _ if ok == all.len() => format!("{ok} run(s) ok"),
+            _ => {
+                let bad = all
+                    .iter()
+                    .find(|x| x.status != "ok")
+                    .map(|x| {
+                        if x.reason.starts_with("does not speak") {
+                            x.reason.clone()
+                        } else {
+                            format!("{}: {}", x.status, x.reason)
+                        }
+                    })
+                    .unwrap_or_default();
+                format!("{ok} of {} run(s) ok; {bad}", all.len())
+            }
         };
         let version = EnvKey::Version(&r.server)
             .get(&res.environment)
