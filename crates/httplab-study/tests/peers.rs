@@ -135,6 +135,11 @@ fn h2o_serves_files() {
 }
 
 #[test]
+fn caddy_serves_files() {
+    check_peer("kind = \"caddy\"\nworkers = 2");
+}
+
+#[test]
 fn missing_peer_is_not_installed_with_package() {
     let text = "name = \"p\"\n[[servers]]\nkind = \"command\"\ncommand = [\"/nonexistent/httpd\"]\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\n";
     let study = spec::parse(text, "p.toml").unwrap();

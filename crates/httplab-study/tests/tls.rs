@@ -254,6 +254,11 @@ fn load_over_tls_against_h2o() {
 }
 
 #[test]
+fn load_over_tls_against_caddy() {
+    check_load_over_tls("caddy", "kind = \"caddy\"");
+}
+
+#[test]
 fn load_over_tls_against_apache() {
     check_load_over_tls("apache event", "kind = \"apache\"\nmpm = \"event\"");
 }

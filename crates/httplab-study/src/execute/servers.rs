@@ -1138,3 +1138,217 @@ pub fn find_httplab_exe() -> Option<PathBuf> {
         .into_iter()
         .find(|p| p.is_file())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::execute::tls::CertFiles;
+    use crate::spec::{expand_servers, parse};
+
+    fn inst(server_toml: &str) -> ServerInstance {
+        let text = format!(
+            "name = \"t\"\n[[servers]]\n{server_toml}\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a\"\n"
+        );
+        let s = parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e:#}"));
+        expand_servers(&s).remove(0)
+    }
+
+    fn ctx(tls: bool, http2: bool) -> Context {
+        Context {
+            root: "/srv/root".into(),
+            work: "/srv/work".into(),
+            httplab_exe: Some("/bin/httplab".into()),
+            probe_path: "/a".into(),
+            tls: tls.then(|| CertFiles {
+                cert: "/srv/tls/cert.pem".into(),
+                key: "/srv/tls/key.pem".into(),
+            }),
+            http2,
+        }
+    }
+
+    /// The plan of `server_toml`, or None (a visible skip; a failure under
+    /// CI) when its program is not installed here.
+    fn plan_of(server_toml: &str, tls: bool, http2: bool) -> Option<LaunchPlan> {
+        match plan(&inst(server_toml), &ctx(tls, http2), 8443) {
+            Ok(p) => Some(p),
+            Err(Unavailable::NotInstalled { package }) => {
+                assert!(
+                    !httplab_skip::under_ci(),
+                    "{package} not installed under CI"
+                );
+                httplab_skip::skipped(&format!("{package}: not installed"));
+                None
+            }
+            Err(u) => panic!("{}", u.reason()),
+        }
+    }
+
+    fn file<'a>(p: &'a LaunchPlan, name: &str) -> &'a str {
+        p.files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.as_str())
+            .unwrap_or_else(|| panic!("no {name} in {:?}", p.files))
+    }
+
+    #[test]
+    fn nginx_speaks_h2_by_alpn_and_h2c_on_a_port_of_its_own() {
+        let Some(p) = plan_of("kind = \"nginx\"", true, true) else {
+            return;
+        };
+        let conf = file(&p, "nginx.conf");
+        assert!(
+            conf.contains("listen 127.0.0.1:8443 ssl http2 backlog"),
+            "{conf}"
+        );
+        assert_eq!(p.h2c_port, None);
+        let Some(p) = plan_of("kind = \"nginx\"", false, true) else {
+            return;
+        };
+        let conf = file(&p, "nginx.conf");
+        let h2c = p.h2c_port.expect("a port for h2c");
+        assert_ne!(h2c, 8443);
+        assert!(conf.contains("listen 127.0.0.1:8443 backlog"), "{conf}");
+        assert!(
+            conf.contains(&format!("listen 127.0.0.1:{h2c} http2 backlog")),
+            "{conf}"
+        );
+        // A study without h2 workloads: the configuration as before.
+        let Some(p) = plan_of("kind = \"nginx\"", true, false) else {
+            return;
+        };
+        assert!(!file(&p, "nginx.conf").contains("http2"));
+    }
+
+    #[test]
+    fn apache_loads_mod_http2_with_a_threaded_mpm_only() {
+        let Some(p) = plan_of("kind = \"apache\"\nmpm = \"event\"", true, true) else {
+            return;
+        };
+        let conf = file(&p, "apache.conf");
+        assert!(
+            conf.contains("/mod_http2.so\nProtocols h2 http/1.1\n"),
+            "{conf}"
+        );
+        let Some(p) = plan_of("kind = \"apache\"\nmpm = \"worker\"", false, true) else {
+            return;
+        };
+        let conf = file(&p, "apache.conf");
+        assert!(
+            conf.contains("Protocols h2c http/1.1\nH2Direct on\n"),
+            "{conf}"
+        );
+        let Some(p) = plan_of("kind = \"apache\"\nmpm = \"prefork\"", true, true) else {
+            return;
+        };
+        assert!(!file(&p, "apache.conf").contains("http2"));
+        let why = speaks(
+            &inst("kind = \"apache\"\nmpm = \"prefork\""),
+            Protocol::H2,
+            true,
+        )
+        .unwrap_err();
+        assert!(why.contains("prefork MPM cannot serve HTTP/2"), "{why}");
+    }
+
+    #[test]
+    fn lighttpd_enables_h2proto_and_h2c() {
+        let Some(p) = plan_of("kind = \"lighttpd\"", false, true) else {
+            return;
+        };
+        let conf = file(&p, "lighttpd.conf");
+        assert!(
+            conf.contains("server.feature-flags += ( \"server.h2proto\" => \"enable\", \"server.h2c\" => \"enable\" )"),
+            "{conf}"
+        );
+        let Some(p) = plan_of("kind = \"lighttpd\"", false, false) else {
+            return;
+        };
+        assert!(!file(&p, "lighttpd.conf").contains("h2proto"));
+        assert_eq!(
+            parse_lighttpd_version("lighttpd/1.4.69 (ssl) - a light and fast webserver\n"),
+            Some((1, 4, 69))
+        );
+        assert_eq!(parse_lighttpd_version("nginx/1.22.1"), None);
+    }
+
+    #[test]
+    fn h2o_serves_h2_as_it_is() {
+        let Some(p) = plan_of("kind = \"h2o\"", true, true) else {
+            return;
+        };
+        let conf = file(&p, "h2o.conf");
+        assert!(
+            conf.contains("  ssl:\n    certificate-file: /srv/tls/cert.pem"),
+            "{conf}"
+        );
+        assert!(speaks(&inst("kind = \"h2o\""), Protocol::H2, false).is_ok());
+    }
+
+    #[test]
+    fn caddy_serves_the_corpus_without_admin_or_automatic_https() {
+        let tls = ("/c.pem".to_string(), "/k.pem".to_string());
+        let t = caddyfile(8443, "/srv/root", Some(&tls), true, "encode gzip");
+        for want in [
+            "\tadmin off\n",
+            "\tauto_https off\n",
+            "\t\tprotocols h1 h2 h3\n",
+            "https://127.0.0.1:8443 {\n",
+            "\tbind 127.0.0.1\n",
+            "\ttls /c.pem /k.pem {",
+            "\troot * /srv/root\n\tfile_server\n",
+            "\tencode gzip\n}",
+            "\t\toutput stderr\n",
+        ] {
+            assert!(t.contains(want), "{want:?} in\n{t}");
+        }
+        assert!(!t.contains("Connection close"));
+        let t = caddyfile(8080, "/srv/root", None, false, "");
+        for want in [
+            "\t\tprotocols h1 h2c\n",
+            "http://127.0.0.1:8080 {\n",
+            "\theader Connection close\n",
+        ] {
+            assert!(t.contains(want), "{want:?} in\n{t}");
+        }
+        assert!(!t.contains("tls "), "{t}");
+        let Some(p) = plan_of("kind = \"caddy\"\nworkers = 2", true, true) else {
+            return;
+        };
+        assert!(p.argv.ends_with(&[
+            "run".to_string(),
+            "--config".into(),
+            "/srv/work/Caddyfile".into(),
+            "--adapter".into(),
+            "caddyfile".into()
+        ]));
+        for (k, v) in [
+            ("XDG_DATA_HOME", "/srv/work/data"),
+            ("XDG_CONFIG_HOME", "/srv/work/config"),
+            ("GOMAXPROCS", "2"),
+        ] {
+            assert!(
+                p.env.iter().any(|(a, b)| a == k && b == v),
+                "{k}={v} in {:?}",
+                p.env
+            );
+        }
+        assert!(file(&p, "Caddyfile").contains("tls /srv/tls/cert.pem /srv/tls/key.pem"));
+    }
+
+    #[test]
+    fn who_speaks_what() {
+        let httplab = inst("kind = \"httplab\"");
+        assert!(speaks(&httplab, Protocol::H1, false).is_ok());
+        let why = speaks(&httplab, Protocol::H2, true).unwrap_err();
+        assert!(why.contains("HTTP/1.1 only"), "{why}");
+        let caddy = inst("kind = \"caddy\"");
+        assert!(speaks(&caddy, Protocol::H2, false).is_ok());
+        assert!(speaks(&caddy, Protocol::H3, true).is_ok());
+        assert!(speaks(&caddy, Protocol::H3, false).is_err());
+        let nginx = inst("kind = \"nginx\"");
+        assert!(speaks(&nginx, Protocol::H2, true).is_ok());
+        assert!(speaks(&nginx, Protocol::H3, true).is_err());
+    }
+}
