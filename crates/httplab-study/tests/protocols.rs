@@ -58,12 +58,15 @@ fn installed(entries: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'s
     out
 }
 
-fn study_text(tls: bool, peers: &[(&str, &str)]) -> String {
+fn study_text(tls: bool, peers: &[(&str, &str)], httplab: bool) -> String {
     let mut t = format!(
         "name = \"h2-tiny\"\ntls = {tls}\n{FAST}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n"
     );
     for (_, toml) in peers {
         t.push_str(&format!("[[servers]]\n{toml}\n"));
+    }
+    if httplab {
+        t.push_str("[[servers]]\nkind = \"httplab\"\nworkers = 1\n");
     }
     t.push_str(
         "[[servers]]\nkind = \"apache\"\nname = \"apache prefork\"\nmpm = \"prefork\"\nworkers = 2\n\
@@ -151,7 +154,10 @@ fn run(tls: bool) {
     if peers.is_empty() {
         return;
     }
-    let text = study_text(tls, &peers);
+    // httplab serve (HTTP/1.1 only) when its binary is built: left out of
+    // the h2 workload with its reason too.
+    let exe = runner::find_httplab_exe();
+    let text = study_text(tls, &peers, exe.is_some());
     let s = spec::parse(&text, "h2.toml").unwrap_or_else(|e| panic!("{e:#}"));
     let plan = runner::describe_plan(&s);
     assert!(plan.contains("over HTTP/2"), "{plan}");
@@ -159,10 +165,37 @@ fn run(tls: bool) {
     let opts = Options {
         work_dir: Some(dir.path().to_path_buf()),
         budget_s: Some(0.0),
+        httplab_exe: exe.clone(),
         ..Options::default()
     };
     let res = runner::run_study(&s, &opts).unwrap();
     check(&res, &peers, tls);
+    if exe.is_some() {
+        for r in res.runs.iter().filter(|r| r.server == "httplab event") {
+            if r.workload == "h2" {
+                assert!(
+                    r.reason
+                        .starts_with("does not speak h2: httplab serve speaks HTTP/1.1 only"),
+                    "{}",
+                    r.reason
+                );
+            } else {
+                assert_eq!(r.status, "ok", "{}", r.reason);
+            }
+        }
+    }
+    let html = httplab_study::report::html(&res, Some(&s), false);
+    let how = if tls {
+        "Over HTTP/2 (h2 by ALPN over TLS)"
+    } else {
+        "Over HTTP/2 (h2c by prior knowledge)"
+    };
+    assert!(html.contains(how), "the h2 workload says how it was spoken");
+    assert!(
+        html.contains("Left out: ")
+            && html.contains("apache prefork (does not speak h2: Apache's prefork MPM"),
+        "the report lists who does not speak h2"
+    );
 }
 
 #[test]

@@ -679,6 +679,7 @@ fn workload_intro(
                 String::new()
             }
         );
+        protocol_note(h, res, study, wl);
         if let Some(q) = wl.cpu_quota {
             let _ = writeln!(h, "<p>{}</p>", esc(&quota_text(q, res)));
         } else if wl.kind == crate::spec::WorkloadKind::Sweep {
@@ -706,6 +707,47 @@ fn workload_intro(
             }
         }
     }
+}
+
+/// A workload over HTTP/2 (or later HTTP/3): how it was spoken, that the
+/// client's ceiling is unknown, and which servers were left out because they
+/// do not speak it.
+fn protocol_note(
+    h: &mut String,
+    res: &m::StudyResult,
+    study: Option<&StudyFile>,
+    wl: &crate::spec::Workload,
+) {
+    use crate::spec::Protocol;
+    if wl.protocol == Protocol::H1 {
+        return;
+    }
+    let tls = study.is_some_and(|s| s.tls) || EnvKey::Tls.get(&res.environment).is_some();
+    let how = match (wl.protocol, tls) {
+        (Protocol::H2, true) => "HTTP/2 (h2 by ALPN over TLS)",
+        (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
+        (p, _) => p.label(),
+    };
+    let mut left_out: Vec<String> = Vec::new();
+    for r in res.runs.iter().filter(|r| r.workload == wl.name) {
+        if r.reason.starts_with("does not speak") {
+            let line = format!("{} ({})", r.server, r.reason);
+            if !left_out.contains(&line) {
+                left_out.push(line);
+            }
+        }
+    }
+    let _ = writeln!(
+        h,
+        "<p>Over {how}, one stream per connection. The client's ceiling is unknown over {} \
+         (its calibration measures HTTP/1.1), so no run here is marked client-bound.{}</p>",
+        wl.protocol.label(),
+        if left_out.is_empty() {
+            String::new()
+        } else {
+            format!(" Left out: {}.", esc(&left_out.join("; ")))
+        }
+    );
 }
 
 /// The runs of a workload without cells (a version 1 document, or every
