@@ -82,6 +82,15 @@ pub fn run_workload(
         .collect();
     let metric = rounds::primary_metric(cx.study, w);
     let (min_reps, max_reps) = rounds::reps_of(&cx.proto, w);
+    // Servers that cannot speak the workload's protocol, with the reason.
+    let unspoken: BTreeMap<usize, String> = mine
+        .iter()
+        .filter_map(|&i| {
+            servers::speaks(&slots[i].inst, w.protocol, cx.tls.is_some())
+                .err()
+                .map(|why| (i, format!("does not speak {}: {why}", w.protocol)))
+        })
+        .collect();
     let mut out = Vec::new();
     for (si, p) in steps_with(w, &cx.study.protocol).into_iter().enumerate() {
         let step = p.label();
@@ -99,12 +108,11 @@ pub fn run_workload(
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);
-            } else if let Err(why) = servers::speaks(&slots[i].inst, w.protocol, cx.tls.is_some()) {
+            } else if let Some(why) = unspoken.get(&i) {
                 // Left out of this workload's comparisons, with the reason.
-                let why = format!("does not speak {}: {why}", w.protocol);
                 let row = Row::new(w, &slots[i].inst.name, &step, 0);
                 for r in 0..min_reps {
-                    Row { round: r, ..row }.file(cx, 0, RunStatus::NotInstalled, &why, None);
+                    Row { round: r, ..row }.file(cx, 0, RunStatus::NotInstalled, why, None);
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);
