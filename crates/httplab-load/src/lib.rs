@@ -100,7 +100,9 @@ mod engine;
 mod frametap;
 mod h1;
 mod h2conn;
+mod h3conn;
 mod http2;
+mod http3;
 mod plan;
 mod record;
 mod report;
@@ -109,6 +111,7 @@ mod session;
 mod slot;
 mod spec;
 mod stats;
+mod streams;
 mod sys;
 mod tls;
 mod uring;
@@ -136,8 +139,8 @@ pub use run::{
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
-    Dist, Http2Spec, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload,
-    DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING,
+    Dist, Http2Spec, Http3Spec, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat,
+    Workload, DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING,
 };
 pub use stats::SessionStats;
 pub use tls::{parse_ciphers, TlsSpec, TlsVersion};
