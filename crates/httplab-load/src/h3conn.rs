@@ -298,7 +298,7 @@ impl<'a> Conns<'a> {
                 None => "server refused h3: it chose no ALPN protocol".into(),
             });
             conn.close(0u32.into(), b"");
-            return Err(ErrClass::Other);
+            return Err(ErrClass::Tls);
         }
         Ok(())
     }
