@@ -315,6 +315,21 @@ fn closed_loop_users_keep_their_streams_busy() {
 }
 
 #[test]
+fn a_duration_run_ends_and_every_request_is_answered() {
+    let s = H3Server::start(Behaviour::default());
+    let r = load(&format!(
+        "--http3 --server 127.0.0.1 --port {} --uri /x --rate 40 --duration 0.5s --num-calls 2 --cacert {} --timeout 5",
+        s.port(),
+        s.ca()
+    ));
+    assert!(r.totals.replies > 0);
+    assert_eq!(r.totals.replies, r.totals.requests);
+    assert_eq!(r.errors.total, 0, "{:?}", r.errors);
+    assert_eq!(h3(&r).streams_completed, r.totals.replies);
+    assert_eq!(s.seen.streams.load(Ordering::SeqCst), r.totals.requests);
+}
+
+#[test]
 fn streams_per_connection_are_concurrent_up_to_the_limit() {
     let s = H3Server::start(Behaviour { hold: 4 });
     let r = load(&format!(

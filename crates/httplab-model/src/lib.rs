@@ -729,10 +729,12 @@ pub struct Http3Summary {
     pub handshakes_0rtt: u64,
     /// Failures, by class.
     pub errors: Http3Errors,
-    /// Packets quinn declared lost (its loss detection), summed over connections.
+    /// Packets quinn declared lost (its loss detection), summed over the
+    /// connections whose handshake completed (as are the datagram counts).
     pub lost_packets: u64,
-    /// UDP datagrams sent and received, summed over connections.
+    /// UDP datagrams sent, summed over connections.
     pub datagrams_sent: u64,
+    /// UDP datagrams received, summed over connections.
     pub datagrams_received: u64,
     /// Connections that failed before speaking HTTP/3 (handshake failures,
     /// version negotiation, timeouts).
@@ -1506,6 +1508,41 @@ mod tests {
         assert_eq!(back.latency.session.count, 0);
         assert_eq!(back.self_check.client_ceiling, None);
         assert!(back.self_check.reasons.is_empty());
+    }
+
+    #[test]
+    fn the_http3_block_is_optional_and_its_fields_default() {
+        let r = RunResult {
+            schema: RUN_SCHEMA.into(),
+            ..Default::default()
+        };
+        // Written before HTTP/3: no block, and none is written back.
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v.get("http3").is_none());
+        let back: RunResult = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.http3, None);
+        // A block with only some fields reads, the rest default.
+        let mut v = v;
+        v["http3"] = serde_json::json!({
+            "connections": 2,
+            "errors": {"closed_by_peer": {"H3_INTERNAL_ERROR": 1}}
+        });
+        let back: RunResult = serde_json::from_value(v).unwrap();
+        let h = back.http3.expect("the block");
+        assert_eq!(h.connections, 2);
+        assert_eq!(h.errors.closed_by_peer.get("H3_INTERNAL_ERROR"), Some(&1));
+        assert_eq!(h.handshake.count, 0);
+        assert_eq!(h.first_error, None);
+        // And it round-trips.
+        let full = RunResult {
+            http3: Some(Http3Summary {
+                handshakes_0rtt: 3,
+                ..Default::default()
+            }),
+            ..r
+        };
+        let text = serde_json::to_string(&full).unwrap();
+        assert_eq!(serde_json::from_str::<RunResult>(&text).unwrap(), full);
     }
 
     #[test]
