@@ -59,6 +59,8 @@ fn pki() -> Pki {
 #[derive(Clone, Copy, Default)]
 struct Behaviour {
     hold: u64,
+    /// Requests served per connection before a graceful GOAWAY; 0: never.
+    goaway_after: u64,
 }
 
 struct H3Server {
@@ -169,6 +171,10 @@ async fn serve_conn(i: quinn::Incoming, b: Behaviour, seen: Arc<Seen>, stalled: 
         };
         seen.streams.fetch_add(1, Ordering::SeqCst);
         let path = req.uri().path().to_string();
+        if b.goaway_after > 0 && *arrived_rx.borrow() + 1 == b.goaway_after {
+            // This one is still served; later ones are refused.
+            let _ = conn.shutdown(1).await;
+        }
         let mut k = 0;
         arrived_tx.send_modify(|v| {
             k = *v;
@@ -330,8 +336,30 @@ fn a_duration_run_ends_and_every_request_is_answered() {
 }
 
 #[test]
+fn users_carry_on_on_a_new_connection_after_goaway() {
+    let s = H3Server::start(Behaviour {
+        goaway_after: 3,
+        ..Behaviour::default()
+    });
+    let r = load(&format!(
+        "--http3 --server 127.0.0.1 --port {} --uri /x --users 1 --requests-per-user 9 --cacert {} --timeout 10",
+        s.port(),
+        s.ca()
+    ));
+    assert_eq!(r.totals.replies, 9);
+    assert_eq!(r.errors.total, 0, "{:?}", r.errors);
+    let h = h3(&r);
+    assert_eq!(h.streams_completed, 9);
+    assert!(h.connections >= 3, "{h:?}");
+    assert_eq!(h.connections, s.seen.connections.load(Ordering::SeqCst));
+}
+
+#[test]
 fn streams_per_connection_are_concurrent_up_to_the_limit() {
-    let s = H3Server::start(Behaviour { hold: 4 });
+    let s = H3Server::start(Behaviour {
+        hold: 4,
+        ..Behaviour::default()
+    });
     let r = load(&format!(
         "--http3 --server 127.0.0.1 --port {} --uri /x --num-conns 1 --num-calls 8 --max-concurrent-streams 4 --cacert {} --timeout 20",
         s.port(),
