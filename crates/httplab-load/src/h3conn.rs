@@ -18,7 +18,7 @@ use bytes::Bytes;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::clock::us;
-use crate::stats::{rec, ErrClass, WorkerStats};
+use crate::stats::{h3_code_name, rec, transport_code_name, ErrClass, PeerClose, WorkerStats};
 use crate::streams::with_deadline;
 use crate::worker::{LocalAddrs, Tally, WorkerCtx};
 
@@ -427,7 +427,7 @@ fn handshake_words(e: &quinn::ConnectionError) -> String {
         }
         quinn::ConnectionError::ConnectionClosed(c) => format!(
             "the server closed the connection during the QUIC handshake: {}",
-            transport_code_name(c.error_code)
+            transport_code_name(c.error_code.into())
         ),
         quinn::ConnectionError::ApplicationClosed(c) => format!(
             "the server closed the connection during the QUIC handshake: {}",
@@ -443,17 +443,17 @@ pub(crate) fn count_end(st: &mut WorkerStats, e: &quinn::ConnectionError) {
     match e {
         quinn::ConnectionError::ApplicationClosed(c) => {
             *h.closed_by_peer
-                .entry(h3_code_name(c.error_code.into_inner()))
+                .entry(PeerClose::Application(c.error_code.into_inner()))
                 .or_default() += 1;
         }
         quinn::ConnectionError::ConnectionClosed(c) => {
             *h.closed_by_peer
-                .entry(transport_code_name(c.error_code))
+                .entry(PeerClose::Transport(c.error_code.into()))
                 .or_default() += 1;
         }
         quinn::ConnectionError::Reset => {
             *h.closed_by_peer
-                .entry("STATELESS_RESET".into())
+                .entry(PeerClose::StatelessReset)
                 .or_default() += 1;
         }
         quinn::ConnectionError::TimedOut => h.idle_timeout += 1,
@@ -474,20 +474,6 @@ pub(crate) fn conn_class(e: &quinn::ConnectionError) -> ErrClass {
     }
 }
 
-/// An HTTP/3 error code's name (`H3_INTERNAL_ERROR`, or its hex value).
-pub(crate) fn h3_code_name(code: u64) -> String {
-    h3::error::Code::from(code).to_string()
-}
-
-/// A QUIC transport error code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a)`).
-fn transport_code_name(code: quinn::TransportErrorCode) -> String {
-    let v = u64::from(code);
-    if (0x100..0x200).contains(&v) {
-        return format!("CRYPTO_ERROR(0x{:02x})", v & 0xff);
-    }
-    format!("{code:?}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,12 +483,21 @@ mod tests {
         assert_eq!(h3_code_name(0x100), "H3_NO_ERROR");
         assert_eq!(h3_code_name(0x102), "H3_INTERNAL_ERROR");
         assert_eq!(
-            transport_code_name(quinn::TransportErrorCode::PROTOCOL_VIOLATION),
+            transport_code_name(quinn::TransportErrorCode::PROTOCOL_VIOLATION.into()),
             "PROTOCOL_VIOLATION"
         );
         assert_eq!(
-            transport_code_name(quinn::TransportErrorCode::crypto(0x2a)),
+            transport_code_name(quinn::TransportErrorCode::crypto(0x2a).into()),
             "CRYPTO_ERROR(0x2a)"
+        );
+        assert_eq!(PeerClose::StatelessReset.name(), "STATELESS_RESET");
+        assert_eq!(PeerClose::Application(0x1234_5678).name(), "0x12345678");
+        assert_eq!(PeerClose::Transport(0x11).name(), "0x11");
+        assert_eq!(PeerClose::Transport(0x10).name(), "NO_VIABLE_PATH");
+        // The table agrees with quinn's names.
+        assert_eq!(
+            transport_code_name(quinn::TransportErrorCode::AEAD_LIMIT_REACHED.into()),
+            format!("{:?}", quinn::TransportErrorCode::AEAD_LIMIT_REACHED)
         );
     }
 
@@ -513,7 +508,10 @@ mod tests {
         count_end(&mut st, &quinn::ConnectionError::Reset);
         count_end(&mut st, &quinn::ConnectionError::LocallyClosed);
         assert_eq!(st.h3.idle_timeout, 1);
-        assert_eq!(st.h3.closed_by_peer.get("STATELESS_RESET"), Some(&1));
+        assert_eq!(
+            st.h3.closed_by_peer.get(&PeerClose::StatelessReset),
+            Some(&1)
+        );
         assert_eq!(
             conn_class(&quinn::ConnectionError::TimedOut),
             ErrClass::ClientTimo

@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use bytes::{Buf, Bytes};
 
-use crate::h3conn::{conn_class, h3_code_name, Conn, Conns};
+use crate::h3conn::{conn_class, Conn, Conns};
 use crate::spec::Http3Spec;
 use crate::stats::{ErrClass, StreamCounts, WorkerStats};
 use crate::streams::{self, Driver, Exchange, Fail, Proto};
@@ -132,7 +132,7 @@ impl Conns<'_> {
             Verdict::Reset(code) => {
                 let mut a = self.tally();
                 let st = a.of(conn.measured);
-                *st.h3.stream_reset.entry(h3_code_name(code)).or_default() += 1;
+                *st.h3.stream_reset.entry(code).or_default() += 1;
                 Fail::Class(ErrClass::Other, false)
             }
             Verdict::Connection => match conn.quic.close_reason() {

@@ -656,6 +656,66 @@ impl H2Stats {
     }
 }
 
+/// How the server closed an HTTP/3 connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum PeerClose {
+    /// CONNECTION_CLOSE with a QUIC transport error code.
+    Transport(u64),
+    /// CONNECTION_CLOSE with an application (HTTP/3) error code.
+    Application(u64),
+    /// A stateless reset.
+    StatelessReset,
+}
+
+impl PeerClose {
+    /// The code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a)`,
+    /// `H3_INTERNAL_ERROR`, `STATELESS_RESET`; unknown codes in hex).
+    pub fn name(&self) -> String {
+        match *self {
+            PeerClose::Transport(c) => transport_code_name(c),
+            PeerClose::Application(c) => h3_code_name(c),
+            PeerClose::StatelessReset => "STATELESS_RESET".into(),
+        }
+    }
+}
+
+/// An HTTP/3 error code's name (`H3_INTERNAL_ERROR`, or its hex value).
+pub(crate) fn h3_code_name(code: u64) -> String {
+    h3::error::Code::from(code).to_string()
+}
+
+/// A QUIC transport error code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a)`).
+pub(crate) fn transport_code_name(code: u64) -> String {
+    if (0x100..0x200).contains(&code) {
+        return format!("CRYPTO_ERROR(0x{:02x})", code & 0xff);
+    }
+    match TRANSPORT_CODES.get(code as usize) {
+        Some(n) if code <= 0x10 => (*n).into(),
+        _ => format!("{code:#x}"),
+    }
+}
+
+/// QUIC transport error codes 0x00 ..= 0x10 (RFC 9000, 20.1).
+const TRANSPORT_CODES: [&str; 17] = [
+    "NO_ERROR",
+    "INTERNAL_ERROR",
+    "CONNECTION_REFUSED",
+    "FLOW_CONTROL_ERROR",
+    "STREAM_LIMIT_ERROR",
+    "STREAM_STATE_ERROR",
+    "FINAL_SIZE_ERROR",
+    "FRAME_ENCODING_ERROR",
+    "TRANSPORT_PARAMETER_ERROR",
+    "CONNECTION_ID_LIMIT_ERROR",
+    "PROTOCOL_VIOLATION",
+    "INVALID_TOKEN",
+    "APPLICATION_ERROR",
+    "CRYPTO_BUFFER_EXCEEDED",
+    "KEY_UPDATE_ERROR",
+    "AEAD_LIMIT_REACHED",
+    "NO_VIABLE_PATH",
+];
+
 /// HTTP/3 counters of one worker (see `httplab_model::Http3Summary`).
 #[derive(Debug, Clone)]
 pub(crate) struct H3Stats {
@@ -667,10 +727,10 @@ pub(crate) struct H3Stats {
     pub handshakes_0rtt: u64,
     pub handshake_failed: u64,
     pub version_negotiation: u64,
-    /// Connections closed by the server, by error code name.
-    pub closed_by_peer: BTreeMap<String, u64>,
-    /// Streams reset by the server, by error code name.
-    pub stream_reset: BTreeMap<String, u64>,
+    /// Connections closed by the server, by how.
+    pub closed_by_peer: BTreeMap<PeerClose, u64>,
+    /// Streams reset by the server, by HTTP/3 error code.
+    pub stream_reset: BTreeMap<u64, u64>,
     pub idle_timeout: u64,
     pub transport_error: u64,
     pub lost_packets: u64,
@@ -711,10 +771,10 @@ impl H3Stats {
         self.handshake_failed += o.handshake_failed;
         self.version_negotiation += o.version_negotiation;
         for (k, v) in &o.closed_by_peer {
-            *self.closed_by_peer.entry(k.clone()).or_default() += v;
+            *self.closed_by_peer.entry(*k).or_default() += v;
         }
         for (k, v) in &o.stream_reset {
-            *self.stream_reset.entry(k.clone()).or_default() += v;
+            *self.stream_reset.entry(*k).or_default() += v;
         }
         self.idle_timeout += o.idle_timeout;
         self.transport_error += o.transport_error;
@@ -749,8 +809,16 @@ impl H3Stats {
             errors: httplab_model::Http3Errors {
                 handshake_failed: self.handshake_failed,
                 version_negotiation: self.version_negotiation,
-                closed_by_peer: self.closed_by_peer.clone(),
-                stream_reset: self.stream_reset.clone(),
+                closed_by_peer: self
+                    .closed_by_peer
+                    .iter()
+                    .map(|(k, n)| (k.name(), *n))
+                    .collect(),
+                stream_reset: self
+                    .stream_reset
+                    .iter()
+                    .map(|(k, n)| (h3_code_name(*k), *n))
+                    .collect(),
                 idle_timeout: self.idle_timeout,
                 transport_error: self.transport_error,
             },
@@ -873,7 +941,7 @@ mod tests {
         a.handshakes_1rtt = 2;
         rec(&mut a.handshake, 700);
         *a.closed_by_peer
-            .entry("H3_INTERNAL_ERROR".into())
+            .entry(PeerClose::Application(0x102))
             .or_default() += 1;
         a.failed(|| "first".into());
         let mut b = H3Stats::new();
