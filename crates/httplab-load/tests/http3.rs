@@ -501,6 +501,39 @@ fn garbage_datagrams_are_dropped_and_the_handshake_times_out() {
     assert_eq!(h3(&r).errors.handshake_failed, 2);
 }
 
+/// A Version Negotiation packet (RFC 9000, 17.2.1) answering a client's
+/// long-header packet `d`, offering only a version nobody speaks.
+fn version_negotiation(d: &[u8]) -> Option<Vec<u8>> {
+    let dcid_len = *d.get(5)? as usize;
+    let dcid = d.get(6..6 + dcid_len)?;
+    let scid_len = *d.get(6 + dcid_len)? as usize;
+    let scid = d.get(7 + dcid_len..7 + dcid_len + scid_len)?;
+    let mut out = vec![0xc0, 0, 0, 0, 0];
+    // Our connection ids are the client's, swapped.
+    out.push(scid.len() as u8);
+    out.extend_from_slice(scid);
+    out.push(dcid.len() as u8);
+    out.extend_from_slice(dcid);
+    out.extend_from_slice(&[0x0a, 0x1a, 0x2a, 0x3a]);
+    Some(out)
+}
+
+#[test]
+fn a_server_without_a_common_version_is_version_negotiation() {
+    let p = UdpPeer::start(version_negotiation);
+    let r = load(&format!(
+        "--http3 --server 127.0.0.1 --port {} --uri /x --num-conns 2 --timeout 5 --insecure",
+        p.port
+    ));
+    assert_eq!(r.totals.replies, 0);
+    assert_eq!(r.errors.total, 2, "{:?}", r.errors);
+    let h = h3(&r);
+    assert_eq!(h.errors.version_negotiation, 2, "{h:?}");
+    assert_eq!(h.errors.handshake_failed, 0);
+    let why = h.first_error.clone().unwrap_or_default();
+    assert!(why.contains("version"), "{why}");
+}
+
 #[test]
 fn a_request_never_answered_ends_at_the_timeout() {
     let s = H3Server::start(Behaviour::default());
