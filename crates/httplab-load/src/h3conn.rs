@@ -39,8 +39,10 @@ const H3_NO_ERROR: u32 = 0x100;
 pub(crate) struct Conn {
     pub send: SendReq,
     pub quic: quinn::Connection,
-    /// Polls the HTTP/3 connection (control streams, GOAWAY) until it closes.
-    driver: tokio::task::JoinHandle<()>,
+    /// Polls the HTTP/3 connection (control streams, GOAWAY) until it
+    /// closes; says whether this client's HTTP/3 layer closed it for a
+    /// protocol error of the server's.
+    driver: tokio::task::JoinHandle<bool>,
     start: Instant,
     pub measured: bool,
     in_setup: Cell<bool>,
@@ -172,7 +174,7 @@ impl<'a> Conns<'a> {
         &self,
         measured: bool,
         start: Instant,
-    ) -> std::result::Result<(SendReq, quinn::Connection, tokio::task::JoinHandle<()>), ErrClass>
+    ) -> std::result::Result<(SendReq, quinn::Connection, tokio::task::JoinHandle<bool>), ErrClass>
     {
         let spec = self.ctx.spec;
         let addr = self.ctx.addr;
@@ -252,7 +254,8 @@ impl<'a> Conns<'a> {
             Some(Ok(x)) => x,
         };
         let driver = tokio::spawn(async move {
-            let _ = futures_util::future::poll_fn(|cx| driver.poll_close(cx)).await;
+            let end = futures_util::future::poll_fn(|cx| driver.poll_close(cx)).await;
+            h3_protocol_error(&end)
         });
         Ok((send, quic, driver))
     }
@@ -309,6 +312,21 @@ impl<'a> Conns<'a> {
         self.setup_done(&conn);
         // How it ended when it ended before we closed it.
         let ended = conn.quic.close_reason();
+        let broken = match Rc::try_unwrap(conn) {
+            Ok(mut c) if c.driver.is_finished() => {
+                let broken = (&mut c.driver).await.unwrap_or(false);
+                self.closed(&c, ended, broken);
+                return;
+            }
+            Ok(c) => Rc::new(c),
+            Err(c) => c,
+        };
+        self.closed(&broken, ended, false);
+    }
+
+    /// Closes `conn` (CONNECTION_CLOSE with H3_NO_ERROR) and counts it;
+    /// `ended`: how it had ended before; `broken`: the server broke HTTP/3.
+    fn closed(&self, conn: &Conn, ended: Option<quinn::ConnectionError>, broken: bool) {
         conn.quic.close(H3_NO_ERROR.into(), b"");
         conn.driver.abort();
         let stats = conn.quic.stats();
@@ -327,8 +345,11 @@ impl<'a> Conns<'a> {
         h.lost_packets += stats.path.lost_packets;
         h.datagrams_sent += stats.udp_tx.datagrams;
         h.datagrams_received += stats.udp_rx.datagrams;
-        if let Some(e) = ended {
-            count_end(st, &e);
+        match ended {
+            // Our HTTP/3 layer closed it: the server broke the protocol.
+            Some(quinn::ConnectionError::LocallyClosed) if broken => h.protocol_error += 1,
+            Some(e) => count_end(st, &e),
+            None => {}
         }
         if conn.replies.get() > 0 {
             rec(
@@ -457,9 +478,21 @@ pub(crate) fn count_end(st: &mut WorkerStats, e: &quinn::ConnectionError) {
                 .or_default() += 1;
         }
         quinn::ConnectionError::TimedOut => h.idle_timeout += 1,
-        quinn::ConnectionError::TransportError(_) => h.transport_error += 1,
+        quinn::ConnectionError::TransportError(_) => h.protocol_error += 1,
         quinn::ConnectionError::VersionMismatch => h.version_negotiation += 1,
         quinn::ConnectionError::LocallyClosed | quinn::ConnectionError::CidsExhausted => {}
+    }
+}
+
+/// Whether this client's HTTP/3 layer ended the connection with an error
+/// code (the server broke HTTP/3: bad frames, a closed control stream ...).
+fn h3_protocol_error(end: &h3::error::ConnectionError) -> bool {
+    match end {
+        h3::error::ConnectionError::Local {
+            error: h3::error::LocalError::Application { code, .. },
+            ..
+        } => *code != h3::error::Code::H3_NO_ERROR,
+        _ => false,
     }
 }
 

@@ -1224,8 +1224,8 @@ fn render_http3_block(o: &mut String, r: &httplab_model::RunResult) {
     let e = &h.errors;
     let _ = writeln!(
         o,
-        "HTTP/3 errors: handshake-failed {} version-negotiation {} idle-timeout {} transport-error {}",
-        e.handshake_failed, e.version_negotiation, e.idle_timeout, e.transport_error
+        "HTTP/3 errors: handshake-failed {} version-negotiation {} idle-timeout {} protocol-error {}",
+        e.handshake_failed, e.version_negotiation, e.idle_timeout, e.protocol_error
     );
     let _ = writeln!(
         o,

@@ -732,7 +732,7 @@ pub(crate) struct H3Stats {
     /// Streams reset by the server, by HTTP/3 error code.
     pub stream_reset: BTreeMap<u64, u64>,
     pub idle_timeout: u64,
-    pub transport_error: u64,
+    pub protocol_error: u64,
     pub lost_packets: u64,
     pub datagrams_sent: u64,
     pub datagrams_received: u64,
@@ -753,7 +753,7 @@ impl H3Stats {
             closed_by_peer: BTreeMap::new(),
             stream_reset: BTreeMap::new(),
             idle_timeout: 0,
-            transport_error: 0,
+            protocol_error: 0,
             lost_packets: 0,
             datagrams_sent: 0,
             datagrams_received: 0,
@@ -777,7 +777,7 @@ impl H3Stats {
             *self.stream_reset.entry(*k).or_default() += v;
         }
         self.idle_timeout += o.idle_timeout;
-        self.transport_error += o.transport_error;
+        self.protocol_error += o.protocol_error;
         self.lost_packets += o.lost_packets;
         self.datagrams_sent += o.datagrams_sent;
         self.datagrams_received += o.datagrams_received;
@@ -820,7 +820,7 @@ impl H3Stats {
                     .map(|(k, n)| (h3_code_name(*k), *n))
                     .collect(),
                 idle_timeout: self.idle_timeout,
-                transport_error: self.transport_error,
+                protocol_error: self.protocol_error,
             },
             lost_packets: self.lost_packets,
             datagrams_sent: self.datagrams_sent,

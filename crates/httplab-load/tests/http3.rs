@@ -79,21 +79,7 @@ impl H3Server {
     /// H3_INTERNAL_ERROR.
     fn start(b: Behaviour) -> H3Server {
         let pki = pki();
-        let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .expect("tls13")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![pki.cert.clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(pki.key.clone().into()),
-        )
-        .expect("server cert");
-        tls.alpn_protocols = vec![b"h3".to_vec()];
-        tls.max_early_data_size = u32::MAX;
-        let qc = quinn::crypto::rustls::QuicServerConfig::try_from(Arc::new(tls)).expect("quic");
-        let config = quinn::ServerConfig::with_crypto(Arc::new(qc));
+        let config = server_config(&pki);
         let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
         let addr = sock.local_addr().expect("addr");
         let seen = Arc::new(Seen::default());
@@ -142,6 +128,26 @@ impl H3Server {
     fn ca(&self) -> String {
         self.pki.ca.display().to_string()
     }
+}
+
+/// The QUIC server configuration: TLS 1.3 with the test certificate, ALPN
+/// h3, 0-RTT accepted.
+fn server_config(pki: &Pki) -> quinn::ServerConfig {
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .expect("tls13")
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![pki.cert.clone()],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(pki.key.clone().into()),
+    )
+    .expect("server cert");
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    tls.max_early_data_size = u32::MAX;
+    let qc = quinn::crypto::rustls::QuicServerConfig::try_from(Arc::new(tls)).expect("quic");
+    quinn::ServerConfig::with_crypto(Arc::new(qc))
 }
 
 impl Drop for H3Server {
@@ -568,6 +574,88 @@ fn a_connection_closed_with_an_error_is_named_by_its_code() {
     );
     let text = httplab_load::render_httperf_report(&r);
     assert!(text.contains("H3_INTERNAL_ERROR 2"), "{text}");
+}
+
+/// A QUIC server whose HTTP/3 is broken: its control stream starts with a
+/// DATA frame instead of SETTINGS; it never answers a request.
+struct BrokenH3 {
+    port: u16,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    pki: Pki,
+}
+
+impl BrokenH3 {
+    fn start() -> BrokenH3 {
+        let pki = pki();
+        let config = server_config(&pki);
+        let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let port = sock.local_addr().expect("addr").port();
+        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let ep = quinn::Endpoint::new(
+                    quinn::EndpointConfig::default(),
+                    Some(config),
+                    sock,
+                    Arc::new(quinn::TokioRuntime),
+                )
+                .expect("endpoint");
+                loop {
+                    tokio::select! {
+                        _ = &mut rx => break,
+                        i = ep.accept() => {
+                            let Some(i) = i else { break };
+                            tokio::spawn(async move {
+                                let Ok(c) = i.await else { return };
+                                if let Ok(mut u) = c.open_uni().await {
+                                    // Stream type 0x00 (control), then DATA (0x00) of length 0.
+                                    let _ = u.write_all(&[0x00, 0x00, 0x00]).await;
+                                }
+                                c.closed().await;
+                            });
+                        }
+                    }
+                }
+                ep.close(0u32.into(), b"");
+            });
+        });
+        BrokenH3 {
+            port,
+            stop: Some(tx),
+            thread: Some(thread),
+            pki,
+        }
+    }
+}
+
+impl Drop for BrokenH3 {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_server_that_breaks_http3_is_a_protocol_error() {
+    let s = BrokenH3::start();
+    let r = load(&format!(
+        "--http3 --server 127.0.0.1 --port {} --uri /x --num-conns 2 --timeout 5 --cacert {}",
+        s.port,
+        s.pki.ca.display()
+    ));
+    assert_eq!(r.totals.replies, 0);
+    assert_eq!(r.errors.total, 2, "{:?}", r.errors);
+    let h = h3(&r);
+    assert_eq!(h.errors.protocol_error, 2, "{h:?}");
 }
 
 #[test]

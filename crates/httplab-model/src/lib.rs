@@ -759,9 +759,10 @@ pub struct Http3Errors {
     pub stream_reset: std::collections::BTreeMap<String, u64>,
     /// Connections ended by the QUIC idle timeout (the server went silent).
     pub idle_timeout: u64,
-    /// Connections this client closed because the server broke the QUIC
-    /// protocol (a transport error detected here).
-    pub transport_error: u64,
+    /// Connections this client closed because the server broke QUIC (a
+    /// transport error detected here) or HTTP/3 (bad frames, a broken
+    /// control stream).
+    pub protocol_error: u64,
 }
 
 /// What the HTTP/2 layer of an `httplab load --http2` run did
