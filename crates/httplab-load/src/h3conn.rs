@@ -312,16 +312,19 @@ impl<'a> Conns<'a> {
         self.setup_done(&conn);
         // How it ended when it ended before we closed it.
         let ended = conn.quic.close_reason();
-        let broken = match Rc::try_unwrap(conn) {
-            Ok(mut c) if c.driver.is_finished() => {
-                let broken = (&mut c.driver).await.unwrap_or(false);
-                self.closed(&c, ended, broken);
-                return;
+        // Whether our HTTP/3 layer ended it: its driver's verdict, when the
+        // driver has finished (and no stream holds the connection any more).
+        let mut broken = false;
+        let conn = match Rc::try_unwrap(conn) {
+            Ok(mut c) => {
+                if c.driver.is_finished() {
+                    broken = (&mut c.driver).await.unwrap_or(false);
+                }
+                Rc::new(c)
             }
-            Ok(c) => Rc::new(c),
             Err(c) => c,
         };
-        self.closed(&broken, ended, false);
+        self.closed(&conn, ended, broken);
     }
 
     /// Closes `conn` (CONNECTION_CLOSE with H3_NO_ERROR) and counts it;

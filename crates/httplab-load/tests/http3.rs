@@ -279,6 +279,20 @@ fn counts_requests_replies_streams_and_bytes_exactly() {
 }
 
 #[test]
+fn threads_split_the_schedule_and_the_counts_add_up() {
+    let s = H3Server::start(Behaviour::default());
+    let r = load(&format!(
+        "--http3 --server 127.0.0.1 --port {} --uri /x --rate 100 --num-conns 6 --num-calls 2 --threads 2 --cacert {}",
+        s.port(),
+        s.ca()
+    ));
+    assert_eq!(r.totals.replies, 12);
+    assert_eq!(h3(&r).connections, 6);
+    assert_eq!(h3(&r).handshake.count, 6);
+    assert_eq!(s.seen.streams.load(Ordering::SeqCst), 12);
+}
+
+#[test]
 fn status_classes_and_the_url_form() {
     let s = H3Server::start(Behaviour::default());
     let r = load(&format!(
