@@ -569,6 +569,20 @@ fn a_request_never_answered_ends_at_the_timeout() {
 }
 
 #[test]
+fn a_duration_run_ends_at_its_drain_while_requests_hang() {
+    let s = H3Server::start(Behaviour::default());
+    let r = load(&format!(
+        "--http3 --server 127.0.0.1 --port {} --uri /hang --rate 10 --duration 0.3s --timeout 1 --cacert {}",
+        s.port(),
+        s.ca()
+    ));
+    assert_eq!(r.totals.replies, 0);
+    assert!(r.totals.requests > 0);
+    assert_eq!(r.errors.client_timo, r.totals.requests, "{:?}", r.errors);
+    assert_eq!(h3(&r).streams_failed, r.totals.requests);
+}
+
+#[test]
 fn a_connection_closed_with_an_error_is_named_by_its_code() {
     let s = H3Server::start(Behaviour::default());
     let r = load(&format!(
