@@ -23,6 +23,7 @@ use crate::clock::us;
 use crate::frametap::{reason_index, FrameTap};
 use crate::spec::Http2Spec;
 use crate::stats::{rec, ErrClass, WorkerStats};
+use crate::streams::with_deadline;
 use crate::sys;
 use crate::worker::{LocalAddrs, Tally, WorkerCtx};
 
@@ -469,16 +470,6 @@ impl AsyncWrite for Tapped {
             Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
-    }
-}
-
-pub(crate) async fn with_deadline<F: std::future::Future>(
-    d: Option<Instant>,
-    f: F,
-) -> Option<F::Output> {
-    match d {
-        Some(d) => tokio::time::timeout_at(d.into(), f).await.ok(),
-        None => Some(f.await),
     }
 }
 

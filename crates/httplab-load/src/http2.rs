@@ -1,459 +1,91 @@
-//! HTTP/2 (`--http2`): the second driver, beside the HTTP/1.1 engine, for
-//! the `h2` crate (framing, HPACK, flow control), which needs an async
-//! runtime.
-//!
-//! Each load thread runs one tokio *current-thread* runtime: no work
-//! stealing, no thread hops; the thread's sessions, their connections and
-//! streams are futures polled by that one thread. The rules of a session
-//! (calls in flight, think times, pacing, users, failures, the server's
-//! GOAWAY) are `session.rs`'s, the same machine the HTTP/1.1 engine drives,
-//! in its streams mode (up to `--max-concurrent-streams` calls in flight);
-//! arrivals, the window, intervals and the CPU reading are `arrivals.rs`
-//! and `worker.rs`'s, also shared. Connections are `h2conn.rs`'s. So the
-//! report, JSON, warm-up, shards and self-check are unchanged.
-//!
-//! Accuracy: the open-loop schedule is not left to tokio's timer wheel
-//! (millisecond granularity) but waits on a timerfd registered with the
-//! runtime's reactor (`AsyncFd`), so arrivals start within microseconds of
-//! their instant; every stream's corrected latency counts from its intended
-//! instant (the arrival's scheduled time for a connection's first streams,
-//! the pace schedule for paced users, the end of the previous stream or
-//! think time otherwise) and lateness is recorded exactly as in the epoll
-//! engine (schedule lag, late starts, setup cap waits). Think times and
-//! pacing sleep on tokio's timer (1 ms granularity); their lateness is
-//! measured and counted, never hidden.
+//! HTTP/2 (`--http2`): the `h2` crate (framing, HPACK, flow control) as a
+//! [`Proto`] of the shared stream driver (`streams.rs`: a tokio
+//! current-thread runtime per load thread, arrivals, the `session.rs`
+//! rules in streams mode, statistics). Connections are `h2conn.rs`'s; here
+//! is one stream's exchange and what an `h2` error means.
 
-use std::cell::{Cell, RefMut};
+use std::cell::RefMut;
 use std::io;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Result};
 use bytes::Bytes;
-use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use crate::arrivals::Arrivals;
-use crate::clock::{us, MAX_SLEEP};
-use crate::h2conn::{with_deadline, Conn, Conns};
-use crate::session::{Action, Call, Rules, Session};
-use crate::spec::{Arrival, Http2Spec, LoadSpec};
-use crate::stats::{rec, ErrClass, WorkerStats};
-use crate::sys;
-use crate::worker::{Tally, Window, WorkerCtx};
-
-/// How a stream ended.
-enum StreamEnd {
-    /// Answered, with this status.
-    Ok(u16),
-    /// Failed (reset, lost, timed out): counted as an error; `conn_lost`:
-    /// the connection is gone with it.
-    Failed { conn_lost: bool },
-    /// Not processed by the server (GOAWAY, REFUSED_STREAM): the call may
-    /// be made again on a new connection.
-    Refused,
-}
-
-struct W<'a> {
-    ctx: &'a WorkerCtx<'a>,
-    rules: Rules<'a>,
-    conns: Conns<'a>,
-    reqs: Vec<ReqTmpl>,
-    method: http::Method,
-    headers: http::HeaderMap,
-    body: Option<Bytes>,
-    reply_timeout: Option<std::time::Duration>,
-    /// `--max-response-time`.
-    max_resp: Option<std::time::Duration>,
-    lag_threshold_us: u64,
-    /// Streams in flight that were scheduled in the window / in all.
-    inflight_measured: Cell<u64>,
-    inflight: Cell<u64>,
-}
+use crate::h2conn::{Conn, Conns};
+use crate::spec::Http2Spec;
+use crate::stats::{ErrClass, StreamCounts, WorkerStats};
+use crate::streams::{self, Driver, Exchange, Fail, Proto};
+use crate::worker::{Tally, WorkerCtx};
 
 /// Runs one worker thread's share of an HTTP/2 run.
 pub(crate) fn run_worker(ctx: &WorkerCtx<'_>, h2: &Http2Spec) -> io::Result<WorkerStats> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()?;
-    let w = W::new(ctx, h2).map_err(|e| io::Error::other(format!("{e:#}")))?;
-    rt.block_on(w.run())
+    let rt = streams::runtime()?;
+    let window = crate::worker::Window::new(ctx);
+    let conns = Conns::new(ctx, h2, Tally::new(ctx.spec), window.win);
+    let d = Driver::new(ctx, conns, h2.max_concurrent_streams)
+        .map_err(|e| io::Error::other(format!("{e:#}")))?;
+    rt.block_on(d.run())
 }
 
-/// A stream in flight: counted until it ends or is dropped.
-struct InFlight<'w> {
-    c: &'w Cell<u64>,
-    m: Option<&'w Cell<u64>>,
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.c.set(self.c.get().saturating_sub(1));
-        if let Some(m) = self.m {
-            m.set(m.get().saturating_sub(1));
-        }
-    }
-}
-
-impl<'a> W<'a> {
-    fn new(ctx: &'a WorkerCtx<'a>, h2: &'a Http2Spec) -> Result<W<'a>> {
-        let spec = ctx.spec;
-        let scheme = if spec.tls.is_some() { "https" } else { "http" };
-        let auth = authority(spec);
-        let mut reqs = Vec::with_capacity(ctx.plan.requests.len());
-        for r in &ctx.plan.requests {
-            let uri = http::Uri::builder()
-                .scheme(scheme)
-                .authority(auth.as_str())
-                .path_and_query(r.path.as_str())
-                .build()
-                .map_err(|e| anyhow!("request target '{}{}': {e}", auth, r.path))?;
-            reqs.push(ReqTmpl { uri });
-        }
-        let method = http::Method::from_bytes(spec.method.as_bytes())
-            .map_err(|_| anyhow!("--method '{}' is not a valid method", spec.method))?;
-        let window = Window::new(ctx);
-        Ok(W {
-            ctx,
-            rules: Rules::for_worker(ctx, &window, h2.max_concurrent_streams, true),
-            conns: Conns::new(ctx, h2, Tally::new(spec), window.win),
-            reqs,
-            method,
-            headers: headers(spec)?,
-            body: spec.body.clone().map(Bytes::from),
-            reply_timeout: ctx.reply_timeout(),
-            max_resp: ctx.max_resp(),
-            lag_threshold_us: ctx.lag_threshold_us(),
-            inflight_measured: Cell::new(0),
-            inflight: Cell::new(0),
-        })
-    }
+impl Proto for Conns<'_> {
+    type Conn = Conn;
 
     fn tally(&self) -> RefMut<'_, Tally> {
-        self.conns.tally()
+        Conns::tally(self)
     }
 
-    fn stopped(&self) -> bool {
-        self.ctx.stop.load(Ordering::Relaxed)
+    fn into_tally(self) -> Tally {
+        Conns::into_tally(self)
     }
 
-    /// The main loop: arrivals, interval ticks, the drain, the sessions.
-    async fn run(self) -> io::Result<WorkerStats> {
-        let ctx = self.ctx;
-        let plan = ctx.plan;
-        let t0 = ctx.t0;
-        let mut window = Window::new(ctx);
-        let mut arrivals = Arrivals::new(ctx);
-        self.tally().st.planned_sessions = arrivals.planned();
-        // Precise wake-ups (arrivals, ticks, the drain): a timerfd in the reactor.
-        let timer = sys::TimerFd::new()?.into_async()?;
-        let mut timer_target: Option<Instant> = None;
-        let mut sessions = FuturesUnordered::new();
-        if t0 > Instant::now() {
-            tokio::time::sleep_until(t0.into()).await;
-            while Instant::now() < t0 {
-                std::hint::spin_loop();
-            }
-        }
-        let now = Instant::now();
-        window.turn(now, &mut self.tally(), 0, ctx.collector);
-        let mut started = 0;
-        while started < arrivals.concurrency() && arrivals.more(now, &window) {
-            sessions.push(self.session(arrivals.take(), t0));
-            started += 1;
-        }
-        self.max_burst(started);
-        loop {
-            let now = Instant::now();
-            if self.stopped() {
-                break;
-            }
-            let open = self.conns.open_conns.get();
-            window.turn(now, &mut self.tally(), open, ctx.collector);
-            // Open-loop arrivals due now.
-            let mut burst = 0u64;
-            loop {
-                let setup = self.conns.setup_now.get();
-                let due = arrivals.due(now, setup, &window, &mut self.tally());
-                let Some(a) = due else { break };
-                burst += 1;
-                sessions.push(self.session(a.arrival, a.sched));
-            }
-            self.max_burst(burst);
-            if arrivals.drained(now, &window, self.reply_timeout) {
-                break;
-            }
-            if sessions.is_empty() && !arrivals.scheduling() {
-                break;
-            }
-            // Sleep until the next thing to do (or a session progresses).
-            let mut next = window.next_wake().min(now + MAX_SLEEP);
-            if let Some(t) = arrivals.next_due(self.conns.setup_now.get()) {
-                next = next.min(t);
-            }
-            if let Some(d) = arrivals.drain_until() {
-                next = next.min(d);
-            }
-            if timer_target != Some(next) {
-                timer
-                    .get_ref()
-                    .arm(next.saturating_duration_since(Instant::now()))?;
-                timer_target = Some(next);
-            }
-            tokio::select! {
-                biased;
-                g = timer.readable() => {
-                    if let Ok(mut g) = g {
-                        g.get_inner().drain();
-                        g.clear_ready();
-                    }
-                    timer_target = None;
-                }
-                Some(()) = sessions.next(), if !sessions.is_empty() => {
-                    // Sequential httperf runs: the next connection when one ends.
-                    let now = Instant::now();
-                    if matches!(plan.arrival, Arrival::Concurrent(_))
-                        && !plan.is_users
-                        && arrivals.more(now, &window)
-                        && !self.stopped()
-                    {
-                        sessions.push(self.session(arrivals.take(), now));
-                    }
-                }
-                _ = self.conns.setup_freed.notified() => {}
-            }
-        }
-        self.give_up();
-        drop(sessions);
-        let open = self.conns.open_conns.get();
-        let tally = self.conns.into_tally();
-        Ok(window.finish(Instant::now(), tally, open, ctx.collector))
+    fn open_conns(&self) -> u64 {
+        self.open_conns.get()
     }
 
-    /// Records how many sessions one turn started.
-    fn max_burst(&self, n: u64) {
-        let mut t = self.tally();
-        t.st.max_burst = t.st.max_burst.max(n);
+    fn setup_now(&self) -> u64 {
+        self.setup_now.get()
     }
 
-    /// Gives up on what is still running (Ctrl-C, or the drain expired).
-    fn give_up(&self) {
-        let interrupted = self.stopped();
-        let mut a = self.tally();
-        if interrupted {
-            a.st.abandoned += self.inflight.get();
-        } else {
-            let n = self.inflight_measured.get();
-            for _ in 0..n {
-                a.error(true, ErrClass::ClientTimo);
-            }
-            a.st.h2.streams_failed += n;
-        }
-        self.inflight.set(0);
-        self.inflight_measured.set(0);
+    fn setup_freed(&self) -> &tokio::sync::Notify {
+        &self.setup_freed
     }
 
-    /// One session (an open-loop connection's calls, a sequential
-    /// connection, a closed-loop user): its rules are `session.rs`'s; here
-    /// connections open and close, streams run, waits are slept.
-    async fn session(&self, arrival: u64, sched: Instant) {
-        let r = &self.rules;
-        self.tally().of(sched >= r.win).sessions.started += 1;
-        let mut s = Session::new(sched);
-        s.start(r, arrival, sched, Instant::now());
-        let mut conn: Option<Rc<Conn>> = None;
-        let mut inflight = FuturesUnordered::new();
-        loop {
-            let now = Instant::now();
-            match s.poll(r, now) {
-                Action::Open { measured } => match self.conns.connect(measured).await {
-                    Ok(c) => {
-                        conn = Some(Rc::new(c));
-                        s.connected();
-                    }
-                    Err(_) => {
-                        tokio::task::yield_now().await;
-                        s.conn_failed(r, Instant::now());
-                    }
-                },
-                Action::Send(call) => {
-                    if let Some(c) = &conn {
-                        inflight.push(self.stream(c.clone(), call));
-                    }
-                }
-                Action::Close => {
-                    inflight.clear();
-                    if let Some(c) = conn.take() {
-                        self.conns.close(c).await;
-                    }
-                }
-                Action::Wait(t) => {
-                    let end = if inflight.is_empty() {
-                        tokio::time::sleep_until(t.into()).await;
-                        None
-                    } else {
-                        tokio::select! {
-                            e = inflight.next() => e,
-                            _ = tokio::time::sleep_until(t.into()) => None,
-                        }
-                    };
-                    match end {
-                        Some(e) => self.stream_ended(&mut s, e, conn.as_deref()),
-                        None => self.timer(&mut s),
-                    }
-                }
-                Action::Idle => match inflight.next().await {
-                    Some(e) => self.stream_ended(&mut s, e, conn.as_deref()),
-                    // Nothing can happen any more (the run is stopping).
-                    None => s.abandon(false),
-                },
-                Action::Yield => {
-                    tokio::task::yield_now().await;
-                    s.resume(r, Instant::now());
-                }
-                Action::GroupDone { start, measured } => rec(
-                    &mut self.tally().of(measured).session,
-                    us(now.saturating_duration_since(start)),
-                ),
-                Action::Reset { measured } => self.tally().error(measured, ErrClass::ConnReset),
-                Action::Unsent { calls, measured } => {
-                    self.tally().of(measured).unsent_calls += calls;
-                }
-                Action::Done(o) => {
-                    self.tally().session_done(&o, Instant::now());
-                    break;
-                }
-            }
-        }
-        drop(inflight);
-        if let Some(c) = conn.take() {
-            self.conns.close(c).await;
-        }
+    async fn connect(&self, measured: bool) -> Result<Conn, ErrClass> {
+        Conns::connect(self, measured).await
     }
 
-    /// A think time or paced wait is over: record how late it fired.
-    fn timer(&self, s: &mut Session) {
-        let now = Instant::now();
-        if let Some(due) = s.timer(&self.rules, now) {
-            let lag = us(now.saturating_duration_since(due.at));
-            self.tally().lag(due.measured, lag, self.lag_threshold_us);
-        }
+    async fn close(&self, conn: Rc<Conn>) {
+        Conns::close(self, conn).await;
     }
 
-    fn stream_ended(&self, s: &mut Session, end: StreamEnd, conn: Option<&Conn>) {
-        let now = Instant::now();
-        let r = &self.rules;
-        match end {
-            StreamEnd::Ok(status) => s.reply(r, now, status, true),
-            StreamEnd::Failed { conn_lost } => {
-                let lost = conn_lost || conn.map_or(true, |c| c.driver.is_finished());
-                s.call_failed(r, now, lost);
-            }
-            StreamEnd::Refused => s.refused(r, now),
-        }
+    fn setup_done(&self, conn: &Conn) {
+        Conns::setup_done(self, conn);
     }
 
-    /// One stream: request out, response head and body in; records the reply.
-    async fn stream(&self, conn: Rc<Conn>, call: Call) -> StreamEnd {
-        let Call {
-            req,
-            intended,
-            measured,
-        } = call;
-        let sent = Instant::now();
-        self.inflight.set(self.inflight.get() + 1);
-        if measured {
-            self.inflight_measured.set(self.inflight_measured.get() + 1);
-        }
-        let guard = InFlight {
-            c: &self.inflight,
-            m: measured.then_some(&self.inflight_measured),
-        };
-        {
-            let mut a = self.tally();
-            if measured {
-                a.part.requests += 1;
-            }
-            let st = a.of(measured);
-            st.requests += 1;
-            st.h2.streams_started += 1;
-        }
-        // --timeout bounds the whole stream here; --max-response-time too,
-        // with its own class when it is the nearer limit.
-        let timeo = self.reply_timeout.map(|t| sent + t);
-        let limit = self.max_resp.map(|t| sent + t);
-        let (deadline, late_class) = match (timeo, limit) {
-            (Some(a), Some(b)) if b < a => (Some(b), ErrClass::ResponseTimo),
-            (None, Some(b)) => (Some(b), ErrClass::ResponseTimo),
-            (a, _) => (a, ErrClass::ClientTimo),
-        };
-        let r = with_deadline(deadline, self.exchange(&conn, req as usize)).await;
-        let now = Instant::now();
-        self.conns.count_bytes(&conn, measured);
-        drop(guard);
-        match r.unwrap_or(Err(Fail::Class(late_class, false))) {
-            Ok(x) => {
-                self.conns.setup_done(&conn);
-                conn.replies.set(conn.replies.get() + 1);
-                self.record(&x, intended, measured, now);
-                StreamEnd::Ok(x.status)
-            }
-            Err(Fail::Refused) => {
-                // Not processed by the server (GOAWAY, REFUSED_STREAM): made again.
-                let mut a = self.tally();
-                let st = a.of(measured);
-                st.requests = st.requests.saturating_sub(1);
-                st.h2.streams_started = st.h2.streams_started.saturating_sub(1);
-                if measured {
-                    a.part.requests = a.part.requests.saturating_sub(1);
-                }
-                StreamEnd::Refused
-            }
-            Err(Fail::Class(class, conn_lost)) => {
-                let mut a = self.tally();
-                a.error(measured, class);
-                a.of(measured).h2.streams_failed += 1;
-                StreamEnd::Failed { conn_lost }
-            }
-        }
+    fn count_bytes(&self, conn: &Conn, measured: bool) {
+        Conns::count_bytes(self, conn, measured);
     }
 
-    /// Records a complete exchange (scheduled at `intended`, ended at `now`).
-    fn record(&self, x: &Exchange, intended: Instant, measured: bool, now: Instant) {
-        let mut a = self.tally();
-        let total_unc = us(now.saturating_duration_since(x.sent));
-        if measured {
-            a.part.replies += 1;
-            rec(&mut a.ihist, total_unc);
-        }
-        let st = a.of(measured);
-        st.h2.streams_completed += 1;
-        st.replies += 1;
-        let class = (x.status / 100) as usize;
-        if (1..=5).contains(&class) {
-            st.status[class - 1] += 1;
-        }
-        st.header_bytes += x.header_bytes;
-        st.body_bytes += x.body_bytes;
-        st.body_received += x.body_bytes;
-        st.bytes_expected += x.content_length.unwrap_or(x.body_bytes);
-        let resp_us = us(x.first.saturating_duration_since(x.sent));
-        st.response_sum_us += resp_us as f64;
-        st.transfer_sum_us += us(now.saturating_duration_since(x.first)) as f64;
-        rec(&mut st.first_byte, resp_us);
-        rec(&mut st.response_unc, total_unc);
-        st.record_response(us(now.saturating_duration_since(intended)));
+    fn replied(&self, conn: &Conn) {
+        conn.replies.set(conn.replies.get() + 1);
+    }
+
+    fn gone(&self, conn: &Conn) -> bool {
+        conn.driver.is_finished()
+    }
+
+    fn streams(st: &mut WorkerStats) -> &mut StreamCounts {
+        &mut st.h2.streams
     }
 
     /// The request/response exchange of one stream. A stream the server did
-    /// not process comes back as `ConnRefused` (see [`StreamEnd::Refused`]).
-    async fn exchange(&self, conn: &Conn, req: usize) -> std::result::Result<Exchange, Fail> {
-        let t = &self.reqs[req];
-        let mut rq = http::Request::new(());
-        *rq.method_mut() = self.method.clone();
-        *rq.uri_mut() = t.uri.clone();
-        *rq.headers_mut() = self.headers.clone();
+    /// not process comes back as [`Fail::Refused`].
+    async fn exchange(
+        &self,
+        conn: &Conn,
+        rq: http::Request<()>,
+        body: Option<&Bytes>,
+    ) -> Result<Exchange, Fail> {
         let mut send = conn.send.clone();
         std::future::poll_fn(|cx| send.poll_ready(cx))
             .await
@@ -461,26 +93,17 @@ impl<'a> W<'a> {
         // Sent now: a wait above for a stream slot (the server's
         // SETTINGS_MAX_CONCURRENT_STREAMS) counts only in the corrected latency.
         let sent = Instant::now();
-        let end = self.body.is_none();
+        let end = body.is_none();
         let (resp, mut out) = send.send_request(rq, end).map_err(|e| stream_class(&e))?;
-        if let Some(b) = &self.body {
+        if let Some(b) = body {
             out.send_data(b.clone(), true)
                 .map_err(|e| stream_class(&e))?;
         }
         let resp = resp.await.map_err(|e| stream_class(&e))?;
         let first = Instant::now();
         let status = resp.status().as_u16();
-        let header_bytes: u64 = resp
-            .headers()
-            .iter()
-            .map(|(n, v)| (n.as_str().len() + v.len() + 4) as u64)
-            .sum::<u64>()
-            + 13; // ":status: NNN\r\n"
-        let content_length = resp
-            .headers()
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok());
+        let header_bytes = streams::head_bytes(resp.headers());
+        let content_length = streams::content_length(resp.headers());
         let mut body = resp.into_body();
         let mut body_bytes = 0u64;
         while let Some(chunk) = body.data().await {
@@ -499,24 +122,6 @@ impl<'a> W<'a> {
     }
 }
 
-struct Exchange {
-    sent: Instant,
-    first: Instant,
-    status: u16,
-    header_bytes: u64,
-    body_bytes: u64,
-    content_length: Option<u64>,
-}
-
-/// Why a stream failed.
-enum Fail {
-    /// Counted as an error of this class; true: the connection failed too.
-    Class(ErrClass, bool),
-    /// The server did not process it (GOAWAY past its last stream,
-    /// REFUSED_STREAM): the call is made again on a new connection.
-    Refused,
-}
-
 fn stream_class(e: &h2::Error) -> Fail {
     if let Some(io) = e.get_io() {
         return Fail::Class(ErrClass::from_io(io), true);
@@ -532,105 +137,9 @@ fn stream_class(e: &h2::Error) -> Fail {
     }
 }
 
-// ---------------------------------------------------------------- requests
-
-/// A request prepared once per distinct path.
-struct ReqTmpl {
-    uri: http::Uri,
-}
-
-fn authority(spec: &LoadSpec) -> String {
-    if let Some(h) = &spec.host_header {
-        return h.clone();
-    }
-    let host = if spec.server.contains(':') && !spec.server.starts_with('[') {
-        format!("[{}]", spec.server)
-    } else {
-        spec.server.clone()
-    };
-    format!("{host}:{}", spec.port)
-}
-
-/// Header fields HTTP/2 forbids (RFC 9113, 8.2.2) or carries as pseudo-headers.
-fn forbidden(name: &str) -> bool {
-    matches!(
-        name,
-        "host"
-            | "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "transfer-encoding"
-            | "upgrade"
-            | "te"
-    )
-}
-
-fn headers(spec: &LoadSpec) -> Result<http::HeaderMap> {
-    let mut h = http::HeaderMap::new();
-    let ua = format!("httplab/{}", env!("CARGO_PKG_VERSION"));
-    h.insert(
-        http::header::USER_AGENT,
-        http::HeaderValue::from_str(&ua).map_err(|e| anyhow!("user-agent: {e}"))?,
-    );
-    for line in &spec.headers {
-        let Some((n, v)) = line.split_once(':') else {
-            bail!("--add-header '{line}' is not 'Name: value'");
-        };
-        let n = n.trim().to_ascii_lowercase();
-        if forbidden(&n) {
-            continue;
-        }
-        let name = http::HeaderName::from_bytes(n.as_bytes())
-            .map_err(|_| anyhow!("--add-header '{line}': not a valid header name"))?;
-        let value = http::HeaderValue::from_str(v.trim())
-            .map_err(|_| anyhow!("--add-header '{line}': not a valid header value"))?;
-        h.append(name, value);
-    }
-    if let Some(b) = &spec.body {
-        h.insert(
-            http::header::CONTENT_LENGTH,
-            http::HeaderValue::from(b.len()),
-        );
-    }
-    Ok(h)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn authority_is_the_host_header_or_server_and_port() {
-        let mut s = LoadSpec::new("127.0.0.1", 8443);
-        assert_eq!(authority(&s), "127.0.0.1:8443");
-        s.server = "::1".into();
-        assert_eq!(authority(&s), "[::1]:8443");
-        s.host_header = Some("example.org".into());
-        assert_eq!(authority(&s), "example.org");
-    }
-
-    #[test]
-    fn headers_drop_what_http2_forbids_and_refuse_bad_ones() {
-        let mut s = LoadSpec::new("h", 80);
-        s.headers = vec![
-            "Connection: keep-alive".into(),
-            "Host: other".into(),
-            "X-Test: 1".into(),
-            "Accept-Encoding: gzip".into(),
-        ];
-        s.body = Some(b"abc".to_vec());
-        let h = headers(&s).unwrap();
-        assert!(h.get("connection").is_none());
-        assert!(h.get("host").is_none());
-        assert_eq!(h.get("x-test").unwrap(), "1");
-        assert_eq!(h.get("accept-encoding").unwrap(), "gzip");
-        assert_eq!(h.get("content-length").unwrap(), "3");
-        assert!(h.get("user-agent").is_some());
-        s.headers = vec!["no colon here".into()];
-        assert!(headers(&s).is_err());
-        s.headers = vec!["Bad Name: x".into()];
-        assert!(headers(&s).is_err());
-    }
 
     #[test]
     fn refused_streams_are_made_again_and_resets_are_errors() {

@@ -147,6 +147,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         shards: Vec::new(),
         tls: None,
         http2: None,
+        http3: None,
     }
 }
 
