@@ -27,6 +27,7 @@ Examples:
   httplab load https://example.org/ --rate 50 --num-conns 500 --timeout 5
   httplab load --ssl --server 127.0.0.1 --port 8443 --uri /x --rate 100 --num-conns 1000
   httplab load https://127.0.0.1:8443/x --insecure --http2 --users 4 --requests-per-user 2500 --max-concurrent-streams 16
+  httplab load https://127.0.0.1:8443/x --http3 --cacert ca.pem --rate 100 --num-conns 100 --num-calls 10
 
 Latency is measured both from the scheduled start (coordinated-omission
 corrected) and from the actual send. See the crate documentation for the JSON schema.";
@@ -321,8 +322,9 @@ struct Cli {
     /// --rate connection arrivals, --users connections that keep their streams busy.
     #[arg(long, help_heading = "HTTP/2")]
     http2: bool,
-    /// Streams each HTTP/2 connection keeps open at once (h2load's -m); the server's
-    /// SETTINGS_MAX_CONCURRENT_STREAMS caps it too [default: 1, as h2load].
+    /// Streams each HTTP/2 or HTTP/3 connection keeps open at once (h2load's -m); the
+    /// server's SETTINGS_MAX_CONCURRENT_STREAMS (HTTP/3: MAX_STREAMS) caps it too [default:
+    /// 1, as h2load].
     #[arg(long, value_name = "N", help_heading = "HTTP/2")]
     max_concurrent_streams: Option<u32>,
     /// Initial HTTP/2 stream flow-control window, bytes [default: 1073741823 = 2^30-1, as
@@ -333,6 +335,14 @@ struct Cli {
     /// h2load's -W 30].
     #[arg(long, value_name = "BYTES", help_heading = "HTTP/2")]
     h2_conn_window: Option<u32>,
+
+    // ---- HTTP/3 ----
+    /// Speak HTTP/3 over QUIC (UDP, TLS 1.3, ALPN h3). TLS is implied: the server's
+    /// certificate is verified as for https:// (--cacert, --insecure). Each call is a
+    /// request stream; --num-calls, --num-conns, --rate, --users and
+    /// --max-concurrent-streams as for --http2.
+    #[arg(long, help_heading = "HTTP/3")]
+    http3: bool,
 }
 
 /// Outcome of parsing a command line.
@@ -493,12 +503,13 @@ fn set_target(cli: &Cli, spec: &mut LoadSpec) -> Result<()> {
         spec.server = host;
         spec.port = port;
         spec.uri = path;
-    } else if cli.ssl {
-        // httperf: --ssl without --port means 443.
+    } else if cli.ssl || cli.http3 {
+        // httperf: --ssl without --port means 443 (so does QUIC).
         spec.port = 443;
     }
     spec.tls = tls_spec(cli, https)?;
     spec.http2 = http2_spec(cli)?;
+    spec.http3 = http3_spec(cli);
     spec.max_connecting = cli.max_connecting;
     if let Some(s) = cli.server.clone() {
         spec.server = s;
@@ -655,7 +666,7 @@ fn http2_spec(cli: &Cli) -> Result<Option<crate::spec::Http2Spec>> {
     if !cli.http2 {
         for (given, name) in [
             (
-                cli.max_concurrent_streams.is_some(),
+                cli.max_concurrent_streams.is_some() && !cli.http3,
                 "--max-concurrent-streams",
             ),
             (cli.h2_window.is_some(), "--h2-window"),
@@ -677,9 +688,19 @@ fn http2_spec(cli: &Cli) -> Result<Option<crate::spec::Http2Spec>> {
     }))
 }
 
-/// The TLS settings the command line asks for (None: cleartext).
+/// The HTTP/3 settings the command line asks for (None: not HTTP/3).
+fn http3_spec(cli: &Cli) -> Option<crate::spec::Http3Spec> {
+    cli.http3.then(|| crate::spec::Http3Spec {
+        max_concurrent_streams: cli
+            .max_concurrent_streams
+            .unwrap_or(crate::spec::Http3Spec::default().max_concurrent_streams),
+    })
+}
+
+/// The TLS settings the command line asks for (None: cleartext). QUIC
+/// (`--http3`) is always TLS, verified as for https:// URLs.
 fn tls_spec(cli: &Cli, https: bool) -> Result<Option<TlsSpec>> {
-    let tls = https || cli.ssl;
+    let tls = https || cli.ssl || cli.http3;
     if !tls {
         for (given, name) in [
             (cli.ssl_ciphers.is_some(), "--ssl-ciphers"),
@@ -706,7 +727,7 @@ fn tls_spec(cli: &Cli, https: bool) -> Result<Option<TlsSpec>> {
     Ok(Some(TlsSpec {
         // httperf's --ssl does not verify; https:// does unless --insecure;
         // --cacert always does.
-        verify: cli.cacert.is_some() || (https && !cli.ssl && !cli.insecure),
+        verify: cli.cacert.is_some() || ((https || cli.http3) && !cli.ssl && !cli.insecure),
         cacert: cli.cacert.clone(),
         ciphers: cli
             .ssl_ciphers
@@ -910,6 +931,27 @@ mod tests {
         assert!(bad("--insecure"));
         assert!(bad("--ssl --tls-version 1.1"));
         assert!(bad("https://h/ --insecure --cacert x.pem"));
+        assert!(bad("--server h --max-concurrent-streams 4"));
+        assert!(bad("--server h --http3 --http2"));
+        assert!(bad("--server h --http3 --tls-version 1.2"));
+        assert!(bad("--server h --http3 --max-concurrent-streams 0"));
+        let s = spec("--http3 --server 127.0.0.1 --port 4433 --uri /x --max-concurrent-streams 8");
+        assert_eq!(s.http3.as_ref().unwrap().max_concurrent_streams, 8);
+        assert!(s.http2.is_none());
+        assert!(
+            s.tls.as_ref().unwrap().verify,
+            "QUIC verifies as https:// does"
+        );
+        assert!(
+            !spec("https://h:4433/x --http3 --insecure")
+                .tls
+                .unwrap()
+                .verify
+        );
+        let s = spec("https://h:4433/y --http3 --cacert ca.pem");
+        assert_eq!((s.port, s.uri.as_str()), (4433, "/y"));
+        assert!(s.tls.unwrap().verify);
+        assert_eq!(spec("--http3 --server h").port, 443);
         let s = spec("--ssl --server h --ssl-no-reuse --ssl-ciphers ECDHE-RSA-AES128-GCM-SHA256");
         let t = s.tls.as_ref().unwrap();
         assert_eq!(s.port, 443);

@@ -1,5 +1,5 @@
-//! `httplab load`: an httperf-compatible HTTP/1.1, HTTPS and HTTP/2 load
-//! generator that is accurate where httperf, wrk and oha are not.
+//! `httplab load`: an httperf-compatible HTTP/1.1, HTTPS, HTTP/2 and HTTP/3
+//! load generator that is accurate where httperf, wrk and oha are not.
 //!
 //! - **HTTP/2** (`--http2`, [`Http2Spec`]): over TLS (ALPN h2) and h2c with
 //!   prior knowledge; `--max-concurrent-streams` (h2load's `-m`), flow-control
@@ -7,6 +7,11 @@
 //!   RST_STREAM and GOAWAY ([`httplab_model::Http2Summary`]). Built on the
 //!   `h2` crate, driven by a tokio current-thread runtime per load thread
 //!   (`http2.rs`; see the README for why accuracy is kept).
+//! - **HTTP/3** (`--http3`, [`Http3Spec`]): over QUIC (quinn, TLS 1.3, ALPN
+//!   h3) with the `h3` crate, on the same tokio stream driver as HTTP/2
+//!   (`streams.rs`, `http3.rs`, `h3conn.rs`); the QUIC handshake (1-RTT,
+//!   0-RTT) is its own latency row, failures are counted by class
+//!   ([`httplab_model::Http3Summary`]).
 //! - **HTTPS**: `https://` URLs (certificates verified; `--cacert`,
 //!   `--insecure`) and httperf's `--ssl` (not verified, as httperf),
 //!   `--ssl-ciphers`, `--ssl-no-reuse`; TLS 1.2/1.3, SNI, ALPN; the TLS
@@ -17,7 +22,7 @@
 //! - **Shape**: the session rules as one machine without I/O (`session.rs`),
 //!   protocol state machines without I/O (`h1.rs`; TLS as a byte transformer,
 //!   `tls.rs`), driven by the epoll/io_uring engine (`engine.rs`) or, for
-//!   HTTP/2, the tokio driver (`http2.rs`), which share arrivals, window and
+//!   HTTP/2 and HTTP/3, the tokio stream driver (`streams.rs`), which share arrivals, window and
 //!   statistics (`arrivals.rs`, `worker.rs`).
 //!
 //! - **httperf compatible**: every httperf 0.9 command line runs with
@@ -73,7 +78,7 @@
 //! `not_attempted`, `io_engine` ([`EXTRA_IO_ENGINE`]); client shards (`--client I/N` with N > 1, `--run-id`,
 //! `--start-at`) add `client_shard`, `run_id`, `start_at` and
 //! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`], `--http2` runs
-//! [`httplab_model::RunResult::http2`].
+//! [`httplab_model::RunResult::http2`], `--http3` runs [`httplab_model::RunResult::http3`].
 //!
 //! # Meaning of the numbers
 //!
@@ -99,6 +104,8 @@ mod command;
 mod engine;
 mod h1;
 mod h2proto;
+mod h3conn;
+mod http3;
 mod plan;
 mod record;
 mod report;
@@ -107,6 +114,7 @@ mod session;
 mod slot;
 mod spec;
 mod stats;
+mod streams;
 mod sys;
 mod tls;
 mod uring;
@@ -134,8 +142,8 @@ pub use run::{
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
-    Dist, Http2Spec, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat, Workload,
-    DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING,
+    Dist, Http2Spec, Http3Spec, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat,
+    Workload, DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING,
 };
 pub use stats::SessionStats;
 pub use tls::{parse_ciphers, TlsSpec, TlsVersion};

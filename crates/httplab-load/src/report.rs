@@ -180,6 +180,7 @@ pub(crate) fn build_result(
         shards: Vec::new(),
         tls: None,
         http2: None,
+        http3: None,
     }
 }
 
@@ -631,13 +632,7 @@ pub fn environment() -> Environment {
         .lines()
         .filter(|l| l.starts_with("processor"))
         .count() as u32;
-    let memory_bytes = std::fs::read_to_string("/proc/meminfo")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024);
+    let memory_bytes = sys::mem_total_bytes().unwrap_or(0);
     Environment {
         kernel: sys::kernel(),
         cpu_model,
@@ -853,7 +848,10 @@ fn render_httplab_block(o: &mut String, r: &RunResult) {
     fmt_pct_row(o, "first byte", &r.latency.first_byte);
     fmt_pct_row(o, "response (corrected)", &r.latency.response);
     fmt_pct_row(o, "response (uncorrected)", &r.latency.response_uncorrected);
-    if let Some(tls) = &r.tls {
+    if let Some(h3) = &r.http3 {
+        // QUIC's handshake is its TLS handshake: one row.
+        fmt_pct_row(o, "QUIC handshake", &h3.handshake);
+    } else if let Some(tls) = &r.tls {
         fmt_pct_row(o, "TLS handshake", &tls.handshake);
     }
     if r.latency.session.count > 0 {
@@ -896,6 +894,7 @@ fn render_httplab_block(o: &mut String, r: &RunResult) {
         }
     }
     render_http2_block(o, r);
+    render_http3_block(o, r);
     if r.config.warmup_s > 0.0 {
         let _ = writeln!(
             o,
@@ -1188,6 +1187,53 @@ fn render_http2_block(o: &mut String, r: &httplab_model::RunResult) {
     );
     if let Some(e) = &h.first_error {
         let _ = writeln!(o, "HTTP/2 error (first of {}): {e}", h.failed_connections);
+    }
+}
+
+/// The report's `HTTP/3:` block (nothing for other runs).
+fn render_http3_block(o: &mut String, r: &httplab_model::RunResult) {
+    let Some(h) = &r.http3 else { return };
+    let counts = |m: &std::collections::BTreeMap<String, u64>| -> String {
+        if m.is_empty() {
+            return "0".into();
+        }
+        let v: Vec<String> = m.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        format!("{} ({})", m.values().sum::<u64>(), v.join(", "))
+    };
+    let _ = writeln!(
+        o,
+        "HTTP/3: over QUIC, ALPN h3 (max concurrent streams {})",
+        h.max_concurrent_streams
+    );
+    let _ = writeln!(
+        o,
+        "HTTP/3 connections: {} spoke HTTP/3, {} failed before it; handshakes 1-RTT {} 0-RTT {}",
+        h.connections, h.failed_connections, h.handshakes_1rtt, h.handshakes_0rtt
+    );
+    let _ = writeln!(
+        o,
+        "HTTP/3 streams: started {} completed {} failed {}",
+        h.streams_started, h.streams_completed, h.streams_failed
+    );
+    let e = &h.errors;
+    let _ = writeln!(
+        o,
+        "HTTP/3 errors: handshake-failed {} version-negotiation {} idle-timeout {} protocol-error {}",
+        e.handshake_failed, e.version_negotiation, e.idle_timeout, e.protocol_error
+    );
+    let _ = writeln!(
+        o,
+        "HTTP/3 closed by server: {}; streams reset: {}",
+        counts(&e.closed_by_peer),
+        counts(&e.stream_reset)
+    );
+    let _ = writeln!(
+        o,
+        "HTTP/3 UDP: datagrams sent {} received {}; packets lost {}",
+        h.datagrams_sent, h.datagrams_received, h.lost_packets
+    );
+    if let Some(e) = &h.first_error {
+        let _ = writeln!(o, "HTTP/3 error (first of {}): {e}", h.failed_connections);
     }
 }
 

@@ -13,7 +13,7 @@ use httplab_model::RunResult;
 use crate::report::{self, EXTRA_IO_ENGINE};
 use crate::spec::{self, Arrival, IoEngine, LoadSpec};
 use crate::worker::WorkerCtx;
-use crate::{engine, plan, stats, sys, tls, uring};
+use crate::{engine, http3, plan, stats, sys, tls, uring};
 
 /// Runs `spec` and returns its result. Never prints, except a live progress
 /// line on stderr when `progress` is true and stderr is a terminal.
@@ -210,6 +210,7 @@ pub(crate) fn run_raw(
     }
     report::add_overload(&mut result, spec, &total, &local_addrs, cap);
     add_http2(&mut result, spec, &total, interrupted)?;
+    add_http3(&mut result, spec, &total);
     if let Some(note) = io_note {
         result.self_check.warnings.push(note);
     }
@@ -252,6 +253,9 @@ pub fn io_uring_available() -> bool {
 /// The I/O engine for this run (see `--io`), and a warning when `--io uring`
 /// was asked for and cannot run.
 fn choose_io(spec: &LoadSpec) -> (&'static str, Option<String>) {
+    if spec.http3.is_some() {
+        return ("tokio", None);
+    }
     let asked = spec.io == IoEngine::Uring;
     if spec.http2.is_some() && spec.io == IoEngine::Auto {
         // HTTP/2 runs on epoll unless io_uring is asked for.
@@ -307,6 +311,15 @@ fn add_http2(
     Ok(())
 }
 
+/// `--http3`: the run's HTTP/3 block. A target that never spoke HTTP/3
+/// (handshake refused, silent, garbage) still gives a report: its errors by
+/// class and the first failure in words.
+fn add_http3(result: &mut RunResult, spec: &LoadSpec, total: &stats::WorkerStats) {
+    if let Some(h) = &spec.http3 {
+        result.http3 = Some(total.h3.summary(h));
+    }
+}
+
 /// Runs one thread per worker context on its driver and returns each
 /// thread's statistics; with `progress` (the run's start) a live line on
 /// stderr meanwhile.
@@ -320,7 +333,10 @@ fn run_workers(
         for ctx in ctxs {
             let h = std::thread::Builder::new()
                 .name(format!("httplab-load-{}", ctx.thread))
-                .spawn_scoped(scope, move || engine::Worker::new(ctx)?.run());
+                .spawn_scoped(scope, move || match &ctx.spec.http3 {
+                    Some(h) => http3::run_worker(ctx, h),
+                    None => engine::Worker::new(ctx)?.run(),
+                });
             handles.push(h);
         }
         if let Some(wall0) = progress {

@@ -352,6 +352,9 @@ pub struct LoadSpec {
     /// `--http2`: HTTP/2 (over TLS with ALPN h2, or h2c with prior knowledge
     /// on cleartext) instead of HTTP/1.1; None: HTTP/1.1.
     pub http2: Option<Http2Spec>,
+    /// `--http3`: HTTP/3 over QUIC (TLS 1.3, ALPN h3) instead of HTTP/1.1;
+    /// None: not HTTP/3.
+    pub http3: Option<Http3Spec>,
 }
 
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
@@ -424,6 +427,7 @@ impl LoadSpec {
             max_connecting: None,
             max_response_time: None,
             http2: None,
+            http3: None,
         }
     }
 
@@ -466,6 +470,9 @@ impl LoadSpec {
         }
         if let Some(h) = &self.http2 {
             validate_http2(self, h)?;
+        }
+        if let Some(h) = &self.http3 {
+            validate_http3(self, h)?;
         }
         if self.max_connecting == Some(0) {
             bail!("--max-connecting must be at least 1");
@@ -669,6 +676,12 @@ impl LoadSpec {
             if h.conn_window != d.conn_window {
                 s.push_str(&format!(" --h2-conn-window={}", h.conn_window));
             }
+        }
+        if let Some(h) = &self.http3 {
+            s.push_str(&format!(
+                " --http3 --max-concurrent-streams={}",
+                h.max_concurrent_streams
+            ));
         }
         if let Arrival::Open(d) = self.arrival {
             match d {
@@ -1015,30 +1028,69 @@ pub(crate) fn validate_http2(spec: &LoadSpec, h: &Http2Spec) -> Result<()> {
             bail!("{name} must be 1 ..= {MAX_WINDOW} bytes");
         }
     }
+    validate_streams(spec, "--http2")
+}
+
+/// What the stream drivers (`--http2`, `--http3`) do not do.
+fn validate_streams(spec: &LoadSpec, flag: &str) -> Result<()> {
     match &spec.workload {
         Workload::Requests { burst, .. } | Workload::Users { burst, .. } if *burst > 1 => {
-            bail!("--burst-length does not apply to --http2: streams are concurrent, use --max-concurrent-streams")
+            bail!("--burst-length does not apply to {flag}: streams are concurrent, use --max-concurrent-streams")
         }
         Workload::Sessions { .. } | Workload::SessionLog { .. } => {
-            bail!("--wsess and --wsesslog are not supported with --http2 (use --num-conns/--num-calls or --users)")
+            bail!("--wsess and --wsesslog are not supported with {flag} (use --num-conns/--num-calls or --users)")
         }
         _ => {}
     }
     if spec.verify_root.is_some() {
-        bail!("--verify-root is not supported with --http2");
+        bail!("--verify-root is not supported with {flag}");
     }
     if spec.print_reply.any() || spec.print_request.any() {
-        bail!("--print-request and --print-reply are not supported with --http2");
+        bail!("--print-request and --print-reply are not supported with {flag}");
     }
     if spec.calibrate || spec.calibrate_only {
-        bail!(
-            "--calibrate measures the HTTP/1.1 engine against an HTTP/1.1 sink: not with --http2"
-        );
+        bail!("--calibrate measures the HTTP/1.1 engine against an HTTP/1.1 sink: not with {flag}");
     }
     if spec.http_version != "1.1" {
-        bail!("--http-version does not apply to --http2");
+        bail!("--http-version does not apply to {flag}");
     }
     Ok(())
+}
+
+/// HTTP/3 settings of a run ([`LoadSpec::http3`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Http3Spec {
+    /// Request streams a connection keeps open at once (default 1, as for
+    /// `--http2`). The server's MAX_STREAMS also caps it.
+    pub max_concurrent_streams: u32,
+}
+
+impl Default for Http3Spec {
+    fn default() -> Http3Spec {
+        Http3Spec {
+            max_concurrent_streams: 1,
+        }
+    }
+}
+
+/// Refuses what the HTTP/3 driver does not do.
+pub(crate) fn validate_http3(spec: &LoadSpec, h: &Http3Spec) -> Result<()> {
+    if h.max_concurrent_streams == 0 {
+        bail!("--max-concurrent-streams must be at least 1");
+    }
+    if spec.http2.is_some() {
+        bail!("--http2 and --http3 contradict each other: choose one");
+    }
+    match &spec.tls {
+        None => {
+            bail!("--http3 runs over QUIC, which is always TLS: the run needs its TLS settings")
+        }
+        Some(t) if t.version == Some(crate::tls::TlsVersion::V1_2) => {
+            bail!("--tls-version 1.2 does not apply to --http3: QUIC is TLS 1.3 only")
+        }
+        Some(_) => {}
+    }
+    validate_streams(spec, "--http3")
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use httplab_model::Interval;
 use serde::{Deserialize, Serialize};
 
 use crate::h2proto::REASONS;
-use crate::spec::{Http2Spec, LoadSpec};
+use crate::spec::{Http2Spec, Http3Spec, LoadSpec};
 
 /// Histogram of microseconds, 1 µs .. 1 h, 3 significant digits.
 pub(crate) fn hist() -> Histogram<u64> {
@@ -199,6 +199,8 @@ pub(crate) struct WorkerStats {
     pub not_attempted: u64,
     /// `--http2` runs: what the HTTP/2 layer did.
     pub h2: H2Stats,
+    /// `--http3` runs: what the QUIC and HTTP/3 layers did.
+    pub h3: H3Stats,
 }
 
 /// TLS counters of one worker (see `httplab_model::TlsSummary`).
@@ -304,6 +306,7 @@ impl WorkerStats {
             setup_capped: 0,
             not_attempted: 0,
             h2: H2Stats::default(),
+            h3: H3Stats::new(),
         }
     }
 
@@ -380,6 +383,7 @@ impl WorkerStats {
         self.setup_capped += o.setup_capped;
         self.not_attempted += o.not_attempted;
         self.h2.merge(&o.h2);
+        self.h3.merge(&o.h3);
         self.cpu_user += o.cpu_user;
         self.cpu_sys += o.cpu_sys;
         self.end_s = self.end_s.max(o.end_s);
@@ -575,13 +579,27 @@ impl Collector {
     }
 }
 
+/// Streams of one worker (`--http2`, `--http3`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct StreamCounts {
+    pub started: u64,
+    pub completed: u64,
+    pub failed: u64,
+}
+
+impl StreamCounts {
+    pub fn merge(&mut self, o: &StreamCounts) {
+        self.started += o.started;
+        self.completed += o.completed;
+        self.failed += o.failed;
+    }
+}
+
 /// HTTP/2 counters of one worker (see `httplab_model::Http2Summary`).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct H2Stats {
     pub connections: u64,
-    pub streams_started: u64,
-    pub streams_completed: u64,
-    pub streams_failed: u64,
+    pub streams: StreamCounts,
     pub rst: [u64; 15],
     pub goaway_conns: u64,
     pub goaway_reasons: [u64; 15],
@@ -592,9 +610,7 @@ pub(crate) struct H2Stats {
 impl H2Stats {
     pub fn merge(&mut self, o: &H2Stats) {
         self.connections += o.connections;
-        self.streams_started += o.streams_started;
-        self.streams_completed += o.streams_completed;
-        self.streams_failed += o.streams_failed;
+        self.streams.merge(&o.streams);
         for i in 0..self.rst.len() {
             self.rst[i] += o.rst[i];
             self.goaway_reasons[i] += o.goaway_reasons[i];
@@ -628,12 +644,187 @@ impl H2Stats {
             stream_window: h.stream_window,
             conn_window: h.conn_window,
             connections: self.connections,
-            streams_started: self.streams_started,
-            streams_completed: self.streams_completed,
-            streams_failed: self.streams_failed,
+            streams_started: self.streams.started,
+            streams_completed: self.streams.completed,
+            streams_failed: self.streams.failed,
             rst_stream_received: named(&self.rst),
             goaway_received: self.goaway_conns,
             goaway_reasons: named(&self.goaway_reasons),
+            failed_connections: self.failed_connections,
+            first_error: self.first_error.clone(),
+        }
+    }
+}
+
+/// How the server closed an HTTP/3 connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum PeerClose {
+    /// CONNECTION_CLOSE with a QUIC transport error code.
+    Transport(u64),
+    /// CONNECTION_CLOSE with an application (HTTP/3) error code.
+    Application(u64),
+    /// A stateless reset.
+    StatelessReset,
+}
+
+impl PeerClose {
+    /// The code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a)`,
+    /// `H3_INTERNAL_ERROR`, `STATELESS_RESET`; unknown codes in hex).
+    pub fn name(&self) -> String {
+        match *self {
+            PeerClose::Transport(c) => transport_code_name(c),
+            PeerClose::Application(c) => h3_code_name(c),
+            PeerClose::StatelessReset => "STATELESS_RESET".into(),
+        }
+    }
+}
+
+/// An HTTP/3 error code's name (`H3_INTERNAL_ERROR`, or its hex value).
+pub(crate) fn h3_code_name(code: u64) -> String {
+    h3::error::Code::from(code).to_string()
+}
+
+/// A QUIC transport error code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a)`).
+pub(crate) fn transport_code_name(code: u64) -> String {
+    if (0x100..0x200).contains(&code) {
+        return format!("CRYPTO_ERROR(0x{:02x})", code & 0xff);
+    }
+    match TRANSPORT_CODES.get(code as usize) {
+        Some(n) if code <= 0x10 => (*n).into(),
+        _ => format!("{code:#x}"),
+    }
+}
+
+/// QUIC transport error codes 0x00 ..= 0x10 (RFC 9000, 20.1).
+const TRANSPORT_CODES: [&str; 17] = [
+    "NO_ERROR",
+    "INTERNAL_ERROR",
+    "CONNECTION_REFUSED",
+    "FLOW_CONTROL_ERROR",
+    "STREAM_LIMIT_ERROR",
+    "STREAM_STATE_ERROR",
+    "FINAL_SIZE_ERROR",
+    "FRAME_ENCODING_ERROR",
+    "TRANSPORT_PARAMETER_ERROR",
+    "CONNECTION_ID_LIMIT_ERROR",
+    "PROTOCOL_VIOLATION",
+    "INVALID_TOKEN",
+    "APPLICATION_ERROR",
+    "CRYPTO_BUFFER_EXCEEDED",
+    "KEY_UPDATE_ERROR",
+    "AEAD_LIMIT_REACHED",
+    "NO_VIABLE_PATH",
+];
+
+/// HTTP/3 counters of one worker (see `httplab_model::Http3Summary`).
+#[derive(Debug, Clone)]
+pub(crate) struct H3Stats {
+    pub connections: u64,
+    pub streams: StreamCounts,
+    /// QUIC handshake times, µs.
+    pub handshake: Histogram<u64>,
+    pub handshakes_1rtt: u64,
+    pub handshakes_0rtt: u64,
+    pub handshake_failed: u64,
+    pub version_negotiation: u64,
+    /// Connections closed by the server, by how.
+    pub closed_by_peer: BTreeMap<PeerClose, u64>,
+    /// Streams reset by the server, by HTTP/3 error code.
+    pub stream_reset: BTreeMap<u64, u64>,
+    pub idle_timeout: u64,
+    pub protocol_error: u64,
+    pub lost_packets: u64,
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub failed_connections: u64,
+    pub first_error: Option<String>,
+}
+
+impl H3Stats {
+    pub fn new() -> H3Stats {
+        H3Stats {
+            connections: 0,
+            streams: StreamCounts::default(),
+            handshake: hist(),
+            handshakes_1rtt: 0,
+            handshakes_0rtt: 0,
+            handshake_failed: 0,
+            version_negotiation: 0,
+            closed_by_peer: BTreeMap::new(),
+            stream_reset: BTreeMap::new(),
+            idle_timeout: 0,
+            protocol_error: 0,
+            lost_packets: 0,
+            datagrams_sent: 0,
+            datagrams_received: 0,
+            failed_connections: 0,
+            first_error: None,
+        }
+    }
+
+    pub fn merge(&mut self, o: &H3Stats) {
+        self.connections += o.connections;
+        self.streams.merge(&o.streams);
+        let _ = self.handshake.add(&o.handshake);
+        self.handshakes_1rtt += o.handshakes_1rtt;
+        self.handshakes_0rtt += o.handshakes_0rtt;
+        self.handshake_failed += o.handshake_failed;
+        self.version_negotiation += o.version_negotiation;
+        for (k, v) in &o.closed_by_peer {
+            *self.closed_by_peer.entry(*k).or_default() += v;
+        }
+        for (k, v) in &o.stream_reset {
+            *self.stream_reset.entry(*k).or_default() += v;
+        }
+        self.idle_timeout += o.idle_timeout;
+        self.protocol_error += o.protocol_error;
+        self.lost_packets += o.lost_packets;
+        self.datagrams_sent += o.datagrams_sent;
+        self.datagrams_received += o.datagrams_received;
+        self.failed_connections += o.failed_connections;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+    }
+
+    /// A connection failed before speaking HTTP/3; `why` is called for the first one only.
+    pub fn failed(&mut self, why: impl FnOnce() -> String) {
+        self.failed_connections += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(why());
+        }
+    }
+
+    /// The summary for `RunResult::http3`.
+    pub fn summary(&self, h: &Http3Spec) -> httplab_model::Http3Summary {
+        httplab_model::Http3Summary {
+            max_concurrent_streams: h.max_concurrent_streams,
+            connections: self.connections,
+            streams_started: self.streams.started,
+            streams_completed: self.streams.completed,
+            streams_failed: self.streams.failed,
+            handshake: httplab_model::Latency::from_histogram(&self.handshake),
+            handshakes_1rtt: self.handshakes_1rtt,
+            handshakes_0rtt: self.handshakes_0rtt,
+            errors: httplab_model::Http3Errors {
+                handshake_failed: self.handshake_failed,
+                version_negotiation: self.version_negotiation,
+                closed_by_peer: self
+                    .closed_by_peer
+                    .iter()
+                    .map(|(k, n)| (k.name(), *n))
+                    .collect(),
+                stream_reset: self
+                    .stream_reset
+                    .iter()
+                    .map(|(k, n)| (h3_code_name(*k), *n))
+                    .collect(),
+                idle_timeout: self.idle_timeout,
+                protocol_error: self.protocol_error,
+            },
+            lost_packets: self.lost_packets,
+            datagrams_sent: self.datagrams_sent,
+            datagrams_received: self.datagrams_received,
             failed_connections: self.failed_connections,
             first_error: self.first_error.clone(),
         }
@@ -741,5 +932,28 @@ mod tests {
         assert_eq!(sum.goaway_received, 2);
         assert_eq!(sum.goaway_reasons.get("NO_ERROR"), Some(&2));
         assert!(sum.cleartext);
+    }
+
+    #[test]
+    fn h3_stats_merge_and_summarise() {
+        let mut a = H3Stats::new();
+        a.connections = 2;
+        a.handshakes_1rtt = 2;
+        rec(&mut a.handshake, 700);
+        *a.closed_by_peer
+            .entry(PeerClose::Application(0x102))
+            .or_default() += 1;
+        a.failed(|| "first".into());
+        let mut b = H3Stats::new();
+        b.merge(&a);
+        b.merge(&a);
+        b.failed(|| "second".into());
+        let sum = b.summary(&Http3Spec::default());
+        assert_eq!(sum.connections, 4);
+        assert_eq!(sum.handshakes_1rtt, 4);
+        assert_eq!(sum.handshake.count, 2);
+        assert_eq!(sum.errors.closed_by_peer.get("H3_INTERNAL_ERROR"), Some(&2));
+        assert_eq!(sum.failed_connections, 3);
+        assert_eq!(sum.first_error.as_deref(), Some("first"));
     }
 }

@@ -6,7 +6,7 @@
 use std::io;
 
 pub use httplab_sys::clock::{thread_cpu, TimerFd};
-pub use httplab_sys::host::kernel;
+pub use httplab_sys::host::{kernel, mem_total_bytes};
 pub use httplab_sys::limits::raise_nofile_limit;
 pub use httplab_sys::net::set_bind_no_port;
 pub use httplab_sys::signal::{install_sigint, interrupted};

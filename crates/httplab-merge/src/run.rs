@@ -47,52 +47,15 @@ pub fn merge_run_refs(
     inputs: &[(&str, &RunResult)],
     opts: &Options,
 ) -> Result<Merged<RunResult>, MergeError> {
-    if inputs.is_empty() {
-        return Err(MergeError::Empty);
-    }
-    for (name, r) in inputs {
-        if !r.shards.is_empty() {
-            return Err(MergeError::AlreadyMerged(name.to_string()));
-        }
-    }
-    let ids = assign_shards(inputs, opts.force)?;
-    // Shard order, whatever the order of the files.
-    let mut order: Vec<usize> = (0..inputs.len()).collect();
-    order.sort_by_key(|&i| ids[i].0);
-    let shards: Vec<(&str, &RunResult, u32)> = order
-        .iter()
-        .map(|&i| (inputs[i].0, inputs[i].1, ids[i].0))
-        .collect();
-    let count = ids[0].1;
-    check_same_run(&shards, opts.force)?;
-
+    let (shards, count) = shards_in_order(inputs, opts)?;
     let mut warnings = Vec::new();
     let starts = shard_starts(&shards, opts, &mut warnings)?;
-    let t0 = starts.iter().copied().fold(f64::INFINITY, f64::min);
-    let offsets: Vec<f64> = starts.iter().map(|s| s - t0).collect();
-    let span = shards
-        .iter()
-        .zip(&offsets)
-        .map(|((_, r, _), o)| o + r.totals.test_duration_s.max(0.0))
-        .fold(0.0_f64, f64::max)
-        .max(1e-9);
+    let (offsets, span) = offsets_and_span(&shards, &starts);
 
     let base = shards[0].1;
     let runs: Vec<&RunResult> = shards.iter().map(|(_, r, _)| *r).collect();
     let names: Vec<&str> = shards.iter().map(|(n, _, _)| *n).collect();
-    let sum = |f: &dyn Fn(&RunResult) -> u64| runs.iter().map(|r| f(r)).sum::<u64>();
-    let fsum = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(|r| f(r)).sum::<f64>();
-    let fmax = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(|r| f(r)).fold(0.0_f64, f64::max);
-    // Mean of per-unit averages weighted by their unit counts: the merged
-    // total divided by the merged count, exactly.
-    let weighted = |avg: &dyn Fn(&RunResult) -> f64, n: &dyn Fn(&RunResult) -> u64| {
-        let total: u64 = sum(n);
-        if total == 0 {
-            0.0
-        } else {
-            fsum(&|r| avg(r) * n(r) as f64) / total as f64
-        }
-    };
+    let agg = Runs(&runs);
 
     let mut out: RunResult = base.clone();
     out.schema = RUN_SCHEMA.into();
@@ -107,14 +70,116 @@ pub fn merge_run_refs(
 
     // Latencies: every distribution, histograms added.
     out.latency = merge_latencies(&runs, &names)?;
+    merge_counters(&mut out, &agg, span);
 
-    // Counters.
+    let interval = base.reply.sample_interval_s;
+    out.series = merge_series(&shards, &offsets, interval, &mut warnings);
+    merge_reply(&mut out, &agg, interval);
+    merge_resources(&mut out, &agg, span);
+    out.errors = runs
+        .iter()
+        .fold(Errors::default(), |a, r| add_errors(a, &r.errors));
+    out.accuracy = runs
+        .iter()
+        .fold(Accuracy::default(), |a, r| add_accuracy(a, &r.accuracy));
+    merge_self_check(&mut out, &agg, span);
+    out.self_check.warnings = self_check_warnings(&shards, count, &warnings);
+    merge_config_and_environment(&mut out, &runs, count);
+
+    out.shards = shards
+        .iter()
+        .zip(&offsets)
+        .zip(hosts(&runs))
+        .map(|(((name, r, i), off), host)| shard_info(name, r, *i, count, *off, host))
+        .collect();
+    Ok(Merged {
+        result: out,
+        warnings,
+    })
+}
+
+/// One shard's input: its name, its result and its shard index.
+type Shard<'a> = (&'a str, &'a RunResult, u32);
+
+/// The inputs as `(name, result, shard index)` in shard order, whatever the
+/// order of the files, and the number of shards; refuses an empty input,
+/// an already merged result and shards of different runs.
+fn shards_in_order<'a>(
+    inputs: &[(&'a str, &'a RunResult)],
+    opts: &Options,
+) -> Result<(Vec<Shard<'a>>, u32), MergeError> {
+    if inputs.is_empty() {
+        return Err(MergeError::Empty);
+    }
+    for (name, r) in inputs {
+        if !r.shards.is_empty() {
+            return Err(MergeError::AlreadyMerged(name.to_string()));
+        }
+    }
+    let ids = assign_shards(inputs, opts.force)?;
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&i| ids[i].0);
+    let shards: Vec<(&str, &RunResult, u32)> = order
+        .iter()
+        .map(|&i| (inputs[i].0, inputs[i].1, ids[i].0))
+        .collect();
+    let count = ids[0].1;
+    check_same_run(&shards, opts.force)?;
+    Ok((shards, count))
+}
+
+/// Each shard's start relative to the earliest, and the merged run's span:
+/// from the earliest start to the latest end (at least 1 ns).
+fn offsets_and_span(shards: &[(&str, &RunResult, u32)], starts: &[f64]) -> (Vec<f64>, f64) {
+    let t0 = starts.iter().copied().fold(f64::INFINITY, f64::min);
+    let offsets: Vec<f64> = starts.iter().map(|s| s - t0).collect();
+    let span = shards
+        .iter()
+        .zip(&offsets)
+        .map(|((_, r, _), o)| o + r.totals.test_duration_s.max(0.0))
+        .fold(0.0_f64, f64::max)
+        .max(1e-9);
+    (offsets, span)
+}
+
+/// The shards' runs in shard order, with the sums, maxima and weighted
+/// means the merge takes over them.
+struct Runs<'a>(&'a [&'a RunResult]);
+
+impl Runs<'_> {
+    fn sum(&self, f: impl Fn(&RunResult) -> u64) -> u64 {
+        self.0.iter().map(|r| f(r)).sum::<u64>()
+    }
+
+    fn fsum(&self, f: impl Fn(&RunResult) -> f64) -> f64 {
+        self.0.iter().map(|r| f(r)).sum::<f64>()
+    }
+
+    fn fmax(&self, f: impl Fn(&RunResult) -> f64) -> f64 {
+        self.0.iter().map(|r| f(r)).fold(0.0_f64, f64::max)
+    }
+
+    /// Mean of per-unit averages weighted by their unit counts: the merged
+    /// total divided by the merged count, exactly.
+    fn weighted(&self, avg: impl Fn(&RunResult) -> f64, n: impl Fn(&RunResult) -> u64) -> f64 {
+        let total: u64 = self.sum(&n);
+        if total == 0 {
+            0.0
+        } else {
+            self.fsum(|r| avg(r) * n(r) as f64) / total as f64
+        }
+    }
+}
+
+/// Totals, connection and request sections: counters added, rates over
+/// the merged span (after the latencies, whose connect mean they use).
+fn merge_counters(out: &mut RunResult, agg: &Runs<'_>, span: f64) {
     let t = &mut out.totals;
-    t.connections = sum(&|r| r.totals.connections);
-    t.requests = sum(&|r| r.totals.requests);
-    t.replies = sum(&|r| r.totals.replies);
+    t.connections = agg.sum(|r| r.totals.connections);
+    t.requests = agg.sum(|r| r.totals.requests);
+    t.replies = agg.sum(|r| r.totals.replies);
     t.test_duration_s = span;
-    t.max_concurrent_connections = sum(&|r| r.totals.max_concurrent_connections);
+    t.max_concurrent_connections = agg.sum(|r| r.totals.max_concurrent_connections);
     let (conns, reqs, replies) = (t.connections, t.requests, t.replies);
 
     let c = &mut out.connection;
@@ -124,12 +189,12 @@ pub fn merge_run_refs(
     } else {
         0.0
     };
-    let lifetimes: Vec<Summary> = runs.iter().map(|r| r.connection.lifetime_ms).collect();
+    let lifetimes: Vec<Summary> = agg.0.iter().map(|r| r.connection.lifetime_ms).collect();
     c.lifetime_ms = merge_summary(&lifetimes);
     c.connect_ms = if out.latency.connect.count > 0 {
         out.latency.connect.mean_ms
     } else {
-        weighted(&|r| r.connection.connect_ms, &|r| r.totals.connections)
+        agg.weighted(|r| r.connection.connect_ms, |r| r.totals.connections)
     };
     // Successful connections of each shard, recovered from replies per connection.
     let conns_ok = |r: &RunResult| {
@@ -139,7 +204,7 @@ pub fn merge_run_refs(
             0
         }
     };
-    let ok = sum(&conns_ok);
+    let ok = agg.sum(conns_ok);
     out.connection.replies_per_conn = if ok > 0 {
         replies as f64 / ok as f64
     } else {
@@ -153,17 +218,19 @@ pub fn merge_run_refs(
     } else {
         0.0
     };
-    q.size_bytes = weighted(&|r| r.request.size_bytes, &|r| r.totals.requests);
+    q.size_bytes = agg.weighted(|r| r.request.size_bytes, |r| r.totals.requests);
+}
 
-    let interval = base.reply.sample_interval_s;
-    out.series = merge_series(&shards, &offsets, interval, &mut warnings);
+/// The reply section: the rate summary over the merged series' full
+/// intervals, reply-weighted means, status classes added.
+fn merge_reply(out: &mut RunResult, agg: &Runs<'_>, interval: f64) {
     let full: Vec<f64> = out
         .series
         .iter()
         .filter(|i| i.len_s >= interval * 0.999)
         .map(|i| i.reply_rate)
         .collect();
-    let by_replies = |f: &dyn Fn(&RunResult) -> f64| weighted(f, &|r| r.totals.replies);
+    let by_replies = |f: &dyn Fn(&RunResult) -> f64| agg.weighted(f, |r| r.totals.replies);
     let p = &mut out.reply;
     p.rate = Summary::of(&full);
     p.sample_interval_s = interval;
@@ -173,64 +240,76 @@ pub fn merge_run_refs(
     p.content_bytes = by_replies(&|r| r.reply.content_bytes);
     p.footer_bytes = by_replies(&|r| r.reply.footer_bytes);
     for (k, s) in p.status.iter_mut().enumerate() {
-        *s = sum(&|r| r.reply.status[k]);
+        *s = agg.sum(|r| r.reply.status[k]);
     }
+}
 
+/// The resources section: CPU times and bytes added, rates over the span.
+fn merge_resources(out: &mut RunResult, agg: &Runs<'_>, span: f64) {
     let res = &mut out.resources;
-    res.user_s = fsum(&|r| r.resources.user_s);
-    res.system_s = fsum(&|r| r.resources.system_s);
-    res.bytes_sent = sum(&|r| r.resources.bytes_sent);
-    res.bytes_received = sum(&|r| r.resources.bytes_received);
+    res.user_s = agg.fsum(|r| r.resources.user_s);
+    res.system_s = agg.fsum(|r| r.resources.system_s);
+    res.bytes_sent = agg.sum(|r| r.resources.bytes_sent);
+    res.bytes_received = agg.sum(|r| r.resources.bytes_received);
     let bytes = (res.bytes_sent + res.bytes_received) as f64;
     res.net_kb_per_s = bytes / 1024.0 / span;
     res.net_mbit_per_s = bytes * 8.0 / 1e6 / span;
+}
 
-    out.errors = runs
-        .iter()
-        .fold(Errors::default(), |a, r| add_errors(a, &r.errors));
-    out.accuracy = runs
-        .iter()
-        .fold(Accuracy::default(), |a, r| add_accuracy(a, &r.accuracy));
-
-    // Self-check: the merged run is client-bound when any shard was.
+/// The self-check without its warnings: the merged run is client-bound
+/// when any shard was (after the totals, whose reply rate it uses).
+fn merge_self_check(out: &mut RunResult, agg: &Runs<'_>, span: f64) {
     let sc = &mut out.self_check;
-    sc.client_cpu_pct = 100.0 * (res_cpu(&runs)) / span;
-    sc.schedule_lag_p50_ms = fmax(&|r| r.self_check.schedule_lag_p50_ms);
-    sc.schedule_lag_p99_ms = fmax(&|r| r.self_check.schedule_lag_p99_ms);
-    sc.schedule_lag_max_ms = fmax(&|r| r.self_check.schedule_lag_max_ms);
-    sc.late_starts = sum(&|r| r.self_check.late_starts);
-    sc.client_bound = runs.iter().any(|r| r.self_check.client_bound);
+    sc.client_cpu_pct = 100.0 * (res_cpu(agg.0)) / span;
+    sc.schedule_lag_p50_ms = agg.fmax(|r| r.self_check.schedule_lag_p50_ms);
+    sc.schedule_lag_p99_ms = agg.fmax(|r| r.self_check.schedule_lag_p99_ms);
+    sc.schedule_lag_max_ms = agg.fmax(|r| r.self_check.schedule_lag_max_ms);
+    sc.late_starts = agg.sum(|r| r.self_check.late_starts);
+    sc.client_bound = agg.0.iter().any(|r| r.self_check.client_bound);
     // The shards' clients are separate machines: their ceilings add, and the
     // merged utilization is the merged reply rate over that sum (known only
     // when every shard calibrated). Reasons are the union.
-    let ceilings: Option<Vec<f64>> = runs.iter().map(|r| r.self_check.client_ceiling).collect();
+    let ceilings: Option<Vec<f64>> = agg.0.iter().map(|r| r.self_check.client_ceiling).collect();
     sc.client_ceiling = ceilings.map(|c| c.iter().sum::<f64>()).filter(|c| *c > 0.0);
     sc.client_utilization = sc
         .client_ceiling
         .map(|c| out.totals.replies as f64 / out.totals.test_duration_s.max(1e-9) / c);
     sc.reasons = Vec::new();
-    for r in &runs {
+    for r in agg.0 {
         for reason in &r.self_check.reasons {
             if !sc.reasons.contains(reason) {
                 sc.reasons.push(reason.clone());
             }
         }
     }
-    sc.warnings = Vec::new();
+}
+
+/// Every shard's self-check warnings, each prefixed with its shard, then
+/// the merge's own.
+fn self_check_warnings(
+    shards: &[(&str, &RunResult, u32)],
+    count: u32,
+    merge_warnings: &[String],
+) -> Vec<String> {
+    let runs: Vec<&RunResult> = shards.iter().map(|(_, r, _)| *r).collect();
+    let mut out = Vec::new();
     for ((_, r, i), host) in shards.iter().zip(hosts(&runs)) {
         let who = shard_label(*i, count, &host);
         for w in &r.self_check.warnings {
-            sc.warnings.push(format!("{who}: {w}"));
+            out.push(format!("{who}: {w}"));
         }
     }
-    for w in &warnings {
-        sc.warnings.push(format!("merge: {w}"));
+    for w in merge_warnings {
+        out.push(format!("merge: {w}"));
     }
+    out
+}
 
-    // Configuration and environment: the first shard's, with the shard key
-    // replaced by the number of shards and per-shard keys dropped (each
-    // shard keeps its own in `shards`).
-    out.config.extra = merge_extra(&runs);
+/// Configuration and environment: the first shard's, with the shard key
+/// replaced by the number of shards and per-shard keys dropped (each shard
+/// keeps its own in `shards`).
+fn merge_config_and_environment(out: &mut RunResult, runs: &[&RunResult], count: u32) {
+    out.config.extra = merge_extra(runs);
     out.config.extra.remove(EXTRA_CLIENT_SHARD);
     // Each shard's own share of a counted demand; the merged run is the whole.
     out.config.extra.remove("shard_sessions");
@@ -240,7 +319,7 @@ pub fn merge_run_refs(
     out.config
         .extra
         .insert(EXTRA_APPROXIMATIONS.into(), APPROXIMATIONS.into());
-    let host_list: Vec<String> = hosts(&runs).into_iter().filter(|h| !h.is_empty()).collect();
+    let host_list: Vec<String> = hosts(runs).into_iter().filter(|h| !h.is_empty()).collect();
     out.environment
         .extra
         .insert("shards".into(), count.to_string());
@@ -249,17 +328,6 @@ pub fn merge_run_refs(
             .extra
             .insert("hosts".into(), host_list.join(","));
     }
-
-    out.shards = shards
-        .iter()
-        .zip(&offsets)
-        .zip(hosts(&runs))
-        .map(|(((name, r, i), off), host)| shard_info(name, r, *i, count, *off, host))
-        .collect();
-    Ok(Merged {
-        result: out,
-        warnings,
-    })
 }
 
 fn res_cpu(runs: &[&RunResult]) -> f64 {

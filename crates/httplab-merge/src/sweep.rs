@@ -27,69 +27,11 @@ pub fn merge_sweeps(
     let Some((first_name, base)) = inputs.first() else {
         return Err(MergeError::Empty);
     };
-    for (name, s) in &inputs[1..] {
-        if s.targets.len() != base.targets.len() {
-            return Err(MergeError::Incompatible {
-                a: first_name.clone(),
-                b: name.clone(),
-                what: "number of targets".into(),
-                a_value: base.targets.len().to_string(),
-                b_value: s.targets.len().to_string(),
-            });
-        }
-        for (ta, tb) in base.targets.iter().zip(&s.targets) {
-            if ta.url != tb.url {
-                return Err(MergeError::Incompatible {
-                    a: first_name.clone(),
-                    b: name.clone(),
-                    what: "target".into(),
-                    a_value: ta.url.clone(),
-                    b_value: tb.url.clone(),
-                });
-            }
-        }
-    }
+    check_same_targets(inputs)?;
     let mut warnings = Vec::new();
     let mut targets = Vec::with_capacity(base.targets.len());
     for (ti, t) in base.targets.iter().enumerate() {
-        let mut steps = Vec::new();
-        for step in &t.steps {
-            let rate = step.demanded_rate;
-            let mut runs: Vec<(String, &RunResult)> = Vec::with_capacity(inputs.len());
-            for (name, s) in inputs {
-                if let Some(st) = s.targets[ti]
-                    .steps
-                    .iter()
-                    .find(|x| same_rate(x.demanded_rate, rate))
-                {
-                    runs.push((
-                        format!("{name} (target {}, step {rate}/s)", t.label),
-                        &st.run,
-                    ));
-                }
-            }
-            if runs.len() < inputs.len() {
-                warnings.push(format!(
-                    "target {}: step {rate}/s left out: only {} of the {} sweeps ran it",
-                    t.label,
-                    runs.len(),
-                    inputs.len()
-                ));
-                continue;
-            }
-            let refs: Vec<(&str, &RunResult)> =
-                runs.iter().map(|(n, r)| (n.as_str(), *r)).collect();
-            let m = merge_run_refs(&refs, opts)?;
-            warnings.extend(
-                m.warnings
-                    .into_iter()
-                    .map(|w| format!("target {}, step {rate}/s: {w}", t.label)),
-            );
-            steps.push(SweepStep {
-                demanded_rate: rate,
-                run: m.result,
-            });
-        }
+        let mut steps = merge_target_steps(inputs, ti, opts, &mut warnings)?;
         for (name, s) in &inputs[1..] {
             for st in &s.targets[ti].steps {
                 if !t
@@ -141,4 +83,88 @@ pub fn merge_sweeps(
         },
         warnings,
     })
+}
+
+/// Refuses sweeps whose targets differ from the first's, in number or URL
+/// (targets are matched by position).
+fn check_same_targets(inputs: &[(String, SweepResult)]) -> Result<(), MergeError> {
+    let Some((first_name, base)) = inputs.first() else {
+        return Err(MergeError::Empty);
+    };
+    for (name, s) in &inputs[1..] {
+        if s.targets.len() != base.targets.len() {
+            return Err(MergeError::Incompatible {
+                a: first_name.clone(),
+                b: name.clone(),
+                what: "number of targets".into(),
+                a_value: base.targets.len().to_string(),
+                b_value: s.targets.len().to_string(),
+            });
+        }
+        for (ta, tb) in base.targets.iter().zip(&s.targets) {
+            if ta.url != tb.url {
+                return Err(MergeError::Incompatible {
+                    a: first_name.clone(),
+                    b: name.clone(),
+                    what: "target".into(),
+                    a_value: ta.url.clone(),
+                    b_value: tb.url.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The merged steps of target `ti`, one per step of the first sweep that
+/// every sweep ran (in the first sweep's order); a step some sweep did not
+/// run is left out with a warning.
+fn merge_target_steps(
+    inputs: &[(String, SweepResult)],
+    ti: usize,
+    opts: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<SweepStep>, MergeError> {
+    let Some((_, base)) = inputs.first() else {
+        return Err(MergeError::Empty);
+    };
+    let t = &base.targets[ti];
+    let mut steps = Vec::new();
+    for step in &t.steps {
+        let rate = step.demanded_rate;
+        let mut runs: Vec<(String, &RunResult)> = Vec::with_capacity(inputs.len());
+        for (name, s) in inputs {
+            if let Some(st) = s.targets[ti]
+                .steps
+                .iter()
+                .find(|x| same_rate(x.demanded_rate, rate))
+            {
+                runs.push((
+                    format!("{name} (target {}, step {rate}/s)", t.label),
+                    &st.run,
+                ));
+            }
+        }
+        if runs.len() < inputs.len() {
+            warnings.push(format!(
+                "target {}: step {rate}/s left out: only {} of the {} sweeps ran it",
+                t.label,
+                runs.len(),
+                inputs.len()
+            ));
+            continue;
+        }
+        let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+        let m = merge_run_refs(&refs, opts)?;
+        warnings.extend(
+            m.warnings
+                .into_iter()
+                .map(|w| format!("target {}, step {rate}/s: {w}", t.label)),
+        );
+        steps.push(SweepStep {
+            demanded_rate: rate,
+            run: m.result,
+        });
+    }
+    Ok(steps)
 }

@@ -698,6 +698,71 @@ pub struct RunResult {
     /// HTTP/2 facts of a run with `--http2`; absent for HTTP/1.1 runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2Summary>,
+    /// HTTP/3 facts of a run with `--http3`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http3: Option<Http3Summary>,
+}
+
+/// What the QUIC and HTTP/3 layers of an `httplab load --http3` run did
+/// (`RunResult::http3`). Counts cover the measurement window, like every
+/// other counter; each stream is one request and one reply of the usual
+/// blocks, and its latency is in the usual response-time rows.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Http3Summary {
+    /// Streams each connection keeps open at most (`--max-concurrent-streams`).
+    pub max_concurrent_streams: u32,
+    /// Connections whose QUIC handshake completed with ALPN h3.
+    pub connections: u64,
+    /// Request streams opened (requests sent).
+    pub streams_started: u64,
+    /// Streams that ended with a complete response.
+    pub streams_completed: u64,
+    /// Streams that failed (reset, connection lost, timed out).
+    pub streams_failed: u64,
+    /// QUIC handshake time: from the first Initial packet to the handshake's
+    /// end (HDR percentiles, like the other latency rows).
+    pub handshake: Latency,
+    /// Handshakes that took a full round trip (no 0-RTT).
+    pub handshakes_1rtt: u64,
+    /// Handshakes resumed with 0-RTT accepted by the server.
+    pub handshakes_0rtt: u64,
+    /// Failures, by class.
+    pub errors: Http3Errors,
+    /// Packets quinn declared lost (its loss detection), summed over the
+    /// connections whose handshake completed (as are the datagram counts).
+    pub lost_packets: u64,
+    /// UDP datagrams sent, summed over connections.
+    pub datagrams_sent: u64,
+    /// UDP datagrams received, summed over connections.
+    pub datagrams_received: u64,
+    /// Connections that failed before speaking HTTP/3 (handshake failures,
+    /// version negotiation, timeouts).
+    pub failed_connections: u64,
+    /// The first of those failures, in words.
+    pub first_error: Option<String>,
+}
+
+/// HTTP/3 failures by class (`Http3Summary::errors`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Http3Errors {
+    /// QUIC/TLS handshakes that failed (certificate, ALPN, a close during it, a timeout).
+    pub handshake_failed: u64,
+    /// Connections that ended in QUIC version negotiation (no version in common).
+    pub version_negotiation: u64,
+    /// Connections the server closed, by error code name (QUIC transport
+    /// codes such as `PROTOCOL_VIOLATION`, HTTP/3 codes such as
+    /// `H3_INTERNAL_ERROR`; `H3_NO_ERROR` is a graceful close).
+    pub closed_by_peer: std::collections::BTreeMap<String, u64>,
+    /// Request streams the server reset, by HTTP/3 error code name.
+    pub stream_reset: std::collections::BTreeMap<String, u64>,
+    /// Connections ended by the QUIC idle timeout (the server went silent).
+    pub idle_timeout: u64,
+    /// Connections this client closed because the server broke QUIC (a
+    /// transport error detected here) or HTTP/3 (bad frames, a broken
+    /// control stream).
+    pub protocol_error: u64,
 }
 
 /// What the HTTP/2 layer of an `httplab load --http2` run did
@@ -1101,8 +1166,8 @@ pub struct Cell {
     /// Every metric's value per successful repetition, in round order, by key.
     #[serde(default)]
     pub values: std::collections::BTreeMap<String, Vec<f64>>,
-    /// Why repetitions stopped ("precision", "max-repetitions", "failed", "interrupted").
-    pub stop: String,
+    /// Why repetitions stopped.
+    pub stop: CellStop,
     /// Relative half-width of the primary metric's CI when repetitions stopped.
     pub precision: Option<f64>,
     /// Runs of this cell the load generator limited (their figures are bounds).
@@ -1111,6 +1176,92 @@ pub struct Cell {
     pub client_bound: bool,
     /// Mean, median, 95 % CI and n of every metric, by metric key.
     pub metrics: std::collections::BTreeMap<String, Estimate>,
+}
+
+/// Why a cell's repetitions stopped ([`Cell::stop`]). Written as the words
+/// of [`CellStop::as_str`] (what study documents have always carried; older
+/// studies also wrote "precision"); a word this version does not know is
+/// read back as [`CellStop::Other`] and written again unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum CellStop {
+    /// The cell ran the rounds the design gave it ("design").
+    #[default]
+    Design,
+    /// The repetition cap was reached ("max-repetitions").
+    MaxRepetitions,
+    /// The server failed ("failed").
+    Failed,
+    /// The study was interrupted by Ctrl-C ("interrupted").
+    Interrupted,
+    /// Every run of the cell measured nothing ("nothing-measured").
+    NothingMeasured,
+    /// The target precision was reached ("precision", older studies).
+    Precision,
+    /// Any other word, as read.
+    Other(String),
+}
+
+impl CellStop {
+    /// The word written in results and tables.
+    pub fn as_str(&self) -> &str {
+        match self {
+            CellStop::Design => "design",
+            CellStop::MaxRepetitions => "max-repetitions",
+            CellStop::Failed => "failed",
+            CellStop::Interrupted => "interrupted",
+            CellStop::NothingMeasured => "nothing-measured",
+            CellStop::Precision => "precision",
+            CellStop::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for CellStop {
+    fn from(s: &str) -> CellStop {
+        match s {
+            "design" => CellStop::Design,
+            "max-repetitions" => CellStop::MaxRepetitions,
+            "failed" => CellStop::Failed,
+            "interrupted" => CellStop::Interrupted,
+            "nothing-measured" => CellStop::NothingMeasured,
+            "precision" => CellStop::Precision,
+            other => CellStop::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<String> for CellStop {
+    fn from(s: String) -> CellStop {
+        CellStop::from(s.as_str())
+    }
+}
+
+impl From<CellStop> for String {
+    fn from(s: CellStop) -> String {
+        match s {
+            CellStop::Other(s) => s,
+            known => known.as_str().to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for CellStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for CellStop {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for CellStop {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 /// Mean, median, standard deviation and a 95 % confidence interval of a
@@ -1323,6 +1474,25 @@ mod tests {
     }
 
     #[test]
+    fn cell_stops_read_and_write_their_words() {
+        for (w, want) in [
+            ("design", CellStop::Design),
+            ("max-repetitions", CellStop::MaxRepetitions),
+            ("failed", CellStop::Failed),
+            ("interrupted", CellStop::Interrupted),
+            ("nothing-measured", CellStop::NothingMeasured),
+            ("precision", CellStop::Precision),
+            ("target-reached", CellStop::Other("target-reached".into())),
+            ("", CellStop::Other(String::new())),
+        ] {
+            let s: CellStop = serde_json::from_str(&format!("\"{w}\"")).unwrap();
+            assert_eq!(s, want);
+            assert_eq!(s, w);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{w}\""));
+        }
+    }
+
+    #[test]
     fn summary_basic() {
         let s = Summary::of(&[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(s.count, 4);
@@ -1444,6 +1614,41 @@ mod tests {
         assert_eq!(back.latency.session.count, 0);
         assert_eq!(back.self_check.client_ceiling, None);
         assert!(back.self_check.reasons.is_empty());
+    }
+
+    #[test]
+    fn the_http3_block_is_optional_and_its_fields_default() {
+        let r = RunResult {
+            schema: RUN_SCHEMA.into(),
+            ..Default::default()
+        };
+        // Written before HTTP/3: no block, and none is written back.
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v.get("http3").is_none());
+        let back: RunResult = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.http3, None);
+        // A block with only some fields reads, the rest default.
+        let mut v = v;
+        v["http3"] = serde_json::json!({
+            "connections": 2,
+            "errors": {"closed_by_peer": {"H3_INTERNAL_ERROR": 1}}
+        });
+        let back: RunResult = serde_json::from_value(v).unwrap();
+        let h = back.http3.expect("the block");
+        assert_eq!(h.connections, 2);
+        assert_eq!(h.errors.closed_by_peer.get("H3_INTERNAL_ERROR"), Some(&1));
+        assert_eq!(h.handshake.count, 0);
+        assert_eq!(h.first_error, None);
+        // And it round-trips.
+        let full = RunResult {
+            http3: Some(Http3Summary {
+                handshakes_0rtt: 3,
+                ..Default::default()
+            }),
+            ..r
+        };
+        let text = serde_json::to_string(&full).unwrap();
+        assert_eq!(serde_json::from_str::<RunResult>(&text).unwrap(), full);
     }
 
     #[test]

@@ -711,8 +711,6 @@ fn mid(i: &httplab_model::Interval) -> f64 {
 pub fn timeseries_chart(item: &RunItem) -> Result<String> {
     let run = item.run;
     render((SIZE.0, 560), |root| {
-        let mut legend = Legend::default();
-        let mut legend2 = Legend::default();
         let title = format!("Time series — {}", item.label);
         if run.series.is_empty() {
             return empty(root, &title, "no per-interval data in this run");
@@ -732,112 +730,134 @@ pub fn timeseries_chart(item: &RunItem) -> Result<String> {
             .map(|i| i.t_s)
             .fold(0.0, f64::max)
             .max(1e-3);
-        let calls = run.config.num_calls.unwrap_or(1).max(1) as f64;
-        let demanded = run.config.rate.map(|r| r * calls);
-        let rmax = nice_max(
-            series
-                .iter()
-                .map(|i| {
-                    let e = if i.len_s > 0.0 {
-                        i.errors as f64 / i.len_s
-                    } else {
-                        0.0
-                    };
-                    i.reply_rate.max(e)
-                })
-                .fold(demanded.unwrap_or(0.0), f64::max)
-                * 1.1,
-        );
-        let cap = if run.self_check.client_bound {
-            format!("{title}  [client-bound]")
-        } else {
-            title.clone()
-        };
-        let mut c1 = ChartBuilder::on(&top)
-            .caption(cap, caption_style())
-            .margin(14)
-            .margin_right(LEGEND_W)
-            .x_label_area_size(30)
-            .y_label_area_size(68)
-            .build_cartesian_2d(0f64..tmax, 0f64..rmax)?;
-        draw_mesh(
-            &mut c1,
-            (None, &|v| format!("{} s", si(*v))),
-            ("replies/s", &|v| si(*v)),
-        )?;
-        if let Some(d) = demanded {
-            c1.draw_series(DashedLineSeries::new(
-                vec![(0.0, d), (tmax, d)],
-                6,
-                5,
-                RGBColor(150, 150, 150).stroke_width(1),
-            ))?;
-            legend.push("demanded", Glyph::Dashed(RGBColor(150, 150, 150), 1, 5));
-        }
-        let c = color(0);
-        c1.draw_series(LineSeries::new(
-            series.iter().map(|i| (mid(i), i.reply_rate)),
-            c.stroke_width(2),
-        ))?;
-        legend.push("reply rate", Glyph::Line(c, 2));
-        let errs: Vec<(f64, f64)> = series
-            .iter()
-            .filter(|i| i.len_s > 0.0)
-            .map(|i| (mid(i), i.errors as f64 / i.len_s))
-            .collect();
-        if series.iter().any(|i| i.errors > 0) {
-            let e = color(1);
-            c1.draw_series(LineSeries::new(errs, e.stroke_width(2)))?;
-            legend.push("errors/s", Glyph::Line(e, 2));
-        }
-        if run.self_check.client_bound {
-            let m = series[series.len() / 2];
-            draw_client_bound(&mut c1, vec![(mid(&m), m.reply_rate)], &mut legend)?;
-        }
-        legend.draw(&top, LEGEND_X, LEGEND_Y)?;
-
-        // Latency on a log scale: p50 and p99 often differ by orders of magnitude.
-        let lat: Vec<f64> = series
-            .iter()
-            .flat_map(|i| [i.p50_ms, i.p99_ms])
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .collect();
-        let lmin = lat.iter().copied().fold(f64::INFINITY, f64::min);
-        let lmax = lat.iter().copied().fold(0.0, f64::max);
-        let (ylo, yhi) = if lat.is_empty() {
-            (0.001, 1.0)
-        } else {
-            (
-                10f64.powf((lmin * 0.9).max(1e-4).log10().floor()),
-                10f64.powf((lmax * 1.1).log10().ceil()),
-            )
-        };
-        let mut c2 = ChartBuilder::on(&bottom)
-            .margin(14)
-            .margin_right(LEGEND_W)
-            .x_label_area_size(44)
-            .y_label_area_size(68)
-            .build_cartesian_2d(0f64..tmax, (ylo..yhi).log_scale())?;
-        draw_mesh(
-            &mut c2,
-            (Some("elapsed time"), &|v| format!("{} s", si(*v))),
-            ("response time (log)", &|v| ms_label(*v)),
-        )?;
-        let c50 = color(0);
-        let c99 = color(1);
-        c2.draw_series(LineSeries::new(
-            series.iter().map(|i| (mid(i), i.p50_ms.max(ylo))),
-            c50.stroke_width(2),
-        ))?;
-        legend2.push("p50", Glyph::Line(c50, 2));
-        c2.draw_series(LineSeries::new(
-            series.iter().map(|i| (mid(i), i.p99_ms.max(ylo))),
-            c99.stroke_width(2),
-        ))?;
-        legend2.push("p99", Glyph::Line(c99, 2));
-        legend2.draw(&bottom, LEGEND_X, 30)?;
-        Ok(())
+        timeseries_rates(&top, run, &title, &series, tmax)?;
+        timeseries_latency(&bottom, &series, tmax)
     })
+}
+
+/// The top of [`timeseries_chart`]: reply rate, the demanded rate dashed,
+/// errors per second when there were any, the client-bound mark.
+fn timeseries_rates(
+    top: &DrawingArea<SVGBackend, Shift>,
+    run: &httplab_model::RunResult,
+    title: &str,
+    series: &[httplab_model::Interval],
+    tmax: f64,
+) -> Result<()> {
+    let mut legend = Legend::default();
+    let calls = run.config.num_calls.unwrap_or(1).max(1) as f64;
+    let demanded = run.config.rate.map(|r| r * calls);
+    let rmax = nice_max(
+        series
+            .iter()
+            .map(|i| {
+                let e = if i.len_s > 0.0 {
+                    i.errors as f64 / i.len_s
+                } else {
+                    0.0
+                };
+                i.reply_rate.max(e)
+            })
+            .fold(demanded.unwrap_or(0.0), f64::max)
+            * 1.1,
+    );
+    let cap = if run.self_check.client_bound {
+        format!("{title}  [client-bound]")
+    } else {
+        title.to_string()
+    };
+    let mut c1 = ChartBuilder::on(top)
+        .caption(cap, caption_style())
+        .margin(14)
+        .margin_right(LEGEND_W)
+        .x_label_area_size(30)
+        .y_label_area_size(68)
+        .build_cartesian_2d(0f64..tmax, 0f64..rmax)?;
+    draw_mesh(
+        &mut c1,
+        (None, &|v| format!("{} s", si(*v))),
+        ("replies/s", &|v| si(*v)),
+    )?;
+    if let Some(d) = demanded {
+        c1.draw_series(DashedLineSeries::new(
+            vec![(0.0, d), (tmax, d)],
+            6,
+            5,
+            RGBColor(150, 150, 150).stroke_width(1),
+        ))?;
+        legend.push("demanded", Glyph::Dashed(RGBColor(150, 150, 150), 1, 5));
+    }
+    let c = color(0);
+    c1.draw_series(LineSeries::new(
+        series.iter().map(|i| (mid(i), i.reply_rate)),
+        c.stroke_width(2),
+    ))?;
+    legend.push("reply rate", Glyph::Line(c, 2));
+    let errs: Vec<(f64, f64)> = series
+        .iter()
+        .filter(|i| i.len_s > 0.0)
+        .map(|i| (mid(i), i.errors as f64 / i.len_s))
+        .collect();
+    if series.iter().any(|i| i.errors > 0) {
+        let e = color(1);
+        c1.draw_series(LineSeries::new(errs, e.stroke_width(2)))?;
+        legend.push("errors/s", Glyph::Line(e, 2));
+    }
+    if run.self_check.client_bound {
+        let m = series[series.len() / 2];
+        draw_client_bound(&mut c1, vec![(mid(&m), m.reply_rate)], &mut legend)?;
+    }
+    legend.draw(top, LEGEND_X, LEGEND_Y)
+}
+
+/// The bottom of [`timeseries_chart`]: p50 and p99 response time per
+/// interval on a log scale (they often differ by orders of magnitude).
+fn timeseries_latency(
+    bottom: &DrawingArea<SVGBackend, Shift>,
+    series: &[httplab_model::Interval],
+    tmax: f64,
+) -> Result<()> {
+    let mut legend2 = Legend::default();
+    // Latency on a log scale: p50 and p99 often differ by orders of magnitude.
+    let lat: Vec<f64> = series
+        .iter()
+        .flat_map(|i| [i.p50_ms, i.p99_ms])
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    let lmin = lat.iter().copied().fold(f64::INFINITY, f64::min);
+    let lmax = lat.iter().copied().fold(0.0, f64::max);
+    let (ylo, yhi) = if lat.is_empty() {
+        (0.001, 1.0)
+    } else {
+        (
+            10f64.powf((lmin * 0.9).max(1e-4).log10().floor()),
+            10f64.powf((lmax * 1.1).log10().ceil()),
+        )
+    };
+    let mut c2 = ChartBuilder::on(bottom)
+        .margin(14)
+        .margin_right(LEGEND_W)
+        .x_label_area_size(44)
+        .y_label_area_size(68)
+        .build_cartesian_2d(0f64..tmax, (ylo..yhi).log_scale())?;
+    draw_mesh(
+        &mut c2,
+        (Some("elapsed time"), &|v| format!("{} s", si(*v))),
+        ("response time (log)", &|v| ms_label(*v)),
+    )?;
+    let c50 = color(0);
+    let c99 = color(1);
+    c2.draw_series(LineSeries::new(
+        series.iter().map(|i| (mid(i), i.p50_ms.max(ylo))),
+        c50.stroke_width(2),
+    ))?;
+    legend2.push("p50", Glyph::Line(c50, 2));
+    c2.draw_series(LineSeries::new(
+        series.iter().map(|i| (mid(i), i.p99_ms.max(ylo))),
+        c99.stroke_width(2),
+    ))?;
+    legend2.push("p99", Glyph::Line(c99, 2));
+    legend2.draw(bottom, LEGEND_X, 30)
 }
 
 #[cfg(test)]

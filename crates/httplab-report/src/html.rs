@@ -140,177 +140,209 @@ fn spectrum_steps(s: &SweepSeries) -> Vec<usize> {
 /// Every figure of a report, in reading order.
 pub fn figures(c: &Collected) -> Result<Vec<Figure>> {
     let mut v = Vec::new();
-    let any_cb_sweep = c.sweeps.iter().any(|s| s.client_bound_steps() > 0);
-    let cb_note = if any_cb_sweep {
-        " Runs where the load generator was the bottleneck are circled and crossed in red."
-    } else {
-        ""
-    };
     if !c.sweeps.is_empty() {
-        let many = c.sweeps.len() > 1;
-        let which = if many {
-            "each server overlaid"
+        let any_cb_sweep = c.sweeps.iter().any(|s| s.client_bound_steps() > 0);
+        let cb_note = if any_cb_sweep {
+            " Runs where the load generator was the bottleneck are circled and crossed in red."
         } else {
-            "one target"
+            ""
         };
-        v.push(Figure {
-            file: "reply-rate.svg".into(),
-            title: "Reply rate vs demanded request rate".into(),
-            caption: format!(
-                "Reply rate against demanded request rate ({which}). The grey diagonal is a server that keeps up; whiskers span the per-interval reply-rate samples (min–max). The dashed vertical line marks the maximum sustainable rate, the triangle the knee of the response-time curve.{cb_note}"
-            ),
-            svg: charts::reply_rate_chart(&c.sweeps)?,
-        });
-        v.push(Figure {
-            file: "response-time.svg".into(),
-            title: "Response time vs demanded request rate".into(),
-            caption: format!(
-                "Median (solid) and 99th-percentile (dashed) response time, measured from each request's scheduled send (coordinated-omission corrected), on a log scale. The horizontal line is the p99 SLO; the dashed vertical line marks the maximum sustainable rate.{cb_note}"
-            ),
-            svg: charts::response_time_chart(&c.sweeps)?,
-        });
-        v.push(Figure {
-            file: "errors.svg".into(),
-            title: "Errors vs demanded request rate".into(),
-            caption: format!(
-                "Failed operations (httperf error classes plus 5xx replies) in percent of attempted connections or requests. A step counts as sustained only below 0.1 %.{cb_note}"
-            ),
-            svg: charts::errors_chart(&c.sweeps)?,
-        });
-        let mut curves: Vec<SpectrumCurve> = Vec::new();
-        if c.sweeps.len() == 1 {
-            let s = &c.sweeps[0];
-            for i in spectrum_steps(s) {
-                let st = s.steps[i];
-                let label = format!("{} req/s", num(s.metrics[i].demanded_req_rate, 0));
+        sweep_overview_figures(c, cb_note, &mut v)?;
+        sweep_spectrum_figure(c, &mut v)?;
+        sweep_timeseries_figures(c, &mut v)?;
+    }
+    if !c.runs.is_empty() {
+        run_spectrum_figures(c, &mut v)?;
+        run_timeseries_figures(c, &mut v)?;
+    }
+    Ok(v)
+}
+
+/// The sweeps' reply rate, response time and errors against the demanded
+/// rate, every sweep on each chart.
+fn sweep_overview_figures(c: &Collected, cb_note: &str, v: &mut Vec<Figure>) -> Result<()> {
+    let many = c.sweeps.len() > 1;
+    let which = if many {
+        "each server overlaid"
+    } else {
+        "one target"
+    };
+    v.push(Figure {
+        file: "reply-rate.svg".into(),
+        title: "Reply rate vs demanded request rate".into(),
+        caption: format!(
+            "Reply rate against demanded request rate ({which}). The grey diagonal is a server that keeps up; whiskers span the per-interval reply-rate samples (min–max). The dashed vertical line marks the maximum sustainable rate, the triangle the knee of the response-time curve.{cb_note}"
+        ),
+        svg: charts::reply_rate_chart(&c.sweeps)?,
+    });
+    v.push(Figure {
+        file: "response-time.svg".into(),
+        title: "Response time vs demanded request rate".into(),
+        caption: format!(
+            "Median (solid) and 99th-percentile (dashed) response time, measured from each request's scheduled send (coordinated-omission corrected), on a log scale. The horizontal line is the p99 SLO; the dashed vertical line marks the maximum sustainable rate.{cb_note}"
+        ),
+        svg: charts::response_time_chart(&c.sweeps)?,
+    });
+    v.push(Figure {
+        file: "errors.svg".into(),
+        title: "Errors vs demanded request rate".into(),
+        caption: format!(
+            "Failed operations (httperf error classes plus 5xx replies) in percent of attempted connections or requests. A step counts as sustained only below 0.1 %.{cb_note}"
+        ),
+        svg: charts::errors_chart(&c.sweeps)?,
+    });
+    Ok(())
+}
+
+/// The percentile spectrum of a sweep's selected steps, or of each sweep at
+/// its maximum sustainable rate.
+fn sweep_spectrum_figure(c: &Collected, v: &mut Vec<Figure>) -> Result<()> {
+    let mut curves: Vec<SpectrumCurve> = Vec::new();
+    if c.sweeps.len() == 1 {
+        let s = &c.sweeps[0];
+        for i in spectrum_steps(s) {
+            let st = s.steps[i];
+            let label = format!("{} req/s", num(s.metrics[i].demanded_req_rate, 0));
+            curves.push(charts::spectrum_of(&label, &st.run));
+        }
+    } else {
+        for s in &c.sweeps {
+            let idx = s
+                .target
+                .saturation
+                .max_sustainable_rate
+                .and_then(|m| {
+                    s.steps
+                        .iter()
+                        .position(|st| (st.demanded_rate - m).abs() < 1e-9)
+                })
+                .unwrap_or(0);
+            if let (Some(st), Some(m)) = (s.steps.get(idx), s.metrics.get(idx)) {
+                let label = format!("{} @ {} req/s", s.label, num(m.demanded_req_rate, 0));
                 curves.push(charts::spectrum_of(&label, &st.run));
             }
-        } else {
-            for s in &c.sweeps {
-                let idx = s
-                    .target
-                    .saturation
-                    .max_sustainable_rate
-                    .and_then(|m| {
-                        s.steps
-                            .iter()
-                            .position(|st| (st.demanded_rate - m).abs() < 1e-9)
-                    })
-                    .unwrap_or(0);
-                if let (Some(st), Some(m)) = (s.steps.get(idx), s.metrics.get(idx)) {
-                    let label = format!("{} @ {} req/s", s.label, num(m.demanded_req_rate, 0));
-                    curves.push(charts::spectrum_of(&label, &st.run));
-                }
-            }
         }
-        curves.truncate(7);
-        let sub = if c.sweeps.len() == 1 {
-            "selected steps of the sweep, including the maximum sustainable rate and the step above it"
+    }
+    curves.truncate(7);
+    let sub = if c.sweeps.len() == 1 {
+        "selected steps of the sweep, including the maximum sustainable rate and the step above it"
+    } else {
+        "each server at its maximum sustainable rate"
+    };
+    v.push(Figure {
+        file: "sweep-percentiles.svg".into(),
+        title: "Latency percentile spectrum (sweep)".into(),
+        caption: format!(
+            "HDR percentile spectrum of the response time for {sub}. The x axis counts nines (90 %, 99 %, 99.9 % …); the right end of each curve is its maximum."
+        ),
+        svg: charts::spectrum_chart(&curves, "Response-time percentile spectrum")?,
+    });
+    Ok(())
+}
+
+/// Over time, for up to four sweeps: the last sustained step and the first
+/// one above it.
+fn sweep_timeseries_figures(c: &Collected, v: &mut Vec<Figure>) -> Result<()> {
+    for s in c.sweeps.iter().take(4) {
+        let Some(max) = s.target.saturation.max_sustainable_rate else {
+            continue;
+        };
+        let Some(i) = s
+            .steps
+            .iter()
+            .position(|st| (st.demanded_rate - max).abs() < 1e-9)
+        else {
+            continue;
+        };
+        for (k, j) in [i, i + 1].into_iter().enumerate() {
+            let (Some(st), Some(m)) = (s.steps.get(j), s.metrics.get(j)) else {
+                continue;
+            };
+            let what = if k == 0 {
+                "the highest sustained step"
+            } else {
+                "the first step above it"
+            };
+            let item = crate::data::RunItem {
+                label: format!("{} @ {} req/s", s.label, num(m.demanded_req_rate, 0)),
+                run: &st.run,
+            };
+            let n = v.len() + 1;
+            v.push(Figure {
+                file: format!("sweep-timeseries-{n}.svg"),
+                title: format!("Time series — {}", item.label),
+                caption: format!(
+                    "Per-interval reply rate and p50/p99 response time of {} ({what}).{}",
+                    item.label,
+                    if st.run.self_check.client_bound {
+                        " This run was client-bound."
+                    } else {
+                        ""
+                    }
+                ),
+                svg: charts::timeseries_chart(&item)?,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The runs' percentile spectra, up to seven runs overlaid per chart.
+fn run_spectrum_figures(c: &Collected, v: &mut Vec<Figure>) -> Result<()> {
+    for (k, chunk) in c.runs.chunks(7).enumerate() {
+        let curves: Vec<SpectrumCurve> = chunk
+            .iter()
+            .map(|it| charts::spectrum_of(&it.label, it.run))
+            .collect();
+        let file = if k == 0 {
+            "percentiles.svg".to_string()
         } else {
-            "each server at its maximum sustainable rate"
+            format!("percentiles-{}.svg", k + 1)
+        };
+        let cb = if chunk.iter().any(|i| i.run.self_check.client_bound) {
+            " Client-bound runs are labelled and marked in red."
+        } else {
+            ""
         };
         v.push(Figure {
-            file: "sweep-percentiles.svg".into(),
-            title: "Latency percentile spectrum (sweep)".into(),
+            file,
+            title: "Latency percentile spectrum".into(),
             caption: format!(
-                "HDR percentile spectrum of the response time for {sub}. The x axis counts nines (90 %, 99 %, 99.9 % …); the right end of each curve is its maximum."
+                "HDR percentile spectrum of the response time of {}, from the scheduled send (coordinated-omission corrected). The x axis counts nines; the right end of each curve is its maximum.{cb}",
+                if chunk.len() == 1 { "the run".to_string() } else { format!("{} runs overlaid", chunk.len()) }
             ),
             svg: charts::spectrum_chart(&curves, "Response-time percentile spectrum")?,
         });
-        // Over time: the last sustained step and the first one above it.
-        for s in c.sweeps.iter().take(4) {
-            let Some(max) = s.target.saturation.max_sustainable_rate else {
-                continue;
-            };
-            let Some(i) = s
-                .steps
-                .iter()
-                .position(|st| (st.demanded_rate - max).abs() < 1e-9)
-            else {
-                continue;
-            };
-            for (k, j) in [i, i + 1].into_iter().enumerate() {
-                let (Some(st), Some(m)) = (s.steps.get(j), s.metrics.get(j)) else {
-                    continue;
-                };
-                let what = if k == 0 {
-                    "the highest sustained step"
-                } else {
-                    "the first step above it"
-                };
-                let item = crate::data::RunItem {
-                    label: format!("{} @ {} req/s", s.label, num(m.demanded_req_rate, 0)),
-                    run: &st.run,
-                };
-                let n = v.len() + 1;
-                v.push(Figure {
-                    file: format!("sweep-timeseries-{n}.svg"),
-                    title: format!("Time series — {}", item.label),
-                    caption: format!(
-                        "Per-interval reply rate and p50/p99 response time of {} ({what}).{}",
-                        item.label,
-                        if st.run.self_check.client_bound {
-                            " This run was client-bound."
-                        } else {
-                            ""
-                        }
-                    ),
-                    svg: charts::timeseries_chart(&item)?,
-                });
-            }
-        }
     }
-    if !c.runs.is_empty() {
-        for (k, chunk) in c.runs.chunks(7).enumerate() {
-            let curves: Vec<SpectrumCurve> = chunk
-                .iter()
-                .map(|it| charts::spectrum_of(&it.label, it.run))
-                .collect();
-            let file = if k == 0 {
-                "percentiles.svg".to_string()
-            } else {
-                format!("percentiles-{}.svg", k + 1)
-            };
-            let cb = if chunk.iter().any(|i| i.run.self_check.client_bound) {
-                " Client-bound runs are labelled and marked in red."
-            } else {
-                ""
-            };
-            v.push(Figure {
-                file,
-                title: "Latency percentile spectrum".into(),
-                caption: format!(
-                    "HDR percentile spectrum of the response time of {}, from the scheduled send (coordinated-omission corrected). The x axis counts nines; the right end of each curve is its maximum.{cb}",
-                    if chunk.len() == 1 { "the run".to_string() } else { format!("{} runs overlaid", chunk.len()) }
-                ),
-                svg: charts::spectrum_chart(&curves, "Response-time percentile spectrum")?,
-            });
+    Ok(())
+}
+
+/// The time series of each of the first 24 runs, one file per run.
+fn run_timeseries_figures(c: &Collected, v: &mut Vec<Figure>) -> Result<()> {
+    let mut used = std::collections::BTreeSet::new();
+    for it in c.runs.iter().take(24) {
+        let mut name = format!("timeseries-{}.svg", slug(&it.label));
+        let mut n = 2;
+        while !used.insert(name.clone()) {
+            name = format!("timeseries-{}-{n}.svg", slug(&it.label));
+            n += 1;
         }
-        let mut used = std::collections::BTreeSet::new();
-        for it in c.runs.iter().take(24) {
-            let mut name = format!("timeseries-{}.svg", slug(&it.label));
-            let mut n = 2;
-            while !used.insert(name.clone()) {
-                name = format!("timeseries-{}-{n}.svg", slug(&it.label));
-                n += 1;
-            }
-            let cb = if it.run.self_check.client_bound {
-                " This run was client-bound: the generator, not the server, limited it."
-            } else {
-                ""
-            };
-            v.push(Figure {
-                file: name,
-                title: format!("Time series — {}", it.label),
-                caption: format!(
-                    "Per-interval reply rate (top, with the demanded rate dashed) and p50/p99 response time of the replies completed in each interval (bottom) for {}.{cb}",
-                    it.label
-                ),
-                svg: charts::timeseries_chart(it)?,
-            });
-        }
+        let cb = if it.run.self_check.client_bound {
+            " This run was client-bound: the generator, not the server, limited it."
+        } else {
+            ""
+        };
+        v.push(Figure {
+            file: name,
+            title: format!("Time series — {}", it.label),
+            caption: format!(
+                "Per-interval reply rate (top, with the demanded rate dashed) and p50/p99 response time of the replies completed in each interval (bottom) for {}.{cb}",
+                it.label
+            ),
+            svg: charts::timeseries_chart(it)?,
+        });
     }
-    Ok(v)
+    Ok(())
 }
 
 /// Strips the XML prolog, if any, so an SVG can be inlined in HTML.
@@ -496,12 +528,25 @@ fn client_bound_list(c: &Collected) -> Vec<String> {
 }
 
 fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOptions) -> String {
+    let mut h = String::new();
+    push_page_head(&mut h, c, opts);
+    push_verdicts(&mut h, c);
+    push_findings(&mut h, c);
+    push_client_bound(&mut h, c);
+    push_figures_and_tables(&mut h, figs, tables);
+    push_method_and_environment(&mut h, c);
+    h.push_str("<p class=\"sub\">Generated by httplab report. This page is self-contained: no scripts, no external resources.</p>\n");
+    h.push_str("</main>\n</body>\n</html>\n");
+    h
+}
+
+/// The document head, the title and the line saying what the report holds.
+fn push_page_head(h: &mut String, c: &Collected, opts: &ReportOptions) {
     let title = if opts.title.is_empty() {
         "httplab report"
     } else {
         &opts.title
     };
-    let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n");
     h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n");
     h.push_str(&format!(
@@ -535,7 +580,10 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         )
     };
     h.push_str(&format!("<p class=\"sub\">{what}{src}.</p>\n"));
+}
 
+/// The studies' verdicts, one line each.
+fn push_verdicts(h: &mut String, c: &Collected) {
     if !c.verdicts.is_empty() {
         h.push_str("<section class=\"findings\">\n<h2>Study verdicts</h2>\n<ul>\n");
         for (study, v) in &c.verdicts {
@@ -553,6 +601,10 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         }
         h.push_str("</ul>\n</section>\n");
     }
+}
+
+/// The findings of the sweeps and runs.
+fn push_findings(h: &mut String, c: &Collected) {
     let f = findings(c);
     if !f.is_empty() {
         h.push_str("<section class=\"findings\">\n");
@@ -561,6 +613,10 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         }
         h.push_str("</section>\n");
     }
+}
+
+/// The warning that lists the client-bound runs, folded when long.
+fn push_client_bound(h: &mut String, c: &Collected) {
     let cbl = client_bound_list(c);
     if !cbl.is_empty() {
         h.push_str(&format!("<section class=\"warn\"><p><b>⚠ Client-bound runs ({}).</b> In these runs the load generator flagged itself as the bottleneck (CPU saturated, sends behind schedule, or out of descriptors or ports): their numbers bound the client, not the server. They are marked in red on every chart and table.</p>\n", cbl.len()));
@@ -578,7 +634,10 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         }
         h.push_str("</section>\n");
     }
+}
 
+/// Every figure inlined with its caption, then every table, numbered.
+fn push_figures_and_tables(h: &mut String, figs: &[Figure], tables: &[Table]) {
     if !figs.is_empty() {
         h.push_str("<h2 id=\"figures\">Figures</h2>\n");
         for (i, f) in figs.iter().enumerate() {
@@ -602,6 +661,10 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
             h.push_str("</div>\n");
         }
     }
+}
+
+/// How load is offered and judged, each environment and the command lines.
+fn push_method_and_environment(h: &mut String, c: &Collected) {
     h.push_str("<h2 id=\"method\">Method and environment</h2>\n");
     h.push_str("<p>Load is offered open-loop: requests follow the schedule whatever the server does, and response times are measured from the scheduled send, so a stalled server cannot hide its queue (no coordinated omission). A rate is <i>sustained</i> when the reply rate is within 1 % of the demanded request rate, fewer than 0.1 % of operations fail, and the 99th-percentile response time is under the SLO. The <i>knee</i> is the last rate before the median response time doubles (and grows by at least 1 ms) over its low-load baseline.</p>\n");
     for e in &c.environments {
@@ -636,9 +699,6 @@ fn html_page(c: &Collected, figs: &[Figure], tables: &[Table], opts: &ReportOpti
         }
         h.push_str("</pre></details>\n");
     }
-    h.push_str("<p class=\"sub\">Generated by httplab report. This page is self-contained: no scripts, no external resources.</p>\n");
-    h.push_str("</main>\n</body>\n</html>\n");
-    h
 }
 
 fn strip_tags(s: &str) -> String {

@@ -13,6 +13,10 @@ pub const RUN_PARAM: &str = "study_param";
 pub const RUN_STEP: &str = "study_step";
 /// Key of `RunConfig.extra` naming what ran the load (`httplab-load`).
 pub const RUN_DRIVER: &str = "driver";
+/// Key of `RunConfig.extra` saying why a run has no client ceiling.
+pub const RUN_CLIENT_CEILING: &str = "client_ceiling";
+/// Its value for an HTTP/2 run.
+pub const CEILING_UNKNOWN_H2: &str = "unknown: the client calibration measures HTTP/1.1 against an HTTP/1.1 sink, not HTTP/2, so this run was not checked for being client-bound";
 /// Prefix of every key an idle workload adds to `RunConfig.extra`.
 pub const RUN_IDLE_PREFIX: &str = "idle_";
 

@@ -409,6 +409,8 @@ pub enum ServerKind {
     Lighttpd,
     /// h2o.
     H2o,
+    /// Caddy 2 (a generated Caddyfile: a static file server).
+    Caddy,
     /// Any command; `{port}`, `{root}`, `{dir}` and `{workers}` are substituted.
     Command,
 }
@@ -422,6 +424,7 @@ impl ServerKind {
             ServerKind::Apache => "apache",
             ServerKind::Lighttpd => "lighttpd",
             ServerKind::H2o => "h2o",
+            ServerKind::Caddy => "caddy",
             ServerKind::Command => "command",
         }
     }
@@ -458,7 +461,8 @@ pub struct ServerSpec {
     #[serde(default)]
     pub sendfile: Option<bool>,
     /// Peers: extra configuration lines appended to the generated file
-    /// (nginx: inside `http {}`; Apache, lighttpd, h2o: at top level).
+    /// (nginx: inside `http {}`; Apache, lighttpd, h2o: at top level;
+    /// Caddy: inside the site block).
     #[serde(default)]
     pub extra_config: String,
     /// command: argv (first element is the program).
@@ -764,6 +768,12 @@ pub struct Workload {
     /// Metric the summary ranks this workload by (default: the study's).
     #[serde(default)]
     pub metric: Option<Metric>,
+    /// The HTTP version the client speaks: `h1` (default), `h2` (over TLS by
+    /// ALPN, h2c by prior knowledge in a cleartext study) or `h3` (TLS
+    /// studies only; not run yet). Servers that cannot speak it are left out
+    /// of the workload, with the reason.
+    #[serde(default)]
+    pub protocol: Protocol,
     /// Over TLS: resume TLS sessions on new connections (default true, as
     /// browsers do); `false` makes every connection a full handshake
     /// (`httplab load --ssl-no-reuse`). Ignored in a cleartext study.
@@ -799,6 +809,52 @@ pub enum Measure {
     Window,
     /// The workload's own counts (connections, requests per user).
     Count,
+}
+
+/// The HTTP version a workload's client speaks (`protocol` in a workload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Deserialize)]
+pub enum Protocol {
+    /// HTTP/1.1 (the default).
+    #[default]
+    #[serde(rename = "h1")]
+    H1,
+    /// HTTP/2: over TLS by ALPN `h2`, in a cleartext study h2c by prior
+    /// knowledge.
+    #[serde(rename = "h2")]
+    H2,
+    /// HTTP/3 (over QUIC, so only in a TLS study). Accepted in study files;
+    /// the plan refuses it until `httplab load` speaks it.
+    #[serde(rename = "h3")]
+    H3,
+}
+
+impl Protocol {
+    /// Every protocol, in order.
+    pub const ALL: [Protocol; 3] = [Protocol::H1, Protocol::H2, Protocol::H3];
+
+    /// Name as written in study files (`h1`, `h2`, `h3`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H2 => "h2",
+            Protocol::H3 => "h3",
+        }
+    }
+
+    /// Name as the report writes it (`HTTP/1.1`, `HTTP/2`, `HTTP/3`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Protocol::H1 => "HTTP/1.1",
+            Protocol::H2 => "HTTP/2",
+            Protocol::H3 => "HTTP/3",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What the report compares.
@@ -974,6 +1030,13 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
     let corpus_names = corpus_targets(&s.corpus);
     for w in &s.workloads {
         validate_workload(w, &s.protocol, text, &names, &corpus_names)?;
+        workload_protocol_fits(w, s.tls).with_context(|| {
+            format!(
+                "{}workload '{}'",
+                line_of(text, &format!("\"{}\"", w.name)),
+                w.name
+            )
+        })?;
     }
     for q in &s.questions {
         let at = line_of(text, &q.ask);
@@ -1154,6 +1217,41 @@ fn validate_workload(
     Ok(())
 }
 
+/// Refuses a workload whose `protocol` cannot run it: HTTP/2 and HTTP/3
+/// have no pipelining (their requests are concurrent streams), an idle
+/// workload's partial request lines are HTTP/1.1 text, and HTTP/3 runs
+/// over QUIC, which is always encrypted.
+pub fn workload_protocol_fits(w: &Workload, tls: bool) -> Result<()> {
+    let p = w.protocol;
+    if p == Protocol::H1 {
+        return Ok(());
+    }
+    let piped = w.pipeline.is_some_and(|n| n > 1);
+    let varied = w
+        .vary
+        .as_ref()
+        .is_some_and(|v| v.param == VaryParam::Pipeline);
+    if piped || varied {
+        bail!(
+            "protocol = \"{p}\" cannot pipeline (`{}`): {} sends its requests as concurrent streams on one connection, not one after another on the wire; remove it, or use protocol = \"h1\" to measure pipelining",
+            if varied { "vary pipeline" } else { "pipeline" },
+            p.label()
+        );
+    }
+    if w.kind == WorkloadKind::Idle && w.idle_send == Some(IdleSend::Partial) {
+        bail!(
+            "idle_send = \"partial\" holds unfinished HTTP/1.1 request lines, which a {} server does not read as a request; use idle_send = \"silent\" or protocol = \"h1\"",
+            p.label()
+        );
+    }
+    if p == Protocol::H3 && !tls {
+        bail!(
+            "protocol = \"h3\" needs HTTPS: HTTP/3 runs over QUIC, which is always encrypted; write `tls = true` at the top level of the study"
+        );
+    }
+    Ok(())
+}
+
 /// Target names the corpus provides: `/path`, `set:NAME`, `page:NAME`.
 fn corpus_targets(c: &Corpus) -> Vec<String> {
     let mut v: Vec<String> = c
@@ -1184,7 +1282,7 @@ fn check_target(t: &str, known: &[String]) -> Result<()> {
 
 /// Refuses server keys that would have no effect on this kind of server.
 fn server_keys_take_effect(sv: &ServerSpec) -> Result<()> {
-    use ServerKind::{Apache, Command, H2o, Httplab, Lighttpd, Nginx};
+    use ServerKind::{Apache, Caddy, Command, H2o, Httplab, Lighttpd, Nginx};
     let kind = sv.kind;
     let only = |key: &str, given: bool, kinds: &[ServerKind], what: &str| -> Result<()> {
         if given && !kinds.contains(&kind) {
@@ -1243,7 +1341,7 @@ fn server_keys_take_effect(sv: &ServerSpec) -> Result<()> {
     only(
         "extra_config",
         !sv.extra_config.is_empty(),
-        &[Nginx, Apache, Lighttpd, H2o],
+        &[Nginx, Apache, Lighttpd, H2o, Caddy],
         "only the peers get a configuration file from httplab (httplab: `args`; a command server configures itself)",
     )?;
     only(
@@ -1255,7 +1353,7 @@ fn server_keys_take_effect(sv: &ServerSpec) -> Result<()> {
     only(
         "keep_alive",
         sv.keep_alive.is_some(),
-        &[Httplab, Nginx, Apache, Lighttpd, H2o],
+        &[Httplab, Nginx, Apache, Lighttpd, H2o, Caddy],
         "a command server configures itself",
     )?;
     if kind == Httplab && sv.mode.is_some() && sv.keep_alive.is_some() {

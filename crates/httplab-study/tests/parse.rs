@@ -626,3 +626,82 @@ fn slices_only_on_timed_load_and_users_workloads() {
         assert!(e.contains("slices") && e.contains(want), "{e}");
     }
 }
+
+/// A study of one nginx and one workload with `lines` added to it.
+fn with_workload(tls: bool, lines: &str) -> String {
+    format!(
+        "name = \"t\"\ntls = {tls}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 10 }}]\n\
+         [[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\n{lines}"
+    )
+}
+
+#[test]
+fn protocol_defaults_to_h1_and_reads_h2_and_h3() {
+    use spec::Protocol;
+    let s = spec::parse(&with_workload(false, ""), "p.toml").unwrap();
+    assert_eq!(s.workloads[0].protocol, Protocol::H1);
+    let s = spec::parse(&with_workload(false, "protocol = \"h2\"\n"), "p.toml").unwrap();
+    assert_eq!(s.workloads[0].protocol, Protocol::H2);
+    let s = spec::parse(&with_workload(true, "protocol = \"h3\"\n"), "p.toml").unwrap();
+    assert_eq!(s.workloads[0].protocol, Protocol::H3);
+    assert_eq!(
+        Protocol::ALL.map(Protocol::as_str),
+        ["h1", "h2", "h3"],
+        "the spellings of study files"
+    );
+}
+
+#[test]
+fn protocol_errors_say_why() {
+    let e = err_of(&with_workload(false, "protocol = \"http2\"\n"));
+    assert!(e.contains("http2") && e.contains("h2"), "{e}");
+    let e = err_of(&with_workload(false, "protocol = \"h2\"\npipeline = 4\n"));
+    assert!(e.contains("cannot pipeline"), "{e}");
+    assert!(e.contains("concurrent streams"), "{e}");
+    assert!(e.contains("workload 'w'"), "{e}");
+    let e = err_of(&with_workload(
+        false,
+        "protocol = \"h2\"\nvary = { param = \"pipeline\", values = [1, 8] }\n",
+    ));
+    assert!(e.contains("vary pipeline"), "{e}");
+    let e = err_of(&with_workload(false, "protocol = \"h3\"\n"));
+    assert!(e.contains("needs HTTPS") && e.contains("tls = true"), "{e}");
+    let idle = "name = \"t\"\n[corpus]\nfiles = [{ path = \"a.txt\", size = 10 }]\n[[servers]]\nkind = \"nginx\"\n\
+                [[workloads]]\nname = \"w\"\nkind = \"idle\"\ntarget = \"/a.txt\"\nidle_send = \"partial\"\nprotocol = \"h2\"\n";
+    let e = err_of(idle);
+    assert!(e.contains("idle_send = \"partial\""), "{e}");
+    // Pipelining stays an HTTP/1.1 matter.
+    assert!(spec::parse(&with_workload(false, "pipeline = 4\n"), "p.toml").is_ok());
+}
+
+#[test]
+fn caddy_is_a_peer_kind() {
+    let text = "name = \"t\"\n[corpus]\nfiles = [{ path = \"a.txt\", size = 10 }]\n[[servers]]\nkind = \"caddy\"\nworkers = 2\nextra_config = \"encode gzip\"\nkeep_alive = false\n\
+                [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\n";
+    let s = spec::parse(text, "c.toml").unwrap();
+    assert_eq!(s.servers[0].kind.as_str(), "caddy");
+    assert_eq!(spec::expand_servers(&s)[0].name, "caddy");
+    let e = err_of(&text.replace("keep_alive = false", "sendfile = false"));
+    assert!(e.contains("sendfile"), "{e}");
+}
+
+#[test]
+fn the_plan_lists_who_does_not_speak_h2() {
+    let text = "name = \"t\"\n[corpus]\nfiles = [{ path = \"a.txt\", size = 10 }]\n\
+                [[servers]]\nkind = \"httplab\"\n[[servers]]\nkind = \"apache\"\nmpm = \"prefork\"\n\
+                [[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nprotocol = \"h2\"\n";
+    let s = spec::parse(text, "p.toml").unwrap();
+    let plan = runner::describe_plan(&s);
+    assert!(
+        plan.contains("over HTTP/2 (h2c by prior knowledge)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("httplab event does not speak h2: httplab serve speaks HTTP/1.1 only"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("apache prefork does not speak h2: Apache's prefork MPM"),
+        "{plan}"
+    );
+}

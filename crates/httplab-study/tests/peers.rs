@@ -48,6 +48,7 @@ fn check_peer(server_toml: &str) {
         httplab_exe: None,
         probe_path: idx.probe_path(),
         tls: None,
+        http2: false,
     };
     let port = servers::free_port().unwrap();
     let plan = match servers::plan(&inst, &ctx, port) {
@@ -134,6 +135,11 @@ fn h2o_serves_files() {
 }
 
 #[test]
+fn caddy_serves_files() {
+    check_peer("kind = \"caddy\"\nworkers = 2");
+}
+
+#[test]
 fn missing_peer_is_not_installed_with_package() {
     let text = "name = \"p\"\n[[servers]]\nkind = \"command\"\ncommand = [\"/nonexistent/httpd\"]\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\n";
     let study = spec::parse(text, "p.toml").unwrap();
@@ -144,6 +150,7 @@ fn missing_peer_is_not_installed_with_package() {
         httplab_exe: None,
         probe_path: "/".into(),
         tls: None,
+        http2: false,
     };
     let e = servers::plan(&inst, &ctx, 1).unwrap_err();
     assert!(e.reason().contains("not found"), "{}", e.reason());

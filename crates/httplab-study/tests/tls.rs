@@ -121,6 +121,7 @@ fn start_tls_peer(server_toml: &str) -> Option<Peer> {
         httplab_exe: None,
         probe_path: idx.probe_path(),
         tls: Some(cert.clone()),
+        http2: false,
     };
     let port = servers::free_port().unwrap();
     let plan = match servers::plan(&inst, &ctx, port) {
@@ -253,6 +254,11 @@ fn load_over_tls_against_h2o() {
 }
 
 #[test]
+fn load_over_tls_against_caddy() {
+    check_load_over_tls("caddy", "kind = \"caddy\"");
+}
+
+#[test]
 fn load_over_tls_against_apache() {
     check_load_over_tls("apache event", "kind = \"apache\"\nmpm = \"event\"");
 }
@@ -289,6 +295,7 @@ fn command_servers_get_the_certificate() {
             cert: "/w/cert.pem".into(),
             key: "/w/key.pem".into(),
         }),
+        http2: false,
     };
     let p = servers::plan(&inst, &ctx, 8443).unwrap();
     assert_eq!(p.argv[2], "serve https /w/cert.pem /w/key.pem 8443");

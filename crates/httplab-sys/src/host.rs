@@ -1,4 +1,5 @@
-//! Facts about this machine's kernel: sysconf values and its name.
+//! Facts about this machine's kernel: sysconf values, its name and the
+//! memory it reports.
 
 /// Clock ticks per second of /proc's CPU fields (`_SC_CLK_TCK`; 100 if
 /// sysconf fails).
@@ -42,6 +43,23 @@ pub fn kernel() -> String {
     format!("{} {}", field(&u.sysname), field(&u.release))
 }
 
+/// Total memory in bytes (`MemTotal` of /proc/meminfo); None when the file
+/// cannot be read or has no such line.
+pub fn mem_total_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_total(&meminfo)
+}
+
+/// The `MemTotal:` line of a /proc/meminfo text (in kB there), in bytes.
+fn parse_mem_total(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .and_then(|kb| kb.checked_mul(1024))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -49,5 +67,15 @@ mod tests {
         assert!(super::clock_ticks() >= 1.0);
         assert!(super::page_size().is_power_of_two());
         assert!(super::kernel().starts_with("Linux "));
+        assert!(super::mem_total_bytes().is_some_and(|b| b > 0));
+    }
+
+    #[test]
+    fn mem_total_is_read_from_its_line_in_kilobytes() {
+        let sample = "MemFree:         1024000 kB\nMemTotal:       16318412 kB\nMemAvailable:   12000000 kB\n";
+        assert_eq!(super::parse_mem_total(sample), Some(16_318_412 * 1024));
+        assert_eq!(super::parse_mem_total("MemFree: 5 kB\n"), None);
+        assert_eq!(super::parse_mem_total("MemTotal: lots kB\n"), None);
+        assert_eq!(super::parse_mem_total(""), None);
     }
 }

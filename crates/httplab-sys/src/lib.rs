@@ -6,7 +6,8 @@
 //! - [`cpu`]: CPU affinity (pin the calling thread, the allowed cores, a
 //!   [`cpu::CpuSet`] built before a fork and applied in the child);
 //! - [`limits`]: raising RLIMIT_NOFILE;
-//! - [`host`]: sysconf values (clock ticks, page size) and the kernel's name;
+//! - [`host`]: sysconf values (clock ticks, page size), the kernel's name
+//!   and the total memory;
 //! - [`clock`]: CPU time of the thread and process, a timerfd;
 //! - [`net`]: socket calls std does not expose (sendfile, send with flags,
 //!   sendmsg, socket options, half-close);

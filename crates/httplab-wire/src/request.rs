@@ -213,17 +213,55 @@ fn head_end(buf: &[u8]) -> Option<usize> {
 ///
 /// `max_body` is the largest Content-Length accepted (bodies are drained,
 /// not used); larger declarations give [`RequestError::PayloadTooLarge`].
+///
+/// The steps are `#[inline]` helpers: limits before parsing, httparse on the
+/// bounded head, the request line, the header fields, then the framing
+/// rules. Nothing allocates; the header storage lives on this frame.
 pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'a> {
-    // Limits first, so an endless request line or header block is cut off
-    // with the right status before httparse sees it.
+    let end = match bounded_head_end(buf, limits) {
+        Ok(end) => end,
+        Err(None) => return Parsed::Partial,
+        Err(Some(e)) => return Parsed::Error(e),
+    };
+    let mut storage = [httparse::EMPTY_HEADER; 128];
+    let cap = limits.max_headers.min(storage.len());
+    let mut req = httparse::Request::new(&mut storage[..cap]);
+    let head_len = match run_httparse(&mut req, buf, end) {
+        Ok(n) => n,
+        Err(e) => return Parsed::Error(e),
+    };
+    let mut out = match request_line(&req, head_len) {
+        Ok(r) => r,
+        Err(e) => return Parsed::Error(e),
+    };
+    let fields = match read_fields(req.headers, &mut out) {
+        Ok(f) => f,
+        Err(e) => return Parsed::Error(e),
+    };
+    match fields.check_framing(out.version, max_body) {
+        Ok((content_length, keep_alive)) => {
+            out.content_length = content_length;
+            out.keep_alive = keep_alive;
+            Parsed::Complete(out)
+        }
+        Err(e) => Parsed::Error(e),
+    }
+}
+
+/// Applies the size limits before httparse sees the bytes, so an endless
+/// request line or header block is cut off with the right status. `Ok`:
+/// the index just past the head's empty line; `Err(None)`: partial (more
+/// bytes needed); `Err(Some(_))`: the error to answer with.
+#[inline]
+fn bounded_head_end(buf: &[u8], limits: &Limits) -> Result<usize, Option<RequestError>> {
     let line_end = find_byte(buf, b'\n');
     match line_end {
         None if buf.len() > limits.max_request_line + 1 => {
-            return Parsed::Error(RequestError::UriTooLong)
+            return Err(Some(RequestError::UriTooLong))
         }
         None => {
             // Catch the HTTP/2 preface early: "PRI * HTTP/2.0".
-            return Parsed::Partial;
+            return Err(None);
         }
         Some(n) => {
             let line_len = if n > 0 && buf[n - 1] == b'\r' {
@@ -232,7 +270,7 @@ pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'
                 n
             };
             if line_len > limits.max_request_line {
-                return Parsed::Error(RequestError::UriTooLong);
+                return Err(Some(RequestError::UriTooLong));
             }
         }
     }
@@ -242,46 +280,57 @@ pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'
         None => {
             // An empty request line followed by nothing yet is partial.
             if buf.len() - line_end > limits.max_header_bytes {
-                return Parsed::Error(RequestError::HeaderFieldsTooLarge);
+                return Err(Some(RequestError::HeaderFieldsTooLarge));
             }
-            return count_partial_fields(&buf[line_end..], limits);
+            return Err(count_partial_fields(&buf[line_end..], limits));
         }
     };
     if end - line_end > limits.max_header_bytes + 2 {
-        return Parsed::Error(RequestError::HeaderFieldsTooLarge);
+        return Err(Some(RequestError::HeaderFieldsTooLarge));
     }
-    let mut storage = [httparse::EMPTY_HEADER; 128];
-    let cap = limits.max_headers.min(storage.len());
-    let mut req = httparse::Request::new(&mut storage[..cap]);
+    Ok(end)
+}
+
+/// Runs httparse on `buf[..end]` (which ends with the empty line) and maps
+/// its errors to statuses; returns the head's length.
+#[inline]
+fn run_httparse<'h, 'b>(
+    req: &mut httparse::Request<'h, 'b>,
+    buf: &'b [u8],
+    end: usize,
+) -> Result<usize, RequestError> {
     let status = match req.parse(&buf[..end]) {
         Ok(s) => s,
-        Err(httparse::Error::TooManyHeaders) => {
-            return Parsed::Error(RequestError::HeaderFieldsTooLarge)
-        }
-        Err(httparse::Error::Version) => return Parsed::Error(version_error(buf)),
+        Err(httparse::Error::TooManyHeaders) => return Err(RequestError::HeaderFieldsTooLarge),
+        Err(httparse::Error::Version) => return Err(version_error(buf)),
         Err(httparse::Error::HeaderName) => {
-            return Parsed::Error(RequestError::BadRequest("invalid header name"))
+            return Err(RequestError::BadRequest("invalid header name"))
         }
         Err(httparse::Error::HeaderValue) => {
-            return Parsed::Error(RequestError::BadRequest("invalid header value"))
+            return Err(RequestError::BadRequest("invalid header value"))
         }
-        Err(httparse::Error::Token) => {
-            return Parsed::Error(RequestError::BadRequest("invalid token"))
-        }
+        Err(httparse::Error::Token) => return Err(RequestError::BadRequest("invalid token")),
         Err(httparse::Error::NewLine) => {
-            return Parsed::Error(RequestError::BadRequest("invalid line ending"))
+            return Err(RequestError::BadRequest("invalid line ending"))
         }
-        Err(_) => return Parsed::Error(RequestError::BadRequest("malformed request")),
+        Err(_) => return Err(RequestError::BadRequest("malformed request")),
     };
-    let head_len = match status {
-        httparse::Status::Complete(n) => n,
+    match status {
+        httparse::Status::Complete(n) => Ok(n),
         // We handed httparse a buffer ending with an empty line.
-        httparse::Status::Partial => {
-            return Parsed::Error(RequestError::BadRequest("malformed request"))
-        }
-    };
+        httparse::Status::Partial => Err(RequestError::BadRequest("malformed request")),
+    }
+}
+
+/// The request from its parsed request line, with the version's default
+/// keep-alive and no header fields read yet.
+#[inline]
+fn request_line<'a>(
+    req: &httparse::Request<'_, 'a>,
+    head_len: usize,
+) -> Result<Request<'a>, RequestError> {
     let (Some(method_str), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
-        return Parsed::Error(RequestError::BadRequest("incomplete request line"));
+        return Err(RequestError::BadRequest("incomplete request line"));
     };
     let version = if minor == 0 {
         Version::Http10
@@ -294,11 +343,8 @@ pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'
         "OPTIONS" => Method::Options,
         _ => Method::Other,
     };
-    let (path, query) = match split_target(target, method) {
-        Ok(pq) => pq,
-        Err(e) => return Parsed::Error(e),
-    };
-    let mut out = Request {
+    let (path, query) = split_target(target, method)?;
+    Ok(Request {
         method,
         method_str,
         path,
@@ -314,50 +360,41 @@ pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'
         range: None,
         if_range: None,
         head_len,
-    };
-    let mut content_length: Option<u64> = None;
-    let mut transfer_encoding = false;
-    let mut te_chunked_last = false;
-    let mut hosts = 0usize;
-    let mut conn_close = false;
-    let mut conn_keep_alive = false;
-    for h in req.headers.iter() {
+    })
+}
+
+/// What the header fields say about framing and the connection, gathered
+/// while the conditional and range fields go straight into the request.
+#[derive(Default)]
+struct FramingFields {
+    content_length: Option<u64>,
+    transfer_encoding: bool,
+    te_chunked_last: bool,
+    hosts: usize,
+    conn_close: bool,
+    conn_keep_alive: bool,
+}
+
+/// Reads every header field: framing and connection fields into the
+/// returned [`FramingFields`], the others into `out`.
+#[inline]
+fn read_fields<'a>(
+    headers: &[httparse::Header<'a>],
+    out: &mut Request<'a>,
+) -> Result<FramingFields, RequestError> {
+    let mut f = FramingFields::default();
+    for h in headers.iter() {
         let name = h.name;
         let value = trim_ows(h.value);
         if name.eq_ignore_ascii_case("host") {
-            hosts += 1;
+            f.hosts += 1;
         } else if name.eq_ignore_ascii_case("content-length") {
-            match parse_content_length(value, content_length) {
-                Ok(v) => content_length = Some(v),
-                Err(e) => return Parsed::Error(e),
-            }
+            f.content_length = Some(parse_content_length(value, f.content_length)?);
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            transfer_encoding = true;
-            // The last coding decides whether the body is chunked; any other
-            // coding is one we cannot decode.
-            for coding in value.split(|&b| b == b',') {
-                let c = trim_ows(coding);
-                if c.is_empty() {
-                    continue;
-                }
-                if c.eq_ignore_ascii_case(b"chunked") {
-                    if te_chunked_last {
-                        return Parsed::Error(RequestError::BadRequest("chunked applied twice"));
-                    }
-                    te_chunked_last = true;
-                } else {
-                    return Parsed::Error(RequestError::NotImplemented);
-                }
-            }
+            f.transfer_encoding = true;
+            read_transfer_codings(value, &mut f.te_chunked_last)?;
         } else if name.eq_ignore_ascii_case("connection") {
-            for tok in value.split(|&b| b == b',') {
-                let t = trim_ows(tok);
-                if t.eq_ignore_ascii_case(b"close") {
-                    conn_close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                    conn_keep_alive = true;
-                }
-            }
+            read_connection_tokens(value, &mut f);
         } else if name.eq_ignore_ascii_case("if-none-match") {
             out.if_none_match = Some(value);
         } else if name.eq_ignore_ascii_case("if-match") {
@@ -368,59 +405,101 @@ pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'
             out.if_unmodified_since = Some(value);
         } else if name.eq_ignore_ascii_case("range") {
             if out.range.is_some() {
-                return Parsed::Error(RequestError::BadRequest("duplicate Range"));
+                return Err(RequestError::BadRequest("duplicate Range"));
             }
             out.range = Some(value);
         } else if name.eq_ignore_ascii_case("if-range") {
             out.if_range = Some(value);
         }
     }
-    if transfer_encoding {
-        if content_length.is_some() {
-            return Parsed::Error(RequestError::BadRequest(
-                "both Content-Length and Transfer-Encoding",
-            ));
+    Ok(f)
+}
+
+/// One Transfer-Encoding field: the last coding decides whether the body is
+/// chunked; any other coding is one we cannot decode.
+#[inline]
+fn read_transfer_codings(value: &[u8], te_chunked_last: &mut bool) -> Result<(), RequestError> {
+    for coding in value.split(|&b| b == b',') {
+        let c = trim_ows(coding);
+        if c.is_empty() {
+            continue;
         }
-        if version == Version::Http10 {
-            return Parsed::Error(RequestError::BadRequest(
-                "Transfer-Encoding in an HTTP/1.0 request",
-            ));
-        }
-        if !te_chunked_last {
-            return Parsed::Error(RequestError::BadRequest("empty Transfer-Encoding"));
-        }
-        return Parsed::Error(RequestError::LengthRequired);
-    }
-    if version == Version::Http11 && hosts != 1 {
-        return Parsed::Error(RequestError::BadRequest(if hosts == 0 {
-            "missing Host"
+        if c.eq_ignore_ascii_case(b"chunked") {
+            if *te_chunked_last {
+                return Err(RequestError::BadRequest("chunked applied twice"));
+            }
+            *te_chunked_last = true;
         } else {
-            "several Host fields"
-        }));
+            return Err(RequestError::NotImplemented);
+        }
     }
-    if hosts > 1 {
-        return Parsed::Error(RequestError::BadRequest("several Host fields"));
+    Ok(())
+}
+
+/// One Connection field: notes `close` and `keep-alive`.
+#[inline]
+fn read_connection_tokens(value: &[u8], f: &mut FramingFields) {
+    for tok in value.split(|&b| b == b',') {
+        let t = trim_ows(tok);
+        if t.eq_ignore_ascii_case(b"close") {
+            f.conn_close = true;
+        } else if t.eq_ignore_ascii_case(b"keep-alive") {
+            f.conn_keep_alive = true;
+        }
     }
-    let cl = content_length.unwrap_or(0);
-    if cl > max_body {
-        return Parsed::Error(RequestError::PayloadTooLarge);
+}
+
+impl FramingFields {
+    /// The framing rules (Transfer-Encoding, Host, body size); returns the
+    /// body length and whether the connection stays open.
+    #[inline]
+    fn check_framing(&self, version: Version, max_body: u64) -> Result<(u64, bool), RequestError> {
+        if self.transfer_encoding {
+            if self.content_length.is_some() {
+                return Err(RequestError::BadRequest(
+                    "both Content-Length and Transfer-Encoding",
+                ));
+            }
+            if version == Version::Http10 {
+                return Err(RequestError::BadRequest(
+                    "Transfer-Encoding in an HTTP/1.0 request",
+                ));
+            }
+            if !self.te_chunked_last {
+                return Err(RequestError::BadRequest("empty Transfer-Encoding"));
+            }
+            return Err(RequestError::LengthRequired);
+        }
+        if version == Version::Http11 && self.hosts != 1 {
+            return Err(RequestError::BadRequest(if self.hosts == 0 {
+                "missing Host"
+            } else {
+                "several Host fields"
+            }));
+        }
+        if self.hosts > 1 {
+            return Err(RequestError::BadRequest("several Host fields"));
+        }
+        let cl = self.content_length.unwrap_or(0);
+        if cl > max_body {
+            return Err(RequestError::PayloadTooLarge);
+        }
+        let keep_alive = match version {
+            Version::Http11 => !self.conn_close,
+            Version::Http10 => self.conn_keep_alive && !self.conn_close,
+        };
+        Ok((cl, keep_alive))
     }
-    out.content_length = cl;
-    out.keep_alive = match version {
-        Version::Http11 => !conn_close,
-        Version::Http10 => conn_keep_alive && !conn_close,
-    };
-    Parsed::Complete(out)
 }
 
 /// While the head is incomplete, fail early when it already has too many
-/// fields.
-fn count_partial_fields<'a>(headers: &[u8], limits: &Limits) -> Parsed<'a> {
+/// fields: `None` while it may still be valid (partial).
+fn count_partial_fields(headers: &[u8], limits: &Limits) -> Option<RequestError> {
     let lines = headers.iter().filter(|&&b| b == b'\n').count();
     if lines > limits.max_headers {
-        Parsed::Error(RequestError::HeaderFieldsTooLarge)
+        Some(RequestError::HeaderFieldsTooLarge)
     } else {
-        Parsed::Partial
+        None
     }
 }
 

@@ -158,6 +158,22 @@ enum State {
     Done,
 }
 
+/// The state at the start of a chunk-size line.
+const CHUNK_SIZE_START: State = State::ChunkSize {
+    value: 0,
+    digits: 0,
+    in_ext: false,
+    saw_cr: false,
+    line_len: 0,
+};
+
+/// Whether [`ResponseParser::feed`] goes on with the next state or returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Next,
+    Return,
+}
+
 /// Incremental parser of the responses on one connection. Reuse it for every
 /// response: [`start`](Self::start), [`feed`](Self::feed) until `complete`,
 /// read [`info`](Self::info), repeat.
@@ -247,6 +263,10 @@ impl ResponseParser {
     /// Consumes bytes of the current response from `input`. Stops after the
     /// head, after each body data segment, at completion, or when `input` is
     /// used up; call again with the rest of the input.
+    ///
+    /// Each state's work is an `#[inline]` helper that advances `pos` and
+    /// says whether this call goes on (`Flow::Next`) or returns
+    /// (`Flow::Return`); nothing allocates once the head buffer is warm.
     pub fn feed(&mut self, input: &[u8]) -> Result<Step, ResponseError> {
         let mut step = Step::default();
         if input.is_empty() {
@@ -267,25 +287,9 @@ impl ResponseParser {
             if pos >= input.len() && !matches!(self.state, State::Done) {
                 break;
             }
-            match self.state {
-                State::Idle | State::Done => break,
-                State::Head => match self.parse_head(&input[pos..])? {
-                    Some(n) => {
-                        pos += n;
-                        step.head_done = self.state != State::Head;
-                        if step.head_done {
-                            // Return now so the caller sees the head before body data.
-                            if self.state == State::Done {
-                                step.complete = true;
-                            }
-                            break;
-                        }
-                    }
-                    None => {
-                        pos = input.len();
-                        break;
-                    }
-                },
+            let flow = match self.state {
+                State::Idle | State::Done => Flow::Return,
+                State::Head => self.feed_head(input, &mut pos, &mut step)?,
                 State::Length { remaining } => {
                     let left = self.take_body(input, &mut pos, remaining, &mut step);
                     if left == 0 {
@@ -294,14 +298,14 @@ impl ResponseParser {
                     } else {
                         self.state = State::Length { remaining: left };
                     }
-                    break;
+                    Flow::Return
                 }
                 State::UntilClose => {
                     let take = input.len() - pos;
                     step.body = Some((pos, take));
                     self.info.body_bytes += take as u64;
                     pos += take;
-                    break;
+                    Flow::Return
                 }
                 State::ChunkData { remaining } => {
                     let left = self.take_body(input, &mut pos, remaining, &mut step);
@@ -310,121 +314,175 @@ impl ResponseParser {
                     } else {
                         State::ChunkData { remaining: left }
                     };
-                    break;
+                    Flow::Return
                 }
-                State::ChunkDataEnd { seen } => {
-                    let b = input[pos];
-                    pos += 1;
-                    self.info.chunk_overhead_bytes += 1;
-                    match (seen, b) {
-                        (0, b'\r') => self.state = State::ChunkDataEnd { seen: 1 },
-                        (_, b'\n') => {
-                            self.state = State::ChunkSize {
-                                value: 0,
-                                digits: 0,
-                                in_ext: false,
-                                saw_cr: false,
-                                line_len: 0,
-                            }
-                        }
-                        _ => return Err(ResponseError::BadChunk("missing CRLF after chunk data")),
-                    }
+                State::ChunkDataEnd { seen } => self.feed_chunk_data_end(input, &mut pos, seen)?,
+                State::ChunkSize { .. } => self.feed_chunk_size(input, &mut pos)?,
+                State::Trailer { line_len } => {
+                    self.feed_trailer(input, &mut pos, line_len, &mut step)?
                 }
-                State::ChunkSize {
-                    mut value,
-                    mut digits,
-                    mut in_ext,
-                    mut saw_cr,
-                    mut line_len,
-                } => {
-                    let mut done_line = false;
-                    while pos < input.len() {
-                        let b = input[pos];
-                        pos += 1;
-                        self.info.chunk_overhead_bytes += 1;
-                        line_len += 1;
-                        if line_len > MAX_CHUNK_LINE {
-                            return Err(ResponseError::BadChunk("chunk-size line too long"));
-                        }
-                        if b == b'\n' {
-                            done_line = true;
-                            break;
-                        }
-                        if saw_cr {
-                            return Err(ResponseError::BadChunk("CR not followed by LF"));
-                        }
-                        if b == b'\r' {
-                            saw_cr = true;
-                            continue;
-                        }
-                        if in_ext {
-                            continue;
-                        }
-                        match b {
-                            b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                                let d = (b as char).to_digit(16).unwrap_or(0) as u64;
-                                digits += 1;
-                                if digits > 15 {
-                                    return Err(ResponseError::BadChunk("chunk size too large"));
-                                }
-                                value = value * 16 + d;
-                            }
-                            b';' | b' ' | b'\t' => in_ext = true,
-                            _ => return Err(ResponseError::BadChunk("invalid chunk size")),
-                        }
-                    }
-                    if !done_line {
-                        self.state = State::ChunkSize {
-                            value,
-                            digits,
-                            in_ext,
-                            saw_cr,
-                            line_len,
-                        };
-                        break;
-                    }
-                    if digits == 0 {
-                        return Err(ResponseError::BadChunk("empty chunk size"));
-                    }
-                    self.state = if value == 0 {
-                        State::Trailer { line_len: 0 }
-                    } else {
-                        State::ChunkData { remaining: value }
-                    };
-                }
-                State::Trailer { mut line_len } => {
-                    let mut finished = false;
-                    while pos < input.len() {
-                        let b = input[pos];
-                        pos += 1;
-                        self.info.footer_bytes += 1;
-                        // Every byte counts, CRs included: a trailer of
-                        // endless CRs must fail too.
-                        if self.info.footer_bytes > MAX_HEAD_BYTES as u64 {
-                            return Err(ResponseError::BadChunk("trailer too large"));
-                        }
-                        if b == b'\n' {
-                            if line_len == 0 {
-                                finished = true;
-                                break;
-                            }
-                            line_len = 0;
-                        } else if b != b'\r' {
-                            line_len += 1;
-                        }
-                    }
-                    if finished {
-                        self.state = State::Done;
-                        step.complete = true;
-                        break;
-                    }
-                    self.state = State::Trailer { line_len };
-                    break;
-                }
+            };
+            if flow == Flow::Return {
+                break;
             }
         }
         step.consumed = pos;
         Ok(step)
+    }
+
+    /// The head state: parses (or buffers) a head from `input[*pos..]`.
+    /// Returns once the final head is done so the caller sees it before any
+    /// body data; an interim 1xx reply goes on to the next head.
+    #[inline]
+    fn feed_head(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+        step: &mut Step,
+    ) -> Result<Flow, ResponseError> {
+        match self.parse_head(&input[*pos..])? {
+            Some(n) => {
+                *pos += n;
+                step.head_done = self.state != State::Head;
+                if step.head_done {
+                    if self.state == State::Done {
+                        step.complete = true;
+                    }
+                    return Ok(Flow::Return);
+                }
+                Ok(Flow::Next)
+            }
+            None => {
+                *pos = input.len();
+                Ok(Flow::Return)
+            }
+        }
+    }
+
+    /// The CRLF after a chunk's data, one byte at a time (a bare LF is
+    /// accepted); then the next chunk-size line.
+    #[inline]
+    fn feed_chunk_data_end(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+        seen: u8,
+    ) -> Result<Flow, ResponseError> {
+        let b = input[*pos];
+        *pos += 1;
+        self.info.chunk_overhead_bytes += 1;
+        match (seen, b) {
+            (0, b'\r') => self.state = State::ChunkDataEnd { seen: 1 },
+            (_, b'\n') => self.state = CHUNK_SIZE_START,
+            _ => return Err(ResponseError::BadChunk("missing CRLF after chunk data")),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// A chunk-size line (hex size, ignored extensions, CRLF), resumable at
+    /// any byte. At its end: the chunk's data, or the trailer after the last
+    /// chunk (size 0).
+    #[inline]
+    fn feed_chunk_size(&mut self, input: &[u8], pos: &mut usize) -> Result<Flow, ResponseError> {
+        let State::ChunkSize {
+            mut value,
+            mut digits,
+            mut in_ext,
+            mut saw_cr,
+            mut line_len,
+        } = self.state
+        else {
+            return Ok(Flow::Return);
+        };
+        let mut done_line = false;
+        while *pos < input.len() {
+            let b = input[*pos];
+            *pos += 1;
+            self.info.chunk_overhead_bytes += 1;
+            line_len += 1;
+            if line_len > MAX_CHUNK_LINE {
+                return Err(ResponseError::BadChunk("chunk-size line too long"));
+            }
+            if b == b'\n' {
+                done_line = true;
+                break;
+            }
+            if saw_cr {
+                return Err(ResponseError::BadChunk("CR not followed by LF"));
+            }
+            if b == b'\r' {
+                saw_cr = true;
+                continue;
+            }
+            if in_ext {
+                continue;
+            }
+            match b {
+                b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
+                    let d = (b as char).to_digit(16).unwrap_or(0) as u64;
+                    digits += 1;
+                    if digits > 15 {
+                        return Err(ResponseError::BadChunk("chunk size too large"));
+                    }
+                    value = value * 16 + d;
+                }
+                b';' | b' ' | b'\t' => in_ext = true,
+                _ => return Err(ResponseError::BadChunk("invalid chunk size")),
+            }
+        }
+        if !done_line {
+            self.state = State::ChunkSize {
+                value,
+                digits,
+                in_ext,
+                saw_cr,
+                line_len,
+            };
+            return Ok(Flow::Return);
+        }
+        if digits == 0 {
+            return Err(ResponseError::BadChunk("empty chunk size"));
+        }
+        self.state = if value == 0 {
+            State::Trailer { line_len: 0 }
+        } else {
+            State::ChunkData { remaining: value }
+        };
+        Ok(Flow::Next)
+    }
+
+    /// The trailer section after the last chunk, up to its empty line, which
+    /// completes the response.
+    #[inline]
+    fn feed_trailer(
+        &mut self,
+        input: &[u8],
+        pos: &mut usize,
+        mut line_len: u64,
+        step: &mut Step,
+    ) -> Result<Flow, ResponseError> {
+        while *pos < input.len() {
+            let b = input[*pos];
+            *pos += 1;
+            self.info.footer_bytes += 1;
+            // Every byte counts, CRs included: a trailer of
+            // endless CRs must fail too.
+            if self.info.footer_bytes > MAX_HEAD_BYTES as u64 {
+                return Err(ResponseError::BadChunk("trailer too large"));
+            }
+            if b == b'\n' {
+                if line_len == 0 {
+                    self.state = State::Done;
+                    step.complete = true;
+                    return Ok(Flow::Return);
+                }
+                line_len = 0;
+            } else if b != b'\r' {
+                line_len += 1;
+            }
+        }
+        self.state = State::Trailer { line_len };
+        Ok(Flow::Return)
     }
 
     /// Tries to parse a head from buffered + new bytes. `Some(n)`: n bytes of
@@ -479,13 +537,7 @@ impl ResponseParser {
             self.state = State::Done;
         } else if parsed.chunked {
             self.info.framing = Framing::Chunked;
-            self.state = State::ChunkSize {
-                value: 0,
-                digits: 0,
-                in_ext: false,
-                saw_cr: false,
-                line_len: 0,
-            };
+            self.state = CHUNK_SIZE_START;
         } else if let Some(n) = parsed.content_length {
             self.info.framing = Framing::Length;
             self.state = if n == 0 {

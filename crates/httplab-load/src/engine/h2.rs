@@ -113,7 +113,7 @@ impl Worker<'_> {
             self.slots[idx].sess.refused(&self.rules, now);
             return;
         }
-        self.tally.of(p.measured).h2.streams_started += 1;
+        self.tally.of(p.measured).h2.streams.started += 1;
         if s.wire.h2_wait.is_empty() && h.can_open() {
             let body = plan.body.as_deref();
             h.open_stream(&plan.blocks[p.req as usize], body, p);
@@ -238,7 +238,7 @@ impl Worker<'_> {
                     keep_alive: true,
                 };
                 record::reply(&mut self.tally, &r.call, &info, r.first, now);
-                self.tally.of(r.call.measured).h2.streams_completed += 1;
+                self.tally.of(r.call.measured).h2.streams.completed += 1;
                 let s = &mut self.slots[idx];
                 s.conn_replies += 1;
                 s.sess.reply(&self.rules, now, r.status, true);
@@ -246,7 +246,7 @@ impl Worker<'_> {
             Event::Reset { call, code } => {
                 let st = self.tally.of(call.measured);
                 st.h2.rst[reason_index(code)] += 1;
-                st.h2.streams_failed += 1;
+                st.h2.streams.failed += 1;
                 self.tally.error(call.measured, ErrClass::Other);
                 self.slots[idx].sess.call_failed(&self.rules, now, false);
             }
@@ -255,7 +255,7 @@ impl Worker<'_> {
                 if reset {
                     st.h2.rst[reason_index(h2proto::code::REFUSED_STREAM)] += 1;
                 }
-                st.h2.streams_started = st.h2.streams_started.saturating_sub(1);
+                st.h2.streams.started = st.h2.streams.started.saturating_sub(1);
                 self.h2_unsend(&call);
                 self.slots[idx].sess.refused(&self.rules, now);
             }
@@ -267,7 +267,7 @@ impl Worker<'_> {
                 // Calls still waiting for a stream will not get one here.
                 while let Some(p) = self.slots[idx].wire.h2_wait.pop_front() {
                     let st = self.tally.of(p.measured);
-                    st.h2.streams_started = st.h2.streams_started.saturating_sub(1);
+                    st.h2.streams.started = st.h2.streams.started.saturating_sub(1);
                     self.h2_unsend(&p);
                     self.slots[idx].sess.refused(&self.rules, now);
                 }
@@ -288,7 +288,7 @@ impl Worker<'_> {
         calls.extend(s.wire.h2_wait.drain(..));
         for c in &calls {
             self.tally.error(c.measured, class);
-            self.tally.of(c.measured).h2.streams_failed += 1;
+            self.tally.of(c.measured).h2.streams.failed += 1;
         }
         self.close_conn(idx, false);
         for _ in &calls {
@@ -318,7 +318,7 @@ impl Worker<'_> {
         };
         let Some(call) = gone else { return };
         self.tally.error(call.measured, class);
-        self.tally.of(call.measured).h2.streams_failed += 1;
+        self.tally.of(call.measured).h2.streams.failed += 1;
         self.slots[idx].sess.call_failed(&self.rules, now, false);
         self.h2_open_waiting(idx, now);
         self.h2_deadline(idx);
@@ -386,7 +386,7 @@ impl Worker<'_> {
             for _ in 0..measured {
                 self.tally.error(true, ErrClass::ClientTimo);
             }
-            self.tally.st.h2.streams_failed += measured;
+            self.tally.st.h2.streams.failed += measured;
         }
     }
 }

@@ -29,7 +29,7 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
         n: d.values.len() as u32,
         metric: metric.key().to_string(),
         values: d.metrics.clone(),
-        stop: d.final_stop().as_str().to_string(),
+        stop: d.final_stop().into(),
         precision: st::Estimate::of(&d.values)
             .map(|e| e.relative_half_width())
             .filter(|x| x.is_finite()),
@@ -46,7 +46,6 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::execute::cells::Stop;
     use std::collections::BTreeMap;
 
     #[test]
@@ -57,7 +56,7 @@ mod tests {
             ..Default::default()
         };
         let c = cell("w", None, Metric::ReplyRate, &d);
-        assert_eq!((c.n, c.stop.as_str()), (0, Stop::NothingMeasured.as_str()));
+        assert_eq!((c.n, c.stop), (0, m::CellStop::NothingMeasured));
         d.push(
             1,
             100.0,
@@ -66,7 +65,7 @@ mod tests {
             &[],
         );
         let c = cell("w", None, Metric::ReplyRate, &d);
-        assert_eq!((c.n, c.stop.as_str()), (1, Stop::Design.as_str()));
+        assert_eq!((c.n, c.stop), (1, m::CellStop::Design));
         assert_eq!(c.values["reply_rate"], vec![100.0]);
         assert_eq!(d.rounds_of("reply_rate"), &[None, Some(100.0)]);
     }

@@ -27,7 +27,7 @@ use crate::studies::{builtin, load_study, restrict_servers, BUILTINS};
 /// Run a whole server comparison and write its report.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Run a whole server comparison (httplab's models, nginx, Apache, lighttpd, h2o) and write its report",
+    about = "Run a whole server comparison (httplab's models, nginx, Apache, lighttpd, h2o, Caddy) and write its report",
     long_about = "Runs a study: generates the corpus, starts every server at once, each on its own free loopback \
                   port (writing peers' configurations itself), runs every workload in rounds that visit the \
                   servers in a random order, then gives a budget of extra rounds to the comparisons nearest a \

@@ -22,15 +22,15 @@ pub enum Stop {
     NothingMeasured,
 }
 
-impl Stop {
-    /// The word written in results.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stop::Design => "design",
-            Stop::MaxRepetitions => "max-repetitions",
-            Stop::Failed => "failed",
-            Stop::Interrupted => "interrupted",
-            Stop::NothingMeasured => "nothing-measured",
+impl From<Stop> for m::CellStop {
+    /// The reason written in results.
+    fn from(s: Stop) -> m::CellStop {
+        match s {
+            Stop::Design => m::CellStop::Design,
+            Stop::MaxRepetitions => m::CellStop::MaxRepetitions,
+            Stop::Failed => m::CellStop::Failed,
+            Stop::Interrupted => m::CellStop::Interrupted,
+            Stop::NothingMeasured => m::CellStop::NothingMeasured,
         }
     }
 }

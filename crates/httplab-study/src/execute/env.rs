@@ -17,13 +17,7 @@ pub fn environment() -> Environment {
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
-    let meminfo = fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory_bytes = meminfo
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024);
+    let memory_bytes = httplab_sys::host::mem_total_bytes().unwrap_or(0);
     Environment {
         kernel: format!("{} {}", ostype.trim(), osrel.trim()),
         cpu_model,

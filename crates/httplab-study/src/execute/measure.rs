@@ -16,7 +16,7 @@ use crate::execute::idle::Holder;
 use crate::execute::sampler::{self, Sampler};
 use crate::execute::servers;
 use crate::execute::slots::Slot;
-use crate::keys::RUN_DRIVER;
+use crate::keys::{CEILING_UNKNOWN_H2, RUN_CLIENT_CEILING, RUN_DRIVER};
 use crate::plan::idle::HoldSpec;
 use crate::plan::load_run::{LoadRun, RunShard, RunTls};
 use crate::plan::steps::StepParams;
@@ -126,7 +126,7 @@ fn idle_run(
     let Some(srv) = slot.running.as_ref() else {
         return Err(failed("server not running"));
     };
-    let (addr, pid) = (srv.addr, srv.pid);
+    let (addr, pid) = (srv.addr_for(w.protocol), srv.pid);
     let hold = HoldSpec::of(w, p, addr);
     let before = sampler::sample(pid, 0.0);
     cx.announce(format!(
@@ -290,14 +290,20 @@ fn one_run(
     round: u32,
 ) -> Result<m::RunResult, RunError> {
     let spec = prepare_run(cx, slot, w, p, round)?;
-    execute_run(
+    let mut run = execute_run(
         &cx.client_cores,
         &cx.opts.stop,
         slot,
         w,
         &spec,
         p.max_duration,
-    )
+    )?;
+    if spec.http2.is_some() {
+        run.config
+            .extra
+            .insert(RUN_CLIENT_CEILING.into(), CEILING_UNKNOWN_H2.into());
+    }
+    Ok(run)
 }
 
 /// The typed description of this server's run of the step (its URI list
@@ -335,7 +341,7 @@ fn load_run(
         None
     };
     Ok(LoadRun {
-        addr: srv.addr,
+        addr: srv.addr_for(w.protocol),
         uri: uris.first().map_or("/", String::as_str).to_string(),
         uri_list,
         params: p.clone(),
@@ -357,6 +363,7 @@ fn load_run(
                 round,
             ),
         }),
+        protocol: w.protocol,
     })
 }
 
@@ -372,6 +379,12 @@ fn prepare_run(
     let mut spec = load_run(cx, slot, w, p, round)?
         .spec()
         .map_err(|e| failed(format!("{e:#}")))?;
+    if spec.http2.is_some() {
+        // The calibration's sink speaks HTTP/1.1 only: an HTTP/2 run's
+        // ceiling is unknown (none rather than a wrong one; the run says so).
+        spec.client_ceiling = None;
+        return Ok(spec);
+    }
     if !cx.calibrations.contains(&spec) {
         cx.announce(format!("calibrating the client for {}", w.name));
     }

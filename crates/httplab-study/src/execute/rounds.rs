@@ -11,6 +11,7 @@ use crate::execute::cells::{measured_nothing, CellData, Stop, REASON_EMPTY};
 use crate::execute::context::Execution;
 use crate::execute::events::Event;
 use crate::execute::measure::{measure, usable, Measured, RunError};
+use crate::execute::servers;
 use crate::execute::slots::Slot;
 use crate::keys::{RUN_PARAM, RUN_STEP};
 use crate::plan::estimate::servers_of;
@@ -81,6 +82,15 @@ pub fn run_workload(
         .collect();
     let metric = rounds::primary_metric(cx.study, w);
     let (min_reps, max_reps) = rounds::reps_of(&cx.proto, w);
+    // Servers that cannot speak the workload's protocol, with the reason.
+    let unspoken: BTreeMap<usize, String> = mine
+        .iter()
+        .filter_map(|&i| {
+            servers::speaks(&slots[i].inst, w.protocol, cx.tls.is_some())
+                .err()
+                .map(|why| (i, format!("does not speak {}: {why}", w.protocol)))
+        })
+        .collect();
     let mut out = Vec::new();
     for (si, p) in steps_with(w, &cx.study.protocol).into_iter().enumerate() {
         let step = p.label();
@@ -95,6 +105,14 @@ pub fn run_workload(
                 let row = Row::new(w, &slots[i].inst.name, &step, 0);
                 for r in 0..min_reps {
                     Row { round: r, ..row }.file(cx, 0, down.status.clone(), &down.reason, None);
+                    cx.emit(Event::Progress { seconds: 0.0 });
+                }
+                d.stop = Some(Stop::Failed);
+            } else if let Some(why) = unspoken.get(&i) {
+                // Left out of this workload's comparisons, with the reason.
+                let row = Row::new(w, &slots[i].inst.name, &step, 0);
+                for r in 0..min_reps {
+                    Row { round: r, ..row }.file(cx, 0, RunStatus::NotInstalled, why, None);
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);

@@ -1,6 +1,8 @@
 //! Servers under test: writes each peer's configuration, starts it pinned in
 //! its own process group on a free loopback port, waits until it answers,
-//! and stops it by PID afterwards.
+//! and stops it by PID afterwards. Which HTTP versions each can speak here
+//! is [`speaks`]; a study with `h2` workloads configures the peers for
+//! HTTP/2 next to HTTP/1.1.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -12,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::spec::{ServerInstance, ServerKind, ServerSpec};
+use crate::spec::{Protocol, ServerInstance, ServerKind, ServerSpec};
 
 /// Where a peer lives and which Debian package provides it.
 pub struct PeerBinary {
@@ -46,6 +48,11 @@ pub fn peer_binary(kind: ServerKind) -> Option<PeerBinary> {
             paths: &["/usr/bin/h2o", "/usr/sbin/h2o"],
             name: "h2o",
             package: "h2o",
+        },
+        ServerKind::Caddy => PeerBinary {
+            paths: &["/usr/bin/caddy", "/usr/sbin/caddy"],
+            name: "caddy",
+            package: "caddy",
         },
         ServerKind::Httplab | ServerKind::Command => return None,
     })
@@ -170,6 +177,9 @@ pub struct LaunchPlan {
     /// Serves HTTPS: the readiness probe speaks TLS and trusts this
     /// certificate (PEM) only.
     pub tls_ca: Option<PathBuf>,
+    /// A second port for h2c by prior knowledge, where the server cannot
+    /// serve it next to HTTP/1.1 on `port` (nginx before 1.25).
+    pub h2c_port: Option<u16>,
 }
 
 /// Inputs shared by every server of a study.
@@ -185,6 +195,9 @@ pub struct Context {
     pub probe_path: String,
     /// Serve HTTPS with this certificate and key (a study over TLS).
     pub tls: Option<crate::execute::tls::CertFiles>,
+    /// Some workload speaks HTTP/2: the peers are configured for it (h2 by
+    /// ALPN over TLS, h2c by prior knowledge in cleartext) next to HTTP/1.1.
+    pub http2: bool,
 }
 
 /// Picks a free loopback port (the kernel's choice; released before use).
@@ -240,6 +253,7 @@ pub fn plan(
             sv.ready_timeout_s.unwrap_or(15.0).clamp(0.1, 600.0),
         ),
         tls_ca: ctx.tls.as_ref().map(|t| t.cert.clone()),
+        h2c_port: None,
     };
     let tls = ctx.tls.as_ref().map(|t| {
         (
@@ -277,6 +291,7 @@ pub fn plan(
         ServerKind::Apache => plan_apache(i, &mut p)?,
         ServerKind::Lighttpd => plan_lighttpd(i, &mut p)?,
         ServerKind::H2o => plan_h2o(i, &mut p)?,
+        ServerKind::Caddy => plan_caddy(i, &mut p)?,
         ServerKind::Command => plan_command(i, &mut p)?,
     }
     Ok(p)
@@ -386,15 +401,25 @@ fn plan_nginx(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavaila
     };
     // Over TLS: both versions, a shared session cache (session IDs,
     // TLS 1.2) and tickets (on by default) for resumption.
+    let h2 = i.ctx.http2;
     let (ssl, ssl_conf) = match &tls {
         Some((cert, key)) => (
-            " ssl",
+            if h2 { " ssl http2" } else { " ssl" },
             format!(
                 "    ssl_certificate {cert};\n    ssl_certificate_key {key};\n    ssl_protocols TLSv1.2 TLSv1.3;\n\
                  \x20   ssl_session_cache shared:httplab:10m;\n    ssl_session_timeout 1h;\n    ssl_session_tickets on;\n"
             ),
         ),
         None => ("", String::new()),
+    };
+    // h2c by prior knowledge: nginx 1.22's `listen … http2` without ssl
+    // speaks only HTTP/2 on that port, so it gets a port of its own.
+    let h2c = if h2 && tls.is_none() {
+        let port2 = free_port().map_err(|e| Unavailable::Other(format!("{e:#}")))?;
+        p.h2c_port = Some(port2);
+        format!("    listen 127.0.0.1:{port2} http2 backlog=4096;\n")
+    } else {
+        String::new()
     };
     let conf = format!(
         "# written by httplab study\n\
@@ -406,7 +431,7 @@ fn plan_nginx(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavaila
          \x20 fastcgi_temp_path {dir}/fastcgi;\n  uwsgi_temp_path {dir}/uwsgi;\n  scgi_temp_path {dir}/scgi;\n\
          \x20 types {{ text/html html; text/plain txt; image/gif gif; image/jpeg jpg; }}\n\
          \x20 default_type application/octet-stream;\n\
-         \x20 server {{\n    listen 127.0.0.1:{port}{ssl} backlog=4096;\n    root {root};\n{ssl_conf}  }}\n{extra}}}\n",
+         \x20 server {{\n    listen 127.0.0.1:{port}{ssl} backlog=4096;\n{h2c}    root {root};\n{ssl_conf}  }}\n{extra}}}\n",
         extra = indent(&sv.extra_config, "  "),
         sf = if sendfile { "on" } else { "off" },
     );
@@ -504,6 +529,21 @@ fn plan_apache(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavail
             )
         }
     };
+    // HTTP/2 through mod_http2, with a threaded MPM only (prefork cannot:
+    // see `speaks`): `h2` by ALPN over TLS, `h2c` by prior knowledge
+    // (H2Direct) in cleartext, HTTP/1.1 next to it.
+    let conf = if i.ctx.http2 && apache_h2(mpm).is_ok() {
+        let (proto, direct) = if tls.is_some() {
+            ("h2", "")
+        } else {
+            ("h2c", "H2Direct on\n")
+        };
+        format!(
+            "{conf}LoadModule http2_module {mods}/mod_http2.so\nProtocols {proto} http/1.1\n{direct}"
+        )
+    } else {
+        conf
+    };
     let conf = format!("{conf}{}", indent(&sv.extra_config, ""));
     p.files.push(("apache.conf".into(), conf));
     p.files.push((
@@ -562,6 +602,13 @@ fn plan_lighttpd(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unava
              ssl.openssl.ssl-conf-cmd = ( \"MinProtocol\" => \"TLSv1.2\" )\n"
         ));
     }
+    if i.ctx.http2 {
+        // mod_h2 is built into lighttpd from 1.4.59 (see `speaks`): HTTP/2
+        // by ALPN over TLS, h2c by prior knowledge in cleartext.
+        conf.push_str(
+            "server.feature-flags += ( \"server.h2proto\" => \"enable\", \"server.h2c\" => \"enable\" )\n",
+        );
+    }
     conf.push_str(&indent(&sv.extra_config, ""));
     p.files.push(("lighttpd.conf".into(), conf));
     p.argv = vec![
@@ -612,6 +659,153 @@ fn plan_h2o(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailabl
     Ok(())
 }
 
+/// Caddy: a Caddyfile serving the corpus as static files on the study's
+/// port. No admin API, no automatic HTTPS (no redirects, no certificate
+/// management: over TLS it serves the study's certificate), nothing written
+/// outside its work dir (its data and config homes point there; its log goes
+/// to stderr, kept in the work dir). HTTP/1.1 and HTTP/2 over TLS (h2 by
+/// ALPN) with HTTP/3 on the same port; h1 and h2c by prior knowledge in
+/// cleartext. `workers` is GOMAXPROCS.
+fn plan_caddy(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
+    let Inputs {
+        inst,
+        sv,
+        port,
+        root,
+        dir,
+        keep_alive,
+        tls,
+        bin,
+        ..
+    } = i;
+    p.files.push((
+        "Caddyfile".into(),
+        caddyfile(port, &root, tls.as_ref(), keep_alive, &sv.extra_config),
+    ));
+    p.argv = vec![
+        bin,
+        "run".into(),
+        "--config".into(),
+        format!("{dir}/Caddyfile"),
+        "--adapter".into(),
+        "caddyfile".into(),
+    ];
+    p.env = vec![
+        ("HOME".into(), dir.clone()),
+        ("XDG_DATA_HOME".into(), format!("{dir}/data")),
+        ("XDG_CONFIG_HOME".into(), format!("{dir}/config")),
+    ];
+    if let Some(w) = inst.workers {
+        p.env.push(("GOMAXPROCS".into(), w.max(1).to_string()));
+    }
+    p.error_log = None;
+    Ok(())
+}
+
+/// The Caddyfile of a study's Caddy (see [`plan_caddy`]).
+fn caddyfile(
+    port: u16,
+    root: &str,
+    tls: Option<&(String, String)>,
+    keep_alive: bool,
+    extra: &str,
+) -> String {
+    let (scheme, protocols, tls_line) = match tls {
+        Some((cert, key)) => (
+            "https",
+            "h1 h2 h3",
+            format!("\ttls {cert} {key} {{\n\t\tprotocols tls1.2 tls1.3\n\t}}\n"),
+        ),
+        None => ("http", "h1 h2c", String::new()),
+    };
+    let close = if keep_alive {
+        ""
+    } else {
+        "\theader Connection close\n"
+    };
+    format!(
+        "# written by httplab study\n{{\n\tadmin off\n\tauto_https off\n\
+         \tgrace_period 1s\n\tservers {{\n\t\tprotocols {protocols}\n\t}}\n\
+         \tlog {{\n\t\toutput stderr\n\t\tlevel WARN\n\t}}\n}}\n\
+         {scheme}://127.0.0.1:{port} {{\n\tbind 127.0.0.1\n{tls_line}\troot * {root}\n\tfile_server\n{close}{extra}}}\n",
+        extra = indent(extra, "\t"),
+    )
+}
+
+/// Why a server cannot speak `protocol` in this study (Ok: it can). Over
+/// TLS h2 is negotiated by ALPN, in cleartext it is h2c by prior knowledge.
+/// A `command` server is taken at its word: its command is the user's.
+pub fn speaks(
+    inst: &ServerInstance,
+    protocol: Protocol,
+    tls: bool,
+) -> std::result::Result<(), String> {
+    let kind = inst.spec.kind;
+    match protocol {
+        Protocol::H1 => Ok(()),
+        Protocol::H2 => match kind {
+            ServerKind::Httplab => Err(
+                "httplab serve speaks HTTP/1.1 only (its TLS offers ALPN http/1.1; no HTTP/2 framing)"
+                    .into(),
+            ),
+            ServerKind::Apache => apache_h2(inst.spec.mpm.as_deref().unwrap_or("event")),
+            ServerKind::Lighttpd => match lighttpd_version() {
+                Some(v) if v < (1, 4, 59) => Err(format!(
+                    "lighttpd {}.{}.{} has no HTTP/2 (mod_h2 is built in from 1.4.59)",
+                    v.0, v.1, v.2
+                )),
+                _ => Ok(()),
+            },
+            ServerKind::Nginx | ServerKind::H2o | ServerKind::Caddy | ServerKind::Command => Ok(()),
+        },
+        Protocol::H3 => match kind {
+            ServerKind::Caddy if tls => Ok(()),
+            ServerKind::Command => Ok(()),
+            _ if !tls => Err("HTTP/3 needs TLS (QUIC is always encrypted)".into()),
+            ServerKind::Httplab => Err("httplab serve speaks HTTP/1.1 only".into()),
+            k => Err(format!(
+                "the study does not configure {} for HTTP/3 (Caddy only, for now)",
+                k.as_str()
+            )),
+        },
+    }
+}
+
+/// Whether this Apache can serve HTTP/2 with `mpm`.
+fn apache_h2(mpm: &str) -> std::result::Result<(), String> {
+    if mpm == "prefork" {
+        return Err(
+            "Apache's prefork MPM cannot serve HTTP/2 (mod_http2 needs a threaded MPM: event or worker)"
+                .into(),
+        );
+    }
+    match apache_modules() {
+        Some(m) if !m.join("mod_http2.so").is_file() => {
+            Err("Apache's mod_http2 is missing (Debian package: apache2)".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// lighttpd's version as (major, minor, patch), from `lighttpd -v`.
+fn lighttpd_version() -> Option<(u32, u32, u32)> {
+    let path = find_peer(&peer_binary(ServerKind::Lighttpd)?)?;
+    let out = Command::new(path)
+        .arg("-v")
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    parse_lighttpd_version(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// `lighttpd/1.4.69 (ssl) - a light and fast webserver` → (1, 4, 69).
+fn parse_lighttpd_version(text: &str) -> Option<(u32, u32, u32)> {
+    let v = text.trim().strip_prefix("lighttpd/")?;
+    let v = v.split_whitespace().next()?;
+    let mut it = v.split('.').map(|x| x.parse::<u32>().ok());
+    Some((it.next()??, it.next()??, it.next()??))
+}
+
 /// Any command, `{port}`, `{root}` … filled in.
 fn plan_command(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavailable> {
     let Inputs {
@@ -659,6 +853,18 @@ pub struct Running {
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
     /// HTTPS: the version and cipher suite the readiness probe's handshake chose.
     pub tls_seen: Option<String>,
+    /// Where h2c by prior knowledge is served when not at `addr` (nginx).
+    pub h2c_addr: Option<SocketAddr>,
+}
+
+impl Running {
+    /// The address a client speaking `protocol` connects to.
+    pub fn addr_for(&self, protocol: Protocol) -> SocketAddr {
+        match (protocol, self.h2c_addr) {
+            (Protocol::H2, Some(a)) => a,
+            _ => self.addr,
+        }
+    }
 }
 
 /// Pins the calling thread to `cores` (no-op when empty).
@@ -722,6 +928,9 @@ pub fn start(
         stopped: false,
         tls,
         tls_seen: None,
+        h2c_addr: p
+            .h2c_port
+            .map(|port| SocketAddr::from(([127, 0, 0, 1], port))),
     };
     if let Err(e) = r.wait_ready(&p.ready_path, p.ready_timeout) {
         r.stop();
@@ -878,10 +1087,10 @@ pub fn version(inst: &ServerInstance, httplab_exe: Option<&Path>) -> Option<Stri
         k => {
             let b = peer_binary(k)?;
             let path = find_peer(&b)?;
-            let flag = if k == ServerKind::H2o {
-                "--version"
-            } else {
-                "-v"
+            let flag = match k {
+                ServerKind::H2o => "--version",
+                ServerKind::Caddy => "version",
+                _ => "-v",
             };
             (path.to_string_lossy().into_owned(), vec![flag.into()])
         }
@@ -903,6 +1112,11 @@ pub fn version(inst: &ServerInstance, httplab_exe: Option<&Path>) -> Option<Stri
         .trim_start_matches("nginx version: ")
         .trim_start_matches("Server version: ")
         .to_string();
+    if inst.spec.kind == ServerKind::Caddy {
+        // `caddy version` prints the bare version: "v2.6.2 h1:…" or "2.6.2".
+        let v = line.split_whitespace().next().unwrap_or_default();
+        return Some(format!("caddy {}", v.trim_start_matches('v')));
+    }
     Some(line)
 }
 
@@ -923,4 +1137,218 @@ pub fn find_httplab_exe() -> Option<PathBuf> {
     [dir.join("httplab"), dir.parent()?.join("httplab")]
         .into_iter()
         .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::execute::tls::CertFiles;
+    use crate::spec::{expand_servers, parse};
+
+    fn inst(server_toml: &str) -> ServerInstance {
+        let text = format!(
+            "name = \"t\"\n[[servers]]\n{server_toml}\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a\"\n"
+        );
+        let s = parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e:#}"));
+        expand_servers(&s).remove(0)
+    }
+
+    fn ctx(tls: bool, http2: bool) -> Context {
+        Context {
+            root: "/srv/root".into(),
+            work: "/srv/work".into(),
+            httplab_exe: Some("/bin/httplab".into()),
+            probe_path: "/a".into(),
+            tls: tls.then(|| CertFiles {
+                cert: "/srv/tls/cert.pem".into(),
+                key: "/srv/tls/key.pem".into(),
+            }),
+            http2,
+        }
+    }
+
+    /// The plan of `server_toml`, or None (a visible skip; a failure under
+    /// CI) when its program is not installed here.
+    fn plan_of(server_toml: &str, tls: bool, http2: bool) -> Option<LaunchPlan> {
+        match plan(&inst(server_toml), &ctx(tls, http2), 8443) {
+            Ok(p) => Some(p),
+            Err(Unavailable::NotInstalled { package }) => {
+                assert!(
+                    !httplab_skip::under_ci(),
+                    "{package} not installed under CI"
+                );
+                httplab_skip::skipped(&format!("{package}: not installed"));
+                None
+            }
+            Err(u) => panic!("{}", u.reason()),
+        }
+    }
+
+    fn file<'a>(p: &'a LaunchPlan, name: &str) -> &'a str {
+        p.files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t.as_str())
+            .unwrap_or_else(|| panic!("no {name} in {:?}", p.files))
+    }
+
+    #[test]
+    fn nginx_speaks_h2_by_alpn_and_h2c_on_a_port_of_its_own() {
+        let Some(p) = plan_of("kind = \"nginx\"", true, true) else {
+            return;
+        };
+        let conf = file(&p, "nginx.conf");
+        assert!(
+            conf.contains("listen 127.0.0.1:8443 ssl http2 backlog"),
+            "{conf}"
+        );
+        assert_eq!(p.h2c_port, None);
+        let Some(p) = plan_of("kind = \"nginx\"", false, true) else {
+            return;
+        };
+        let conf = file(&p, "nginx.conf");
+        let h2c = p.h2c_port.expect("a port for h2c");
+        assert_ne!(h2c, 8443);
+        assert!(conf.contains("listen 127.0.0.1:8443 backlog"), "{conf}");
+        assert!(
+            conf.contains(&format!("listen 127.0.0.1:{h2c} http2 backlog")),
+            "{conf}"
+        );
+        // A study without h2 workloads: the configuration as before.
+        let Some(p) = plan_of("kind = \"nginx\"", true, false) else {
+            return;
+        };
+        assert!(!file(&p, "nginx.conf").contains("http2"));
+    }
+
+    #[test]
+    fn apache_loads_mod_http2_with_a_threaded_mpm_only() {
+        let Some(p) = plan_of("kind = \"apache\"\nmpm = \"event\"", true, true) else {
+            return;
+        };
+        let conf = file(&p, "apache.conf");
+        assert!(
+            conf.contains("/mod_http2.so\nProtocols h2 http/1.1\n"),
+            "{conf}"
+        );
+        let Some(p) = plan_of("kind = \"apache\"\nmpm = \"worker\"", false, true) else {
+            return;
+        };
+        let conf = file(&p, "apache.conf");
+        assert!(
+            conf.contains("Protocols h2c http/1.1\nH2Direct on\n"),
+            "{conf}"
+        );
+        let Some(p) = plan_of("kind = \"apache\"\nmpm = \"prefork\"", true, true) else {
+            return;
+        };
+        assert!(!file(&p, "apache.conf").contains("http2"));
+        let why = speaks(
+            &inst("kind = \"apache\"\nmpm = \"prefork\""),
+            Protocol::H2,
+            true,
+        )
+        .unwrap_err();
+        assert!(why.contains("prefork MPM cannot serve HTTP/2"), "{why}");
+    }
+
+    #[test]
+    fn lighttpd_enables_h2proto_and_h2c() {
+        let Some(p) = plan_of("kind = \"lighttpd\"", false, true) else {
+            return;
+        };
+        let conf = file(&p, "lighttpd.conf");
+        assert!(
+            conf.contains("server.feature-flags += ( \"server.h2proto\" => \"enable\", \"server.h2c\" => \"enable\" )"),
+            "{conf}"
+        );
+        let Some(p) = plan_of("kind = \"lighttpd\"", false, false) else {
+            return;
+        };
+        assert!(!file(&p, "lighttpd.conf").contains("h2proto"));
+        assert_eq!(
+            parse_lighttpd_version("lighttpd/1.4.69 (ssl) - a light and fast webserver\n"),
+            Some((1, 4, 69))
+        );
+        assert_eq!(parse_lighttpd_version("nginx/1.22.1"), None);
+    }
+
+    #[test]
+    fn h2o_serves_h2_as_it_is() {
+        let Some(p) = plan_of("kind = \"h2o\"", true, true) else {
+            return;
+        };
+        let conf = file(&p, "h2o.conf");
+        assert!(
+            conf.contains("  ssl:\n    certificate-file: /srv/tls/cert.pem"),
+            "{conf}"
+        );
+        assert!(speaks(&inst("kind = \"h2o\""), Protocol::H2, false).is_ok());
+    }
+
+    #[test]
+    fn caddy_serves_the_corpus_without_admin_or_automatic_https() {
+        let tls = ("/c.pem".to_string(), "/k.pem".to_string());
+        let t = caddyfile(8443, "/srv/root", Some(&tls), true, "encode gzip");
+        for want in [
+            "\tadmin off\n",
+            "\tauto_https off\n",
+            "\t\tprotocols h1 h2 h3\n",
+            "https://127.0.0.1:8443 {\n",
+            "\tbind 127.0.0.1\n",
+            "\ttls /c.pem /k.pem {",
+            "\troot * /srv/root\n\tfile_server\n",
+            "\tencode gzip\n}",
+            "\t\toutput stderr\n",
+        ] {
+            assert!(t.contains(want), "{want:?} in\n{t}");
+        }
+        assert!(!t.contains("Connection close"));
+        let t = caddyfile(8080, "/srv/root", None, false, "");
+        for want in [
+            "\t\tprotocols h1 h2c\n",
+            "http://127.0.0.1:8080 {\n",
+            "\theader Connection close\n",
+        ] {
+            assert!(t.contains(want), "{want:?} in\n{t}");
+        }
+        assert!(!t.contains("tls "), "{t}");
+        let Some(p) = plan_of("kind = \"caddy\"\nworkers = 2", true, true) else {
+            return;
+        };
+        assert!(p.argv.ends_with(&[
+            "run".to_string(),
+            "--config".into(),
+            "/srv/work/Caddyfile".into(),
+            "--adapter".into(),
+            "caddyfile".into()
+        ]));
+        for (k, v) in [
+            ("XDG_DATA_HOME", "/srv/work/data"),
+            ("XDG_CONFIG_HOME", "/srv/work/config"),
+            ("GOMAXPROCS", "2"),
+        ] {
+            assert!(
+                p.env.iter().any(|(a, b)| a == k && b == v),
+                "{k}={v} in {:?}",
+                p.env
+            );
+        }
+        assert!(file(&p, "Caddyfile").contains("tls /srv/tls/cert.pem /srv/tls/key.pem"));
+    }
+
+    #[test]
+    fn who_speaks_what() {
+        let httplab = inst("kind = \"httplab\"");
+        assert!(speaks(&httplab, Protocol::H1, false).is_ok());
+        let why = speaks(&httplab, Protocol::H2, true).unwrap_err();
+        assert!(why.contains("HTTP/1.1 only"), "{why}");
+        let caddy = inst("kind = \"caddy\"");
+        assert!(speaks(&caddy, Protocol::H2, false).is_ok());
+        assert!(speaks(&caddy, Protocol::H3, true).is_ok());
+        assert!(speaks(&caddy, Protocol::H3, false).is_err());
+        let nginx = inst("kind = \"nginx\"");
+        assert!(speaks(&nginx, Protocol::H2, true).is_ok());
+        assert!(speaks(&nginx, Protocol::H3, true).is_err());
+    }
 }

@@ -121,6 +121,11 @@ fn start_one(
         httplab_exe: cx.opts.httplab_exe.clone(),
         probe_path: cx.corpus.probe_path(),
         tls: cx.tls.clone(),
+        http2: cx
+            .study
+            .workloads
+            .iter()
+            .any(|w| w.protocol == crate::spec::Protocol::H2),
     };
     cx.announce(format!("starting {}", slot.inst.name));
     let mut last_err = String::new();

@@ -3,15 +3,44 @@
 //! `httplab_load::LoadSpec` that runs through its `httplab load` command
 //! line (httperf spellings), which the run's result records as it always
 //! has; the client's calibration is keyed by the spec's shape
-//! (`httplab_load::calibration_cache`), not by that text.
+//! (`httplab_load::calibration_cache`), not by that text. An `h2` workload's
+//! run is `httplab load --http2` (h2 over TLS by ALPN, h2c by prior
+//! knowledge in a cleartext study); `h3` is refused until load speaks it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use httplab_load::LoadSpec;
 
 use crate::plan::steps::{Offer, StepParams};
+use crate::spec::{Protocol, StudyFile};
+
+/// Streams an HTTP/2 run keeps open per connection: one, so that a
+/// connection (or a user) has one request in flight as over HTTP/1.1
+/// without pipelining, and the servers are compared on the same offered
+/// load whatever the protocol (h2load's default too).
+pub const H2_STREAMS: u32 = 1;
+
+/// Why a protocol cannot be run by the study yet (None: it can).
+pub fn not_yet(p: Protocol) -> Option<&'static str> {
+    match p {
+        Protocol::H1 | Protocol::H2 => None,
+        Protocol::H3 => Some(
+            "protocol = \"h3\" is not yet supported by the study: `httplab load` has no HTTP/3 client to run it with",
+        ),
+    }
+}
+
+/// Refuses a study with a workload whose protocol cannot be run yet.
+pub fn check_protocols(study: &StudyFile) -> Result<()> {
+    for w in &study.workloads {
+        if let Some(why) = not_yet(w.protocol) {
+            bail!("workload '{}': {why}", w.name);
+        }
+    }
+    Ok(())
+}
 
 /// How a study run speaks TLS.
 #[derive(Debug, Clone)]
@@ -54,11 +83,16 @@ pub struct LoadRun {
     pub tls: Option<RunTls>,
     /// The run's client shard (None: the whole run).
     pub shard: Option<RunShard>,
+    /// The HTTP version the client speaks.
+    pub protocol: Protocol,
 }
 
 impl LoadRun {
     /// The load spec of this run.
     pub fn spec(&self) -> Result<LoadSpec> {
+        if let Some(why) = not_yet(self.protocol) {
+            bail!("{why}");
+        }
         httplab_load::parse_args(self.args()).context("httplab load arguments")
     }
 
@@ -72,7 +106,9 @@ impl LoadRun {
     ///   share in front (`rate × warm-up` connections; users run their counts
     ///   after a timed warm-up).
     /// - Sessions of several calls reconnect when a server closes (`--reconnect`)
-    ///   and bodies are verified against the corpus (`--verify-root`).
+    ///   and bodies are verified against the corpus (`--verify-root`; not
+    ///   over HTTP/2, whose driver does not verify bodies).
+    /// - HTTP/2: `--http2 --max-concurrent-streams 1` ([`H2_STREAMS`]).
     pub fn args(&self) -> Vec<String> {
         let p = &self.params;
         let mut v: Vec<String> = vec![
@@ -84,14 +120,25 @@ impl LoadRun {
             self.uri.clone(),
             "--timeout".into(),
             format!("{}", p.timeout.as_secs_f64()),
-            "--verify-root".into(),
-            self.root.to_string_lossy().into_owned(),
             "--label".into(),
             self.label.clone(),
             "--threads".into(),
             self.threads.to_string(),
             "--no-progress".into(),
         ];
+        match self.protocol {
+            Protocol::H1 => {
+                v.push("--verify-root".into());
+                v.push(self.root.to_string_lossy().into_owned());
+            }
+            Protocol::H2 => {
+                v.push("--http2".into());
+                v.push("--max-concurrent-streams".into());
+                v.push(H2_STREAMS.to_string());
+            }
+            // Refused by `spec()` (see `not_yet`).
+            Protocol::H3 => {}
+        }
         let mut push = |k: &str, val: String| {
             v.push(k.to_string());
             v.push(val);
@@ -216,6 +263,7 @@ mod tests {
             threads: 1,
             tls: None,
             shard: None,
+            protocol: Protocol::H1,
         }
     }
 
@@ -244,5 +292,57 @@ mod tests {
         assert!(a.windows(2).any(|w| w == ["--think", "2ms"]), "{a:?}");
         assert!(!a.contains(&"--requests-per-user".to_string()));
         assert!(closed.spec().is_ok());
+    }
+
+    #[test]
+    fn an_h2_run_is_load_with_http2_and_one_stream() {
+        let mut r = run(
+            Offer::Closed {
+                users: 4,
+                requests: 10,
+                think_ms: 0.0,
+            },
+            Some(3.0),
+        );
+        let h1 = r.spec().unwrap();
+        assert!(h1.http2.is_none());
+        assert!(h1.verify_root.is_some());
+        r.protocol = Protocol::H2;
+        let a = r.args();
+        assert!(a.contains(&"--http2".to_string()), "{a:?}");
+        assert!(!a.contains(&"--verify-root".to_string()), "{a:?}");
+        let spec = r.spec().unwrap();
+        let h = spec.http2.as_ref().expect("an h2 run carries HTTP/2");
+        assert_eq!(h.max_concurrent_streams, H2_STREAMS);
+        assert!(spec.tls.is_none(), "cleartext: h2c by prior knowledge");
+        // Over TLS: h2 by ALPN, the study's certificate the only anchor.
+        r.tls = Some(RunTls {
+            ca: PathBuf::from("/nonexistent/ca.pem"),
+            resume: true,
+        });
+        let spec = r.spec().unwrap();
+        assert!(spec.http2.is_some() && spec.tls.is_some());
+        // The calibration cache sees a different shape than HTTP/1.1.
+        r.protocol = Protocol::H1;
+        let h1_tls = r.spec().unwrap();
+        assert_ne!(
+            httplab_load::calibration_cache::Shape::of(&spec),
+            httplab_load::calibration_cache::Shape::of(&h1_tls)
+        );
+    }
+
+    #[test]
+    fn h3_is_refused_as_not_yet() {
+        let mut r = run(
+            Offer::Open {
+                rate: Some(10.0),
+                num_conns: 5,
+            },
+            Some(1.0),
+        );
+        r.protocol = Protocol::H3;
+        let e = r.spec().unwrap_err().to_string();
+        assert!(e.contains("not yet"), "{e}");
+        assert!(not_yet(Protocol::H2).is_none());
     }
 }

@@ -12,7 +12,7 @@ use crate::plan::pinning::resolve_pinning;
 use crate::plan::rounds;
 use crate::plan::steps::{describe_offer, steps_with};
 use crate::plan::text::{cores_text, fmt_num, human_secs};
-use crate::spec::{expand_servers, StudyFile, WorkloadKind};
+use crate::spec::{expand_servers, Protocol, StudyFile, WorkloadKind};
 
 /// The plan as text (`--dry-run`).
 pub fn describe_plan(s: &StudyFile) -> String {
@@ -136,6 +136,22 @@ fn workload_lines(o: &mut String, s: &StudyFile) {
                 _ => String::new(),
             }
         );
+        if w.protocol != Protocol::H1 {
+            let how = match (w.protocol, s.tls) {
+                (Protocol::H2, true) => "HTTP/2 (h2 by ALPN)",
+                (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
+                _ => w.protocol.label(),
+            };
+            let _ = writeln!(o, "    over {how}");
+            if let Some(why) = crate::plan::load_run::not_yet(w.protocol) {
+                let _ = writeln!(o, "    refused: {why}");
+            }
+            for x in servers_of(w, &all) {
+                if let Err(why) = servers::speaks(x, w.protocol, s.tls) {
+                    let _ = writeln!(o, "    {} does not speak {}: {why}", x.name, w.protocol);
+                }
+            }
+        }
         for p in &st {
             let label = if p.step.is_empty() {
                 String::new()
@@ -169,5 +185,6 @@ fn dry_context(tls: bool) -> servers::Context {
             cert: PathBuf::from("/nonexistent/cert.pem"),
             key: PathBuf::from("/nonexistent/key.pem"),
         }),
+        http2: false,
     }
 }

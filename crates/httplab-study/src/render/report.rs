@@ -322,7 +322,7 @@ fn write_summary_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
                 format!("{:.6}", e.stddev),
                 f(e.ci_low),
                 f(e.ci_high),
-                c.stop.clone(),
+                c.stop.to_string(),
                 c.client_bound_runs.to_string(),
             ])?;
         }
@@ -542,17 +542,26 @@ fn servers_section(h: &mut String, res: &m::StudyResult) {
         seen.push(r.server.clone());
         let all: Vec<&m::StudyRun> = res.runs.iter().filter(|x| x.server == r.server).collect();
         let ok = all.iter().filter(|x| x.status == "ok").count();
-        let status = if let Some(ni) = all.iter().find(|x| x.status == "not installed") {
-            ni.reason.clone()
-        } else if ok == all.len() {
-            format!("{ok} run(s) ok")
-        } else {
-            let bad = all
-                .iter()
-                .find(|x| x.status != "ok")
-                .map(|x| format!("{}: {}", x.status, x.reason))
-                .unwrap_or_default();
-            format!("{ok} of {} run(s) ok; {bad}", all.len())
+        let not_installed = |x: &&&m::StudyRun| x.status == "not installed";
+        // A server that cannot speak a workload's protocol is "not
+        // installed" for that workload only: its reason says which.
+        let status = match all.iter().find(not_installed) {
+            Some(ni) if all.iter().all(|x| not_installed(&x)) => ni.reason.clone(),
+            _ if ok == all.len() => format!("{ok} run(s) ok"),
+            _ => {
+                let bad = all
+                    .iter()
+                    .find(|x| x.status != "ok")
+                    .map(|x| {
+                        if x.reason.starts_with("does not speak") {
+                            x.reason.clone()
+                        } else {
+                            format!("{}: {}", x.status, x.reason)
+                        }
+                    })
+                    .unwrap_or_default();
+                format!("{ok} of {} run(s) ok; {bad}", all.len())
+            }
         };
         let version = EnvKey::Version(&r.server)
             .get(&res.environment)
@@ -670,6 +679,7 @@ fn workload_intro(
                 String::new()
             }
         );
+        protocol_note(h, res, study, wl);
         if let Some(q) = wl.cpu_quota {
             let _ = writeln!(h, "<p>{}</p>", esc(&quota_text(q, res)));
         } else if wl.kind == crate::spec::WorkloadKind::Sweep {
@@ -697,6 +707,47 @@ fn workload_intro(
             }
         }
     }
+}
+
+/// A workload over HTTP/2 (or later HTTP/3): how it was spoken, that the
+/// client's ceiling is unknown, and which servers were left out because they
+/// do not speak it.
+fn protocol_note(
+    h: &mut String,
+    res: &m::StudyResult,
+    study: Option<&StudyFile>,
+    wl: &crate::spec::Workload,
+) {
+    use crate::spec::Protocol;
+    if wl.protocol == Protocol::H1 {
+        return;
+    }
+    let tls = study.is_some_and(|s| s.tls) || EnvKey::Tls.get(&res.environment).is_some();
+    let how = match (wl.protocol, tls) {
+        (Protocol::H2, true) => "HTTP/2 (h2 by ALPN over TLS)",
+        (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
+        (p, _) => p.label(),
+    };
+    let mut left_out: Vec<String> = Vec::new();
+    for r in res.runs.iter().filter(|r| r.workload == wl.name) {
+        if r.reason.starts_with("does not speak") {
+            let line = format!("{} ({})", r.server, r.reason);
+            if !left_out.contains(&line) {
+                left_out.push(line);
+            }
+        }
+    }
+    let _ = writeln!(
+        h,
+        "<p>Over {how}, one stream per connection. The client's ceiling is unknown over {} \
+         (its calibration measures HTTP/1.1), so no run here is marked client-bound.{}</p>",
+        wl.protocol.label(),
+        if left_out.is_empty() {
+            String::new()
+        } else {
+            format!(" Left out: {}.", esc(&left_out.join("; ")))
+        }
+    );
 }
 
 /// The runs of a workload without cells (a version 1 document, or every
@@ -910,9 +961,9 @@ fn workload_table(
             if stepped {
                 let _ = write!(h, "<td>{}</td>", esc(&st.clone().unwrap_or_default()));
             }
-            let stop = match (c.stop.as_str(), c.precision) {
-                ("precision", Some(p)) => format!("±{:.1} % reached", p * 100.0),
-                ("max-repetitions", Some(p)) => format!("cap (±{:.1} %)", p * 100.0),
+            let stop = match (&c.stop, c.precision) {
+                (m::CellStop::Precision, Some(p)) => format!("±{:.1} % reached", p * 100.0),
+                (m::CellStop::MaxRepetitions, Some(p)) => format!("cap (±{:.1} %)", p * 100.0),
                 (x, _) => x.to_string(),
             };
             let _ = write!(h, "<td>{}</td><td class=\"l\">{}</td>", c.n, esc(&stop));

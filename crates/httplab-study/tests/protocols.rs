@@ -1,0 +1,218 @@
+//! A workload's `protocol` end to end: a tiny study with an `h2` workload
+//! (next to an `h1` one, so each peer serves both from one configuration)
+//! against every installed peer that speaks HTTP/2 — nginx, Apache event,
+//! lighttpd, h2o, Caddy — in cleartext (h2c by prior knowledge) and over TLS
+//! (h2 by ALPN). Every run of theirs completes with HTTP/2 replies (the run's
+//! `http2` block); Apache prefork, which cannot speak HTTP/2, is listed with
+//! its reason. A missing peer fails under CI=true and is a visible skip
+//! otherwise.
+
+mod common;
+
+use common::ci;
+use httplab_model as m;
+use httplab_study::runner::{self, Options};
+use httplab_study::spec;
+
+/// Not a test: the helper server entry point (see common/mod.rs).
+#[test]
+fn helper_http_server() {
+    common::maybe_serve();
+}
+
+const FAST: &str = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.3\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 11\n";
+
+/// Peers that speak HTTP/2 here, by the study's server entry.
+const H2_PEERS: &[(&str, &str)] = &[
+    ("nginx", "kind = \"nginx\"\nname = \"nginx\""),
+    (
+        "apache event",
+        "kind = \"apache\"\nname = \"apache event\"\nmpm = \"event\"\nworkers = 1\nthreads_per_child = 8",
+    ),
+    ("lighttpd", "kind = \"lighttpd\"\nname = \"lighttpd\""),
+    ("h2o", "kind = \"h2o\"\nname = \"h2o\""),
+    ("caddy", "kind = \"caddy\"\nname = \"caddy\"\nworkers = 1"),
+];
+
+/// The peers whose program is installed (the others skipped, or a failure under CI).
+fn installed(entries: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    for &(name, toml) in entries {
+        let text = format!(
+            "name = \"probe\"\n[[servers]]\n{toml}\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\n"
+        );
+        let study = spec::parse(&text, "probe.toml").unwrap();
+        let kind = study.servers[0].kind;
+        let found = httplab_study::servers::peer_binary(kind)
+            .is_some_and(|b| b.paths.iter().any(|p| std::path::Path::new(p).is_file()));
+        if found {
+            out.push((name, toml));
+        } else {
+            assert!(
+                !ci(),
+                "{name} is not installed (CI=true: .ci/run installs it)"
+            );
+            httplab_skip::skipped(&format!("{name}: not installed"));
+        }
+    }
+    out
+}
+
+fn study_text(tls: bool, peers: &[(&str, &str)], httplab: bool) -> String {
+    let mut t = format!(
+        "name = \"h2-tiny\"\ntls = {tls}\n{FAST}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n"
+    );
+    for (_, toml) in peers {
+        t.push_str(&format!("[[servers]]\n{toml}\n"));
+    }
+    if httplab {
+        t.push_str("[[servers]]\nkind = \"httplab\"\nworkers = 1\n");
+    }
+    t.push_str(
+        "[[servers]]\nkind = \"apache\"\nname = \"apache prefork\"\nmpm = \"prefork\"\nworkers = 2\n\
+         [[workloads]]\nname = \"h2\"\nkind = \"users\"\ntarget = \"/b.bin\"\nusers = 2\nprotocol = \"h2\"\n\
+         [[workloads]]\nname = \"h1\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\n",
+    );
+    t
+}
+
+fn check(res: &m::StudyResult, peers: &[(&str, &str)], tls: bool) {
+    for (name, _) in peers {
+        let mine: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.server == *name).collect();
+        assert!(!mine.is_empty(), "{name}: no runs");
+        for r in mine {
+            assert_eq!(
+                r.status, "ok",
+                "{name} {}: {} ({})",
+                r.workload, r.status, r.reason
+            );
+            let run = r.run.as_ref().expect("a run result");
+            assert!(run.totals.replies > 0, "{name} {}", r.workload);
+            assert_eq!(
+                run.errors.total, 0,
+                "{name} {}: {:?}",
+                r.workload, run.errors
+            );
+            match r.workload.as_str() {
+                "h2" => {
+                    let h = run
+                        .http2
+                        .as_ref()
+                        .unwrap_or_else(|| panic!("{name}: an h2 run has an http2 block"));
+                    assert_eq!(h.cleartext, !tls, "{name}");
+                    assert!(h.streams_completed > 0, "{name}: {h:?}");
+                    assert_eq!(h.streams_failed, 0, "{name}: {h:?}");
+                    assert_eq!(h.max_concurrent_streams, 1, "{name}");
+                    assert!(
+                        run.config.extra.contains_key("client_ceiling"),
+                        "{name}: the unknown client ceiling is said"
+                    );
+                }
+                _ => assert!(run.http2.is_none(), "{name}: an h1 run is HTTP/1.1"),
+            }
+        }
+    }
+    // Apache prefork: measured over HTTP/1.1, listed as not speaking h2.
+    let prefork: Vec<&m::StudyRun> = res
+        .runs
+        .iter()
+        .filter(|r| r.server == "apache prefork")
+        .collect();
+    let apache_here = httplab_study::servers::peer_binary(spec::ServerKind::Apache)
+        .is_some_and(|b| b.paths.iter().any(|p| std::path::Path::new(p).is_file()));
+    for r in prefork {
+        match (r.workload.as_str(), apache_here) {
+            ("h2", true) => {
+                assert_eq!(r.status, "not installed", "{}", r.reason);
+                assert!(
+                    r.reason
+                        .starts_with("does not speak h2: Apache's prefork MPM"),
+                    "{}",
+                    r.reason
+                );
+            }
+            ("h1", true) => assert_eq!(r.status, "ok", "{}", r.reason),
+            _ => {}
+        }
+    }
+    // The h2 workload's comparisons leave the prefork server out (as a
+    // server that is not installed: no values, never compared).
+    for v in res.verdicts.iter().filter(|v| v.workload == "h2") {
+        let prefork = Some("apache prefork");
+        assert!(
+            v.winner.as_deref() != prefork
+                && v.leader.as_deref() != prefork
+                && v.runner_up.as_deref() != prefork,
+            "prefork in an h2 comparison: {v:?}"
+        );
+        assert!(v.n.get("apache prefork").map_or(true, |n| *n == 0), "{v:?}");
+    }
+}
+
+fn run(tls: bool) {
+    let peers = installed(H2_PEERS);
+    if peers.is_empty() {
+        return;
+    }
+    // httplab serve (HTTP/1.1 only) when its binary is built: left out of
+    // the h2 workload with its reason too.
+    let exe = runner::find_httplab_exe();
+    let text = study_text(tls, &peers, exe.is_some());
+    let s = spec::parse(&text, "h2.toml").unwrap_or_else(|e| panic!("{e:#}"));
+    let plan = runner::describe_plan(&s);
+    assert!(plan.contains("over HTTP/2"), "{plan}");
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        work_dir: Some(dir.path().to_path_buf()),
+        budget_s: Some(0.0),
+        httplab_exe: exe.clone(),
+        ..Options::default()
+    };
+    let res = runner::run_study(&s, &opts).unwrap();
+    check(&res, &peers, tls);
+    if exe.is_some() {
+        for r in res.runs.iter().filter(|r| r.server == "httplab event") {
+            if r.workload == "h2" {
+                assert!(
+                    r.reason
+                        .starts_with("does not speak h2: httplab serve speaks HTTP/1.1 only"),
+                    "{}",
+                    r.reason
+                );
+            } else {
+                assert_eq!(r.status, "ok", "{}", r.reason);
+            }
+        }
+    }
+    let html = httplab_study::report::html(&res, Some(&s), false);
+    let how = if tls {
+        "Over HTTP/2 (h2 by ALPN over TLS)"
+    } else {
+        "Over HTTP/2 (h2c by prior knowledge)"
+    };
+    assert!(html.contains(how), "the h2 workload says how it was spoken");
+    assert!(
+        html.contains("Left out: ")
+            && html.contains("apache prefork (does not speak h2: Apache's prefork MPM"),
+        "the report lists who does not speak h2"
+    );
+}
+
+#[test]
+fn h2_workload_against_peers_in_cleartext() {
+    run(false);
+}
+
+#[test]
+fn h2_workload_against_peers_over_tls() {
+    run(true);
+}
+
+#[test]
+fn h3_is_refused_before_anything_starts() {
+    let text = "name = \"h3\"\ntls = true\n[corpus]\nfiles = [{ path = \"a.txt\", size = 87 }]\n\
+                [[servers]]\nkind = \"caddy\"\n[[workloads]]\nname = \"q\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 1\nprotocol = \"h3\"\n";
+    let s = spec::parse(text, "h3.toml").unwrap();
+    let e = runner::run_study(&s, &Options::default()).unwrap_err();
+    assert!(format!("{e:#}").contains("not yet"), "{e:#}");
+}
