@@ -4,12 +4,12 @@
 //! - **HTTP/2** (`--http2`, [`Http2Spec`]): over TLS (ALPN h2) and h2c with
 //!   prior knowledge; `--max-concurrent-streams` (h2load's `-m`), flow-control
 //!   windows; open and closed loop on the same schedules; counts of streams,
-//!   RST_STREAM and GOAWAY ([`httplab_model::Http2Summary`]). Built on the
-//!   `h2` crate, driven by a tokio current-thread runtime per load thread
-//!   (`http2.rs`; see the README for why accuracy is kept).
+//!   RST_STREAM and GOAWAY ([`httplab_model::Http2Summary`]). A connection
+//!   machine without I/O (`h2proto.rs`, HPACK by `loona-hpack`) on the same
+//!   engine as HTTP/1.1 (`engine/h2.rs`), allocation-free per request.
 //! - **HTTP/3** (`--http3`, [`Http3Spec`]): over QUIC (quinn, TLS 1.3, ALPN
-//!   h3) with the `h3` crate, on the same tokio stream driver as HTTP/2
-//!   (`streams.rs`, `http3.rs`, `h3conn.rs`); the QUIC handshake (1-RTT,
+//!   h3) with the `h3` crate, on a tokio stream driver (quinn is async;
+//!   `streams.rs`, `http3.rs`, `h3conn.rs`); the QUIC handshake (1-RTT,
 //!   0-RTT) is its own latency row, failures are counted by class
 //!   ([`httplab_model::Http3Summary`]).
 //! - **HTTPS**: `https://` URLs (certificates verified; `--cacert`,
@@ -20,10 +20,10 @@
 //!   (`--max-connecting`), loopback targets get source addresses spread over
 //!   127.0.0.0/8, and the report names what limited the run.
 //! - **Shape**: the session rules as one machine without I/O (`session.rs`),
-//!   protocol state machines without I/O (`h1.rs`; TLS as a byte transformer,
-//!   `tls.rs`), driven by the epoll/io_uring engine (`engine.rs`) or, for
-//!   HTTP/2 and HTTP/3, the tokio stream driver (`streams.rs`), which share arrivals, window and
-//!   statistics (`arrivals.rs`, `worker.rs`).
+//!   protocol state machines without I/O (`h1.rs`, `h2proto.rs`; TLS as a
+//!   byte transformer, `tls.rs`), driven by the epoll/io_uring engine
+//!   (`engine.rs`) or, for HTTP/3, the tokio stream driver (`streams.rs`),
+//!   which share arrivals, window and statistics (`arrivals.rs`, `worker.rs`).
 //!
 //! - **httperf compatible**: every httperf 0.9 command line runs with
 //!   `httperf` replaced by `httplab load` (same options, prefixes, meaning),
