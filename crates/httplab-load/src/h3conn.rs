@@ -449,10 +449,21 @@ fn handshake_words(e: &quinn::ConnectionError) -> String {
         quinn::ConnectionError::TimedOut => {
             "the QUIC handshake timed out (no valid answer from the server)".into()
         }
-        quinn::ConnectionError::ConnectionClosed(c) => format!(
-            "the server closed the connection during the QUIC handshake: {}",
-            transport_code_name(c.error_code.into())
-        ),
+        quinn::ConnectionError::ConnectionClosed(c) => {
+            let code: u64 = c.error_code.into();
+            // TLS refused: a common cause is a URL with an IP address, to
+            // which no SNI is sent (RFC 6066); some servers need one.
+            let hint = if (0x100..0x200).contains(&code) {
+                " (if the URL names an IP address, no SNI was sent, and some servers \
+                 refuse a QUIC handshake without one: use the host name)"
+            } else {
+                ""
+            };
+            format!(
+                "the server closed the connection during the QUIC handshake: {}{hint}",
+                transport_code_name(code)
+            )
+        }
         quinn::ConnectionError::ApplicationClosed(c) => format!(
             "the server closed the connection during the QUIC handshake: {}",
             h3_code_name(c.error_code.into_inner())
@@ -524,7 +535,7 @@ mod tests {
         );
         assert_eq!(
             transport_code_name(quinn::TransportErrorCode::crypto(0x2a).into()),
-            "CRYPTO_ERROR(0x2a)"
+            "CRYPTO_ERROR(0x2a, TLS alert BadCertificate)"
         );
         assert_eq!(PeerClose::StatelessReset.name(), "STATELESS_RESET");
         assert_eq!(PeerClose::Application(0x1234_5678).name(), "0x12345678");

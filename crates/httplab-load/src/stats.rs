@@ -668,7 +668,7 @@ pub(crate) enum PeerClose {
 }
 
 impl PeerClose {
-    /// The code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a)`,
+    /// The code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a, TLS alert BadCertificate)`,
     /// `H3_INTERNAL_ERROR`, `STATELESS_RESET`; unknown codes in hex).
     pub fn name(&self) -> String {
         match *self {
@@ -684,10 +684,12 @@ pub(crate) fn h3_code_name(code: u64) -> String {
     h3::error::Code::from(code).to_string()
 }
 
-/// A QUIC transport error code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a)`).
+/// A QUIC transport error code's name (`PROTOCOL_VIOLATION`, `CRYPTO_ERROR(0x2a, TLS alert BadCertificate)`).
 pub(crate) fn transport_code_name(code: u64) -> String {
     if (0x100..0x200).contains(&code) {
-        return format!("CRYPTO_ERROR(0x{:02x})", code & 0xff);
+        // The TLS alert the server's handshake raised (RFC 9001, 4.8).
+        let alert = rustls::AlertDescription::from((code & 0xff) as u8);
+        return format!("CRYPTO_ERROR(0x{:02x}, TLS alert {alert:?})", code & 0xff);
     }
     match TRANSPORT_CODES.get(code as usize) {
         Some(n) if code <= 0x10 => (*n).into(),
