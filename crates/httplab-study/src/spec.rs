@@ -769,8 +769,8 @@ pub struct Workload {
     #[serde(default)]
     pub metric: Option<Metric>,
     /// The HTTP version the client speaks: `h1` (default), `h2` (over TLS by
-    /// ALPN, h2c by prior knowledge in a cleartext study) or `h3` (TLS
-    /// studies only; not run yet). Servers that cannot speak it are left out
+    /// ALPN, h2c by prior knowledge in a cleartext study) or `h3` (QUIC, so
+    /// TLS studies only; Caddy is the peer that speaks it). Servers that cannot speak it are left out
     /// of the workload, with the reason.
     #[serde(default)]
     pub protocol: Protocol,
@@ -822,8 +822,7 @@ pub enum Protocol {
     /// knowledge.
     #[serde(rename = "h2")]
     H2,
-    /// HTTP/3 (over QUIC, so only in a TLS study). Accepted in study files;
-    /// the plan refuses it until `httplab load` speaks it.
+    /// HTTP/3 (over QUIC, so only in a TLS study): `httplab load --http3`.
     #[serde(rename = "h3")]
     H3,
 }

@@ -16,7 +16,7 @@ use crate::execute::idle::Holder;
 use crate::execute::sampler::{self, Sampler};
 use crate::execute::servers;
 use crate::execute::slots::Slot;
-use crate::keys::{CEILING_UNKNOWN_H2, RUN_CLIENT_CEILING, RUN_DRIVER};
+use crate::keys::{CEILING_UNKNOWN_H2, CEILING_UNKNOWN_H3, RUN_CLIENT_CEILING, RUN_DRIVER};
 use crate::plan::idle::HoldSpec;
 use crate::plan::load_run::{LoadRun, RunShard, RunTls};
 use crate::plan::steps::StepParams;
@@ -298,10 +298,17 @@ fn one_run(
         &spec,
         p.max_duration,
     )?;
-    if spec.http2.is_some() {
+    let unknown = if spec.http2.is_some() {
+        Some(CEILING_UNKNOWN_H2)
+    } else if spec.http3.is_some() {
+        Some(CEILING_UNKNOWN_H3)
+    } else {
+        None
+    };
+    if let Some(why) = unknown {
         run.config
             .extra
-            .insert(RUN_CLIENT_CEILING.into(), CEILING_UNKNOWN_H2.into());
+            .insert(RUN_CLIENT_CEILING.into(), why.into());
     }
     Ok(run)
 }
@@ -379,9 +386,10 @@ fn prepare_run(
     let mut spec = load_run(cx, slot, w, p, round)?
         .spec()
         .map_err(|e| failed(format!("{e:#}")))?;
-    if spec.http2.is_some() {
-        // The calibration's sink speaks HTTP/1.1 only: an HTTP/2 run's
-        // ceiling is unknown (none rather than a wrong one; the run says so).
+    if spec.http2.is_some() || spec.http3.is_some() {
+        // The calibration's sink speaks HTTP/1.1 only: an HTTP/2 or HTTP/3
+        // run's ceiling is unknown (none rather than a wrong one; the run
+        // says so).
         spec.client_ceiling = None;
         return Ok(spec);
     }

@@ -726,6 +726,7 @@ fn protocol_note(
     let how = match (wl.protocol, tls) {
         (Protocol::H2, true) => "HTTP/2 (h2 by ALPN over TLS)",
         (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
+        (Protocol::H3, _) => "HTTP/3 (h3 over QUIC)",
         (p, _) => p.label(),
     };
     let mut left_out: Vec<String> = Vec::new();
