@@ -73,6 +73,25 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
 }
 
 #[test]
+fn loss_pct_is_a_percentage_of_load_and_users_workloads() {
+    let wl = |kind: &str, extra: &str| {
+        format!("{OK_HEAD}[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"{kind}\"\ntarget = \"/a.txt\"\n{extra}")
+    };
+    let s = spec::parse(&wl("users", "users = 2\nloss_pct = 1\n"), "l.toml").unwrap();
+    assert_eq!(s.workloads[0].loss_pct, Some(1.0));
+    assert!(runner::describe_plan(&s).contains("1 % packet loss on lo"));
+    for bad in ["0", "-1", "60"] {
+        let e = err_of(&wl("load", &format!("loss_pct = {bad}\n")));
+        assert!(e.contains("loss_pct"), "{e}");
+    }
+    let e = err_of(&wl("idle", "loss_pct = 1\nusers = 2\n"));
+    assert!(
+        e.contains("`loss_pct` applies to `load` and `users`"),
+        "{e}"
+    );
+}
+
+#[test]
 fn worker_list_expands_into_servers() {
     let s = spec::parse(builtin("worker-threads").unwrap(), "w").unwrap();
     let names: Vec<String> = spec::expand_servers(&s)

@@ -150,6 +150,12 @@ fn workload_lines(o: &mut String, s: &StudyFile) {
                 }
             }
         }
+        if let Some(pct) = w.loss_pct {
+            let _ = writeln!(
+                o,
+                "    {pct} % packet loss on lo during each run (tc qdisc … netem, removed after it; needs root and tc, else the workload is skipped)"
+            );
+        }
         for p in &st {
             let label = if p.step.is_empty() {
                 String::new()

@@ -680,6 +680,12 @@ fn workload_intro(
             }
         );
         protocol_note(h, res, study, wl);
+        if let Some(pct) = wl.loss_pct {
+            let _ = writeln!(
+                h,
+                "<p>With {pct} % packet loss on the loopback interface during every run (netem).</p>"
+            );
+        }
         if let Some(q) = wl.cpu_quota {
             let _ = writeln!(h, "<p>{}</p>", esc(&quota_text(q, res)));
         } else if wl.kind == crate::spec::WorkloadKind::Sweep {

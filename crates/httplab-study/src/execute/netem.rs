@@ -1,0 +1,146 @@
+//! Packet loss on the loopback interface for a workload's runs
+//! (`loss_pct`): `tc qdisc add dev lo root netem loss P%` just before each
+//! load run, deleted as soon as it ends by the guard's drop — so also when
+//! the run fails, panics or is stopped by Ctrl-C (the study's signal handler
+//! ends the run, it does not kill the process). Only the qdisc the study
+//! added is ever deleted: if `lo` already has a root qdisc, adding fails and
+//! the workload is skipped with that reason. Needs root and `tc` (iproute2);
+//! without them the workload is skipped, its rows saying why.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// Where `tc` is looked for.
+const TC_PATHS: &[&str] = &["/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"];
+
+/// The interface the loss goes on: loopback only.
+const DEV: &str = "lo";
+
+/// The `tc` program the study may use.
+#[derive(Debug, Clone)]
+pub struct Tc {
+    path: PathBuf,
+}
+
+impl Tc {
+    /// `tc` when the study can set a qdisc on `lo`: running as root, the
+    /// program installed, and netem accepted (a loss of 0 % added and
+    /// removed). Err: why not, in words.
+    pub fn usable() -> Result<Tc, String> {
+        if !httplab_sys::process::is_root() {
+            return Err("injecting packet loss needs root (tc qdisc on lo)".into());
+        }
+        let Some(path) = TC_PATHS.iter().map(PathBuf::from).find(|p| p.is_file()) else {
+            return Err("tc is not installed (Debian package: iproute2)".into());
+        };
+        let tc = Tc { path };
+        tc.loss(0.0).map(drop)?;
+        Ok(tc)
+    }
+
+    /// Adds `pct` % loss on `lo`; the returned guard removes it when dropped.
+    pub fn loss(&self, pct: f64) -> Result<Loss, String> {
+        let p = format!("{pct}%");
+        self.run(&["qdisc", "add", "dev", DEV, "root", "netem", "loss", &p])?;
+        Ok(Loss { tc: self.clone() })
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(), String> {
+        let out = Command::new(&self.path)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("running {}: {e}", self.path.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "`tc {}` failed ({}): {}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+}
+
+/// Packet loss in force on `lo` until dropped.
+#[derive(Debug)]
+pub struct Loss {
+    tc: Tc,
+}
+
+impl Drop for Loss {
+    fn drop(&mut self) {
+        if let Err(e) = self.tc.run(&["qdisc", "del", "dev", DEV, "root", "netem"]) {
+            eprintln!(
+                "httplab study: removing the packet loss from lo failed: {e}; remove it with `tc qdisc del dev lo root`"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A stand-in `tc` that logs its arguments and fails an `add` when
+    /// told to, so the guard is tested without touching the interface.
+    fn fake(dir: &std::path::Path, fail_add: bool) -> (Tc, PathBuf) {
+        let log = dir.join("calls");
+        let script = dir.join("tc");
+        let fail = if fail_add {
+            "case \"$2\" in add) echo 'Exclusivity flag on' >&2; exit 2;; esac\n"
+        } else {
+            ""
+        };
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\necho \"$@\" >> '{}'\n{fail}", log.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (Tc { path: script }, log)
+    }
+
+    fn calls(log: &std::path::Path) -> Vec<String> {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn the_loss_is_added_on_lo_and_removed_on_drop_also_by_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tc, log) = fake(dir.path(), false);
+        {
+            let _loss = tc.loss(1.0).unwrap();
+            assert_eq!(calls(&log), ["qdisc add dev lo root netem loss 1%"]);
+        }
+        assert_eq!(calls(&log)[1], "qdisc del dev lo root netem");
+        let r = std::panic::catch_unwind(|| {
+            let _loss = tc.loss(2.5).unwrap();
+            panic!("a run that fails");
+        });
+        assert!(r.is_err());
+        assert_eq!(
+            calls(&log)[2..],
+            [
+                "qdisc add dev lo root netem loss 2.5%",
+                "qdisc del dev lo root netem"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_add_deletes_nothing_and_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tc, log) = fake(dir.path(), true);
+        let e = tc.loss(1.0).unwrap_err();
+        assert!(e.contains("Exclusivity flag on"), "{e}");
+        assert_eq!(calls(&log), ["qdisc add dev lo root netem loss 1%"]);
+    }
+}
