@@ -42,16 +42,18 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
     for k in ["httplab", "nginx", "h2o", "lighttpd", "caddy"] {
         assert!(kinds.contains(&k), "protocols lacks {k}");
     }
-    for content in ["page", "large"] {
+    for (content, loss) in [("page", ""), ("large", ""), ("page", "-loss")] {
         for p in spec::Protocol::ALL {
-            let name = format!("{content}-{p}");
+            let name = format!("{content}-{p}{loss}");
             let w = s.workloads.iter().find(|w| w.name == name);
             assert_eq!(w.map(|w| w.protocol), Some(p), "{name}");
+            let pct = w.and_then(|w| w.loss_pct);
+            assert_eq!(pct, (!loss.is_empty()).then_some(1.0), "{name}");
         }
     }
     // Short enough for a 2-core machine: a few minutes at the fewest rounds.
     let (lo, _) = runner::count_runs_range(&s);
-    assert!(lo <= 150, "{lo} runs");
+    assert!(lo <= 200, "{lo} runs");
     let secs = runner::estimate_seconds(&s) + s.protocol.budget_s.unwrap_or(0.0);
     assert!(secs < 300.0, "{secs} s");
     let plan = runner::describe_plan(&s);
@@ -62,6 +64,7 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
         "nginx does not speak h3: ",
         "h2o does not speak h3: ",
         "lighttpd does not speak h3: ",
+        "1 % packet loss on lo",
     ] {
         assert!(plan.contains(line), "{line}: {plan}");
     }

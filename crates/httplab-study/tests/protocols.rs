@@ -21,6 +21,14 @@ fn helper_http_server() {
     common::maybe_serve();
 }
 
+/// Held by every test here; the packet-loss test holds it alone, as its
+/// loss on lo would reach the other tests' loopback traffic.
+static LO: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared_lo() -> std::sync::RwLockReadGuard<'static, ()> {
+    LO.read().unwrap_or_else(|p| p.into_inner())
+}
+
 const FAST: &str = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.3\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 11\n";
 
 /// Peers that speak HTTP/2 here, by the study's server entry.
@@ -151,6 +159,7 @@ fn check(res: &m::StudyResult, peers: &[(&str, &str)], tls: bool) {
 }
 
 fn run(tls: bool) {
+    let _lo = shared_lo();
     let peers = installed(H2_PEERS);
     if peers.is_empty() {
         return;
@@ -242,6 +251,7 @@ fn h3_study_text(others: &[(&str, &str)], httplab: bool) -> String {
 /// lighttpd and httplab serve are left out as not speaking h3.
 #[test]
 fn h3_workload_against_caddy() {
+    let _lo = shared_lo();
     let caddy = installed(&[("caddy", "kind = \"caddy\"")]);
     if caddy.is_empty() {
         return;
@@ -302,4 +312,63 @@ fn h3_workload_against_caddy() {
         html.contains("Over HTTP/3 (h3 over QUIC)"),
         "the report says how"
     );
+}
+
+/// A page under 1 % packet loss (`loss_pct`) over h1 and h3 on Caddy: where
+/// root, `tc` and the kernel's netem allow, the runs complete and record the
+/// loss; elsewhere every row is skipped with the reason. Either way lo is
+/// left without a netem qdisc.
+#[test]
+fn packet_loss_is_injected_or_skipped_and_always_removed() {
+    let _lo = LO.write().unwrap_or_else(|p| p.into_inner());
+    if installed(&[("caddy", "kind = \"caddy\"")]).is_empty() {
+        return;
+    }
+    let text = format!(
+        "name = \"loss-tiny\"\ntls = true\n{FAST}\n[corpus]\npages = [{{ name = \"page\", objects = 20, object_size = \"4KB\" }}]\n\
+         [[servers]]\nkind = \"caddy\"\nname = \"caddy\"\nworkers = 1\n\
+         [[workloads]]\nname = \"h1-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 2\nnum_calls = 21\nloss_pct = 1\n\
+         [[workloads]]\nname = \"h3-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 2\nnum_calls = 21\nloss_pct = 1\nprotocol = \"h3\"\n"
+    );
+    let s = spec::parse(&text, "loss.toml").unwrap_or_else(|e| panic!("{e:#}"));
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        work_dir: Some(dir.path().to_path_buf()),
+        budget_s: Some(0.0),
+        ..Options::default()
+    };
+    let res = runner::run_study(&s, &opts).unwrap();
+    assert!(!res.runs.is_empty());
+    let skipped: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.status != "ok").collect();
+    if skipped.is_empty() {
+        for r in &res.runs {
+            let run = r.run.as_ref().expect("a run result");
+            assert!(run.totals.replies > 0, "{}", r.workload);
+            assert_eq!(
+                run.config.extra.get("packet_loss_pct").map(String::as_str),
+                Some("1"),
+                "{}",
+                r.workload
+            );
+            assert_eq!(run.http3.is_some(), r.workload == "h3-loss");
+        }
+    } else {
+        assert_eq!(skipped.len(), res.runs.len(), "all or none");
+        for r in &skipped {
+            assert_eq!(r.status, "skipped", "{}", r.reason);
+            assert!(
+                r.reason.starts_with("packet loss not injected"),
+                "{}",
+                r.reason
+            );
+        }
+        httplab_skip::skipped(&format!("netem: {}", skipped[0].reason));
+    }
+    if let Ok(out) = std::process::Command::new("tc")
+        .args(["qdisc", "show", "dev", "lo"])
+        .output()
+    {
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(!shown.contains("netem"), "lo left with netem: {shown}");
+    }
 }

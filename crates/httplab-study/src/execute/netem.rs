@@ -34,7 +34,13 @@ impl Tc {
             return Err("tc is not installed (Debian package: iproute2)".into());
         };
         let tc = Tc { path };
-        tc.loss(0.0).map(drop)?;
+        tc.loss(0.0).map(drop).map_err(|e| {
+            if e.contains("qdisc kind is unknown") {
+                format!("{e} (this kernel has no netem: module sch_netem)")
+            } else {
+                e
+            }
+        })?;
         Ok(tc)
     }
 
