@@ -2,13 +2,17 @@
 //! (`loss_pct`): `tc qdisc add dev lo root netem loss P%` just before each
 //! load run, deleted as soon as it ends by the guard's drop — so also when
 //! the run fails, panics or is stopped by Ctrl-C (the study's signal handler
-//! ends the run, it does not kill the process). Only the qdisc the study
+//! ends the run, it does not kill the process). Should the study die while
+//! the loss is on (a second Ctrl-C, a signal), a watcher it started with the
+//! loss — a shell in its own process group, reading a pipe from the study —
+//! sees the pipe close and deletes the qdisc. Only the qdisc the study
 //! added is ever deleted: if `lo` already has a root qdisc, adding fails and
 //! the workload is skipped with that reason. Needs root and `tc` (iproute2);
 //! without them the workload is skipped, its rows saying why.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 /// Where `tc` is looked for.
 const TC_PATHS: &[&str] = &["/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"];
@@ -48,7 +52,28 @@ impl Tc {
     pub fn loss(&self, pct: f64) -> Result<Loss, String> {
         let p = format!("{pct}%");
         self.run(&["qdisc", "add", "dev", DEV, "root", "netem", "loss", &p])?;
-        Ok(Loss { tc: self.clone() })
+        // From here the guard exists, so the loss is removed however this ends.
+        let mut loss = Loss {
+            tc: self.clone(),
+            watcher: None,
+        };
+        loss.watcher = Some(self.watcher()?);
+        Ok(loss)
+    }
+
+    /// The watcher: `sh` waiting for end of file on its stdin (the study's
+    /// end), then deleting the qdisc. In its own process group, so the
+    /// terminal's Ctrl-C does not end it first.
+    fn watcher(&self) -> Result<Child, String> {
+        Command::new("/bin/sh")
+            .args(["-c", "read x; exec \"$0\" qdisc del dev lo root netem"])
+            .arg(&self.path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("starting the packet-loss watcher (/bin/sh): {e}"))
     }
 
     fn run(&self, args: &[&str]) -> Result<(), String> {
@@ -74,10 +99,18 @@ impl Tc {
 #[derive(Debug)]
 pub struct Loss {
     tc: Tc,
+    /// Deletes the qdisc if the study dies first (see the module's text).
+    watcher: Option<Child>,
 }
 
 impl Drop for Loss {
     fn drop(&mut self) {
+        // The watcher (ours, by its PID) ends first, so that it cannot
+        // delete a qdisc a later run adds.
+        if let Some(mut w) = self.watcher.take() {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
         if let Err(e) = self.tc.run(&["qdisc", "del", "dev", DEV, "root", "netem"]) {
             eprintln!(
                 "httplab study: removing the packet loss from lo failed: {e}; remove it with `tc qdisc del dev lo root`"
@@ -136,6 +169,24 @@ mod tests {
             calls(&log)[2..],
             [
                 "qdisc add dev lo root netem loss 2.5%",
+                "qdisc del dev lo root netem"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_watcher_removes_the_loss_when_the_study_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tc, log) = fake(dir.path(), false);
+        let mut loss = tc.loss(1.0).unwrap();
+        // The study's end, as the watcher sees it: its stdin closes.
+        let mut w = loss.watcher.take().expect("a watcher");
+        drop(w.stdin.take());
+        assert!(w.wait().unwrap().success());
+        assert_eq!(
+            calls(&log),
+            [
+                "qdisc add dev lo root netem loss 1%",
                 "qdisc del dev lo root netem"
             ]
         );
