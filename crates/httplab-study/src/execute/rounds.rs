@@ -86,7 +86,7 @@ pub fn run_workload(
     let no_loss = loss_unavailable(cx, w);
     // Servers that cannot speak the workload's protocol, with the reason;
     // every server when its packet loss cannot be injected.
-    let unspoken: BTreeMap<usize, (RunStatus, String)> = mine
+    let left_out: BTreeMap<usize, (RunStatus, String)> = mine
         .iter()
         .filter_map(|&i| {
             match (
@@ -122,7 +122,7 @@ pub fn run_workload(
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);
-            } else if let Some((status, why)) = unspoken.get(&i) {
+            } else if let Some((status, why)) = left_out.get(&i) {
                 // Left out of this workload's comparisons, with the reason.
                 let row = Row::new(w, &slots[i].inst.name, &step, 0);
                 for r in 0..min_reps {
