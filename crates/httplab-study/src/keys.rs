@@ -17,6 +17,10 @@ pub const RUN_DRIVER: &str = "driver";
 pub const RUN_CLIENT_CEILING: &str = "client_ceiling";
 /// Its value for an HTTP/2 run.
 pub const CEILING_UNKNOWN_H2: &str = "unknown: the client calibration measures HTTP/1.1 against an HTTP/1.1 sink, not HTTP/2, so this run was not checked for being client-bound";
+/// Its value for an HTTP/3 run.
+pub const CEILING_UNKNOWN_H3: &str = "unknown: the client calibration measures HTTP/1.1 against an HTTP/1.1 sink, not HTTP/3, so this run was not checked for being client-bound";
+/// Key of `RunConfig.extra`: the packet loss (percent) on loopback during the run.
+pub const RUN_PACKET_LOSS: &str = "packet_loss_pct";
 /// Prefix of every key an idle workload adds to `RunConfig.extra`.
 pub const RUN_IDLE_PREFIX: &str = "idle_";
 

@@ -39,7 +39,6 @@ pub use crate::render::plan_text::describe_plan;
 /// Runs the whole study. Never fails because a server does: that becomes a
 /// failed row. Fails only when the corpus cannot be written.
 pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
-    crate::plan::load_run::check_protocols(study)?;
     let started_at = m::now_rfc3339();
     let tmp;
     let base = match &opts.work_dir {
@@ -83,6 +82,7 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         runs: Vec::new(),
         calibrations: CalibrationCache::new(),
         lists,
+        netem: None,
     };
     let started = Instant::now();
     cx.emit(Event::Planned {

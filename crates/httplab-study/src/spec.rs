@@ -769,8 +769,8 @@ pub struct Workload {
     #[serde(default)]
     pub metric: Option<Metric>,
     /// The HTTP version the client speaks: `h1` (default), `h2` (over TLS by
-    /// ALPN, h2c by prior knowledge in a cleartext study) or `h3` (TLS
-    /// studies only; not run yet). Servers that cannot speak it are left out
+    /// ALPN, h2c by prior knowledge in a cleartext study) or `h3` (QUIC, so
+    /// TLS studies only; Caddy is the peer that speaks it). Servers that cannot speak it are left out
     /// of the workload, with the reason.
     #[serde(default)]
     pub protocol: Protocol,
@@ -791,6 +791,12 @@ pub struct Workload {
     /// (default: `timeout_s`); connections still pending then are counted as such.
     #[serde(default)]
     pub idle_connect_s: Option<f64>,
+    /// Packet loss, percent, injected on the loopback interface during each
+    /// of this workload's runs (`tc qdisc add dev lo root netem loss P%`,
+    /// removed when the run ends). Needs root and `tc`; without them the
+    /// workload is skipped with the reason. `load` and `users` workloads.
+    #[serde(default)]
+    pub loss_pct: Option<f64>,
 }
 
 impl Workload {
@@ -822,8 +828,7 @@ pub enum Protocol {
     /// knowledge.
     #[serde(rename = "h2")]
     H2,
-    /// HTTP/3 (over QUIC, so only in a TLS study). Accepted in study files;
-    /// the plan refuses it until `httplab load` speaks it.
+    /// HTTP/3 (over QUIC, so only in a TLS study): `httplab load --http3`.
     #[serde(rename = "h3")]
     H3,
 }
@@ -1206,6 +1211,7 @@ fn validate_workload(
         bail!("{at}workload '{}': rate must be positive", w.name);
     }
     workload_keys_take_effect(w, p).with_context(|| format!("{at}workload '{}'", w.name))?;
+    workload_loss_fits(w).with_context(|| format!("{at}workload '{}'", w.name))?;
     if w.window_s.is_some_and(|x| !(0.1..=3600.0).contains(&x))
         || w.warmup_s.is_some_and(|x| !(0.0..=600.0).contains(&x))
     {
@@ -1248,6 +1254,24 @@ pub fn workload_protocol_fits(w: &Workload, tls: bool) -> Result<()> {
         bail!(
             "protocol = \"h3\" needs HTTPS: HTTP/3 runs over QUIC, which is always encrypted; write `tls = true` at the top level of the study"
         );
+    }
+    Ok(())
+}
+
+/// Refuses a `loss_pct` out of range or in a workload that does not run
+/// through one load run per repetition.
+fn workload_loss_fits(w: &Workload) -> Result<()> {
+    let Some(pct) = w.loss_pct else {
+        return Ok(());
+    };
+    if matches!(w.kind, WorkloadKind::Sweep | WorkloadKind::Idle) {
+        bail!(
+            "`loss_pct` applies to `load` and `users` workloads, not `{}`",
+            w.kind.as_str()
+        );
+    }
+    if !(pct.is_finite() && pct > 0.0 && pct <= 50.0) {
+        bail!("`loss_pct` must be a percentage above 0 and at most 50, not {pct}");
     }
     Ok(())
 }

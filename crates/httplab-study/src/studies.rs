@@ -44,6 +44,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "100, 1 000 and 10 000 idle connections held while a client measures, on httplab's models and every peer (about 3 minutes)",
         include_str!("../../../studies/idle.toml"),
     ),
+    (
+        "protocols",
+        "HTTP/1.1, HTTP/2 and HTTP/3 over TLS on httplab, nginx, h2o, lighttpd and Caddy: a page of 20 objects, one large file, the page under 1 % packet loss (about 4 minutes)",
+        include_str!("../../../studies/protocols.toml"),
+    ),
 ];
 
 /// Looks up a built-in study by name.

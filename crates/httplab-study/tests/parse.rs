@@ -19,6 +19,7 @@ fn every_builtin_parses_and_plans() {
         "capacity",
         "worker-threads",
         "idle",
+        "protocols",
     ] {
         assert!(builtin(n).is_some(), "missing built-in {n}");
     }
@@ -31,6 +32,66 @@ fn default_tours_httplab_and_all_peers() {
     for k in ["httplab", "nginx", "apache", "lighttpd", "h2o"] {
         assert!(kinds.contains(&k), "default lacks {k}");
     }
+}
+
+#[test]
+fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
+    let s = spec::parse(builtin("protocols").unwrap(), "protocols").unwrap();
+    assert!(s.tls, "h2 by ALPN and h3 need TLS");
+    let kinds: Vec<&str> = s.servers.iter().map(|x| x.kind.as_str()).collect();
+    for k in ["httplab", "nginx", "h2o", "lighttpd", "caddy"] {
+        assert!(kinds.contains(&k), "protocols lacks {k}");
+    }
+    for (content, loss) in [("page", ""), ("large", ""), ("page", "-loss")] {
+        for p in spec::Protocol::ALL {
+            let name = format!("{content}-{p}{loss}");
+            let w = s.workloads.iter().find(|w| w.name == name);
+            assert_eq!(w.map(|w| w.protocol), Some(p), "{name}");
+            let pct = w.and_then(|w| w.loss_pct);
+            assert_eq!(pct, (!loss.is_empty()).then_some(1.0), "{name}");
+        }
+    }
+    // Short enough for a 2-core machine: a few minutes at the fewest rounds.
+    let (lo, _) = runner::count_runs_range(&s);
+    assert!(lo <= 200, "{lo} runs");
+    let secs = runner::estimate_seconds(&s) + s.protocol.budget_s.unwrap_or(0.0);
+    assert!(secs < 300.0, "{secs} s");
+    let plan = runner::describe_plan(&s);
+    for line in [
+        "over HTTP/3 (h3 over QUIC)",
+        "httplab event does not speak h2: ",
+        "httplab event does not speak h3: ",
+        "nginx does not speak h3: ",
+        "h2o does not speak h3: ",
+        "lighttpd does not speak h3: ",
+        "1 % packet loss on lo",
+    ] {
+        assert!(plan.contains(line), "{line}: {plan}");
+    }
+    assert!(!plan.contains("caddy does not speak"), "{plan}");
+    assert_eq!(
+        cli(&["protocols", "--dry-run"]).unwrap(),
+        std::process::ExitCode::SUCCESS
+    );
+}
+
+#[test]
+fn loss_pct_is_a_percentage_of_load_and_users_workloads() {
+    let wl = |kind: &str, extra: &str| {
+        format!("{OK_HEAD}[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"{kind}\"\ntarget = \"/a.txt\"\n{extra}")
+    };
+    let s = spec::parse(&wl("users", "users = 2\nloss_pct = 1\n"), "l.toml").unwrap();
+    assert_eq!(s.workloads[0].loss_pct, Some(1.0));
+    assert!(runner::describe_plan(&s).contains("1 % packet loss on lo"));
+    for bad in ["0", "-1", "60"] {
+        let e = err_of(&wl("load", &format!("loss_pct = {bad}\n")));
+        assert!(e.contains("loss_pct"), "{e}");
+    }
+    let e = err_of(&wl("idle", "loss_pct = 1\nusers = 2\n"));
+    assert!(
+        e.contains("`loss_pct` applies to `load` and `users`"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -4,8 +4,9 @@
 //! lighttpd, h2o, Caddy — in cleartext (h2c by prior knowledge) and over TLS
 //! (h2 by ALPN). Every run of theirs completes with HTTP/2 replies (the run's
 //! `http2` block); Apache prefork, which cannot speak HTTP/2, is listed with
-//! its reason. A missing peer fails under CI=true and is a visible skip
-//! otherwise.
+//! its reason. An `h3` workload runs against Caddy over TLS, the peers
+//! without QUIC listed with their reason. A missing peer fails under CI=true
+//! and is a visible skip otherwise.
 
 mod common;
 
@@ -18,6 +19,14 @@ use httplab_study::spec;
 #[test]
 fn helper_http_server() {
     common::maybe_serve();
+}
+
+/// Held by every test here; the packet-loss test holds it alone, as its
+/// loss on lo would reach the other tests' loopback traffic.
+static LO: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared_lo() -> std::sync::RwLockReadGuard<'static, ()> {
+    LO.read().unwrap_or_else(|p| p.into_inner())
 }
 
 const FAST: &str = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.3\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 11\n";
@@ -150,6 +159,7 @@ fn check(res: &m::StudyResult, peers: &[(&str, &str)], tls: bool) {
 }
 
 fn run(tls: bool) {
+    let _lo = shared_lo();
     let peers = installed(H2_PEERS);
     if peers.is_empty() {
         return;
@@ -208,11 +218,157 @@ fn h2_workload_against_peers_over_tls() {
     run(true);
 }
 
+/// Peers that do not speak HTTP/3 here, and the words of their reason.
+const NOT_H3: &[(&str, &str, &str)] = &[
+    ("nginx", "kind = \"nginx\"\nname = \"nginx\"", "no QUIC"),
+    ("h2o", "kind = \"h2o\"\nname = \"h2o\"", "no QUIC"),
+    (
+        "lighttpd",
+        "kind = \"lighttpd\"\nname = \"lighttpd\"",
+        "no HTTP/3",
+    ),
+];
+
+fn h3_study_text(others: &[(&str, &str)], httplab: bool) -> String {
+    let mut t = format!(
+        "name = \"h3-tiny\"\ntls = true\n{FAST}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n\
+         [[servers]]\nkind = \"caddy\"\nname = \"caddy\"\nworkers = 1\n"
+    );
+    for (_, toml) in others {
+        t.push_str(&format!("[[servers]]\n{toml}\n"));
+    }
+    if httplab {
+        t.push_str("[[servers]]\nkind = \"httplab\"\nworkers = 1\n");
+    }
+    t.push_str(
+        "[[workloads]]\nname = \"h3\"\nkind = \"users\"\ntarget = \"/b.bin\"\nusers = 2\nprotocol = \"h3\"\n",
+    );
+    t
+}
+
+/// An h3 workload over TLS: Caddy's runs complete over HTTP/3 (the run's
+/// `http3` block, replies, the unknown client ceiling said); nginx, h2o,
+/// lighttpd and httplab serve are left out as not speaking h3.
 #[test]
-fn h3_is_refused_before_anything_starts() {
-    let text = "name = \"h3\"\ntls = true\n[corpus]\nfiles = [{ path = \"a.txt\", size = 87 }]\n\
-                [[servers]]\nkind = \"caddy\"\n[[workloads]]\nname = \"q\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 1\nprotocol = \"h3\"\n";
-    let s = spec::parse(text, "h3.toml").unwrap();
-    let e = runner::run_study(&s, &Options::default()).unwrap_err();
-    assert!(format!("{e:#}").contains("not yet"), "{e:#}");
+fn h3_workload_against_caddy() {
+    let _lo = shared_lo();
+    let caddy = installed(&[("caddy", "kind = \"caddy\"")]);
+    if caddy.is_empty() {
+        return;
+    }
+    let others: Vec<(&str, &str)> = NOT_H3.iter().map(|(n, t, _)| (*n, *t)).collect();
+    let others = installed(&others);
+    let exe = runner::find_httplab_exe();
+    let s = spec::parse(&h3_study_text(&others, exe.is_some()), "h3.toml")
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let plan = runner::describe_plan(&s);
+    assert!(plan.contains("over HTTP/3"), "{plan}");
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        work_dir: Some(dir.path().to_path_buf()),
+        budget_s: Some(0.0),
+        httplab_exe: exe.clone(),
+        ..Options::default()
+    };
+    let res = runner::run_study(&s, &opts).unwrap();
+    let mine: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.server == "caddy").collect();
+    assert!(!mine.is_empty(), "caddy: no runs");
+    for r in mine {
+        assert_eq!(r.status, "ok", "caddy: {} ({})", r.status, r.reason);
+        let run = r.run.as_ref().expect("a run result");
+        assert!(run.totals.replies > 0, "caddy: no replies");
+        assert_eq!(run.errors.total, 0, "caddy: {:?}", run.errors);
+        assert!(run.http2.is_none());
+        let h = run.http3.as_ref().expect("an h3 run has an http3 block");
+        assert!(h.streams_completed > 0, "{h:?}");
+        assert_eq!(h.streams_failed, 0, "{h:?}");
+        assert_eq!(h.max_concurrent_streams, 1);
+        assert!(run.config.extra.contains_key("client_ceiling"));
+    }
+    let mut expect: Vec<(&str, &str)> = others
+        .iter()
+        .filter_map(|(n, _)| NOT_H3.iter().find(|x| x.0 == *n).map(|x| (x.0, x.2)))
+        .collect();
+    if exe.is_some() {
+        expect.push(("httplab event", "HTTP/1.1 only"));
+    }
+    for (name, says) in expect {
+        let rows: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.server == name).collect();
+        assert!(!rows.is_empty(), "{name}: listed");
+        for r in rows {
+            assert!(
+                r.reason.starts_with("does not speak h3: ") && r.reason.contains(says),
+                "{name}: {}",
+                r.reason
+            );
+        }
+        assert!(
+            plan.contains(&format!("{name} does not speak h3: ")),
+            "{name}: {plan}"
+        );
+    }
+    let html = httplab_study::report::html(&res, Some(&s), false);
+    assert!(
+        html.contains("Over HTTP/3 (h3 over QUIC)"),
+        "the report says how"
+    );
+}
+
+/// A page under 1 % packet loss (`loss_pct`) over h1 and h3 on Caddy: where
+/// root, `tc` and the kernel's netem allow, the runs complete and record the
+/// loss; elsewhere every row is skipped with the reason. Either way lo is
+/// left without a netem qdisc.
+#[test]
+fn packet_loss_is_injected_or_skipped_and_always_removed() {
+    let _lo = LO.write().unwrap_or_else(|p| p.into_inner());
+    if installed(&[("caddy", "kind = \"caddy\"")]).is_empty() {
+        return;
+    }
+    let text = format!(
+        "name = \"loss-tiny\"\ntls = true\n{FAST}\n[corpus]\npages = [{{ name = \"page\", objects = 20, object_size = \"4KB\" }}]\n\
+         [[servers]]\nkind = \"caddy\"\nname = \"caddy\"\nworkers = 1\n\
+         [[workloads]]\nname = \"h1-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 2\nnum_calls = 21\nloss_pct = 1\n\
+         [[workloads]]\nname = \"h3-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 2\nnum_calls = 21\nloss_pct = 1\nprotocol = \"h3\"\n"
+    );
+    let s = spec::parse(&text, "loss.toml").unwrap_or_else(|e| panic!("{e:#}"));
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        work_dir: Some(dir.path().to_path_buf()),
+        budget_s: Some(0.0),
+        ..Options::default()
+    };
+    let res = runner::run_study(&s, &opts).unwrap();
+    assert!(!res.runs.is_empty());
+    let skipped: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.status != "ok").collect();
+    if skipped.is_empty() {
+        for r in &res.runs {
+            let run = r.run.as_ref().expect("a run result");
+            assert!(run.totals.replies > 0, "{}", r.workload);
+            assert_eq!(
+                run.config.extra.get("packet_loss_pct").map(String::as_str),
+                Some("1"),
+                "{}",
+                r.workload
+            );
+            assert_eq!(run.http3.is_some(), r.workload == "h3-loss");
+        }
+    } else {
+        assert_eq!(skipped.len(), res.runs.len(), "all or none");
+        for r in &skipped {
+            assert_eq!(r.status, "skipped", "{}", r.reason);
+            assert!(
+                r.reason.starts_with("packet loss not injected"),
+                "{}",
+                r.reason
+            );
+        }
+        httplab_skip::skipped(&format!("netem: {}", skipped[0].reason));
+    }
+    if let Ok(out) = std::process::Command::new("tc")
+        .args(["qdisc", "show", "dev", "lo"])
+        .output()
+    {
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(!shown.contains("netem"), "lo left with netem: {shown}");
+    }
 }

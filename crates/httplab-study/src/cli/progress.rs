@@ -26,6 +26,8 @@ pub fn bar() -> Observer {
         }
         Event::MoreRuns { runs } => bar.inc_length(*runs),
         Event::Activity { message } => bar.set_message(message.clone()),
+        Event::Notice { message } if bar.is_hidden() => eprintln!("note: {message}"),
+        Event::Notice { message } => bar.println(format!("note: {message}")),
         Event::Progress { seconds } => {
             let mut l = left.lock().unwrap_or_else(|p| p.into_inner());
             *l = (*l - seconds).max(0.0);

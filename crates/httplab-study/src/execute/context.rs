@@ -10,6 +10,7 @@ use httplab_model as m;
 
 use crate::execute::corpus::CorpusIndex;
 use crate::execute::events::Event;
+use crate::execute::netem::Tc;
 use crate::execute::options::Options;
 use crate::execute::tls::CertFiles;
 use crate::spec::StudyFile;
@@ -34,6 +35,9 @@ pub struct Execution<'a> {
     pub calibrations: CalibrationCache,
     /// Where path lists (`--uri-list`) are written.
     pub lists: PathBuf,
+    /// Packet loss (`loss_pct`): `tc` once a workload asked for it, or why
+    /// the study cannot inject loss (None: not asked yet).
+    pub netem: Option<Result<Tc, String>>,
 }
 
 impl Execution<'_> {

@@ -24,6 +24,12 @@ pub enum Event {
         /// E.g. "nginx · static [10] · round 2".
         message: String,
     },
+    /// Something the user should still read after the study: printed, not
+    /// a passing message (e.g. why a workload was skipped).
+    Notice {
+        /// The words.
+        message: String,
+    },
     /// One planned run is done (measured, failed or given up).
     Progress {
         /// Seconds of the estimate this run stood for.

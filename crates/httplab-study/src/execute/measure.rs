@@ -16,7 +16,9 @@ use crate::execute::idle::Holder;
 use crate::execute::sampler::{self, Sampler};
 use crate::execute::servers;
 use crate::execute::slots::Slot;
-use crate::keys::{CEILING_UNKNOWN_H2, RUN_CLIENT_CEILING, RUN_DRIVER};
+use crate::keys::{
+    CEILING_UNKNOWN_H2, CEILING_UNKNOWN_H3, RUN_CLIENT_CEILING, RUN_DRIVER, RUN_PACKET_LOSS,
+};
 use crate::plan::idle::HoldSpec;
 use crate::plan::load_run::{LoadRun, RunShard, RunTls};
 use crate::plan::steps::StepParams;
@@ -290,18 +292,39 @@ fn one_run(
     round: u32,
 ) -> Result<m::RunResult, RunError> {
     let spec = prepare_run(cx, slot, w, p, round)?;
-    let mut run = execute_run(
+    // Packet loss on lo for this run only (after the calibration): the
+    // guard removes it when the run ends, however it ends.
+    let loss = match (w.loss_pct, &cx.netem) {
+        (Some(pct), Some(Ok(tc))) => Some(tc.loss(pct).map_err(failed)?),
+        (Some(_), _) => return Err(failed("packet loss asked for but not available")),
+        (None, _) => None,
+    };
+    let run = execute_run(
         &cx.client_cores,
         &cx.opts.stop,
         slot,
         w,
         &spec,
         p.max_duration,
-    )?;
-    if spec.http2.is_some() {
+    );
+    drop(loss);
+    let mut run = run?;
+    if let Some(pct) = w.loss_pct {
         run.config
             .extra
-            .insert(RUN_CLIENT_CEILING.into(), CEILING_UNKNOWN_H2.into());
+            .insert(RUN_PACKET_LOSS.into(), format!("{pct}"));
+    }
+    let unknown = if spec.http2.is_some() {
+        Some(CEILING_UNKNOWN_H2)
+    } else if spec.http3.is_some() {
+        Some(CEILING_UNKNOWN_H3)
+    } else {
+        None
+    };
+    if let Some(why) = unknown {
+        run.config
+            .extra
+            .insert(RUN_CLIENT_CEILING.into(), why.into());
     }
     Ok(run)
 }
@@ -379,9 +402,10 @@ fn prepare_run(
     let mut spec = load_run(cx, slot, w, p, round)?
         .spec()
         .map_err(|e| failed(format!("{e:#}")))?;
-    if spec.http2.is_some() {
-        // The calibration's sink speaks HTTP/1.1 only: an HTTP/2 run's
-        // ceiling is unknown (none rather than a wrong one; the run says so).
+    if spec.http2.is_some() || spec.http3.is_some() {
+        // The calibration's sink speaks HTTP/1.1 only: an HTTP/2 or HTTP/3
+        // run's ceiling is unknown (none rather than a wrong one; the run
+        // says so).
         spec.client_ceiling = None;
         return Ok(spec);
     }

@@ -11,6 +11,7 @@ use crate::execute::cells::{measured_nothing, CellData, Stop, REASON_EMPTY};
 use crate::execute::context::Execution;
 use crate::execute::events::Event;
 use crate::execute::measure::{measure, usable, Measured, RunError};
+use crate::execute::netem::Tc;
 use crate::execute::servers;
 use crate::execute::slots::Slot;
 use crate::keys::{RUN_PARAM, RUN_STEP};
@@ -82,13 +83,26 @@ pub fn run_workload(
         .collect();
     let metric = rounds::primary_metric(cx.study, w);
     let (min_reps, max_reps) = rounds::reps_of(&cx.proto, w);
-    // Servers that cannot speak the workload's protocol, with the reason.
-    let unspoken: BTreeMap<usize, String> = mine
+    let no_loss = loss_unavailable(cx, w);
+    // Servers that cannot speak the workload's protocol, with the reason;
+    // every server when its packet loss cannot be injected.
+    let left_out: BTreeMap<usize, (RunStatus, String)> = mine
         .iter()
         .filter_map(|&i| {
-            servers::speaks(&slots[i].inst, w.protocol, cx.tls.is_some())
-                .err()
-                .map(|why| (i, format!("does not speak {}: {why}", w.protocol)))
+            match (
+                &no_loss,
+                servers::speaks(&slots[i].inst, w.protocol, cx.tls.is_some()),
+            ) {
+                (Some(why), _) => Some((i, (RunStatus::Skipped, why.clone()))),
+                (None, Err(why)) => Some((
+                    i,
+                    (
+                        RunStatus::NotInstalled,
+                        format!("does not speak {}: {why}", w.protocol),
+                    ),
+                )),
+                (None, Ok(())) => None,
+            }
         })
         .collect();
     let mut out = Vec::new();
@@ -108,11 +122,11 @@ pub fn run_workload(
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);
-            } else if let Some(why) = unspoken.get(&i) {
+            } else if let Some((status, why)) = left_out.get(&i) {
                 // Left out of this workload's comparisons, with the reason.
                 let row = Row::new(w, &slots[i].inst.name, &step, 0);
                 for r in 0..min_reps {
-                    Row { round: r, ..row }.file(cx, 0, RunStatus::NotInstalled, why, None);
+                    Row { round: r, ..row }.file(cx, 0, status.clone(), why, None);
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);
@@ -137,6 +151,22 @@ pub fn run_workload(
         out.push(sr);
     }
     out
+}
+
+/// Why a workload's packet loss cannot be injected (None: it can, or it
+/// asks for none). `tc` is looked for once per study; the reason is printed.
+fn loss_unavailable(cx: &mut Execution, w: &Workload) -> Option<String> {
+    w.loss_pct?;
+    let why = cx
+        .netem
+        .get_or_insert_with(Tc::usable)
+        .as_ref()
+        .err()
+        .map(|why| format!("packet loss not injected, workload skipped: {why}"))?;
+    cx.emit(Event::Notice {
+        message: format!("{}: {why}", w.name),
+    });
+    Some(why)
 }
 
 /// Runs rounds of one step until it has `until` rounds (or every server has

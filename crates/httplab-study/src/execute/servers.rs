@@ -2,11 +2,12 @@
 //! its own process group on a free loopback port, waits until it answers,
 //! and stops it by PID afterwards. Which HTTP versions each can speak here
 //! is [`speaks`]; a study with `h2` workloads configures the peers for
-//! HTTP/2 next to HTTP/1.1.
+//! HTTP/2 next to HTTP/1.1; Caddy over TLS serves HTTP/3 too, on the same
+//! port number over UDP.
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -200,10 +201,21 @@ pub struct Context {
     pub http2: bool,
 }
 
-/// Picks a free loopback port (the kernel's choice; released before use).
+/// Picks a free loopback port (the kernel's choice; released before use),
+/// free for UDP too: Caddy serves HTTP/3 on the same port number as HTTPS.
 pub fn free_port() -> Result<u16> {
-    let l = TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
-    Ok(l.local_addr()?.port())
+    let mut last = None;
+    for _ in 0..32 {
+        let l =
+            TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0 to find a free port")?;
+        let port = l.local_addr()?.port();
+        match UdpSocket::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = Some(e),
+        }
+    }
+    let why = last.map_or_else(String::new, |e| format!(": {e}"));
+    bail!("no loopback port free for both TCP and UDP after 32 tries{why}")
 }
 
 fn is_root() -> bool {
@@ -758,16 +770,31 @@ pub fn speaks(
             },
             ServerKind::Nginx | ServerKind::H2o | ServerKind::Caddy | ServerKind::Command => Ok(()),
         },
-        Protocol::H3 => match kind {
-            ServerKind::Caddy if tls => Ok(()),
-            ServerKind::Command => Ok(()),
-            _ if !tls => Err("HTTP/3 needs TLS (QUIC is always encrypted)".into()),
-            ServerKind::Httplab => Err("httplab serve speaks HTTP/1.1 only".into()),
-            k => Err(format!(
-                "the study does not configure {} for HTTP/3 (Caddy only, for now)",
-                k.as_str()
-            )),
-        },
+        Protocol::H3 => h3(kind, tls),
+    }
+}
+
+/// Why a server kind cannot speak HTTP/3 here (Ok: it can): Caddy serves it
+/// next to HTTPS on the same port number over UDP; the Debian builds of the
+/// other peers have no QUIC.
+fn h3(kind: ServerKind, tls: bool) -> std::result::Result<(), String> {
+    if !tls {
+        return Err("HTTP/3 needs TLS (QUIC is always encrypted)".into());
+    }
+    match kind {
+        ServerKind::Caddy | ServerKind::Command => Ok(()),
+        ServerKind::Httplab => Err(
+            "httplab serve speaks HTTP/1.1 only (no QUIC listener, no HTTP/3 framing)".into(),
+        ),
+        ServerKind::Nginx => Err(
+            "the study's nginx has no QUIC (Debian's nginx 1.22 is built without the HTTP/3 module, which came with 1.25)"
+                .into(),
+        ),
+        ServerKind::Apache => Err("Apache httpd has no HTTP/3 (no QUIC module)".into()),
+        ServerKind::Lighttpd => Err("lighttpd has no HTTP/3 (no QUIC support)".into()),
+        ServerKind::H2o => Err(
+            "the study's h2o has no QUIC (Debian's h2o 2.2 predates its HTTP/3 support)".into(),
+        ),
     }
 }
 
@@ -1338,6 +1365,14 @@ mod tests {
     }
 
     #[test]
+    fn a_free_port_is_free_for_udp_too() {
+        let port = free_port().unwrap();
+        let t = TcpListener::bind(("127.0.0.1", port));
+        let u = UdpSocket::bind(("127.0.0.1", port));
+        assert!(t.is_ok() && u.is_ok(), "{port}: {t:?} {u:?}");
+    }
+
+    #[test]
     fn who_speaks_what() {
         let httplab = inst("kind = \"httplab\"");
         assert!(speaks(&httplab, Protocol::H1, false).is_ok());
@@ -1350,5 +1385,15 @@ mod tests {
         let nginx = inst("kind = \"nginx\"");
         assert!(speaks(&nginx, Protocol::H2, true).is_ok());
         assert!(speaks(&nginx, Protocol::H3, true).is_err());
+        for (k, says) in [
+            ("nginx", "no QUIC"),
+            ("h2o", "no QUIC"),
+            ("lighttpd", "no HTTP/3"),
+            ("apache", "no HTTP/3"),
+            ("httplab", "HTTP/1.1 only"),
+        ] {
+            let why = speaks(&inst(&format!("kind = \"{k}\"")), Protocol::H3, true).unwrap_err();
+            assert!(why.contains(says), "{k}: {why}");
+        }
     }
 }

@@ -5,42 +5,24 @@
 //! has; the client's calibration is keyed by the spec's shape
 //! (`httplab_load::calibration_cache`), not by that text. An `h2` workload's
 //! run is `httplab load --http2` (h2 over TLS by ALPN, h2c by prior
-//! knowledge in a cleartext study); `h3` is refused until load speaks it.
+//! knowledge in a cleartext study); an `h3` workload's run is `httplab load
+//! --http3` (QUIC, so TLS studies only, verified against the study's
+//! certificate as every TLS run is).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use httplab_load::LoadSpec;
 
 use crate::plan::steps::{Offer, StepParams};
-use crate::spec::{Protocol, StudyFile};
+use crate::spec::Protocol;
 
-/// Streams an HTTP/2 run keeps open per connection: one, so that a
+/// Streams an HTTP/2 or HTTP/3 run keeps open per connection: one, so that a
 /// connection (or a user) has one request in flight as over HTTP/1.1
 /// without pipelining, and the servers are compared on the same offered
 /// load whatever the protocol (h2load's default too).
 pub const H2_STREAMS: u32 = 1;
-
-/// Why a protocol cannot be run by the study yet (None: it can).
-pub fn not_yet(p: Protocol) -> Option<&'static str> {
-    match p {
-        Protocol::H1 | Protocol::H2 => None,
-        Protocol::H3 => Some(
-            "protocol = \"h3\" is not yet supported by the study: `httplab load` has no HTTP/3 client to run it with",
-        ),
-    }
-}
-
-/// Refuses a study with a workload whose protocol cannot be run yet.
-pub fn check_protocols(study: &StudyFile) -> Result<()> {
-    for w in &study.workloads {
-        if let Some(why) = not_yet(w.protocol) {
-            bail!("workload '{}': {why}", w.name);
-        }
-    }
-    Ok(())
-}
 
 /// How a study run speaks TLS.
 #[derive(Debug, Clone)]
@@ -90,9 +72,6 @@ pub struct LoadRun {
 impl LoadRun {
     /// The load spec of this run.
     pub fn spec(&self) -> Result<LoadSpec> {
-        if let Some(why) = not_yet(self.protocol) {
-            bail!("{why}");
-        }
         httplab_load::parse_args(self.args()).context("httplab load arguments")
     }
 
@@ -107,8 +86,10 @@ impl LoadRun {
     ///   after a timed warm-up).
     /// - Sessions of several calls reconnect when a server closes (`--reconnect`)
     ///   and bodies are verified against the corpus (`--verify-root`; not
-    ///   over HTTP/2, whose driver does not verify bodies).
-    /// - HTTP/2: `--http2 --max-concurrent-streams 1` ([`H2_STREAMS`]).
+    ///   over HTTP/2 or HTTP/3, whose drivers do not verify bodies).
+    /// - HTTP/2: `--http2 --max-concurrent-streams 1` ([`H2_STREAMS`]);
+    ///   HTTP/3: `--http3 --max-concurrent-streams 1` (TLS below, as always
+    ///   in a study that can hold an h3 workload).
     pub fn args(&self) -> Vec<String> {
         let p = &self.params;
         let mut v: Vec<String> = vec![
@@ -136,8 +117,11 @@ impl LoadRun {
                 v.push("--max-concurrent-streams".into());
                 v.push(H2_STREAMS.to_string());
             }
-            // Refused by `spec()` (see `not_yet`).
-            Protocol::H3 => {}
+            Protocol::H3 => {
+                v.push("--http3".into());
+                v.push("--max-concurrent-streams".into());
+                v.push(H2_STREAMS.to_string());
+            }
         }
         let mut push = |k: &str, val: String| {
             v.push(k.to_string());
@@ -332,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn h3_is_refused_as_not_yet() {
+    fn an_h3_run_is_load_with_http3_over_verified_tls() {
         let mut r = run(
             Offer::Open {
                 rate: Some(10.0),
@@ -341,8 +325,26 @@ mod tests {
             Some(1.0),
         );
         r.protocol = Protocol::H3;
-        let e = r.spec().unwrap_err().to_string();
-        assert!(e.contains("not yet"), "{e}");
-        assert!(not_yet(Protocol::H2).is_none());
+        r.tls = Some(RunTls {
+            ca: PathBuf::from("/nonexistent/ca.pem"),
+            resume: true,
+        });
+        let a = r.args();
+        assert!(a.contains(&"--http3".to_string()), "{a:?}");
+        assert!(!a.contains(&"--http2".to_string()), "{a:?}");
+        assert!(!a.contains(&"--verify-root".to_string()), "{a:?}");
+        let spec = r.spec().unwrap();
+        let h = spec.http3.as_ref().expect("an h3 run carries HTTP/3");
+        assert_eq!(h.max_concurrent_streams, H2_STREAMS);
+        assert!(spec.http2.is_none());
+        let tls = spec.tls.as_ref().expect("QUIC is TLS");
+        assert!(tls.verify, "verified against the study's certificate");
+        // A different shape for the calibration cache than HTTP/1.1 over TLS.
+        r.protocol = Protocol::H1;
+        let h1_tls = r.spec().unwrap();
+        assert_ne!(
+            httplab_load::calibration_cache::Shape::of(&spec),
+            httplab_load::calibration_cache::Shape::of(&h1_tls)
+        );
     }
 }

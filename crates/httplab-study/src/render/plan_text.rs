@@ -140,17 +140,21 @@ fn workload_lines(o: &mut String, s: &StudyFile) {
             let how = match (w.protocol, s.tls) {
                 (Protocol::H2, true) => "HTTP/2 (h2 by ALPN)",
                 (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
+                (Protocol::H3, _) => "HTTP/3 (h3 over QUIC)",
                 _ => w.protocol.label(),
             };
             let _ = writeln!(o, "    over {how}");
-            if let Some(why) = crate::plan::load_run::not_yet(w.protocol) {
-                let _ = writeln!(o, "    refused: {why}");
-            }
             for x in servers_of(w, &all) {
                 if let Err(why) = servers::speaks(x, w.protocol, s.tls) {
                     let _ = writeln!(o, "    {} does not speak {}: {why}", x.name, w.protocol);
                 }
             }
+        }
+        if let Some(pct) = w.loss_pct {
+            let _ = writeln!(
+                o,
+                "    {pct} % packet loss on lo during each run (tc qdisc … netem, removed after it; needs root and tc, else the workload is skipped)"
+            );
         }
         for p in &st {
             let label = if p.step.is_empty() {

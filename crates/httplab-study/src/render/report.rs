@@ -680,6 +680,12 @@ fn workload_intro(
             }
         );
         protocol_note(h, res, study, wl);
+        if let Some(pct) = wl.loss_pct {
+            let _ = writeln!(
+                h,
+                "<p>With {pct} % packet loss on the loopback interface during every run (netem).</p>"
+            );
+        }
         if let Some(q) = wl.cpu_quota {
             let _ = writeln!(h, "<p>{}</p>", esc(&quota_text(q, res)));
         } else if wl.kind == crate::spec::WorkloadKind::Sweep {
@@ -726,6 +732,7 @@ fn protocol_note(
     let how = match (wl.protocol, tls) {
         (Protocol::H2, true) => "HTTP/2 (h2 by ALPN over TLS)",
         (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
+        (Protocol::H3, _) => "HTTP/3 (h3 over QUIC)",
         (p, _) => p.label(),
     };
     let mut left_out: Vec<String> = Vec::new();
