@@ -149,10 +149,14 @@ impl<'a> Worker<'a> {
                 c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
                 Arc::new(c)
             }),
-            h2: spec
-                .http2
-                .as_ref()
-                .map(|h| h2::H2Plan::new(spec, ctx.plan, h)),
+            h2: match &spec.http2 {
+                Some(h) => {
+                    Some(h2::H2Plan::new(spec, ctx.plan, h).map_err(|e| {
+                        io::Error::new(io::ErrorKind::InvalidInput, format!("{e:#}"))
+                    })?)
+                }
+                None => None,
+            },
             setup_now: 0,
         })
     }

@@ -365,42 +365,13 @@ impl H2Conn {
         }
         let id = self.next_id;
         self.next_id += 2;
-        let max = self.peer_max_frame;
-        let first = block.len().min(max);
-        let end = if first == block.len() {
-            flag::END_HEADERS
-        } else {
-            0
-        };
         let body = body.filter(|b| !b.is_empty());
         let no_body = if body.is_none() { flag::END_STREAM } else { 0 };
-        self.frame_head(first, frame::HEADERS, no_body | end, id);
-        self.out.extend_from_slice(&block[..first]);
-        let mut at = first;
-        while at < block.len() {
-            let n = (block.len() - at).min(max);
-            let end = if at + n == block.len() {
-                flag::END_HEADERS
-            } else {
-                0
-            };
-            self.frame_head(n, frame::CONTINUATION, end, id);
-            self.out.extend_from_slice(&block[at..at + n]);
-            at += n;
-        }
+        // HEADERS then CONTINUATION frames, END_HEADERS on the last.
+        let kinds = (frame::HEADERS, frame::CONTINUATION);
+        self.split(id, block, kinds, no_body, flag::END_HEADERS);
         if let Some(b) = body {
-            let mut at = 0;
-            while at < b.len() {
-                let n = (b.len() - at).min(max);
-                let end = if at + n == b.len() {
-                    flag::END_STREAM
-                } else {
-                    0
-                };
-                self.frame_head(n, frame::DATA, end, id);
-                self.out.extend_from_slice(&b[at..at + n]);
-                at += n;
-            }
+            self.split(id, b, (frame::DATA, frame::DATA), 0, flag::END_STREAM);
         }
         self.streams.push(Stream {
             id,
@@ -413,6 +384,29 @@ impl H2Conn {
             unacked: 0,
         });
         Some(id)
+    }
+
+    /// `bytes` on stream `id` in frames of at most the server's frame size:
+    /// the first of kind `kinds.0` with `first_flags`, the others of kind
+    /// `kinds.1`, `last_flag` on the last.
+    fn split(&mut self, id: u32, bytes: &[u8], kinds: (u8, u8), first_flags: u8, last_flag: u8) {
+        let max = self.peer_max_frame;
+        let mut at = 0;
+        loop {
+            let n = (bytes.len() - at).min(max);
+            let (kind, flags) = if at == 0 {
+                (kinds.0, first_flags)
+            } else {
+                (kinds.1, 0)
+            };
+            let last = if at + n == bytes.len() { last_flag } else { 0 };
+            self.frame_head(n, kind, flags | last, id);
+            self.out.extend_from_slice(&bytes[at..at + n]);
+            at += n;
+            if at == bytes.len() {
+                return;
+            }
+        }
     }
 
     /// Gives up on the stream of the call with `serial` (a timeout): a

@@ -364,6 +364,63 @@ pub struct LoadSpec {
 pub const DEFAULT_MAX_CONNECTING: u64 = 500;
 
 impl LoadSpec {
+    /// The `:authority` of HTTP/2 and HTTP/3 requests: the Host header,
+    /// else server and port (an IPv6 address in brackets).
+    pub(crate) fn authority(&self) -> String {
+        if let Some(h) = &self.host_header {
+            return h.clone();
+        }
+        let host = if self.server.contains(':') && !self.server.starts_with('[') {
+            format!("[{}]", self.server)
+        } else {
+            self.server.clone()
+        };
+        format!("{host}:{}", self.port)
+    }
+
+    /// The header fields of HTTP/2 and HTTP/3 requests, lower-case, in
+    /// order: user-agent, the `--add-header` fields these protocols allow
+    /// (RFC 9113, 8.2.2; RFC 9114, 4.2: no connection-specific fields, no
+    /// Host, which is `:authority`), content-length with a body.
+    pub(crate) fn stream_header_fields(&self) -> Result<Vec<(String, String)>> {
+        let ua = format!("httplab/{}", env!("CARGO_PKG_VERSION"));
+        let mut h = vec![("user-agent".to_string(), ua)];
+        for line in &self.headers {
+            let Some((n, v)) = line.split_once(':') else {
+                bail!("--add-header '{line}' is not 'Name: value'");
+            };
+            let n = n.trim().to_ascii_lowercase();
+            let connection_specific = matches!(
+                n.as_str(),
+                "host"
+                    | "connection"
+                    | "keep-alive"
+                    | "proxy-connection"
+                    | "transfer-encoding"
+                    | "upgrade"
+                    | "te"
+            );
+            if connection_specific {
+                continue;
+            }
+            let valid_name = !n.is_empty()
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+            if !valid_name {
+                bail!("--add-header '{line}': not a valid header name");
+            }
+            let v = v.trim();
+            if v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                bail!("--add-header '{line}': not a valid header value");
+            }
+            h.push((n, v.to_string()));
+        }
+        if let Some(b) = &self.body {
+            h.push(("content-length".into(), b.len().to_string()));
+        }
+        Ok(h)
+    }
+
     /// httperf's defaults against `server:port` (one connection, one call, GET /).
     pub fn new(server: &str, port: u16) -> LoadSpec {
         LoadSpec {
@@ -1096,6 +1153,31 @@ pub(crate) fn validate_http3(spec: &LoadSpec, h: &Http3Spec) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_header_fields_drop_connection_fields_and_refuse_bad_ones() {
+        let mut s = LoadSpec::new("h", 80);
+        s.headers = vec![
+            "Connection: keep-alive".into(),
+            "Host: other".into(),
+            "X-Test: 1".into(),
+            "Accept-Encoding: gzip".into(),
+        ];
+        s.body = Some(b"abc".to_vec());
+        let h = s.stream_header_fields().unwrap();
+        let names: Vec<&str> = h.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["user-agent", "x-test", "accept-encoding", "content-length"]
+        );
+        assert_eq!(h[1].1, "1");
+        assert_eq!(h[3].1, "3");
+        s.headers = vec!["no colon here".into()];
+        assert!(s.stream_header_fields().is_err());
+        s.headers = vec!["Bad Name: x".into()];
+        assert!(s.stream_header_fields().is_err());
+        assert_eq!(LoadSpec::new("::1", 8443).authority(), "[::1]:8443");
+    }
 
     #[test]
     fn period_forms() {

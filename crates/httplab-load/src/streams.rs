@@ -24,7 +24,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
@@ -153,7 +153,7 @@ impl<'a, P: Proto> Driver<'a, P> {
     pub fn new(ctx: &'a WorkerCtx<'a>, proto: P, depth: u32) -> Result<Driver<'a, P>> {
         let spec = ctx.spec;
         let scheme = if spec.tls.is_some() { "https" } else { "http" };
-        let auth = authority(spec);
+        let auth = spec.authority();
         let mut reqs = Vec::with_capacity(ctx.plan.requests.len());
         for r in &ctx.plan.requests {
             let uri = http::Uri::builder()
@@ -543,59 +543,14 @@ pub(crate) async fn with_deadline<F: std::future::Future>(
 
 // ---------------------------------------------------------------- requests
 
-fn authority(spec: &LoadSpec) -> String {
-    if let Some(h) = &spec.host_header {
-        return h.clone();
-    }
-    let host = if spec.server.contains(':') && !spec.server.starts_with('[') {
-        format!("[{}]", spec.server)
-    } else {
-        spec.server.clone()
-    };
-    format!("{host}:{}", spec.port)
-}
-
-/// Header fields HTTP/2 and HTTP/3 forbid (RFC 9113, 8.2.2; RFC 9114, 4.2)
-/// or carry as pseudo-headers.
-fn forbidden(name: &str) -> bool {
-    matches!(
-        name,
-        "host"
-            | "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "transfer-encoding"
-            | "upgrade"
-            | "te"
-    )
-}
-
 fn headers(spec: &LoadSpec) -> Result<http::HeaderMap> {
     let mut h = http::HeaderMap::new();
-    let ua = format!("httplab/{}", env!("CARGO_PKG_VERSION"));
-    h.insert(
-        http::header::USER_AGENT,
-        http::HeaderValue::from_str(&ua).map_err(|e| anyhow!("user-agent: {e}"))?,
-    );
-    for line in &spec.headers {
-        let Some((n, v)) = line.split_once(':') else {
-            bail!("--add-header '{line}' is not 'Name: value'");
-        };
-        let n = n.trim().to_ascii_lowercase();
-        if forbidden(&n) {
-            continue;
-        }
+    for (n, v) in spec.stream_header_fields()? {
         let name = http::HeaderName::from_bytes(n.as_bytes())
-            .map_err(|_| anyhow!("--add-header '{line}': not a valid header name"))?;
-        let value = http::HeaderValue::from_str(v.trim())
-            .map_err(|_| anyhow!("--add-header '{line}': not a valid header value"))?;
+            .map_err(|_| anyhow!("--add-header '{n}': not a valid header name"))?;
+        let value = http::HeaderValue::from_str(&v)
+            .map_err(|_| anyhow!("--add-header '{n}: {v}': not a valid header value"))?;
         h.append(name, value);
-    }
-    if let Some(b) = &spec.body {
-        h.insert(
-            http::header::CONTENT_LENGTH,
-            http::HeaderValue::from(b.len()),
-        );
     }
     Ok(h)
 }
@@ -607,11 +562,11 @@ mod tests {
     #[test]
     fn authority_is_the_host_header_or_server_and_port() {
         let mut s = LoadSpec::new("127.0.0.1", 8443);
-        assert_eq!(authority(&s), "127.0.0.1:8443");
+        assert_eq!(s.authority(), "127.0.0.1:8443");
         s.server = "::1".into();
-        assert_eq!(authority(&s), "[::1]:8443");
+        assert_eq!(s.authority(), "[::1]:8443");
         s.host_header = Some("example.org".into());
-        assert_eq!(authority(&s), "example.org");
+        assert_eq!(s.authority(), "example.org");
     }
 
     #[test]

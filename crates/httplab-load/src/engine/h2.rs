@@ -31,21 +31,9 @@ pub(crate) struct H2Plan {
 }
 
 impl H2Plan {
-    pub fn new(spec: &LoadSpec, plan: &Plan, h: &Http2Spec) -> H2Plan {
-        let auth = authority(spec);
-        let ua = format!("httplab/{}", env!("CARGO_PKG_VERSION"));
-        let mut extra: Vec<(String, String)> = vec![("user-agent".into(), ua)];
-        for line in &spec.headers {
-            if let Some((n, v)) = line.split_once(':') {
-                let n = n.trim().to_ascii_lowercase();
-                if !forbidden(&n) {
-                    extra.push((n, v.trim().to_string()));
-                }
-            }
-        }
-        if let Some(b) = &spec.body {
-            extra.push(("content-length".into(), b.len().to_string()));
-        }
+    pub fn new(spec: &LoadSpec, plan: &Plan, h: &Http2Spec) -> anyhow::Result<H2Plan> {
+        let auth = spec.authority();
+        let extra = spec.stream_header_fields()?;
         let extra: Vec<(&str, &str)> = extra
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_str()))
@@ -58,46 +46,19 @@ impl H2Plan {
                 h2proto::request_block(method, spec.tls.is_some(), &auth, &r.path, &extra)
             })
             .collect();
-        H2Plan {
+        Ok(H2Plan {
             blocks,
             body: spec.body.clone(),
             spec: h.clone(),
             events: Vec::new(),
             calls: Vec::new(),
-        }
+        })
     }
 
     /// A fresh connection machine with the run's windows.
     pub fn conn(&self) -> H2Conn {
         H2Conn::new(self.spec.stream_window, self.spec.conn_window)
     }
-}
-
-/// The `:authority` of the requests: the Host header, else server and port.
-pub(crate) fn authority(spec: &LoadSpec) -> String {
-    if let Some(h) = &spec.host_header {
-        return h.clone();
-    }
-    let host = if spec.server.contains(':') && !spec.server.starts_with('[') {
-        format!("[{}]", spec.server)
-    } else {
-        spec.server.clone()
-    };
-    format!("{host}:{}", spec.port)
-}
-
-/// Header fields HTTP/2 forbids (RFC 9113, 8.2.2) or carries as pseudo-headers.
-fn forbidden(name: &str) -> bool {
-    matches!(
-        name,
-        "host"
-            | "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "transfer-encoding"
-            | "upgrade"
-            | "te"
-    )
 }
 
 impl Worker<'_> {

@@ -569,3 +569,37 @@ fn talks_to_the_h2_crate_server() {
     drop(sock);
     server.join().unwrap();
 }
+
+#[test]
+fn large_blocks_and_bodies_are_split_at_the_frame_size() {
+    let mut c = H2Conn::new(WINDOW, WINDOW);
+    take_output(&mut c);
+    let path = format!("/{}", "p".repeat(40_000));
+    let block = request_block("POST", false, "h", &path, &[]);
+    let body = vec![b'b'; 20_000];
+    c.open_stream(&block, Some(&body), call(0)).unwrap();
+    let f = frames(&take_output(&mut c));
+    let kinds: Vec<(u8, u8, usize)> = f.iter().map(|f| (f.0, f.1, f.3.len())).collect();
+    assert_eq!(
+        kinds,
+        [
+            (frame::HEADERS, 0, MAX_FRAME),
+            (frame::CONTINUATION, 0, MAX_FRAME),
+            (
+                frame::CONTINUATION,
+                flag::END_HEADERS,
+                block.len() - 2 * MAX_FRAME
+            ),
+            (frame::DATA, 0, MAX_FRAME),
+            (frame::DATA, flag::END_STREAM, 20_000 - MAX_FRAME),
+        ]
+    );
+    let joined: Vec<u8> = f[..3].iter().flat_map(|f| f.3.clone()).collect();
+    assert_eq!(joined, block);
+    // Without a body: one HEADERS frame ends the stream.
+    c.open_stream(&request_block("GET", false, "h", "/", &[]), None, call(1))
+        .unwrap();
+    let f = frames(&take_output(&mut c));
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].1, flag::END_STREAM | flag::END_HEADERS);
+}
