@@ -1085,6 +1085,9 @@ pub(crate) fn validate_http2(spec: &LoadSpec, h: &Http2Spec) -> Result<()> {
             bail!("{name} must be 1 ..= {MAX_WINDOW} bytes");
         }
     }
+    if spec.body.as_ref().is_some_and(|b| b.len() > 65_535) {
+        bail!("--http2 sends request bodies of at most 65 535 bytes (the protocol's initial flow-control window; the client does not wait for more)");
+    }
     validate_streams(spec, "--http2")
 }
 
