@@ -656,13 +656,7 @@ impl H2Conn {
         }
         // Flow control counts the whole payload, padding included.
         let counted = payload.len() as u32;
-        self.conn_unacked += counted;
-        if self.conn_unacked > self.conn_window {
-            return Err(H2Error::FlowControl);
-        }
-        if self.conn_unacked >= self.conn_window / 2 {
-            let inc = self.conn_unacked;
-            self.conn_unacked = 0;
+        if let Some(inc) = consume(&mut self.conn_unacked, self.conn_window, counted)? {
             self.window_update(0, inc);
         }
         let body = Self::unpad(flags, payload, false)?;
@@ -680,17 +674,10 @@ impl H2Conn {
         if s.status == 0 {
             return Err(H2Error::Protocol("DATA before the response head"));
         }
-        s.unacked += counted;
-        if s.unacked > window {
-            return Err(H2Error::FlowControl);
-        }
+        let top_up = consume(&mut s.unacked, window, counted)?;
         s.body += body.len() as u64;
-        let top_up = (s.unacked >= window / 2 && flags & flag::END_STREAM == 0).then(|| {
-            let inc = s.unacked;
-            s.unacked = 0;
-            inc
-        });
-        if let Some(inc) = top_up {
+        // A stream that ends needs no more window.
+        if let Some(inc) = top_up.filter(|_| flags & flag::END_STREAM == 0) {
             self.window_update(id, inc);
         }
         if flags & flag::END_STREAM != 0 {
@@ -837,6 +824,20 @@ impl H2Conn {
         }
         Ok(())
     }
+}
+
+/// `n` octets received against a window of `window` of which `unacked`
+/// were already used: a flow-control error beyond the window, else the
+/// top-up to send (all that was used) once half the window is used.
+fn consume(unacked: &mut u32, window: u32, n: u32) -> Result<Option<u32>, H2Error> {
+    *unacked = unacked.saturating_add(n);
+    if *unacked > window {
+        return Err(H2Error::FlowControl);
+    }
+    if *unacked < window / 2 {
+        return Ok(None);
+    }
+    Ok(Some(std::mem::take(unacked)))
 }
 
 fn be32(b: &[u8]) -> u32 {

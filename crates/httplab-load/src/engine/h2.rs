@@ -66,34 +66,31 @@ impl Worker<'_> {
     /// wait for one; after the server's GOAWAY the call is refused (made
     /// again on a new connection).
     pub(super) fn h2_send(&mut self, idx: usize, p: Pending, now: Instant) {
-        let Some(plan) = self.h2.as_ref() else { return };
+        self.tally.of(p.measured).h2.streams.started += 1;
         let s = &mut self.slots[idx];
-        let Some(h) = s.wire.h2.as_mut() else { return };
-        if h.going_away() {
-            self.h2_unsend(&p);
-            self.slots[idx].sess.refused(&self.rules, now);
+        if s.wire.h2.as_ref().is_some_and(|h| h.going_away()) {
+            self.h2_refused(idx, &p, now);
             return;
         }
-        self.tally.of(p.measured).h2.streams.started += 1;
-        if s.wire.h2_wait.is_empty() && h.can_open() {
-            let body = plan.body.as_deref();
-            h.open_stream(&plan.blocks[p.req as usize], body, p);
-        } else {
-            s.wire.h2_wait.push_back(p);
-        }
+        s.wire.h2_wait.push_back(p);
+        self.h2_open_waiting(idx, now);
     }
 
-    /// A call that was counted as sent but never reached the server.
-    fn h2_unsend(&mut self, p: &Pending) {
+    /// A call the server did not process and will not: no longer counted as
+    /// sent, and the session told (it makes the call again on a new
+    /// connection).
+    fn h2_refused(&mut self, idx: usize, p: &Pending, now: Instant) {
         let st = self.tally.of(p.measured);
+        st.h2.streams.started = st.h2.streams.started.saturating_sub(1);
         st.requests = st.requests.saturating_sub(1);
         if p.measured {
             self.tally.part.requests = self.tally.part.requests.saturating_sub(1);
         }
+        self.slots[idx].sess.refused(&self.rules, now);
     }
 
-    /// Calls waiting for a stream get one while the server's limit allows;
-    /// their time waiting counts only in the corrected latency.
+    /// Calls waiting for a stream get one, in order, while the server's
+    /// limit allows; their time waiting counts only in the corrected latency.
     fn h2_open_waiting(&mut self, idx: usize, now: Instant) {
         let Some(plan) = self.h2.as_ref() else { return };
         let s = &mut self.slots[idx];
@@ -212,13 +209,11 @@ impl Worker<'_> {
                 self.slots[idx].sess.call_failed(&self.rules, now, false);
             }
             Event::Refused { call, reset } => {
-                let st = self.tally.of(call.measured);
                 if reset {
+                    let st = self.tally.of(call.measured);
                     st.h2.rst[reason_index(h2proto::code::REFUSED_STREAM)] += 1;
                 }
-                st.h2.streams.started = st.h2.streams.started.saturating_sub(1);
-                self.h2_unsend(&call);
-                self.slots[idx].sess.refused(&self.rules, now);
+                self.h2_refused(idx, &call, now);
             }
             Event::GoAway { code, .. } => {
                 let m = self.slots[idx].conn_measured;
@@ -227,10 +222,7 @@ impl Worker<'_> {
                 st.h2.goaway_reasons[reason_index(code)] += 1;
                 // Calls still waiting for a stream will not get one here.
                 while let Some(p) = self.slots[idx].wire.h2_wait.pop_front() {
-                    let st = self.tally.of(p.measured);
-                    st.h2.streams.started = st.h2.streams.started.saturating_sub(1);
-                    self.h2_unsend(&p);
-                    self.slots[idx].sess.refused(&self.rules, now);
+                    self.h2_refused(idx, &p, now);
                 }
             }
         }
