@@ -140,6 +140,20 @@ mod tests {
         )
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A process another test forks while the script is open for writing
+        // keeps that descriptor until it execs, and running the script
+        // meanwhile fails with ETXTBSY: run it once, until it runs, then
+        // forget that call.
+        for _ in 0..1000 {
+            match std::process::Command::new(&script).status() {
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => std::thread::yield_now(),
+                r => {
+                    r.unwrap();
+                    break;
+                }
+            }
+        }
+        let _ = std::fs::remove_file(&log);
         (Tc { path: script }, log)
     }
 
