@@ -54,6 +54,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod protocols;
 mod run;
 mod sweep;
 

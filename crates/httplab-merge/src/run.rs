@@ -85,6 +85,7 @@ pub fn merge_run_refs(
     merge_self_check(&mut out, &agg, span);
     out.self_check.warnings = self_check_warnings(&shards, count, &warnings);
     merge_config_and_environment(&mut out, &runs, count);
+    crate::protocols::merge_protocol_blocks(&mut out, &runs, &names)?;
 
     out.shards = shards
         .iter()
