@@ -48,6 +48,20 @@ fn missing_peers_are_reported_not_dropped() {
             assert_eq!(r.reason, format!("not installed (Debian package: {pkg})"));
         }
     }
+    // The verdict that could compare nothing says why, not only that one
+    // server has results.
+    let v = res
+        .verdicts
+        .iter()
+        .find(|v| v.workload == "w")
+        .expect("a verdict for the workload");
+    assert!(
+        v.note.contains("only one server has results")
+            && v.note.contains("left out: ")
+            && v.note.contains("h2o: not installed (Debian package: h2o)"),
+        "{}",
+        v.note
+    );
     let out = tempfile::tempdir().unwrap();
     report::write_all(&res, Some(&s), out.path(), false).unwrap();
     let html = std::fs::read_to_string(out.path().join("index.html")).unwrap();

@@ -74,7 +74,10 @@ pub fn conclude(
 ) -> (Vec<m::Cell>, Vec<m::StudyVerdict>) {
     let views = step_views(study, steps, sequential);
     let planned = decisions::plan(study, &views);
-    let verdicts = decisions::verdicts(&planned, &decisions::design_options(proto));
+    let mut verdicts = decisions::verdicts(&planned, &decisions::design_options(proto));
+    for v in verdicts.iter_mut().filter(|v| v.ratio.is_none()) {
+        explain_left_out(study, v, steps);
+    }
     let mut cells = Vec::new();
     for sr in steps {
         for c in sr.data.values() {
@@ -87,4 +90,27 @@ pub fn conclude(
         }
     }
     (cells, verdicts)
+}
+
+/// A verdict that compared nothing says why the servers without values were
+/// not run (not installed, cannot speak the protocol, packet loss not
+/// available), rather than only that they have no results.
+fn explain_left_out(study: &StudyFile, v: &mut m::StudyVerdict, steps: &[StepRun]) {
+    let mut by_reason: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for d in steps
+        .iter()
+        .filter(|sr| study.workloads[sr.wi].name == v.workload && sr.label == v.step)
+        .flat_map(|sr| sr.data.values())
+    {
+        if let Some(why) = d.left_out.as_deref() {
+            by_reason.entry(why).or_default().push(&d.server);
+        }
+    }
+    if !by_reason.is_empty() {
+        let list: Vec<String> = by_reason
+            .into_iter()
+            .map(|(why, servers)| format!("{}: {why}", servers.join(", ")))
+            .collect();
+        v.note = format!("{}; left out: {}", v.note, list.join("; "));
+    }
 }

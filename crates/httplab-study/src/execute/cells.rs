@@ -137,6 +137,10 @@ pub struct CellData {
     pub stop: Option<Stop>,
     /// Runs excluded because they measured nothing ([`measured_nothing`]).
     pub empty_runs: u32,
+    /// Why the server was left out of this step without running (it never
+    /// started, cannot speak the workload's protocol, or the workload's
+    /// packet loss cannot be injected); the verdicts repeat it.
+    pub left_out: Option<String>,
 }
 
 impl CellData {

@@ -122,6 +122,7 @@ pub fn run_workload(
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);
+                d.left_out = Some(down.reason.clone());
             } else if let Some((status, why)) = left_out.get(&i) {
                 // Left out of this workload's comparisons, with the reason.
                 let row = Row::new(w, &slots[i].inst.name, &step, 0);
@@ -130,6 +131,7 @@ pub fn run_workload(
                     cx.emit(Event::Progress { seconds: 0.0 });
                 }
                 d.stop = Some(Stop::Failed);
+                d.left_out = Some(why.clone());
             }
             data.insert(i, d);
         }
