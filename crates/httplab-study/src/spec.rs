@@ -716,6 +716,10 @@ pub struct Workload {
     /// Requests in flight per connection (default 1 = no pipelining).
     #[serde(default)]
     pub pipeline: Option<u32>,
+    /// HTTP/2 and HTTP/3: streams each connection keeps in flight at once
+    /// (default 1, as HTTP/1.1 without pipelining).
+    #[serde(default)]
+    pub streams: Option<u32>,
     /// users: simultaneous users.
     #[serde(default)]
     pub users: Option<u64>,
@@ -1223,12 +1227,23 @@ fn validate_workload(
     Ok(())
 }
 
+/// Most streams a workload may keep in flight per connection.
+pub const MAX_STREAMS: u32 = 1000;
+
 /// Refuses a workload whose `protocol` cannot run it: HTTP/2 and HTTP/3
 /// have no pipelining (their requests are concurrent streams), an idle
 /// workload's partial request lines are HTTP/1.1 text, and HTTP/3 runs
 /// over QUIC, which is always encrypted.
 pub fn workload_protocol_fits(w: &Workload, tls: bool) -> Result<()> {
     let p = w.protocol;
+    if let Some(n) = w.streams {
+        if p == Protocol::H1 {
+            bail!("streams = {n} needs protocol = \"h2\" or \"h3\" (concurrent streams on one connection); over HTTP/1.1 use pipeline = {n}");
+        }
+        if n > MAX_STREAMS {
+            bail!("streams = {n} is more than {MAX_STREAMS}, more than servers allow on one connection (nginx and h2o: 100, Caddy: 250)");
+        }
+    }
     if p == Protocol::H1 {
         return Ok(());
     }
@@ -1506,6 +1521,7 @@ fn workload_values_in_range(w: &Workload, p: &ProtocolSpec) -> Result<()> {
         ("users", w.users),
         ("requests", w.requests),
         ("pipeline", w.pipeline.map(u64::from)),
+        ("streams", w.streams.map(u64::from)),
     ] {
         if v == Some(0) {
             bail!("{key} must be at least 1");

@@ -733,6 +733,27 @@ fn protocol_errors_say_why() {
     assert!(e.contains("idle_send = \"partial\""), "{e}");
     // Pipelining stays an HTTP/1.1 matter.
     assert!(spec::parse(&with_workload(false, "pipeline = 4\n"), "p.toml").is_ok());
+    // Streams are HTTP/2 and HTTP/3's.
+    let e = err_of(&with_workload(false, "streams = 20\n"));
+    assert!(
+        e.contains("needs protocol") && e.contains("pipeline = 20"),
+        "{e}"
+    );
+    let e = err_of(&with_workload(false, "protocol = \"h2\"\nstreams = 0\n"));
+    assert!(e.contains("streams must be at least 1"), "{e}");
+    let e = err_of(&with_workload(false, "protocol = \"h2\"\nstreams = 5000\n"));
+    assert!(e.contains("more than 1000"), "{e}");
+    let s = spec::parse(
+        &with_workload(false, "protocol = \"h2\"\nstreams = 20\n"),
+        "p.toml",
+    )
+    .unwrap();
+    assert_eq!(s.workloads[0].streams, Some(20));
+    let plan = httplab_study::runner::describe_plan(&s);
+    assert!(
+        plan.contains("20 streams in flight per connection"),
+        "{plan}"
+    );
 }
 
 #[test]

@@ -387,6 +387,7 @@ fn load_run(
             ),
         }),
         protocol: w.protocol,
+        streams: w.streams.unwrap_or(crate::plan::load_run::H2_STREAMS),
     })
 }
 

@@ -67,6 +67,9 @@ pub struct LoadRun {
     pub shard: Option<RunShard>,
     /// The HTTP version the client speaks.
     pub protocol: Protocol,
+    /// HTTP/2 and HTTP/3: streams per connection at once (the workload's
+    /// `streams`, else [`H2_STREAMS`]).
+    pub streams: u32,
 }
 
 impl LoadRun {
@@ -87,9 +90,10 @@ impl LoadRun {
     /// - Sessions of several calls reconnect when a server closes (`--reconnect`)
     ///   and bodies are verified against the corpus (`--verify-root`; not
     ///   over HTTP/2 or HTTP/3, whose drivers do not verify bodies).
-    /// - HTTP/2: `--http2 --max-concurrent-streams 1` ([`H2_STREAMS`]);
-    ///   HTTP/3: `--http3 --max-concurrent-streams 1` (TLS below, as always
-    ///   in a study that can hold an h3 workload).
+    /// - HTTP/2: `--http2 --max-concurrent-streams N`; HTTP/3: `--http3
+    ///   --max-concurrent-streams N` (TLS below, as always in a study that can
+    ///   hold an h3 workload); N is the workload's `streams`, by default
+    ///   [`H2_STREAMS`].
     pub fn args(&self) -> Vec<String> {
         let p = &self.params;
         let mut v: Vec<String> = vec![
@@ -115,12 +119,12 @@ impl LoadRun {
             Protocol::H2 => {
                 v.push("--http2".into());
                 v.push("--max-concurrent-streams".into());
-                v.push(H2_STREAMS.to_string());
+                v.push(self.streams.to_string());
             }
             Protocol::H3 => {
                 v.push("--http3".into());
                 v.push("--max-concurrent-streams".into());
-                v.push(H2_STREAMS.to_string());
+                v.push(self.streams.to_string());
             }
         }
         let mut push = |k: &str, val: String| {
@@ -248,6 +252,7 @@ mod tests {
             tls: None,
             shard: None,
             protocol: Protocol::H1,
+            streams: H2_STREAMS,
         }
     }
 

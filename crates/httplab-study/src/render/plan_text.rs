@@ -143,7 +143,12 @@ fn workload_lines(o: &mut String, s: &StudyFile) {
                 (Protocol::H3, _) => "HTTP/3 (h3 over QUIC)",
                 _ => w.protocol.label(),
             };
-            let _ = writeln!(o, "    over {how}");
+            let streams = w.streams.unwrap_or(crate::plan::load_run::H2_STREAMS);
+            let _ = writeln!(
+                o,
+                "    over {how}, {streams} stream{} in flight per connection",
+                if streams == 1 { "" } else { "s" }
+            );
             for x in servers_of(w, &all) {
                 if let Err(why) = servers::speaks(x, w.protocol, s.tls) {
                     let _ = writeln!(o, "    {} does not speak {}: {why}", x.name, w.protocol);
