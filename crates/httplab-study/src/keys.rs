@@ -21,6 +21,9 @@ pub const CEILING_UNKNOWN_H2: &str = "unknown: the client calibration measures H
 pub const CEILING_UNKNOWN_H3: &str = "unknown: the client calibration measures HTTP/1.1 against an HTTP/1.1 sink, not HTTP/3, so this run was not checked for being client-bound";
 /// Key of `RunConfig.extra`: the packet loss (percent) on loopback during the run.
 pub const RUN_PACKET_LOSS: &str = "packet_loss_pct";
+/// How the packet loss was injected (nftables on the server's port, or
+/// netem on all of `lo`).
+pub const RUN_PACKET_LOSS_METHOD: &str = "packet_loss_method";
 /// Prefix of every key an idle workload adds to `RunConfig.extra`.
 pub const RUN_IDLE_PREFIX: &str = "idle_";
 

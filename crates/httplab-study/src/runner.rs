@@ -82,7 +82,7 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         runs: Vec::new(),
         calibrations: CalibrationCache::new(),
         lists,
-        netem: None,
+        packet_loss: None,
     };
     let started = Instant::now();
     cx.emit(Event::Planned {

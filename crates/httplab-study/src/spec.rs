@@ -796,9 +796,10 @@ pub struct Workload {
     #[serde(default)]
     pub idle_connect_s: Option<f64>,
     /// Packet loss, percent, injected on the loopback interface during each
-    /// of this workload's runs (`tc qdisc add dev lo root netem loss P%`,
-    /// removed when the run ends). Needs root and `tc`; without them the
-    /// workload is skipped with the reason. `load` and `users` workloads.
+    /// of this workload's runs (nftables on the server's port, else `tc
+    /// netem`; removed when the run ends). Needs root and `nft` or `tc`;
+    /// without them the workload is skipped with the reason. `load` and
+    /// `users` workloads.
     #[serde(default)]
     pub loss_pct: Option<f64>,
 }

@@ -315,9 +315,9 @@ fn h3_workload_against_caddy() {
 }
 
 /// A page under 1 % packet loss (`loss_pct`) over h1 and h3 on Caddy: where
-/// root, `tc` and the kernel's netem allow, the runs complete and record the
-/// loss; elsewhere every row is skipped with the reason. Either way lo is
-/// left without a netem qdisc.
+/// root and nftables or netem allow, the runs complete and record the loss
+/// and how; elsewhere every row is skipped with the reason. Either way lo is
+/// left without a netem qdisc and without the study's nftables table.
 #[test]
 fn packet_loss_is_injected_or_skipped_and_always_removed() {
     let _lo = LO.write().unwrap_or_else(|p| p.into_inner());
@@ -351,9 +351,18 @@ fn packet_loss_is_injected_or_skipped_and_always_removed() {
                 r.workload
             );
             assert_eq!(run.http3.is_some(), r.workload == "h3-loss");
+            let how = run.config.extra.get("packet_loss_method");
+            assert!(
+                how.is_some_and(|h| h.starts_with("nftables") || h.starts_with("tc netem")),
+                "{how:?}"
+            );
         }
     } else {
-        assert_eq!(skipped.len(), res.runs.len(), "all or none");
+        let why: Vec<String> = skipped
+            .iter()
+            .map(|r| format!("{} {}: {} {}", r.workload, r.repetition, r.status, r.reason))
+            .collect();
+        assert_eq!(skipped.len(), res.runs.len(), "all or none: {why:#?}");
         for r in &skipped {
             assert_eq!(r.status, "skipped", "{}", r.reason);
             assert!(
@@ -370,5 +379,13 @@ fn packet_loss_is_injected_or_skipped_and_always_removed() {
     {
         let shown = String::from_utf8_lossy(&out.stdout);
         assert!(!shown.contains("netem"), "lo left with netem: {shown}");
+    }
+    if let Ok(out) = std::process::Command::new("nft")
+        .args(["list", "tables"])
+        .output()
+    {
+        let shown = String::from_utf8_lossy(&out.stdout);
+        let mine = format!("httplab_loss_{}", std::process::id());
+        assert!(!shown.contains(&mine), "nftables table left: {shown}");
     }
 }

@@ -10,8 +10,8 @@ use httplab_model as m;
 
 use crate::execute::corpus::CorpusIndex;
 use crate::execute::events::Event;
-use crate::execute::netem::Tc;
 use crate::execute::options::Options;
+use crate::execute::packet_loss::Injector;
 use crate::execute::tls::CertFiles;
 use crate::spec::StudyFile;
 
@@ -37,7 +37,7 @@ pub struct Execution<'a> {
     pub lists: PathBuf,
     /// Packet loss (`loss_pct`): `tc` once a workload asked for it, or why
     /// the study cannot inject loss (None: not asked yet).
-    pub netem: Option<Result<Tc, String>>,
+    pub packet_loss: Option<Result<Injector, String>>,
 }
 
 impl Execution<'_> {

@@ -18,6 +18,7 @@ use crate::execute::servers;
 use crate::execute::slots::Slot;
 use crate::keys::{
     CEILING_UNKNOWN_H2, CEILING_UNKNOWN_H3, RUN_CLIENT_CEILING, RUN_DRIVER, RUN_PACKET_LOSS,
+    RUN_PACKET_LOSS_METHOD,
 };
 use crate::plan::idle::HoldSpec;
 use crate::plan::load_run::{LoadRun, RunShard, RunTls};
@@ -294,8 +295,8 @@ fn one_run(
     let spec = prepare_run(cx, slot, w, p, round)?;
     // Packet loss on lo for this run only (after the calibration): the
     // guard removes it when the run ends, however it ends.
-    let loss = match (w.loss_pct, &cx.netem) {
-        (Some(pct), Some(Ok(tc))) => Some(tc.loss(pct).map_err(failed)?),
+    let loss = match (w.loss_pct, &cx.packet_loss) {
+        (Some(pct), Some(Ok(how))) => Some((how.loss(pct, spec.port).map_err(failed)?, how)),
         (Some(_), _) => return Err(failed("packet loss asked for but not available")),
         (None, _) => None,
     };
@@ -307,12 +308,18 @@ fn one_run(
         &spec,
         p.max_duration,
     );
-    drop(loss);
+    let how = loss.map(|(guard, how)| {
+        drop(guard);
+        how.describe()
+    });
     let mut run = run?;
-    if let Some(pct) = w.loss_pct {
+    if let (Some(pct), Some(how)) = (w.loss_pct, how) {
         run.config
             .extra
             .insert(RUN_PACKET_LOSS.into(), format!("{pct}"));
+        run.config
+            .extra
+            .insert(RUN_PACKET_LOSS_METHOD.into(), how.into());
     }
     let unknown = if spec.http2.is_some() {
         Some(CEILING_UNKNOWN_H2)

@@ -2,7 +2,7 @@
 //! disk ([`corpus`]), the servers started, pinned and stopped ([`servers`],
 //! [`slots`]; CPU from cgroups, [`cpu`]; /proc samples, [`sampler`]; the
 //! study certificate, [`tls`]), each load run and capacity search
-//! ([`measure`]), packet loss on loopback ([`netem`]), the idle-connection
+//! ([`measure`]), packet loss on loopback ([`packet_loss`]), the idle-connection
 //! holder ([`idle`]) and the rounds that
 //! fill every cell ([`rounds`], [`cells`]). It reports what it does as
 //! typed [`events`] and files every run as a row of the results.
@@ -16,8 +16,8 @@ pub mod events;
 pub mod http;
 pub mod idle;
 pub mod measure;
-pub mod netem;
 pub mod options;
+pub mod packet_loss;
 pub mod rounds;
 pub mod sampler;
 pub mod servers;

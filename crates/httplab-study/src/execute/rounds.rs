@@ -11,7 +11,7 @@ use crate::execute::cells::{measured_nothing, CellData, Stop, REASON_EMPTY};
 use crate::execute::context::Execution;
 use crate::execute::events::Event;
 use crate::execute::measure::{measure, usable, Measured, RunError};
-use crate::execute::netem::Tc;
+use crate::execute::packet_loss::Injector;
 use crate::execute::servers;
 use crate::execute::slots::Slot;
 use crate::keys::{RUN_PARAM, RUN_STEP};
@@ -156,12 +156,12 @@ pub fn run_workload(
 }
 
 /// Why a workload's packet loss cannot be injected (None: it can, or it
-/// asks for none). `tc` is looked for once per study; the reason is printed.
+/// asks for none). How to inject it is looked for once per study; the reason is printed.
 fn loss_unavailable(cx: &mut Execution, w: &Workload) -> Option<String> {
     w.loss_pct?;
     let why = cx
-        .netem
-        .get_or_insert_with(Tc::usable)
+        .packet_loss
+        .get_or_insert_with(Injector::usable)
         .as_ref()
         .err()
         .map(|why| format!("packet loss not injected, workload skipped: {why}"))?;

@@ -158,7 +158,7 @@ fn workload_lines(o: &mut String, s: &StudyFile) {
         if let Some(pct) = w.loss_pct {
             let _ = writeln!(
                 o,
-                "    {pct} % packet loss on lo during each run (tc qdisc … netem, removed after it; needs root and tc, else the workload is skipped)"
+                "    {pct} % packet loss on lo during each run (nftables on the server's port, else tc netem; removed after it; needs root, else the workload is skipped)"
             );
         }
         for p in &st {

@@ -683,7 +683,7 @@ fn workload_intro(
         if let Some(pct) = wl.loss_pct {
             let _ = writeln!(
                 h,
-                "<p>With {pct} % packet loss on the loopback interface during every run (netem).</p>"
+                "<p>With {pct} % packet loss on the loopback interface during every run (nftables on the server's port, or netem: see each run's <code>packet_loss_method</code>).</p>"
             );
         }
         if let Some(q) = wl.cpu_quota {
