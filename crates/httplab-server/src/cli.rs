@@ -17,7 +17,8 @@ use crate::{sys, Server};
 #[command(
     about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model)",
     long_about = None,
-    after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes."
+    after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes.",
+    args_override_self = true
 )]
 pub struct Args {
     /// Directory to serve
@@ -29,9 +30,17 @@ pub struct Args {
     /// Concurrency model
     #[arg(long, value_enum, default_value_t = Model::Event)]
     pub model: Model,
-    /// Event-model reactor threads (default: number of cores)
+    /// Event-model reactor threads (default: number of cores; with
+    /// --processes, per process, default 1)
     #[arg(long, short = 'w')]
     pub workers: Option<usize>,
+    /// Event model in N processes sharing nothing, each with its own
+    /// SO_REUSEPORT listener on the one port and its own descriptor limit
+    /// (RLIMIT_NOFILE is per process: several processes hold more
+    /// connections than one may). The parent starts them, waits for
+    /// SIGINT/SIGTERM and passes it on. Default 1: one process
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub processes: u32,
     /// Event-model I/O engine. epoll: readiness, then one system call per
     /// read, write, accept and close. uring: io_uring, one io_uring_enter
     /// per loop turn submits every accept, send and close and reaps their
@@ -264,6 +273,7 @@ pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
 
 /// [`main`], telling `ready` the bound address once the server is up.
 fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result<ExitCode> {
+    let raw_args = args.clone();
     let args = match Args::try_parse_from(args) {
         Ok(a) => a,
         Err(e) => {
@@ -272,6 +282,27 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
             return Ok(ExitCode::from(code));
         }
     };
+    if args.processes > 1 {
+        if args.model != Model::Event {
+            eprintln!(
+                "httplab serve: --processes runs the event model in several processes; it does not apply to --model {}",
+                args.model.name()
+            );
+            return Ok(ExitCode::from(2));
+        }
+        let mut a = args;
+        a.workers = Some(a.workers.unwrap_or(1));
+        if let Some(files) = &a.to_config().tls {
+            if let Err(e) = crate::tls::load(files) {
+                eprintln!("httplab serve: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        }
+        let mut raw: Vec<OsString> = raw_args.into_iter().skip(1).collect();
+        raw.push("--workers".into());
+        raw.push(a.workers.unwrap_or(1).to_string().into());
+        return crate::processes::run(&raw, a.listen, a.processes as usize, a.quiet, ready);
+    }
     let cfg = args.to_config();
     if let Some(files) = &cfg.tls {
         // A certificate or key that cannot be used is a usage error: one
@@ -287,7 +318,7 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     let quiet = cfg.quiet;
     let tls_on = cfg.tls.is_some();
     let server = Server::start(cfg)?;
-    if !quiet {
+    if !quiet || crate::processes::is_child() {
         let extra = match server.model() {
             Model::Event => format!(
                 "event model, {} workers, {} I/O",

@@ -48,6 +48,7 @@ mod handler;
 mod lifecycle;
 mod log;
 mod out;
+mod processes;
 mod session;
 mod sys;
 #[doc(hidden)]
@@ -433,8 +434,9 @@ fn bind_listeners(addr: SocketAddr, n: usize, reuseport: bool) -> anyhow::Result
     use socket2::{Domain, Protocol, Socket, Type};
     // With SO_REUSEPORT a second server of the same user could silently
     // share the port; probe it without the option first so "port in use"
-    // is reported as such.
-    if addr.port() != 0 && reuseport {
+    // is reported as such. (Not in one of `--processes`' serving processes:
+    // they share the port on purpose, and their parent probed it.)
+    if addr.port() != 0 && reuseport && !processes::is_child() {
         let probe = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         probe.set_reuse_address(true)?;
         probe.bind(&addr.into()).map_err(|e| bind_error(addr, e))?;
