@@ -87,14 +87,14 @@ start_server() {
         sslconf="ssl_certificate $CERT; ssl_certificate_key $KEY; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:10m; ssl_session_tickets on;"
       fi
       cat >"$dir/nginx.conf" <<EOF
-worker_processes 1;
-worker_rlimit_nofile 200000;
+worker_processes ${NGINX_WORKERS:-1};
+worker_rlimit_nofile ${NGINX_NOFILE:-200000};
 daemon off;
 master_process on;
 user root;
 pid $dir/nginx.pid;
 error_log $dir/error.log warn;
-events { worker_connections 150000; }
+events { worker_connections ${NGINX_CONNECTIONS:-150000}; }
 http {
   include /etc/nginx/mime.types;
   access_log off;
@@ -104,7 +104,7 @@ http {
   open_file_cache max=10000 inactive=60s;
   open_file_cache_valid 60s;
   keepalive_requests 100000000;
-  keepalive_timeout 75s;
+  keepalive_timeout ${NGINX_KEEPALIVE:-75s};
   server {
     listen 127.0.0.1:$SERVER_PORT$ssl backlog=4096;
     $sslconf
