@@ -47,6 +47,7 @@ mod files;
 mod handler;
 mod lifecycle;
 mod log;
+mod negotiate;
 mod out;
 mod session;
 mod sys;
@@ -67,7 +68,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use config::{AccessLog, FileIo, IoEngine, Limits, Model, ServerConfig, TlsFiles};
+pub use config::{
+    AccessLog, CacheFiles, CacheRule, Coding, FileIo, IoEngine, Limits, Model, ServerConfig,
+    TlsFiles,
+};
 pub use stats::Snapshot;
 
 use blocking::Stop;
@@ -128,6 +132,7 @@ impl Server {
         }
         std::fs::read_dir(&root)
             .with_context(|| format!("cannot read root directory {}", root.display()))?;
+        config::check_cache_rules(&cfg.cache_control).map_err(anyhow::Error::msg)?;
         let tls = match &cfg.tls {
             Some(files) => Some(tls::load(files)?),
             None => None,
