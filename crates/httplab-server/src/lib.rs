@@ -24,8 +24,10 @@
 //!
 //! - [`config`]: [`ServerConfig`] (public fields, `Default`) and [`Model`].
 //! - `session`: one connection's protocol state machine, without I/O.
-//! - `handler`: request → response (files, ranges, conditionals, errors).
-//! - `files`: safe path resolution and the per-worker file cache.
+//! - `handler`: request → response (files, ranges, conditionals, errors);
+//!   `negotiate`: `Accept-Encoding` against a file's precompressed variants.
+//! - `files`: safe path resolution and the per-worker file cache (with the
+//!   `--precompressed` variants and the `--cache-control` value of a file).
 //! - `event`: the mio reactor (default model); `uring`: the io_uring
 //!   engine of the event model; `lifecycle`: the worker lifecycle both
 //!   share (turn clock, buffer pool, accept gate, shutdown clock, sweep,
