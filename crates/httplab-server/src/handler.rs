@@ -307,15 +307,20 @@ impl Handler {
         head_only: bool,
         out: &mut OutQueue,
     ) -> Answer {
+        let vary = if info.vary {
+            "Vary: Accept-Encoding\r\n"
+        } else {
+            ""
+        };
         // Preconditions, in RFC 9110 §13.2.2 order.
         if let Some(v) = req.if_match {
             if !etag_matches(v, &info.etag, true) {
-                return self.error(412, "", conn, head_only, out);
+                return self.error(412, vary, conn, head_only, out);
             }
         } else if let Some(v) = req.if_unmodified_since {
             if let Some(t) = parse_date(v) {
                 if info.mtime_secs > t {
-                    return self.error(412, "", conn, head_only, out);
+                    return self.error(412, vary, conn, head_only, out);
                 }
             }
         }
@@ -345,11 +350,6 @@ impl Handler {
                 match parse_ranges(range, info.len) {
                     RangeSpec::Ignore => {}
                     RangeSpec::Unsatisfiable => {
-                        let vary = if info.vary {
-                            "Vary: Accept-Encoding\r\n"
-                        } else {
-                            ""
-                        };
                         let extra = format!("Content-Range: bytes */{}\r\n{vary}", info.len);
                         return self.error(416, &extra, conn, false, out);
                     }

@@ -1345,6 +1345,11 @@ fn precompressed_cases(p: &Precompressed, etags: &[(String, String)]) -> Vec<Cas
     }));
     let g = gz.clone();
     add("several ranges of a variant: the whole variant", format!("{}Range: bytes=0-1,5-6\r\n", ae("gzip")), 200, Box::new(move |r| coded(r, "gzip", &g, js)));
+    add("if-match with the identity ETag fails for the variant", format!("{}If-Match: {id_tag}\r\n", ae("gzip")), 412, Box::new(|r| {
+        assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+    }));
+    let g = gz.clone();
+    add("if-match with the variant's ETag", format!("{}If-Match: {gz_tag}\r\n", ae("gzip")), 200, Box::new(move |r| coded(r, "gzip", &g, js)));
     let (gt, it) = (gz_tag.clone(), id_tag.clone());
     add("304 for the variant's ETag", format!("{}If-None-Match: {gz_tag}\r\n", ae("gzip")), 304, Box::new(move |r| {
         assert_eq!(r.header("etag"), Some(gt.as_str()));
