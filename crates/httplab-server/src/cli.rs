@@ -440,13 +440,17 @@ mod tests {
     fn precompressed_and_cache_control_options() {
         let none = parse(&[]).unwrap().to_config();
         assert!(none.precompressed.is_empty() && none.cache_control.is_empty());
-        let bare = parse(&["--precompressed", "--root", "."]).unwrap().to_config();
+        let bare = parse(&["--precompressed", "--root", "."])
+            .unwrap()
+            .to_config();
         assert_eq!(bare.precompressed, Coding::DEFAULT_ORDER);
         let given = parse(&["--precompressed=gzip,br"]).unwrap().to_config();
         assert_eq!(given.precompressed, [Coding::Gzip, Coding::Br]);
         let spaced = parse(&["--precompressed", "zstd"]).unwrap().to_config();
         assert_eq!(spaced.precompressed, [Coding::Zstd]);
-        let e = parse(&["--precompressed=gzip,deflate"]).unwrap_err().to_string();
+        let e = parse(&["--precompressed=gzip,deflate"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown content coding 'deflate'"), "{e}");
         let cfg = parse(&[
             "--cache-control",
@@ -457,8 +461,13 @@ mod tests {
         .unwrap()
         .to_config();
         assert_eq!(cfg.cache_control.len(), 2);
-        assert_eq!(cfg.cache_control[0].value, "public, max-age=31536000, immutable");
-        let e = parse(&["--cache-control", "max-age=300"]).unwrap_err().to_string();
+        assert_eq!(
+            cfg.cache_control[0].value,
+            "public, max-age=31536000, immutable"
+        );
+        let e = parse(&["--cache-control", "max-age=300"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("'*=max-age=300'"), "{e}");
         let e = parse(&["--cache-control", "css"]).unwrap_err().to_string();
         assert!(e.contains("no '='"), "{e}");

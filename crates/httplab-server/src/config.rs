@@ -292,7 +292,9 @@ impl std::str::FromStr for CacheRule {
                 ));
             }
             if list.contains(&e) {
-                return Err(format!("cache-control rule '{s}': extension '{e}' listed twice"));
+                return Err(format!(
+                    "cache-control rule '{s}': extension '{e}' listed twice"
+                ));
             }
             list.push(e);
         }
@@ -464,8 +466,13 @@ mod tests {
             parse_codings("gzip, BR").unwrap(),
             vec![Coding::Gzip, Coding::Br]
         );
-        assert_eq!(parse_codings("br,zstd,gzip").unwrap(), Coding::DEFAULT_ORDER);
-        assert!(parse_codings("gzip,deflate").unwrap_err().contains("deflate"));
+        assert_eq!(
+            parse_codings("br,zstd,gzip").unwrap(),
+            Coding::DEFAULT_ORDER
+        );
+        assert!(parse_codings("gzip,deflate")
+            .unwrap_err()
+            .contains("deflate"));
         assert!(parse_codings("gzip,gzip").unwrap_err().contains("twice"));
         assert!(parse_codings("").unwrap_err().contains("unknown"));
     }
@@ -482,11 +489,17 @@ mod tests {
         .collect();
         check_cache_rules(&rules).unwrap();
         let at = |p: &str| cache_control_for(&rules, std::path::Path::new(p));
-        assert_eq!(at("/a/app.min.JS"), Some("public, max-age=31536000, immutable"));
+        assert_eq!(
+            at("/a/app.min.JS"),
+            Some("public, max-age=31536000, immutable")
+        );
         assert_eq!(at("/index.html"), Some("no-cache"));
         assert_eq!(at("/README"), Some("max-age=300"));
         assert_eq!(at("/x.txt"), Some("max-age=300"));
-        assert_eq!(cache_control_for(&rules[..2], std::path::Path::new("/x.txt")), None);
+        assert_eq!(
+            cache_control_for(&rules[..2], std::path::Path::new("/x.txt")),
+            None
+        );
         for (bad, says) in [
             ("css", "no '='"),
             ("=max-age=1", "empty extension"),

@@ -688,8 +688,7 @@ mod tests {
     use super::*;
 
     fn tree(tag: &str) -> (PathBuf, PathBuf) {
-        let base =
-            std::env::temp_dir().join(format!("httplab-files-{tag}-{}", std::process::id()));
+        let base = std::env::temp_dir().join(format!("httplab-files-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let root = base.join("root");
         std::fs::create_dir_all(root.join("d")).unwrap();
@@ -802,7 +801,10 @@ mod tests {
         assert_eq!(codings, [Some(Coding::Zstd), Some(Coding::Gzip)]);
         assert_eq!(mem(&f.variants[1]), b"GZ");
         let head = String::from_utf8(f.variants[1].head_200.clone()).unwrap();
-        assert!(head.contains("Content-Type: text/plain; charset=utf-8\r\n"), "{head}");
+        assert!(
+            head.contains("Content-Type: text/plain; charset=utf-8\r\n"),
+            "{head}"
+        );
         assert!(head.contains("Content-Encoding: gzip\r\n"), "{head}");
         assert!(head.contains("Vary: Accept-Encoding\r\n"), "{head}");
         assert!(head.contains("Cache-Control: max-age=60\r\n"), "{head}");

@@ -246,7 +246,11 @@ mod tests {
             (&["g zip"], ALL, Identity),
         ];
         for (fields, available, want) in cases {
-            assert_eq!(pick(fields, available), *want, "{fields:?} of {available:?}");
+            assert_eq!(
+                pick(fields, available),
+                *want,
+                "{fields:?} of {available:?}"
+            );
         }
     }
 
@@ -302,7 +306,15 @@ mod tests {
             head.extend_from_slice(&v);
             let _ = AcceptEncoding::from_head(&head).choose([Gzip]);
         }
-        for v in [&b";;;;"[..], b",,,", b"q=1", b";q=0", b"*;q", b"\xff;q=0.5", b"=;="] {
+        for v in [
+            &b";;;;"[..],
+            b",,,",
+            b"q=1",
+            b";q=0",
+            b"*;q",
+            b"\xff;q=0.5",
+            b"=;=",
+        ] {
             let mut a = AcceptEncoding::default();
             a.add_field(v);
             let _ = a.choose(ALL.iter().copied());

@@ -221,7 +221,10 @@ pub fn parse_http_date(value: &[u8]) -> Option<u64> {
 /// of `available` codings (server preference) for these `Accept-Encoding`
 /// field values: `Ok(None)` for the file itself, `Ok(Some(token))` for a
 /// coding, `Err(406)` when nothing is acceptable.
-pub fn choose_encoding(fields: &[&[u8]], available: &[Coding]) -> Result<Option<&'static str>, u16> {
+pub fn choose_encoding(
+    fields: &[&[u8]],
+    available: &[Coding],
+) -> Result<Option<&'static str>, u16> {
     let mut a = crate::negotiate::AcceptEncoding::default();
     for f in fields {
         a.add_field(f);

@@ -399,7 +399,10 @@ fn httplint_sees_explicit_freshness_with_cache_control_rules() {
     // Without rules httplint warns, which shows the test can see the note.
     let server = start(config(&v, &site.root));
     let notes = httplint(&raw_response(&server, "/app.js", ""));
-    assert!(notes.contains(HEURISTIC), "no heuristic-freshness note without rules:\n{notes}");
+    assert!(
+        notes.contains(HEURISTIC),
+        "no heuristic-freshness note without rules:\n{notes}"
+    );
     server.shutdown();
     let mut cfg = config(&v, &site.root);
     cfg.precompressed = httplab_server::Coding::DEFAULT_ORDER.to_vec();
