@@ -1,8 +1,10 @@
-//! The Range and conditional-header parsers of the server's handler.
+//! The Range, conditional-header and Accept-Encoding parsers of the
+//! server's handler.
 #![no_main]
 use httplab_server::testkit::{
-    etag_matches, if_range_matches, parse_http_date, parse_ranges, RangeSpec,
+    choose_encoding, etag_matches, if_range_matches, parse_http_date, parse_ranges, RangeSpec,
 };
+use httplab_server::Coding;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -38,6 +40,15 @@ fuzz_target!(|data: &[u8]| {
     }
     if if_range_matches(v, etag, 0) {
         assert!(v.contains(&b'"') || parse_http_date(v).is_some());
+    }
+    // Accept-Encoding: whatever the bytes, the choice is identity, 406 or
+    // one of the codings offered.
+    for offered in [&Coding::DEFAULT_ORDER[..], &[Coding::Gzip][..], &[][..]] {
+        match choose_encoding(&[v], offered) {
+            Ok(Some(t)) => assert!(offered.iter().any(|c| c.token() == t), "{t} not offered"),
+            Ok(None) | Err(406) => {}
+            Err(s) => panic!("status {s}"),
+        }
     }
 });
 

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::config::{AccessLog, FileIo, IoEngine, Model, ServerConfig, TlsFiles};
+use crate::config::{
+    check_cache_rules, parse_codings, AccessLog, CacheRule, Coding, FileIo, IoEngine, Model,
+    ServerConfig, TlsFiles,
+};
 use crate::{sys, Server};
 
 /// Serve a directory over HTTP/1.1.
@@ -114,6 +117,33 @@ pub struct Args {
     /// HTML listing for directories without index.html
     #[arg(long)]
     pub list_dirs: bool,
+    /// Serve precompressed siblings: for a request of file F, F.br, F.zst or
+    /// F.gz (regular files in the root) to a client whose Accept-Encoding
+    /// takes br, zstd or gzip (q-values, identity, *, x-gzip as RFC 9110
+    /// says), with Content-Encoding, F's Content-Type, Vary:
+    /// Accept-Encoding and an ETag of its own; ranges and conditional
+    /// requests apply to the variant sent. The optional value lists the
+    /// codings in server preference for equal weights (default
+    /// br,zstd,gzip), e.g. --precompressed=gzip. Without it, or without
+    /// siblings, files are served as they are. 406 only for a client that
+    /// refuses identity explicitly (identity;q=0 or *;q=0) and every variant
+    #[arg(
+        long,
+        value_name = "CODINGS",
+        num_args = 0..=1,
+        default_missing_value = "br,zstd,gzip",
+        value_parser = parse_coding_list
+    )]
+    pub precompressed: Option<Codings>,
+    /// Cache-Control of files by extension, repeatable: EXTS=VALUE, the
+    /// extensions (comma-separated, case-insensitive; * = every file no other
+    /// rule names) before the first =, the header value after it, sent as
+    /// is on 200, 206 and 304 responses (a precompressed variant gets the rule
+    /// of the file it encodes). E.g. --cache-control 'css,js,woff2=public,
+    /// max-age=31536000, immutable' --cache-control 'html=no-cache'
+    /// --cache-control '*=max-age=300'. Without rules no Cache-Control is sent
+    #[arg(long, value_name = "EXTS=VALUE")]
+    pub cache_control: Vec<CacheRule>,
     /// Common Log Format access log: a file, or - for standard output
     #[arg(long, value_name = "FILE|-")]
     pub access_log: Option<String>,
@@ -144,6 +174,14 @@ pub struct Args {
     /// it was accepted
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,
+}
+
+/// The codings of `--precompressed`, in server preference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Codings(pub Vec<Coding>);
+
+fn parse_coding_list(s: &str) -> Result<Codings, String> {
+    parse_codings(s).map(Codings)
 }
 
 /// `on` / `off` switch.
@@ -210,6 +248,12 @@ impl Args {
                 _ => None,
             },
             tls_handshake_timeout: self.tls_handshake_timeout,
+            precompressed: self
+                .precompressed
+                .as_ref()
+                .map(|c| c.0.clone())
+                .unwrap_or_default(),
+            cache_control: self.cache_control.clone(),
             ..d
         }
     }
@@ -304,6 +348,10 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         return crate::processes::run(&raw, a.listen, a.processes as usize, a.quiet, ready);
     }
     let cfg = args.to_config();
+    if let Err(e) = check_cache_rules(&cfg.cache_control) {
+        eprintln!("httplab serve: {e}");
+        return Ok(ExitCode::from(2));
+    }
     if let Some(files) = &cfg.tls {
         // A certificate or key that cannot be used is a usage error: one
         // line, exit 2, before anything is bound.
@@ -413,6 +461,64 @@ mod tests {
         sys::signal_thread(tid, libc::SIGTERM).unwrap();
         let code = t.join().unwrap().unwrap();
         assert_eq!(code, ExitCode::SUCCESS);
+    }
+
+    fn parse(args: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("httplab serve").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn precompressed_and_cache_control_options() {
+        let none = parse(&[]).unwrap().to_config();
+        assert!(none.precompressed.is_empty() && none.cache_control.is_empty());
+        let bare = parse(&["--precompressed", "--root", "."])
+            .unwrap()
+            .to_config();
+        assert_eq!(bare.precompressed, Coding::DEFAULT_ORDER);
+        let given = parse(&["--precompressed=gzip,br"]).unwrap().to_config();
+        assert_eq!(given.precompressed, [Coding::Gzip, Coding::Br]);
+        let spaced = parse(&["--precompressed", "zstd"]).unwrap().to_config();
+        assert_eq!(spaced.precompressed, [Coding::Zstd]);
+        let e = parse(&["--precompressed=gzip,deflate"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown content coding 'deflate'"), "{e}");
+        let cfg = parse(&[
+            "--cache-control",
+            "css,js=public, max-age=31536000, immutable",
+            "--cache-control",
+            "*=max-age=300",
+        ])
+        .unwrap()
+        .to_config();
+        assert_eq!(cfg.cache_control.len(), 2);
+        assert_eq!(
+            cfg.cache_control[0].value,
+            "public, max-age=31536000, immutable"
+        );
+        let e = parse(&["--cache-control", "max-age=300"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'*=max-age=300'"), "{e}");
+        let e = parse(&["--cache-control", "css"]).unwrap_err().to_string();
+        assert!(e.contains("no '='"), "{e}");
+        let code = main(
+            [
+                "httplab serve",
+                "--quiet",
+                "--listen",
+                "127.0.0.1:0",
+                "--cache-control",
+                "css=a",
+                "--cache-control",
+                "CSS=b",
+            ]
+            .iter()
+            .map(OsString::from)
+            .collect(),
+        )
+        .unwrap();
+        assert_eq!(code, ExitCode::from(2));
     }
 
     #[test]

@@ -163,6 +163,222 @@ pub struct ServerConfig {
     /// A TLS handshake must be complete this long after the connection was
     /// accepted, else the connection is closed.
     pub tls_handshake_timeout: Duration,
+    /// `--precompressed`: the content codings whose sibling files (`F.br`,
+    /// `F.zst`, `F.gz`) are served for a request of `F`, in server
+    /// preference; empty = off.
+    pub precompressed: Vec<Coding>,
+    /// `--cache-control` rules: which files' 200, 206 and 304 responses carry
+    /// which `Cache-Control` value; empty = no Cache-Control.
+    pub cache_control: Vec<CacheRule>,
+}
+
+/// A content coding of precompressed sibling files (`--precompressed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Coding {
+    /// Brotli, sibling `F.br`.
+    Br,
+    /// Zstandard, sibling `F.zst`.
+    Zstd,
+    /// gzip, sibling `F.gz`.
+    Gzip,
+}
+
+impl Coding {
+    /// The default server preference of `--precompressed`.
+    pub const DEFAULT_ORDER: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
+
+    /// The content-coding token (`Content-Encoding` value).
+    pub fn token(self) -> &'static str {
+        match self {
+            Coding::Br => "br",
+            Coding::Zstd => "zstd",
+            Coding::Gzip => "gzip",
+        }
+    }
+
+    /// The suffix of the sibling file, dot included.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Coding::Br => ".br",
+            Coding::Zstd => ".zst",
+            Coding::Gzip => ".gz",
+        }
+    }
+
+    fn from_token(t: &str) -> Option<Coding> {
+        Coding::DEFAULT_ORDER
+            .into_iter()
+            .find(|c| c.token().eq_ignore_ascii_case(t))
+    }
+}
+
+/// Parses the value of `--precompressed`: codings in server preference,
+/// comma-separated (`br,zstd,gzip`).
+pub fn parse_codings(s: &str) -> Result<Vec<Coding>, String> {
+    let mut out = Vec::new();
+    for t in s.split(',').map(str::trim) {
+        let c = Coding::from_token(t).ok_or_else(|| {
+            format!("unknown content coding '{t}' in '{s}' (known: br, zstd, gzip)")
+        })?;
+        if out.contains(&c) {
+            return Err(format!("content coding '{t}' is listed twice in '{s}'"));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// Which files a [`CacheRule`] applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheFiles {
+    /// `*`: every file no other rule names.
+    Other,
+    /// Files with one of these extensions (lower case, without the dot).
+    Extensions(Vec<String>),
+}
+
+/// One `--cache-control EXTS=VALUE` rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheRule {
+    /// The files it applies to.
+    pub files: CacheFiles,
+    /// The `Cache-Control` value, sent verbatim.
+    pub value: String,
+}
+
+impl std::str::FromStr for CacheRule {
+    type Err = String;
+
+    /// `css,js=public, max-age=31536000` or `*=max-age=300`: extensions
+    /// (case-insensitive) before the first `=`, the value after it.
+    fn from_str(s: &str) -> Result<CacheRule, String> {
+        let Some((exts, value)) = s.split_once('=') else {
+            return Err(format!(
+                "cache-control rule '{s}' has no '=' (write EXTS=VALUE, e.g. 'css,js=max-age=3600' or '*=no-cache')"
+            ));
+        };
+        check_header_value(value).map_err(|e| format!("cache-control rule '{s}': {e}"))?;
+        let exts = exts.trim();
+        if exts == "*" {
+            return Ok(CacheRule {
+                files: CacheFiles::Other,
+                value: value.to_string(),
+            });
+        }
+        let mut list: Vec<String> = Vec::new();
+        for e in exts.split(',').map(str::trim) {
+            if e.is_empty() {
+                return Err(format!(
+                    "cache-control rule '{s}': empty extension before '=' (write e.g. 'css,js=...', or '*=...' for every other file)"
+                ));
+            }
+            if e == "*" {
+                return Err(format!(
+                    "cache-control rule '{s}': '*' stands alone ('*=VALUE'), not in a list of extensions"
+                ));
+            }
+            if !e
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'+')
+            {
+                return Err(format!(
+                    "cache-control rule '{s}': '{e}' is not a file extension (letters, digits, '-', '_', '+'; no dot: write 'gz', not '.gz' or 'tar.gz')"
+                ));
+            }
+            let e = e.to_ascii_lowercase();
+            if DIRECTIVES.contains(&e.as_str()) {
+                return Err(format!(
+                    "cache-control rule '{s}': '{e}' is a Cache-Control directive, not a file extension; the extensions come first (e.g. '*={s}' for every file)"
+                ));
+            }
+            if list.contains(&e) {
+                return Err(format!(
+                    "cache-control rule '{s}': extension '{e}' listed twice"
+                ));
+            }
+            list.push(e);
+        }
+        Ok(CacheRule {
+            files: CacheFiles::Extensions(list),
+            value: value.to_string(),
+        })
+    }
+}
+
+/// Cache-Control directive names (RFC 9111 §5.2, RFC 5861, RFC 8246): one
+/// of them before the `=` means the extensions were left out.
+const DIRECTIVES: &[&str] = &[
+    "max-age",
+    "s-maxage",
+    "no-cache",
+    "no-store",
+    "no-transform",
+    "public",
+    "private",
+    "must-revalidate",
+    "proxy-revalidate",
+    "must-understand",
+    "immutable",
+    "stale-while-revalidate",
+    "stale-if-error",
+];
+
+/// A `Cache-Control` value must be a valid field value: not empty, visible
+/// ASCII, spaces and tabs inside but not at either end (no CR, LF or other
+/// control bytes, which would split the response head).
+fn check_header_value(v: &str) -> Result<(), String> {
+    if v.trim().is_empty() {
+        return Err("the value after '=' is empty".into());
+    }
+    if v.starts_with([' ', '\t']) || v.ends_with([' ', '\t']) {
+        return Err("the value starts or ends with white space".into());
+    }
+    if let Some(c) = v
+        .chars()
+        .find(|&c| !(c == ' ' || c == '\t' || c.is_ascii_graphic()))
+    {
+        return Err(format!(
+            "the value contains {c:?}, which a header field value cannot hold (visible ASCII, spaces and tabs only)"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks rules built in code as the command line checks them, and that no
+/// extension (or `*`) is given two rules.
+pub fn check_cache_rules(rules: &[CacheRule]) -> Result<(), String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for r in rules {
+        check_header_value(&r.value).map_err(|e| format!("cache-control rule: {e}"))?;
+        let names: Vec<&str> = match &r.files {
+            CacheFiles::Other => vec!["*"],
+            CacheFiles::Extensions(v) => v.iter().map(String::as_str).collect(),
+        };
+        for n in names {
+            if seen.contains(&n) {
+                return Err(format!(
+                    "cache-control: '{n}' is given two rules (each extension, and '*', at most once)"
+                ));
+            }
+            seen.push(n);
+        }
+    }
+    Ok(())
+}
+
+/// The `Cache-Control` value the rules give the file named `path`: the
+/// rule naming its extension (case-insensitive), else the `*` rule.
+pub fn cache_control_for<'r>(rules: &'r [CacheRule], path: &std::path::Path) -> Option<&'r str> {
+    let ext = path.extension().and_then(|e| e.to_str());
+    let named = ext.and_then(|ext| {
+        rules.iter().find(|r| match &r.files {
+            CacheFiles::Extensions(v) => v.iter().any(|x| x.eq_ignore_ascii_case(ext)),
+            CacheFiles::Other => false,
+        })
+    });
+    named
+        .or_else(|| rules.iter().find(|r| r.files == CacheFiles::Other))
+        .map(|r| r.value.as_str())
 }
 
 /// How large file bodies leave (cleartext; TLS always reads with pread).
@@ -214,6 +430,8 @@ impl Default for ServerConfig {
             defer_accept: true,
             tls: None,
             tls_handshake_timeout: Duration::from_secs(10),
+            precompressed: Vec::new(),
+            cache_control: Vec::new(),
         }
     }
 }
@@ -235,5 +453,76 @@ impl ServerConfig {
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codings_parse_in_order_and_refuse_unknown_or_repeated() {
+        assert_eq!(
+            parse_codings("gzip, BR").unwrap(),
+            vec![Coding::Gzip, Coding::Br]
+        );
+        assert_eq!(
+            parse_codings("br,zstd,gzip").unwrap(),
+            Coding::DEFAULT_ORDER
+        );
+        assert!(parse_codings("gzip,deflate")
+            .unwrap_err()
+            .contains("deflate"));
+        assert!(parse_codings("gzip,gzip").unwrap_err().contains("twice"));
+        assert!(parse_codings("").unwrap_err().contains("unknown"));
+    }
+
+    #[test]
+    fn cache_rules_parse_match_and_refuse_malformed() {
+        let rules: Vec<CacheRule> = [
+            "CSS, js,woff2=public, max-age=31536000, immutable",
+            "html=no-cache",
+            "*=max-age=300",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+        check_cache_rules(&rules).unwrap();
+        let at = |p: &str| cache_control_for(&rules, std::path::Path::new(p));
+        assert_eq!(
+            at("/a/app.min.JS"),
+            Some("public, max-age=31536000, immutable")
+        );
+        assert_eq!(at("/index.html"), Some("no-cache"));
+        assert_eq!(at("/README"), Some("max-age=300"));
+        assert_eq!(at("/x.txt"), Some("max-age=300"));
+        assert_eq!(
+            cache_control_for(&rules[..2], std::path::Path::new("/x.txt")),
+            None
+        );
+        for (bad, says) in [
+            ("css", "no '='"),
+            ("=max-age=1", "empty extension"),
+            ("css,,js=max-age=1", "empty extension"),
+            ("css=", "empty"),
+            ("css= max-age=1", "white space"),
+            ("css=max-age=1\r\nX-Evil: 1", "cannot hold"),
+            ("css=caf\u{e9}", "cannot hold"),
+            (".css=max-age=1", "no dot"),
+            ("tar.gz=max-age=1", "no dot"),
+            ("css,*=max-age=1", "stands alone"),
+            ("css,CSS=max-age=1", "twice"),
+            ("max-age=300", "directive"),
+        ] {
+            let e = bad.parse::<CacheRule>().unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        let twice: Vec<CacheRule> = ["css=a", "js,css=b"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert!(check_cache_rules(&twice).unwrap_err().contains("'css'"));
+        let stars: Vec<CacheRule> = ["*=a", "*=b"].iter().map(|s| s.parse().unwrap()).collect();
+        assert!(check_cache_rules(&stars).unwrap_err().contains("'*'"));
     }
 }

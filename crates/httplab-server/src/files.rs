@@ -28,6 +28,17 @@
 //! An entry is revalidated with one `stat` of its canonical path at most once
 //! per `revalidate` interval (default 1 s); a changed identity, size or mtime
 //! reloads it. Negative results are not cached.
+//!
+//! With `--precompressed`, resolving a regular file `F` also resolves its
+//! siblings `F.br`, `F.zst`, `F.gz` (those of the configured codings) as
+//! request paths of their own would be: the same steps 3–4 (or the same
+//! `openat2` call), so a sibling that is a symlink out of the root, a
+//! directory or not a regular file is not a variant. The variants live in
+//! `F`'s entry ([`FileInfo::variants`], each with its own body, ETag and
+//! pre-rendered head), so the one look-up of `F`'s path finds them all
+//! and a variant is never served for another; revalidating `F`'s entry
+//! stats each sibling path too, so a sibling that appears, changes or goes
+//! away reloads it.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -38,9 +49,11 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::config::{cache_control_for, CacheRule, Coding, ServerConfig};
 
 /// Body storage of a file.
 #[derive(Debug)]
@@ -60,16 +73,28 @@ pub struct FileInfo {
     pub mtime_secs: u64,
     /// Strong entity tag, quotes included.
     pub etag: String,
-    /// Content-Type value.
+    /// Content-Type value (a variant has the one of the file it encodes).
     pub content_type: String,
-    /// `Content-Type`, `Last-Modified`, `ETag` and `Accept-Ranges` lines,
-    /// each ending in CRLF.
+    /// The content coding of a precompressed variant; `None` for the file
+    /// itself.
+    pub coding: Option<Coding>,
+    /// The file has precompressed variants (its responses, and theirs,
+    /// carry `Vary: Accept-Encoding`).
+    pub vary: bool,
+    /// `Content-Type`, `Content-Encoding` (a variant), then the lines of
+    /// `fields_304`, then `Accept-Ranges`, each ending in CRLF.
     pub fields: Vec<u8>,
+    /// The lines a 304 repeats: `Last-Modified`, `ETag`, `Vary` (with
+    /// variants) and `Cache-Control` (when a rule applies).
+    pub fields_304: Vec<u8>,
     /// A full 200 head up to (not including) the `Date` value: status line,
     /// Server, `fields`, Content-Length, then `Date: `.
     pub head_200: Vec<u8>,
     /// The bytes.
     pub body: Body,
+    /// Precompressed variants, in server preference (empty without
+    /// `--precompressed` or siblings).
+    pub variants: Vec<Arc<FileInfo>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,8 +157,28 @@ struct Entry {
     /// Canonical path whose stat validates the entry.
     check_path: PathBuf,
     identity: Identity,
+    /// Sibling paths of `--precompressed` and what a stat of each saw.
+    siblings: Vec<(PathBuf, Option<Identity>)>,
     checked: Instant,
     cost: usize,
+}
+
+/// What [`FileCache::resolve`] found for a request path.
+pub(crate) struct Resolution {
+    /// The answer.
+    pub(crate) resolved: Resolved,
+    /// The path whose stat revalidates it (canonical, or lexical under the
+    /// root where `openat2` opened it without following any link).
+    pub(crate) check_path: PathBuf,
+    identity: Identity,
+    /// Every sibling path looked at for variants, and what a stat of it saw
+    /// (`None`: nothing there).
+    siblings: Vec<(PathBuf, Option<Identity>)>,
+}
+
+/// What a stat of `p` sees, for revalidation.
+fn observe(p: &Path) -> Option<Identity> {
+    std::fs::metadata(p).ok().map(|m| Identity::of(&m))
 }
 
 /// Per-worker cache of resolved paths.
@@ -150,6 +195,10 @@ pub struct FileCache {
     used: usize,
     revalidate: Duration,
     list_dirs: bool,
+    /// `--precompressed` codings, server preference.
+    precompressed: Vec<Coding>,
+    /// `--cache-control` rules.
+    cache_rules: Vec<CacheRule>,
     map: HashMap<Box<str>, Entry, BuildHasherDefault<Fnv>>,
 }
 
@@ -177,15 +226,9 @@ impl Hasher for Fnv {
 }
 
 impl FileCache {
-    /// A cache for the canonical root `root`.
-    pub fn new(
-        root: PathBuf,
-        server_name: &str,
-        small_max: u64,
-        budget: usize,
-        revalidate: Duration,
-        list_dirs: bool,
-    ) -> Self {
+    /// A cache for the canonical root `root`, with the file settings of
+    /// `cfg` (sizes, revalidation, listings, variants, cache rules).
+    pub fn new(root: PathBuf, cfg: &ServerConfig) -> Self {
         let root_dir = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
@@ -195,12 +238,14 @@ impl FileCache {
             root,
             root_dir,
             beneath: Cell::new(true),
-            server_name: server_name.to_string(),
-            small_max,
-            budget,
+            server_name: cfg.server_name.clone(),
+            small_max: cfg.small_file_max,
+            budget: cfg.cache_bytes,
             used: 0,
-            revalidate,
-            list_dirs,
+            revalidate: cfg.revalidate,
+            list_dirs: cfg.list_dirs,
+            precompressed: cfg.precompressed.clone(),
+            cache_rules: cfg.cache_control.clone(),
             map: HashMap::default(),
         }
     }
@@ -211,22 +256,29 @@ impl FileCache {
             if now.saturating_duration_since(e.checked) < self.revalidate {
                 return Ok(e.resolved.clone());
             }
-            if let Ok(m) = std::fs::metadata(&e.check_path) {
-                if Identity::of(&m) == e.identity {
-                    e.checked = now;
-                    return Ok(e.resolved.clone());
-                }
+            let same = observe(&e.check_path) == Some(e.identity)
+                && e.siblings.iter().all(|(p, seen)| observe(p) == *seen);
+            if same {
+                e.checked = now;
+                return Ok(e.resolved.clone());
             }
             if let Some(old) = self.map.remove(raw) {
                 self.used -= old.cost;
             }
         }
-        let (resolved, check_path, identity) = self.resolve(raw)?;
-        let cost = match &resolved {
-            Resolved::File(f) => match f.body {
-                Body::Mem(_) => f.len as usize + f.head_200.len() + raw.len() + 256,
-                Body::Fd(_) => f.head_200.len() + raw.len() + 256,
-            },
+        let r = self.resolve(raw)?;
+        let cost = match &r.resolved {
+            Resolved::File(f) => {
+                std::iter::once(f)
+                    .chain(&f.variants)
+                    .map(|v| match v.body {
+                        Body::Mem(_) => v.len as usize + v.head_200.len(),
+                        Body::Fd(_) => v.head_200.len(),
+                    })
+                    .sum::<usize>()
+                    + raw.len()
+                    + 256 * (1 + r.siblings.len())
+            }
             Resolved::Redirect(s) => s.len() + raw.len() + 256,
             Resolved::Listing(_) => usize::MAX,
         };
@@ -235,18 +287,21 @@ impl FileCache {
             self.map.insert(
                 raw.into(),
                 Entry {
-                    resolved: resolved.clone(),
-                    check_path,
-                    identity,
+                    resolved: r.resolved.clone(),
+                    check_path: r.check_path,
+                    identity: r.identity,
+                    siblings: r.siblings,
                     checked: now,
                     cost,
                 },
             );
         }
-        Ok(resolved)
+        Ok(r.resolved)
     }
 
-    pub(crate) fn resolve(&self, raw: &str) -> Result<(Resolved, PathBuf, Identity), Miss> {
+    /// Resolves a raw (percent-encoded) request path without the cache,
+    /// with the variants of a regular file under `--precompressed`.
+    pub(crate) fn resolve(&self, raw: &str) -> Result<Resolution, Miss> {
         let decoded: Vec<u8> = percent_encoding::percent_decode_str(raw).collect();
         if decoded.contains(&0) {
             return Err(Miss::BadPath);
@@ -264,11 +319,32 @@ impl FileCache {
                 s => segs.push(s),
             }
         }
-        if let Some(fast) = self.resolve_beneath(&segs, trailing_slash) {
+        let (resolved, check_path, identity) = self.resolve_segs(&segs, trailing_slash, raw)?;
+        let mut r = Resolution {
+            resolved,
+            check_path,
+            identity,
+            siblings: Vec::new(),
+        };
+        if !self.precompressed.is_empty() {
+            self.attach_variants(&mut r);
+        }
+        Ok(r)
+    }
+
+    /// Resolves decoded, lexically resolved path segments (`raw` is the
+    /// request path, for a directory's redirect).
+    fn resolve_segs(
+        &self,
+        segs: &[&[u8]],
+        trailing_slash: bool,
+        raw: &str,
+    ) -> Result<(Resolved, PathBuf, Identity), Miss> {
+        if let Some(fast) = self.resolve_beneath(segs, trailing_slash) {
             return fast;
         }
         let mut full = self.root.clone();
-        for s in &segs {
+        for s in segs {
             full.push(OsStr::from_bytes(s));
         }
         let canon = self.confine(&full)?;
@@ -298,6 +374,57 @@ impl FileCache {
         }
         let (info, id) = self.load(&canon)?;
         Ok((Resolved::File(Arc::new(info)), canon, id))
+    }
+
+    /// Looks for the siblings of the file `r` resolved to (each configured
+    /// coding's suffix added to its path), resolved exactly as a request
+    /// for them would be; the regular files found become its variants.
+    fn attach_variants(&self, r: &mut Resolution) {
+        let Resolved::File(info) = &mut r.resolved else {
+            return;
+        };
+        let cache_control = cache_control_for(&self.cache_rules, &r.check_path);
+        let mut variants = Vec::new();
+        for &c in &self.precompressed {
+            let mut path = r.check_path.clone().into_os_string();
+            path.push(c.suffix());
+            let path = PathBuf::from(path);
+            let seen = observe(&path);
+            if seen.is_some() {
+                if let Some(mut v) = self.sibling(&path) {
+                    v.make_variant(c, &info.content_type);
+                    v.render(&self.server_name, cache_control);
+                    variants.push(Arc::new(v));
+                }
+            }
+            r.siblings.push((path, seen));
+        }
+        if variants.is_empty() {
+            return;
+        }
+        // Fresh from `resolve_segs`, so not shared yet.
+        if let Some(f) = Arc::get_mut(info) {
+            f.variants = variants;
+            f.vary = true;
+            f.render(&self.server_name, cache_control);
+        }
+    }
+
+    /// The regular file at `path` (under the root), resolved with the same
+    /// confinement as a request path; `None` for anything else.
+    fn sibling(&self, path: &Path) -> Option<FileInfo> {
+        let rel = path.strip_prefix(&self.root).ok()?;
+        let segs: Vec<&[u8]> = rel
+            .components()
+            .map(|c| match c {
+                Component::Normal(s) => Some(s.as_bytes()),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        match self.resolve_segs(&segs, false, "") {
+            Ok((Resolved::File(v), _, _)) => Arc::try_unwrap(v).ok(),
+            _ => None,
+        }
     }
 
     /// The `openat2` fast path (see the module comment): `None` when it
@@ -401,38 +528,77 @@ impl FileCache {
             meta.mtime_nsec().max(0) / 1000,
             len
         );
-        let content_type = content_type_for(canon);
-        let last_modified = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(mtime_secs));
-        let mut fields = Vec::with_capacity(160);
-        fields.extend_from_slice(b"Content-Type: ");
-        fields.extend_from_slice(content_type.as_bytes());
-        fields.extend_from_slice(b"\r\nLast-Modified: ");
-        fields.extend_from_slice(last_modified.as_bytes());
-        fields.extend_from_slice(b"\r\nETag: ");
-        fields.extend_from_slice(etag.as_bytes());
-        fields.extend_from_slice(b"\r\nAccept-Ranges: bytes\r\n");
-        let mut head_200 = Vec::with_capacity(fields.len() + 80);
-        head_200.extend_from_slice(b"HTTP/1.1 200 OK\r\nServer: ");
-        head_200.extend_from_slice(self.server_name.as_bytes());
-        head_200.extend_from_slice(b"\r\n");
-        head_200.extend_from_slice(&fields);
-        head_200.extend_from_slice(format!("Content-Length: {len}\r\nDate: ").as_bytes());
-        Ok((
-            FileInfo {
-                len,
-                mtime_secs,
-                etag,
-                content_type,
-                fields,
-                head_200,
-                body,
-            },
-            identity,
-        ))
+        let mut info = FileInfo {
+            len,
+            mtime_secs,
+            etag,
+            content_type: content_type_for(canon),
+            coding: None,
+            vary: false,
+            fields: Vec::new(),
+            fields_304: Vec::new(),
+            head_200: Vec::new(),
+            body,
+            variants: Vec::new(),
+        };
+        info.render(
+            &self.server_name,
+            cache_control_for(&self.cache_rules, canon),
+        );
+        Ok((info, identity))
     }
 }
 
 impl FileInfo {
+    /// Turns a sibling file into the `c`-coded variant of a file of type
+    /// `content_type`: that type, and an ETag of its own (its file's tag
+    /// with the coding added, so never the identity's).
+    fn make_variant(&mut self, c: Coding, content_type: &str) {
+        self.coding = Some(c);
+        self.vary = true;
+        self.content_type = content_type.to_string();
+        let tag = self.etag.trim_end_matches('"');
+        self.etag = format!("{tag}-{}\"", c.token());
+    }
+
+    /// Renders `fields`, `fields_304` and `head_200` from the other fields.
+    fn render(&mut self, server_name: &str, cache_control: Option<&str>) {
+        let mut v = Vec::with_capacity(128);
+        v.extend_from_slice(b"Last-Modified: ");
+        v.extend_from_slice(httpdate::fmt_http_date(self.modified()).as_bytes());
+        v.extend_from_slice(b"\r\nETag: ");
+        v.extend_from_slice(self.etag.as_bytes());
+        v.extend_from_slice(b"\r\n");
+        if self.vary {
+            v.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+        }
+        if let Some(cc) = cache_control {
+            v.extend_from_slice(b"Cache-Control: ");
+            v.extend_from_slice(cc.as_bytes());
+            v.extend_from_slice(b"\r\n");
+        }
+        let mut fields = Vec::with_capacity(v.len() + 96);
+        fields.extend_from_slice(b"Content-Type: ");
+        fields.extend_from_slice(self.content_type.as_bytes());
+        fields.extend_from_slice(b"\r\n");
+        if let Some(c) = self.coding {
+            fields.extend_from_slice(b"Content-Encoding: ");
+            fields.extend_from_slice(c.token().as_bytes());
+            fields.extend_from_slice(b"\r\n");
+        }
+        fields.extend_from_slice(&v);
+        fields.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+        let mut head_200 = Vec::with_capacity(fields.len() + 80);
+        head_200.extend_from_slice(b"HTTP/1.1 200 OK\r\nServer: ");
+        head_200.extend_from_slice(server_name.as_bytes());
+        head_200.extend_from_slice(b"\r\n");
+        head_200.extend_from_slice(&fields);
+        head_200.extend_from_slice(format!("Content-Length: {}\r\nDate: ", self.len).as_bytes());
+        self.fields = fields;
+        self.fields_304 = v;
+        self.head_200 = head_200;
+    }
+
     /// Last-Modified as a SystemTime.
     pub fn modified(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(self.mtime_secs)
@@ -521,8 +687,8 @@ fn html_escape(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn tree() -> (PathBuf, PathBuf) {
-        let base = std::env::temp_dir().join(format!("httplab-files-{}", std::process::id()));
+    fn tree(tag: &str) -> (PathBuf, PathBuf) {
+        let base = std::env::temp_dir().join(format!("httplab-files-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let root = base.join("root");
         std::fs::create_dir_all(root.join("d")).unwrap();
@@ -535,14 +701,13 @@ mod tests {
     }
 
     fn cache(root: &Path) -> FileCache {
-        FileCache::new(
-            root.to_path_buf(),
-            "t",
-            1 << 20,
-            1 << 20,
-            Duration::from_secs(1),
-            false,
-        )
+        let cfg = ServerConfig {
+            server_name: "t".into(),
+            small_file_max: 1 << 20,
+            cache_bytes: 1 << 20,
+            ..ServerConfig::default()
+        };
+        FileCache::new(root.to_path_buf(), &cfg)
     }
 
     fn body(r: &Result<(Resolved, PathBuf, Identity), Miss>) -> Option<(Vec<u8>, PathBuf)> {
@@ -555,12 +720,17 @@ mod tests {
         }
     }
 
+    fn resolve(c: &FileCache, raw: &str) -> Result<(Resolved, PathBuf, Identity), Miss> {
+        c.resolve(raw)
+            .map(|r| (r.resolved, r.check_path, r.identity))
+    }
+
     /// The openat2 fast path settles plain files itself, leaves every
     /// symlink and directory to the careful path, and both give the same
     /// answers; with the fast path switched off the results are identical.
     #[test]
     fn fast_path_agrees_with_the_careful_path() {
-        let (base, root) = tree();
+        let (base, root) = tree("fast");
         let fast = cache(&root);
         let slow = cache(&root);
         slow.beneath.set(false);
@@ -586,11 +756,75 @@ mod tests {
             "/d/a.txt/x",
             "/../secret",
         ] {
-            let (a, b) = (fast.resolve(raw), slow.resolve(raw));
+            let (a, b) = (resolve(&fast, raw), resolve(&slow, raw));
             assert_eq!(body(&a), body(&b), "{raw}");
             assert_eq!(a.as_ref().err(), b.as_ref().err(), "{raw}");
         }
-        assert_eq!(body(&fast.resolve("/escape")), None);
+        assert_eq!(body(&resolve(&fast, "/escape")), None);
+        let _ = std::fs::remove_dir_all(base);
+    }
+
+    fn mem(f: &FileInfo) -> &[u8] {
+        match &f.body {
+            Body::Mem(m) => m,
+            Body::Fd(_) => panic!("expected a body in memory"),
+        }
+    }
+
+    /// Variants are found only where a request for them would be served:
+    /// a sibling symlink out of the root, a directory or a FIFO is not one.
+    /// Each has its own ETag, the original's type and the coding; the file
+    /// and its variants say Vary.
+    #[test]
+    fn variants_are_confined_like_any_file() {
+        let (base, root) = tree("variants");
+        std::fs::write(root.join("d/a.txt.gz"), b"GZ").unwrap();
+        std::fs::write(root.join("d/a.txt.zst"), b"ZSTD").unwrap();
+        std::os::unix::fs::symlink("../../secret", root.join("d/a.txt.br")).unwrap();
+        std::fs::write(root.join("plain.js"), b"js").unwrap();
+        std::fs::create_dir(root.join("plain.js.gz")).unwrap();
+        std::fs::write(root.join("fifo.css"), b"css").unwrap();
+        // coreutils' mkfifo: std has none, and this crate has no unsafe code.
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(root.join("fifo.css.br"))
+            .status()
+            .is_ok_and(|s| s.success());
+        let mut c = cache(&root);
+        c.precompressed = Coding::DEFAULT_ORDER.to_vec();
+        c.cache_rules = vec!["txt=max-age=60".parse().unwrap()];
+        let r = c.resolve("/d/a.txt").unwrap();
+        let Resolved::File(f) = &r.resolved else {
+            panic!("a file")
+        };
+        assert_eq!(mem(f), b"inside");
+        let codings: Vec<_> = f.variants.iter().map(|v| v.coding).collect();
+        assert_eq!(codings, [Some(Coding::Zstd), Some(Coding::Gzip)]);
+        assert_eq!(mem(&f.variants[1]), b"GZ");
+        let head = String::from_utf8(f.variants[1].head_200.clone()).unwrap();
+        assert!(
+            head.contains("Content-Type: text/plain; charset=utf-8\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("Content-Encoding: gzip\r\n"), "{head}");
+        assert!(head.contains("Vary: Accept-Encoding\r\n"), "{head}");
+        assert!(head.contains("Cache-Control: max-age=60\r\n"), "{head}");
+        assert!(String::from_utf8_lossy(&f.head_200).contains("Vary: Accept-Encoding\r\n"));
+        assert_ne!(f.etag, f.variants[0].etag);
+        assert_ne!(f.variants[0].etag, f.variants[1].etag);
+        assert_eq!(r.siblings.len(), 3);
+        let r = c.resolve("/plain.js").unwrap();
+        let Resolved::File(f) = &r.resolved else {
+            panic!("a file")
+        };
+        assert!(f.variants.is_empty() && !f.vary);
+        assert!(!String::from_utf8_lossy(&f.head_200).contains("Vary"));
+        if fifo {
+            let r = c.resolve("/fifo.css").unwrap();
+            let Resolved::File(f) = &r.resolved else {
+                panic!("a file")
+            };
+            assert!(f.variants.is_empty(), "a FIFO is not a variant");
+        }
         let _ = std::fs::remove_dir_all(base);
     }
 }

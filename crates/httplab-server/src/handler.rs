@@ -10,6 +10,7 @@ use httplab_wire::request::{Method, Request, Version};
 use crate::config::{FileIo, ServerConfig};
 use crate::files::{render_listing, Body, FileCache, FileInfo, Miss, Resolved};
 use crate::log::AccessLog;
+use crate::negotiate::{AcceptEncoding, Choice};
 use crate::out::{FileOpts, OutQueue};
 use crate::stats::SharedStats;
 
@@ -99,14 +100,7 @@ impl Handler {
         log: Option<AccessLog>,
         stats: SharedStats,
     ) -> Self {
-        let files = FileCache::new(
-            root,
-            &cfg.server_name,
-            cfg.small_file_max,
-            cfg.cache_bytes,
-            cfg.revalidate,
-            cfg.list_dirs,
-        );
+        let files = FileCache::new(root, &cfg);
         Handler {
             cfg,
             files,
@@ -179,17 +173,20 @@ impl Handler {
         }
     }
 
-    /// Answers a valid request head. `conn` says how to label the
-    /// connection (decided by the session: keep-alive rules, caps).
+    /// Answers a valid request head; `head` is its bytes (`req.head_len`
+    /// of them), read again only for `Accept-Encoding` of a file with
+    /// precompressed variants. `conn` says how to label the connection
+    /// (decided by the session: keep-alive rules, caps).
     pub fn respond(
         &mut self,
         req: &Request<'_>,
+        head: &[u8],
         conn: ConnHeader,
         peer: Option<std::net::IpAddr>,
         out: &mut OutQueue,
         now: Instant,
     ) -> Answer {
-        let a = self.respond_inner(req, conn, out, now);
+        let a = self.respond_inner(req, head, conn, out, now);
         if self.log.is_some() {
             let line = format!(
                 "{} {} {}",
@@ -228,6 +225,7 @@ impl Handler {
     fn respond_inner(
         &mut self,
         req: &Request<'_>,
+        head: &[u8],
         conn: ConnHeader,
         out: &mut OutQueue,
         now: Instant,
@@ -281,7 +279,22 @@ impl Handler {
                         body_bytes: if head_only { 0 } else { body.len() as u64 },
                     }
                 }
-                Ok(Resolved::File(info)) => self.serve_file(req, &info, conn, head_only, out),
+                Ok(Resolved::File(info)) if info.variants.is_empty() => {
+                    self.serve_file(req, &info, conn, head_only, out)
+                }
+                Ok(Resolved::File(info)) => {
+                    let accept = AcceptEncoding::from_head(head);
+                    let choice = accept.choose(info.variants.iter().filter_map(|v| v.coding));
+                    let variant = match choice {
+                        Choice::Identity => None,
+                        Choice::Coded(c) => info.variants.iter().find(|v| v.coding == Some(c)),
+                        Choice::NotAcceptable => {
+                            let vary = "Vary: Accept-Encoding\r\n";
+                            return self.error(406, vary, conn, head_only, out);
+                        }
+                    };
+                    self.serve_file(req, variant.unwrap_or(&info), conn, head_only, out)
+                }
             },
         }
     }
@@ -294,15 +307,20 @@ impl Handler {
         head_only: bool,
         out: &mut OutQueue,
     ) -> Answer {
+        let vary = if info.vary {
+            "Vary: Accept-Encoding\r\n"
+        } else {
+            ""
+        };
         // Preconditions, in RFC 9110 §13.2.2 order.
         if let Some(v) = req.if_match {
             if !etag_matches(v, &info.etag, true) {
-                return self.error(412, "", conn, head_only, out);
+                return self.error(412, vary, conn, head_only, out);
             }
         } else if let Some(v) = req.if_unmodified_since {
             if let Some(t) = parse_date(v) {
                 if info.mtime_secs > t {
-                    return self.error(412, "", conn, head_only, out);
+                    return self.error(412, vary, conn, head_only, out);
                 }
             }
         }
@@ -316,11 +334,7 @@ impl Handler {
         if not_modified {
             let buf = &mut out.buf;
             self.status_line(buf, 304);
-            buf.extend_from_slice(b"Last-Modified: ");
-            buf.extend_from_slice(httpdate::fmt_http_date(info.modified()).as_bytes());
-            buf.extend_from_slice(b"\r\nETag: ");
-            buf.extend_from_slice(info.etag.as_bytes());
-            buf.extend_from_slice(b"\r\n");
+            buf.extend_from_slice(&info.fields_304);
             end_head(buf, conn);
             return Answer {
                 status: 304,
@@ -336,7 +350,7 @@ impl Handler {
                 match parse_ranges(range, info.len) {
                     RangeSpec::Ignore => {}
                     RangeSpec::Unsatisfiable => {
-                        let extra = format!("Content-Range: bytes */{}\r\n", info.len);
+                        let extra = format!("Content-Range: bytes */{}\r\n{vary}", info.len);
                         return self.error(416, &extra, conn, false, out);
                     }
                     RangeSpec::Ranges(r) if r.len() == 1 => {
@@ -355,6 +369,9 @@ impl Handler {
                             body_bytes: b + 1 - a,
                         };
                     }
+                    // Several ranges of a coded variant: the whole variant
+                    // instead (a part cannot say its bytes are coded).
+                    RangeSpec::Ranges(_) if info.coding.is_some() => {}
                     RangeSpec::Ranges(r) => return self.multipart(info, &r, conn, out),
                 }
             }
@@ -407,6 +424,7 @@ impl Handler {
         buf.extend_from_slice(
             format!("Content-Type: multipart/byteranges; boundary={boundary}\r\n").as_bytes(),
         );
+        buf.extend_from_slice(&info.fields_304);
         content_length(buf, total);
         end_head(buf, conn);
         for ((a, b), h) in ranges.iter().zip(&part_heads) {
@@ -500,6 +518,7 @@ pub fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        406 => "Not Acceptable",
         408 => "Request Timeout",
         411 => "Length Required",
         412 => "Precondition Failed",

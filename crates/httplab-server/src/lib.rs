@@ -24,8 +24,10 @@
 //!
 //! - [`config`]: [`ServerConfig`] (public fields, `Default`) and [`Model`].
 //! - `session`: one connection's protocol state machine, without I/O.
-//! - `handler`: request → response (files, ranges, conditionals, errors).
-//! - `files`: safe path resolution and the per-worker file cache.
+//! - `handler`: request → response (files, ranges, conditionals, errors);
+//!   `negotiate`: `Accept-Encoding` against a file's precompressed variants.
+//! - `files`: safe path resolution and the per-worker file cache (with the
+//!   `--precompressed` variants and the `--cache-control` value of a file).
 //! - `event`: the mio reactor (default model); `uring`: the io_uring
 //!   engine of the event model; `lifecycle`: the worker lifecycle both
 //!   share (turn clock, buffer pool, accept gate, shutdown clock, sweep,
@@ -47,6 +49,7 @@ mod files;
 mod handler;
 mod lifecycle;
 mod log;
+mod negotiate;
 mod out;
 mod processes;
 mod session;
@@ -68,7 +71,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use config::{AccessLog, FileIo, IoEngine, Limits, Model, ServerConfig, TlsFiles};
+pub use config::{
+    AccessLog, CacheFiles, CacheRule, Coding, FileIo, IoEngine, Limits, Model, ServerConfig,
+    TlsFiles,
+};
 pub use stats::Snapshot;
 
 use blocking::Stop;
@@ -129,6 +135,7 @@ impl Server {
         }
         std::fs::read_dir(&root)
             .with_context(|| format!("cannot read root directory {}", root.display()))?;
+        config::check_cache_rules(&cfg.cache_control).map_err(anyhow::Error::msg)?;
         let tls = match &cfg.tls {
             Some(files) => Some(tls::load(files)?),
             None => None,

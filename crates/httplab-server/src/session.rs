@@ -403,7 +403,8 @@ impl Session {
                     } else {
                         ConnHeader::None
                     };
-                    let answer = h.respond(&req, conn, self.peer, &mut self.out, now);
+                    let head = &self.rbuf[self.rstart..self.rstart + req.head_len];
+                    let answer = h.respond(&req, head, conn, self.peer, &mut self.out, now);
                     self.rstart += req.head_len;
                     self.skip = req.content_length;
                     if !keep || answer.status == 400 {

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::config::ServerConfig;
+use crate::config::{Coding, ServerConfig};
 use crate::files::{Body, FileCache, Resolved};
 use crate::handler::Handler;
 use crate::session::Session;
@@ -151,14 +151,12 @@ impl Resolver {
     pub fn new(root: &Path, small_file_max: u64, list_dirs: bool) -> anyhow::Result<Resolver> {
         let root = std::fs::canonicalize(root)
             .with_context(|| format!("root {} is not usable", root.display()))?;
-        let cache = FileCache::new(
-            root.clone(),
-            "httplab",
+        let cfg = ServerConfig {
             small_file_max,
-            64 << 20,
-            std::time::Duration::from_secs(1),
             list_dirs,
-        );
+            ..ServerConfig::default()
+        };
+        let cache = FileCache::new(root.clone(), &cfg);
         Ok(Resolver { cache, root })
     }
 
@@ -170,11 +168,11 @@ impl Resolver {
     /// Resolves a raw (still percent-encoded) request path, bypassing the
     /// cache so every call walks the file system.
     pub fn lookup(&self, raw: &str) -> Lookup {
-        match self.cache.resolve(raw) {
+        match self.cache.resolve(raw).map(|r| (r.resolved, r.check_path)) {
             Err(m) => Lookup::Miss(m.status()),
-            Ok((Resolved::Redirect(r), _, _)) => Lookup::Redirect(r),
-            Ok((Resolved::Listing(p), _, _)) => Lookup::Listing(p),
-            Ok((Resolved::File(info), path, _)) => {
+            Ok((Resolved::Redirect(r), _)) => Lookup::Redirect(r),
+            Ok((Resolved::Listing(p), _)) => Lookup::Listing(p),
+            Ok((Resolved::File(info), path)) => {
                 let body = match &info.body {
                     Body::Mem(m) => m.to_vec(),
                     Body::Fd(f) => {
@@ -217,6 +215,25 @@ pub fn if_range_matches(value: &[u8], etag: &str, mtime_secs: u64) -> bool {
 /// `If-Modified-Since` and friends.
 pub fn parse_http_date(value: &[u8]) -> Option<u64> {
     crate::handler::parse_date(value)
+}
+
+/// The server's choice among a file itself and its precompressed variants
+/// of `available` codings (server preference) for these `Accept-Encoding`
+/// field values: `Ok(None)` for the file itself, `Ok(Some(token))` for a
+/// coding, `Err(406)` when nothing is acceptable.
+pub fn choose_encoding(
+    fields: &[&[u8]],
+    available: &[Coding],
+) -> Result<Option<&'static str>, u16> {
+    let mut a = crate::negotiate::AcceptEncoding::default();
+    for f in fields {
+        a.add_field(f);
+    }
+    match a.choose(available.iter().copied()) {
+        crate::negotiate::Choice::Identity => Ok(None),
+        crate::negotiate::Choice::Coded(c) => Ok(Some(c.token())),
+        crate::negotiate::Choice::NotAcceptable => Err(406),
+    }
 }
 
 /// Whether the io_uring engine can run here (tests run its variants only

@@ -1199,3 +1199,524 @@ fn pipeline_larger_than_the_read_buffer_is_answered_in_order() {
         server.shutdown();
     }
 }
+
+/// Adds `--precompressed` fixtures to a site: `app.js` with `.gz`, `.br`
+/// and `.zst` siblings, a large `big.css` with a large `.gz` (sent from
+/// a descriptor), a directory index with a `.gz`, and siblings that must
+/// not count: a directory, a symlink out of the root, and none at all.
+struct Precompressed {
+    app: Vec<u8>,
+    app_gz: Vec<u8>,
+    app_br: Vec<u8>,
+    app_zst: Vec<u8>,
+    big_gz: Vec<u8>,
+    sub_gz: Vec<u8>,
+}
+
+fn add_precompressed(site: &Site) -> Precompressed {
+    let r = &site.root;
+    let p = Precompressed {
+        app: pattern(3000, 11).iter().map(|b| b'a' + b % 26).collect(),
+        app_gz: pattern(1200, 12),
+        app_br: pattern(900, 13),
+        app_zst: pattern(1000, 14),
+        big_gz: pattern(200 * 1024 + 3, 15),
+        sub_gz: pattern(40, 16),
+    };
+    std::fs::write(r.join("app.js"), &p.app).unwrap();
+    std::fs::write(r.join("app.js.gz"), &p.app_gz).unwrap();
+    std::fs::write(r.join("app.js.br"), &p.app_br).unwrap();
+    std::fs::write(r.join("app.js.zst"), &p.app_zst).unwrap();
+    std::fs::write(r.join("big.css"), pattern(300 * 1024, 17)).unwrap();
+    std::fs::write(r.join("big.css.gz"), &p.big_gz).unwrap();
+    std::fs::write(r.join("sub/index.html.gz"), &p.sub_gz).unwrap();
+    std::fs::write(r.join("plain.txt"), b"no siblings\n").unwrap();
+    std::fs::write(r.join("dir.html"), b"<p>dir</p>\n").unwrap();
+    std::fs::create_dir(r.join("dir.html.gz")).unwrap();
+    std::fs::write(r.join("escape.js"), b"inside\n").unwrap();
+    std::os::unix::fs::symlink(&site.secret, r.join("escape.js.gz")).unwrap();
+    p
+}
+
+fn precompressed_config(v: &Variant, site: &Site) -> httplab_server::ServerConfig {
+    let mut cfg = config(v, &site.root);
+    cfg.precompressed = httplab_server::Coding::DEFAULT_ORDER.to_vec();
+    cfg.small_file_max = 64 * 1024;
+    cfg.cache_control = [
+        "css,JS,woff2=public, max-age=31536000, immutable",
+        "html=no-cache",
+        "*=max-age=300",
+    ]
+    .iter()
+    .map(|s| s.parse().expect("rule"))
+    .collect();
+    cfg
+}
+
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// What a coded variant response must carry.
+fn coded(r: &Resp, coding: &str, body: &[u8], ctype: &str) {
+    assert_eq!(
+        r.header("content-encoding"),
+        Some(coding),
+        "{:?}",
+        r.headers
+    );
+    assert_eq!(r.header("content-type"), Some(ctype));
+    assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+    assert_eq!(
+        r.header("content-length"),
+        Some(body.len().to_string().as_str())
+    );
+    assert!(r.body == body, "variant body differs");
+}
+
+fn identity(r: &Resp, body: &[u8], vary: bool) {
+    assert_eq!(r.header("content-encoding"), None, "{:?}", r.headers);
+    assert_eq!(r.header("vary").is_some(), vary, "{:?}", r.headers);
+    assert!(r.body == body, "identity body differs");
+}
+
+fn precompressed_cases(p: &Precompressed, etags: &[(String, String)]) -> Vec<Case> {
+    let js = "text/javascript; charset=utf-8";
+    let tag = |name: &str| {
+        etags
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, e)| e.clone())
+            .expect("etag fetched")
+    };
+    let (id_tag, gz_tag, br_tag) = (tag("identity"), tag("gzip"), tag("br"));
+    let ae = |v: &str| format!("Accept-Encoding: {v}\r\n");
+    let far_future = "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n";
+    let (app, gz, br, zst) = (
+        p.app.clone(),
+        p.app_gz.clone(),
+        p.app_br.clone(),
+        p.app_zst.clone(),
+    );
+    let big_gz = p.big_gz.clone();
+    let sub_gz = p.sub_gz.clone();
+    let gz_len = gz.len();
+    let mut cases = vec![];
+    let mut add = |name, headers: String, status, f: Box<dyn Fn(&Resp)>| {
+        cases.push(case(name, get("/app.js", &headers), status).check(move |r, _| f(r)));
+    };
+    let g = gz.clone();
+    add(
+        "gzip",
+        ae("gzip"),
+        200,
+        Box::new(move |r| coded(r, "gzip", &g, js)),
+    );
+    let b = br.clone();
+    add(
+        "br preferred on a tie",
+        ae("gzip, deflate, br, zstd"),
+        200,
+        Box::new(move |r| coded(r, "br", &b, js)),
+    );
+    let g = gz.clone();
+    add(
+        "q-values",
+        ae("br;q=0.5, zstd;q=0.4, gzip"),
+        200,
+        Box::new(move |r| coded(r, "gzip", &g, js)),
+    );
+    let z = zst.clone();
+    add(
+        "zstd by q",
+        ae("br;q=0.5, zstd;q=0.9, gzip;q=0.8"),
+        200,
+        Box::new(move |r| coded(r, "zstd", &z, js)),
+    );
+    let g = gz.clone();
+    add(
+        "x-gzip, case-insensitive",
+        ae("X-GZIP"),
+        200,
+        Box::new(move |r| coded(r, "gzip", &g, js)),
+    );
+    let b = br.clone();
+    add(
+        "star",
+        ae("*"),
+        200,
+        Box::new(move |r| coded(r, "br", &b, js)),
+    );
+    let z = zst.clone();
+    add(
+        "star with refusals",
+        ae("*;q=0.5, br;q=0"),
+        200,
+        Box::new(move |r| coded(r, "zstd", &z, js)),
+    );
+    let g = gz.clone();
+    add(
+        "two fields",
+        format!("{}{}", ae("deflate"), ae("gzip")),
+        200,
+        Box::new(move |r| coded(r, "gzip", &g, js)),
+    );
+    let a = app.clone();
+    add(
+        "no accept-encoding",
+        String::new(),
+        200,
+        Box::new(move |r| {
+            identity(r, &a, true);
+            assert_eq!(r.header("content-type"), Some(js));
+        }),
+    );
+    let a = app.clone();
+    add(
+        "identity only",
+        ae("identity"),
+        200,
+        Box::new(move |r| identity(r, &a, true)),
+    );
+    let a = app.clone();
+    add(
+        "unknown coding",
+        ae("deflate, compress"),
+        200,
+        Box::new(move |r| identity(r, &a, true)),
+    );
+    let a = app.clone();
+    add(
+        "identity weighted higher",
+        ae("gzip;q=0.5, identity"),
+        200,
+        Box::new(move |r| identity(r, &a, true)),
+    );
+    let a = app.clone();
+    add(
+        "every coding refused, identity not",
+        ae("br;q=0, zstd;q=0, gzip;q=0"),
+        200,
+        Box::new(move |r| identity(r, &a, true)),
+    );
+    add(
+        "identity;q=0 and codings refused",
+        ae("identity;q=0, br;q=0, zstd;q=0, gzip;q=0"),
+        406,
+        Box::new(|r| {
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+            assert_eq!(r.header("cache-control"), None);
+        }),
+    );
+    add("star;q=0", ae("*;q=0"), 406, Box::new(|_| {}));
+    let g = gz.clone();
+    add(
+        "identity;q=0, gzip accepted",
+        ae("identity;q=0, gzip"),
+        200,
+        Box::new(move |r| coded(r, "gzip", &g, js)),
+    );
+    let g = gz.clone();
+    add(
+        "range on a variant",
+        format!("{}Range: bytes=10-19\r\n", ae("gzip")),
+        206,
+        Box::new(move |r| {
+            assert_eq!(r.header("content-encoding"), Some("gzip"));
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+            assert_eq!(
+                r.header("content-range"),
+                Some(format!("bytes 10-19/{gz_len}").as_str())
+            );
+            assert_eq!(r.header("cache-control"), Some(IMMUTABLE));
+            assert!(r.body == g[10..20]);
+        }),
+    );
+    add(
+        "unsatisfiable range on a variant",
+        format!("{}Range: bytes={gz_len}-\r\n", ae("gzip")),
+        416,
+        Box::new(move |r| {
+            assert_eq!(
+                r.header("content-range"),
+                Some(format!("bytes */{gz_len}").as_str())
+            );
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+        }),
+    );
+    let g = gz.clone();
+    add(
+        "several ranges of a variant: the whole variant",
+        format!("{}Range: bytes=0-1,5-6\r\n", ae("gzip")),
+        200,
+        Box::new(move |r| coded(r, "gzip", &g, js)),
+    );
+    add(
+        "if-match with the identity ETag fails for the variant",
+        format!("{}If-Match: {id_tag}\r\n", ae("gzip")),
+        412,
+        Box::new(|r| {
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+        }),
+    );
+    let g = gz.clone();
+    add(
+        "if-match with the variant's ETag",
+        format!("{}If-Match: {gz_tag}\r\n", ae("gzip")),
+        200,
+        Box::new(move |r| coded(r, "gzip", &g, js)),
+    );
+    let (gt, it) = (gz_tag.clone(), id_tag.clone());
+    add(
+        "304 for the variant's ETag",
+        format!("{}If-None-Match: {gz_tag}\r\n", ae("gzip")),
+        304,
+        Box::new(move |r| {
+            assert_eq!(r.header("etag"), Some(gt.as_str()));
+            assert_ne!(gt, it);
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+            assert_eq!(r.header("cache-control"), Some(IMMUTABLE));
+            assert!(r.header("last-modified").is_some());
+        }),
+    );
+    let g = gz.clone();
+    let gt = gz_tag.clone();
+    add(
+        "identity ETag does not validate the variant",
+        format!("{}If-None-Match: {id_tag}\r\n", ae("gzip")),
+        200,
+        Box::new(move |r| {
+            coded(r, "gzip", &g, js);
+            assert_eq!(r.header("etag"), Some(gt.as_str()));
+        }),
+    );
+    let a = app.clone();
+    add(
+        "variant ETag does not validate identity",
+        format!("If-None-Match: {gz_tag}\r\n"),
+        200,
+        Box::new(move |r| identity(r, &a, true)),
+    );
+    add(
+        "304 for the br ETag",
+        format!("{}If-None-Match: \"x\", {br_tag}\r\n", ae("br")),
+        304,
+        Box::new(|_| {}),
+    );
+    add(
+        "if-modified-since per variant",
+        format!("{}{far_future}", ae("gzip")),
+        304,
+        Box::new(|r| {
+            assert_eq!(r.header("content-encoding"), None);
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+        }),
+    );
+    let gt = gz_tag.clone();
+    add(
+        "if-range with the variant's ETag",
+        format!("{}Range: bytes=0-0\r\nIf-Range: {gz_tag}\r\n", ae("gzip")),
+        206,
+        Box::new(move |r| {
+            assert_eq!(r.header("etag"), Some(gt.as_str()));
+        }),
+    );
+    cases.push(
+        case(
+            "head of a variant",
+            format!("HEAD /app.js HTTP/1.1\r\nHost: t\r\n{}\r\n", ae("gzip")),
+            200,
+        )
+        .head()
+        .check(move |r, _| {
+            assert_eq!(r.header("content-encoding"), Some("gzip"));
+            assert_eq!(
+                r.header("content-length"),
+                Some(gz_len.to_string().as_str())
+            );
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+            assert!(r.body.is_empty());
+        }),
+    );
+    let g = gz.clone();
+    cases.push(
+        case("the .gz itself", get("/app.js.gz", &ae("gzip")), 200).check(move |r, _| {
+            assert_eq!(r.header("content-type"), Some("application/gzip"));
+            assert_eq!(r.header("content-encoding"), None);
+            assert_eq!(r.header("vary"), None);
+            assert_eq!(r.header("cache-control"), Some("max-age=300"));
+            assert!(r.body == g);
+        }),
+    );
+    cases.push(
+        case("no siblings", get("/plain.txt", &ae("gzip, br")), 200).check(|r, _| {
+            identity(r, b"no siblings\n", false);
+            assert_eq!(r.header("cache-control"), Some("max-age=300"));
+        }),
+    );
+    cases.push(
+        case(
+            "a directory is no variant",
+            get("/dir.html", &ae("gzip")),
+            200,
+        )
+        .check(|r, _| {
+            identity(r, b"<p>dir</p>\n", false);
+            assert_eq!(r.header("cache-control"), Some("no-cache"));
+        }),
+    );
+    cases.push(
+        case(
+            "a sibling outside the root is no variant",
+            get("/escape.js", &ae("gzip")),
+            200,
+        )
+        .check(|r, _| identity(r, b"inside\n", false)),
+    );
+    let bg = big_gz.clone();
+    cases.push(
+        case("large variant", get("/big.css", &ae("gzip")), 200).check(move |r, _| {
+            coded(r, "gzip", &bg, "text/css; charset=utf-8");
+            assert_eq!(r.header("cache-control"), Some(IMMUTABLE));
+        }),
+    );
+    let bg = big_gz.clone();
+    cases.push(
+        case(
+            "range of a large variant",
+            get("/big.css", &format!("{}Range: bytes=-100\r\n", ae("gzip"))),
+            206,
+        )
+        .check(move |r, _| {
+            assert_eq!(r.header("content-encoding"), Some("gzip"));
+            assert!(r.body == bg[bg.len() - 100..]);
+        }),
+    );
+    cases.push(
+        case("large identity", get("/big.css", ""), 200).check(|r, _| {
+            assert_eq!(r.body.len(), 300 * 1024);
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"));
+        }),
+    );
+    cases.push(
+        case("directory index variant", get("/sub/", &ae("gzip")), 200).check(move |r, _| {
+            coded(r, "gzip", &sub_gz, "text/html; charset=utf-8");
+            assert_eq!(r.header("cache-control"), Some("no-cache"));
+        }),
+    );
+    cases.push(
+        case("cache-control on identity", get("/app.js", ""), 200).check(|r, _| {
+            assert_eq!(r.header("cache-control"), Some(IMMUTABLE));
+        }),
+    );
+    cases.push(
+        case("no cache-control on a 404", get("/nope.js", ""), 404).check(|r, _| {
+            assert_eq!(r.header("cache-control"), None);
+        }),
+    );
+    cases
+}
+
+/// The ETags of `/app.js` as identity, gzip and br.
+fn app_etags(addr: std::net::SocketAddr) -> Vec<(String, String)> {
+    ["identity", "gzip", "br"]
+        .iter()
+        .map(|c| {
+            let mut cl = Client::new(addr);
+            cl.send(get("/app.js", &format!("Accept-Encoding: {c}\r\n")).as_bytes());
+            let r = cl.read_response(false).expect("response");
+            (c.to_string(), r.header("etag").expect("etag").to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn precompressed_variants_and_cache_control_on_every_variant() {
+    let site = site();
+    let p = add_precompressed(&site);
+    for v in variants() {
+        let server = start(precompressed_config(&v, &site));
+        let etags = app_etags(server.local_addr());
+        for c in &precompressed_cases(&p, &etags) {
+            run_case(c, &v, server.local_addr(), &site);
+        }
+        server.shutdown();
+    }
+}
+
+/// Without `--precompressed` siblings are plain files; without rules no
+/// Cache-Control is sent.
+#[test]
+fn without_the_options_nothing_changes() {
+    let site = site();
+    let p = add_precompressed(&site);
+    let server = start(config(&variants()[0], &site.root));
+    let mut cl = Client::new(server.local_addr());
+    cl.send(get("/app.js", "Accept-Encoding: gzip, br\r\n").as_bytes());
+    let r = cl.read_response(false).expect("response");
+    identity(&r, &p.app, false);
+    assert_eq!(r.header("cache-control"), None);
+    cl.send(
+        get(
+            "/app.js",
+            "If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\n",
+        )
+        .as_bytes(),
+    );
+    let r = cl.read_response(false).expect("response");
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("cache-control"), None);
+    server.shutdown();
+}
+
+/// A sibling that appears, changes or goes away is seen at the next
+/// revalidation, and the cache never serves one variant for another.
+#[test]
+fn variants_follow_the_files() {
+    let site = site();
+    let p = add_precompressed(&site);
+    let v = variants()[0];
+    let mut cfg = precompressed_config(&v, &site);
+    cfg.revalidate = Duration::ZERO;
+    let server = start(cfg);
+    let mut cl = Client::new(server.local_addr());
+    let mut fetch = |path: &str, ae: &str| {
+        cl.send(get(path, &format!("Accept-Encoding: {ae}\r\n")).as_bytes());
+        cl.read_response(false).expect("response")
+    };
+    // Interleaved codings on one cached path: each gets its own bytes.
+    for _ in 0..3 {
+        assert!(fetch("/app.js", "gzip").body == p.app_gz);
+        assert!(fetch("/app.js", "br").body == p.app_br);
+        assert!(fetch("/app.js", "identity").body == p.app);
+    }
+    let r = fetch("/plain.txt", "gzip");
+    assert_eq!(r.header("content-encoding"), None);
+    std::fs::write(site.root.join("plain.txt.gz"), b"GZ-NOW").unwrap();
+    let r = fetch("/plain.txt", "gzip");
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(r.body, b"GZ-NOW");
+    std::fs::write(site.root.join("plain.txt.gz"), b"GZ-CHANGED!").unwrap();
+    assert_eq!(fetch("/plain.txt", "gzip").body, b"GZ-CHANGED!");
+    std::fs::remove_file(site.root.join("plain.txt.gz")).unwrap();
+    let r = fetch("/plain.txt", "gzip");
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.header("vary"), None);
+    assert_eq!(r.body, b"no siblings\n");
+    server.shutdown();
+}
+
+/// Malformed rules built in code are refused at start-up, as on the
+/// command line.
+#[test]
+fn conflicting_cache_rules_are_a_start_up_error() {
+    let site = site();
+    let mut cfg = config(&variants()[0], &site.root);
+    cfg.cache_control = ["css=a", "js,CSS=b"]
+        .iter()
+        .map(|s| s.parse().expect("rule"))
+        .collect();
+    let e = httplab_server::Server::start(cfg).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("'css' is given two rules"),
+        "{e:#}"
+    );
+}

@@ -1,5 +1,6 @@
 //! Interoperability with real clients: curl, wrk, httperf, `openssl
-//! s_client` and headless Chromium, over HTTP and HTTPS. Each test fails
+//! s_client` and headless Chromium, over HTTP and HTTPS, and mnot's
+//! httplint (PyPI `httplint`) judging the caching headers. Each test fails
 //! when its client is missing under CI and prints a `SKIPPED` line
 //! otherwise (`httplab_skip`). Every external run is bounded in count
 //! and time (coreutils `timeout` around it, fixed request counts).
@@ -335,4 +336,93 @@ fn openssl_s_client_handshakes_with_tls12_and_tls13() {
         }
         server.shutdown();
     }
+}
+
+/// The raw bytes of one response of `server` to `GET path` (the request
+/// closes the connection, so the response ends at EOF).
+fn raw_response(server: &httplab_server::ServerHandle, path: &str, extra: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = connect(server.local_addr());
+    s.write_all(get(path, &format!("{extra}Connection: close\r\n")).as_bytes())
+        .expect("send");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read response");
+    raw
+}
+
+/// httplint's notes on a response, in English.
+fn httplint(raw: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = bounded(60, "httplint")
+        .args(["--now", "--locale", "en"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run httplint");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(raw)
+        .expect("feed httplint");
+    let out = child.wait_with_output().expect("httplint finishes");
+    assert!(
+        out.status.success(),
+        "httplint: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// httplint's FRESHNESS_HEURISTIC note: no explicit freshness, so caches
+/// guess one from Last-Modified.
+const HEURISTIC: &str = "allows caches to assign their own freshness lifetimes";
+
+#[test]
+fn httplint_sees_explicit_freshness_with_cache_control_rules() {
+    if !require_tool("httplint") {
+        return;
+    }
+    let site = site();
+    std::fs::write(site.root.join("app.js"), b"let x = 1;\n").unwrap();
+    // A real gzip member (httplint checks the coding): gzip is in every
+    // Debian base system.
+    let gz = Command::new("gzip")
+        .args(["-9", "-n", "-c"])
+        .arg(site.root.join("app.js"))
+        .output()
+        .expect("run gzip");
+    assert!(gz.status.success());
+    std::fs::write(site.root.join("app.js.gz"), gz.stdout).unwrap();
+    let v = variants()[0];
+    // Without rules httplint warns, which shows the test can see the note.
+    let server = start(config(&v, &site.root));
+    let notes = httplint(&raw_response(&server, "/app.js", ""));
+    assert!(
+        notes.contains(HEURISTIC),
+        "no heuristic-freshness note without rules:\n{notes}"
+    );
+    server.shutdown();
+    let mut cfg = config(&v, &site.root);
+    cfg.precompressed = httplab_server::Coding::DEFAULT_ORDER.to_vec();
+    cfg.cache_control = ["js=public, max-age=31536000, immutable", "*=max-age=300"]
+        .iter()
+        .map(|r| r.parse().expect("rule"))
+        .collect();
+    let server = start(cfg);
+    for (path, extra) in [
+        ("/app.js", ""),
+        ("/app.js", "Accept-Encoding: gzip\r\n"),
+        ("/small.html", ""),
+    ] {
+        let raw = raw_response(&server, path, extra);
+        let notes = httplint(&raw);
+        assert!(
+            !notes.contains(HEURISTIC),
+            "{path} {extra:?}: heuristic freshness despite a rule:\n{notes}"
+        );
+        assert!(!notes.contains("[BAD]"), "{path} {extra:?}:\n{notes}");
+    }
+    server.shutdown();
 }

@@ -125,6 +125,53 @@ fn keep_alive_serves_many_requests_on_one_tls_connection() {
     }
 }
 
+/// `--precompressed` over TLS on every model: a small variant (from
+/// memory) and a large one (read from its file), byte-exact, pipelined
+/// with identity responses on one connection.
+#[test]
+fn precompressed_variants_over_tls() {
+    let site = site();
+    let tc = test_cert();
+    let small_gz = pattern(700, 21);
+    let big_gz = pattern(256 * 1024 + 9, 22);
+    std::fs::write(site.root.join("small.html.gz"), &small_gz).unwrap();
+    std::fs::write(site.root.join("big.bin.br"), &big_gz).unwrap();
+    for model in models() {
+        let mut cfg = config(&variants()[0], &site.root);
+        cfg.model = model;
+        cfg.precompressed = httplab_server::Coding::DEFAULT_ORDER.to_vec();
+        cfg.cache_control = vec!["*=max-age=60".parse().expect("rule")];
+        let server = start(with_tls(cfg, &tc));
+        let client = tls_client(&tc, &[&TLS13], &[b"http/1.1"]);
+        let mut c = tls_connect(server.local_addr(), &client).expect("handshake");
+        let ae = "Accept-Encoding: gzip, br\r\n";
+        let reqs = format!(
+            "{}{}{}{}",
+            get("/small.html", ae),
+            get("/big.bin", ae),
+            get("/small.html", ""),
+            get("/big.bin", &format!("{ae}Range: bytes=-10\r\n"))
+        );
+        c.send(reqs.as_bytes());
+        let tag = model.name();
+        let r = c.read_response(false).expect("small variant");
+        assert_eq!(r.header("content-encoding"), Some("gzip"), "[{tag}]");
+        assert_eq!(r.header("cache-control"), Some("max-age=60"), "[{tag}]");
+        assert!(r.body == small_gz, "[{tag}] small variant differs");
+        let r = c.read_response(false).expect("large variant");
+        assert_eq!(r.header("content-encoding"), Some("br"), "[{tag}]");
+        assert!(r.body == big_gz, "[{tag}] large variant differs");
+        let r = c.read_response(false).expect("identity");
+        assert_eq!(r.header("vary"), Some("Accept-Encoding"), "[{tag}]");
+        assert_eq!(r.body, SMALL, "[{tag}]");
+        let r = c.read_response(false).expect("range of the large variant");
+        assert_eq!(r.status, 206, "[{tag}]");
+        assert!(r.body == big_gz[big_gz.len() - 10..], "[{tag}]");
+        drop(c);
+        server.shutdown();
+    }
+}
+
 #[test]
 fn garbage_instead_of_client_hello_is_closed_and_server_keeps_serving() {
     let site = site();
