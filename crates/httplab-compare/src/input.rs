@@ -1,0 +1,317 @@
+//! Result files → one side of a comparison: values per cell and metric, one per run.
+//!
+//! A cell is what is compared on its own: the one load of run documents (every run of every
+//! file, repeats included), a sweep target's step (matched by demanded rate) plus the target's
+//! highest sustained rate, or a study's (workload, step, server).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use httplab_model::{Document, RunResult, StudyResult, SweepResult};
+
+use crate::metric::{Metric, RUN_METRICS};
+
+/// What kind of documents a side holds (both sides must hold the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// `httplab.run/1` (`httplab load`, possibly `--repeat`).
+    Run,
+    /// `httplab.sweep/1`.
+    Sweep,
+    /// `httplab.study/*`.
+    Study,
+}
+
+impl Kind {
+    /// "load result", "sweep result", "study result".
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Run => "load result",
+            Kind::Sweep => "sweep result",
+            Kind::Study => "study result",
+        }
+    }
+}
+
+/// The values of one cell: per metric, one value per run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CellValues {
+    /// Values by metric.
+    pub values: BTreeMap<Metric, Vec<f64>>,
+    /// Runs the load generator limited (their client figures are bounds).
+    pub client_bound_runs: usize,
+    /// Runs in the cell.
+    pub runs: usize,
+}
+
+impl CellValues {
+    fn push_run(&mut self, r: &RunResult) {
+        self.runs += 1;
+        if r.self_check.client_bound {
+            self.client_bound_runs += 1;
+        }
+        for m in RUN_METRICS {
+            if let Some(v) = m.of_run(r) {
+                self.values.entry(m).or_default().push(v);
+            }
+        }
+    }
+}
+
+/// One side of a comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Side {
+    /// The kind of its documents.
+    pub kind: Kind,
+    /// The files read.
+    pub files: Vec<String>,
+    /// Cells by name ("" for run documents: they are one cell).
+    pub cells: BTreeMap<String, CellValues>,
+    /// Load settings seen (rate, mode), to warn when the sides ran different loads.
+    pub shapes: Vec<String>,
+}
+
+/// Expands FILE, DIR (its `*.json`, sorted) and comma-separated lists of them.
+pub fn expand(arg: &str) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for part in arg.split(',').filter(|p| !p.is_empty()) {
+        let p = Path::new(part);
+        if p.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot read directory {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "json") && f.is_file())
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                bail!("{}: no .json result files in this directory", p.display());
+            }
+            out.extend(files);
+        } else {
+            out.push(p.to_path_buf());
+        }
+    }
+    if out.is_empty() {
+        bail!("no result file given");
+    }
+    Ok(out)
+}
+
+/// Reads a result file.
+pub fn read(path: &Path) -> Result<Document> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Document::from_json(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not an httplab result: {e}", path.display()))
+}
+
+fn kind_of(d: &Document) -> Kind {
+    match d {
+        Document::Run(_) => Kind::Run,
+        Document::Sweep(_) => Kind::Sweep,
+        Document::Study(_) => Kind::Study,
+    }
+}
+
+/// Reads every file of one side; all must be of one kind.
+pub fn side(paths: &[PathBuf]) -> Result<Side> {
+    let mut docs = Vec::new();
+    for p in paths {
+        docs.push((p.display().to_string(), read(p)?));
+    }
+    side_of(docs)
+}
+
+/// One side from documents already read (`(name, document)`).
+pub fn side_of(docs: Vec<(String, Document)>) -> Result<Side> {
+    let Some(kind) = docs.first().map(|d| kind_of(&d.1)) else {
+        bail!("no result file given");
+    };
+    let mut s = Side {
+        kind,
+        files: Vec::new(),
+        cells: BTreeMap::new(),
+        shapes: Vec::new(),
+    };
+    for (name, d) in &docs {
+        if kind_of(d) != kind {
+            bail!(
+                "{name} is a {} but {} is a {}: give one kind of result per side",
+                kind_of(d).name(),
+                s.files.first().map_or("the first file", String::as_str),
+                kind.name()
+            );
+        }
+        s.files.push(name.clone());
+        match d {
+            Document::Run(r) => add_run(&mut s, r),
+            Document::Sweep(w) => add_sweep(&mut s, w),
+            Document::Study(st) => add_study(&mut s, st),
+        }
+    }
+    Ok(s)
+}
+
+fn shape(r: &RunResult) -> String {
+    let rate = r
+        .config
+        .rate
+        .map_or_else(|| "no fixed rate".to_string(), |x| format!("rate {x}/s"));
+    format!("{:?}, {rate}", r.config.mode).to_lowercase()
+}
+
+fn add_run(s: &mut Side, r: &RunResult) {
+    let cell = s.cells.entry(String::new()).or_default();
+    for run in r.runs() {
+        cell.push_run(run);
+        let sh = shape(run);
+        if !s.shapes.contains(&sh) {
+            s.shapes.push(sh);
+        }
+    }
+}
+
+/// Sweep cells: "TARGET @ RATE/s" per step (one value per sweep file), and "TARGET" for the
+/// highest sustained rate of the target's saturation analysis.
+fn add_sweep(s: &mut Side, w: &SweepResult) {
+    for t in &w.targets {
+        for step in &t.steps {
+            let key = format!("{} @ {}/s", t.label, step.demanded_rate);
+            s.cells.entry(key).or_default().push_run(&step.run);
+        }
+        let cell = s.cells.entry(t.label.clone()).or_default();
+        if let Some(max) = t.saturation.max_sustainable_rate {
+            cell.values
+                .entry(Metric::MaxSustainable)
+                .or_default()
+                .push(max);
+            cell.runs += 1;
+            if t.saturation.client_bound {
+                cell.client_bound_runs += 1;
+            }
+        }
+    }
+}
+
+/// Study cells: "WORKLOAD[/STEP] SERVER", values from the study's load runs in round order;
+/// a cell without load runs (a capacity search) takes its per-round values from the study's
+/// own cell (`Cell::values`).
+fn add_study(s: &mut Side, st: &StudyResult) {
+    let name = |w: &str, step: &Option<String>, server: &str| match step {
+        Some(p) => format!("{w}/{p} {server}"),
+        None => format!("{w} {server}"),
+    };
+    let mut runs: Vec<_> = st
+        .runs
+        .iter()
+        .filter(|r| r.status.is_ok() && r.run.is_some())
+        .collect();
+    runs.sort_by_key(|r| r.repetition);
+    let mut from_runs = std::collections::BTreeSet::new();
+    for r in runs {
+        if let Some(run) = &r.run {
+            let key = name(&r.workload, &r.step, &r.server);
+            s.cells.entry(key.clone()).or_default().push_run(run);
+            from_runs.insert(key);
+        }
+    }
+    for c in &st.cells {
+        let key = name(&c.workload, &c.step, &c.server);
+        if from_runs.contains(&key) {
+            continue;
+        }
+        let cell = s.cells.entry(key).or_default();
+        for (k, vs) in &c.values {
+            cell.values
+                .entry(Metric::from_study_key(k))
+                .or_default()
+                .extend(vs.iter().copied());
+        }
+        cell.runs += c.n as usize;
+        cell.client_bound_runs += c.client_bound_runs as usize;
+    }
+}
+
+/// Renames the single target of a sweep side to the other side's single target, so two
+/// sweeps of differently labelled builds compare. Returns a note when it did.
+pub fn align_single_targets(base: &Side, new: &mut Side) -> Option<String> {
+    if base.kind != Kind::Sweep {
+        return None;
+    }
+    let targets = |s: &Side| -> Vec<String> {
+        s.cells
+            .keys()
+            .filter(|k| !k.contains(" @ "))
+            .cloned()
+            .collect()
+    };
+    let (bt, nt) = (targets(base), targets(new));
+    if bt.len() != 1 || nt.len() != 1 || bt == nt {
+        return None;
+    }
+    let (from, to) = (&nt[0], &bt[0]);
+    let cells = std::mem::take(&mut new.cells);
+    for (k, v) in cells {
+        let k = if &k == from {
+            to.clone()
+        } else if let Some(rest) = k.strip_prefix(&format!("{from} @ ")) {
+            format!("{to} @ {rest}")
+        } else {
+            k
+        };
+        new.cells.insert(k, v);
+    }
+    Some(format!(
+        "the sweeps' targets have different labels: NEW's \"{from}\" is compared with BASE's \"{to}\""
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use httplab_model::{RUN_SCHEMA, STUDY_SCHEMA};
+
+    fn run(replies: u64) -> RunResult {
+        let mut r = RunResult {
+            schema: RUN_SCHEMA.into(),
+            ..Default::default()
+        };
+        r.totals.replies = replies;
+        r.totals.test_duration_s = 1.0;
+        r
+    }
+
+    #[test]
+    fn repeats_are_runs_of_the_one_cell() {
+        let mut r = run(100);
+        r.repeats = vec![run(110), run(120)];
+        let s = side_of(vec![
+            ("a".into(), Document::Run(Box::new(r))),
+            ("b".into(), Document::Run(Box::new(run(90)))),
+        ])
+        .expect("side");
+        assert_eq!(s.kind, Kind::Run);
+        let c = &s.cells[""];
+        assert_eq!(c.runs, 4);
+        assert_eq!(c.values[&Metric::ReplyRate], vec![100.0, 110.0, 120.0, 90.0]);
+        // No latency histogram: no p50 values rather than zeros.
+        assert!(!c.values.contains_key(&Metric::P50));
+    }
+
+    #[test]
+    fn mixed_kinds_are_refused() {
+        let study = StudyResult {
+            schema: STUDY_SCHEMA.into(),
+            ..Default::default()
+        };
+        let e = side_of(vec![
+            ("a.json".into(), Document::Run(Box::new(run(1)))),
+            ("s.json".into(), Document::Study(Box::new(study))),
+        ])
+        .expect_err("mixed");
+        let text = e.to_string();
+        assert!(text.contains("s.json is a study result but a.json is a load result"), "{text}");
+    }
+}
