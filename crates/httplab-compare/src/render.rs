@@ -168,7 +168,7 @@ pub fn table(j: &Judgement) -> Table {
     )];
     notes.extend(j.notes.iter().cloned());
     Table {
-        title: format!("httplab compare: NEW against BASE ({} results)", j.kind.name()),
+        title: format!("httplab compare: NEW against BASE ({}s)", j.kind.name()),
         headers,
         rows,
         flagged,
