@@ -300,6 +300,97 @@ mod tests {
         assert!(!c.values.contains_key(&Metric::P50));
     }
 
+    fn study(replies: &[u64], capacity: &[f64]) -> StudyResult {
+        use httplab_model::{Cell, RunStatus, StudyRun};
+        let runs = replies
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| StudyRun {
+                workload: "static".into(),
+                server: "httplab".into(),
+                repetition: i as u32,
+                step: Some("rate=100".into()),
+                status: RunStatus::Ok,
+                run: Some(run(n)),
+                ..Default::default()
+            })
+            .collect();
+        let cap = Cell {
+            workload: "capacity".into(),
+            server: "httplab".into(),
+            n: capacity.len() as u32,
+            metric: "max_rate".into(),
+            values: BTreeMap::from([("max_rate".to_string(), capacity.to_vec())]),
+            ..Default::default()
+        };
+        StudyResult {
+            schema: STUDY_SCHEMA.into(),
+            runs,
+            cells: vec![cap],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn study_cells_come_from_runs_or_from_the_cells_values() {
+        let s = side_of(vec![(
+            "s.json".into(),
+            Document::Study(Box::new(study(&[100, 101, 99], &[5000.0, 5100.0]))),
+        )])
+        .expect("side");
+        assert_eq!(s.kind, Kind::Study);
+        let load = &s.cells["static/rate=100 httplab"];
+        assert_eq!(load.values[&Metric::ReplyRate], vec![100.0, 101.0, 99.0]);
+        let cap = &s.cells["capacity httplab"];
+        assert_eq!(
+            cap.values[&Metric::Study("max_rate".into())],
+            vec![5000.0, 5100.0]
+        );
+    }
+
+    #[test]
+    fn sweeps_compare_per_step_and_by_saturation_and_align_one_target() {
+        use httplab_model::{Saturation, SweepStep, SweepTarget, SWEEP_SCHEMA};
+        let sweep = |label: &str, max: f64| SweepResult {
+            schema: SWEEP_SCHEMA.into(),
+            targets: vec![SweepTarget {
+                label: label.into(),
+                steps: [100.0, 200.0]
+                    .iter()
+                    .map(|&rate| SweepStep {
+                        demanded_rate: rate,
+                        run: run(rate as u64),
+                    })
+                    .collect(),
+                saturation: Saturation {
+                    max_sustainable_rate: Some(max),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let docs = |label: &str| {
+            vec![
+                ("a".to_string(), Document::Sweep(Box::new(sweep(label, 900.0)))),
+                ("b".to_string(), Document::Sweep(Box::new(sweep(label, 950.0)))),
+            ]
+        };
+        let base = side_of(docs("old")).expect("base");
+        let mut new = side_of(docs("new")).expect("new");
+        assert_eq!(
+            base.cells["old @ 200/s"].values[&Metric::ReplyRate],
+            vec![200.0, 200.0]
+        );
+        assert_eq!(
+            base.cells["old"].values[&Metric::MaxSustainable],
+            vec![900.0, 950.0]
+        );
+        let note = align_single_targets(&base, &mut new).expect("aligned");
+        assert!(note.contains("NEW's \"new\" is compared with BASE's \"old\""), "{note}");
+        assert!(new.cells.contains_key("old @ 100/s") && new.cells.contains_key("old"));
+    }
+
     #[test]
     fn mixed_kinds_are_refused() {
         let study = StudyResult {
