@@ -49,9 +49,10 @@ pub fn save(dir: &Path, name: &str, files: &[PathBuf]) -> Result<Vec<PathBuf>> {
         .with_context(|| format!("cannot create {}", target.display()))?;
     let mut out = Vec::new();
     for (i, f) in files.iter().enumerate() {
-        let base = f
-            .file_name()
-            .map_or_else(|| "result.json".into(), |n| n.to_string_lossy().into_owned());
+        let base = f.file_name().map_or_else(
+            || "result.json".into(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         let base = if base.ends_with(".json") {
             base
         } else {
@@ -87,7 +88,10 @@ pub fn files(dir: &Path, name: &str) -> Result<Vec<PathBuf>> {
         .collect();
     v.sort();
     if v.is_empty() {
-        bail!("baseline {name:?} in {} holds no result file", dir.display());
+        bail!(
+            "baseline {name:?} in {} holds no result file",
+            dir.display()
+        );
     }
     Ok(v)
 }
@@ -114,7 +118,16 @@ mod tests {
 
     #[test]
     fn names_cannot_escape() {
-        for bad in ["", "..", ".hidden", "a/b", "../x", "a b", "x\0", &"n".repeat(65)] {
+        for bad in [
+            "",
+            "..",
+            ".hidden",
+            "a/b",
+            "../x",
+            "a b",
+            "x\0",
+            &"n".repeat(65),
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
         for good in ["main", "v1.2", "before-fix", "run_3"] {

@@ -295,7 +295,10 @@ mod tests {
         assert_eq!(s.kind, Kind::Run);
         let c = &s.cells[""];
         assert_eq!(c.runs, 4);
-        assert_eq!(c.values[&Metric::ReplyRate], vec![100.0, 110.0, 120.0, 90.0]);
+        assert_eq!(
+            c.values[&Metric::ReplyRate],
+            vec![100.0, 110.0, 120.0, 90.0]
+        );
         // No latency histogram: no p50 values rather than zeros.
         assert!(!c.values.contains_key(&Metric::P50));
     }
@@ -372,8 +375,14 @@ mod tests {
         };
         let docs = |label: &str| {
             vec![
-                ("a".to_string(), Document::Sweep(Box::new(sweep(label, 900.0)))),
-                ("b".to_string(), Document::Sweep(Box::new(sweep(label, 950.0)))),
+                (
+                    "a".to_string(),
+                    Document::Sweep(Box::new(sweep(label, 900.0))),
+                ),
+                (
+                    "b".to_string(),
+                    Document::Sweep(Box::new(sweep(label, 950.0))),
+                ),
             ]
         };
         let base = side_of(docs("old")).expect("base");
@@ -387,7 +396,10 @@ mod tests {
             vec![900.0, 950.0]
         );
         let note = align_single_targets(&base, &mut new).expect("aligned");
-        assert!(note.contains("NEW's \"new\" is compared with BASE's \"old\""), "{note}");
+        assert!(
+            note.contains("NEW's \"new\" is compared with BASE's \"old\""),
+            "{note}"
+        );
         assert!(new.cells.contains_key("old @ 100/s") && new.cells.contains_key("old"));
     }
 
@@ -403,6 +415,9 @@ mod tests {
         ])
         .expect_err("mixed");
         let text = e.to_string();
-        assert!(text.contains("s.json is a study result but a.json is a load result"), "{text}");
+        assert!(
+            text.contains("s.json is a study result but a.json is a load result"),
+            "{text}"
+        );
     }
 }

@@ -258,7 +258,14 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
         .iter()
         .map(|(cell, m, c)| {
             let d = c.as_ref().and_then(|_| decisions.next());
-            row(cell, m, &base.cells[cell], &new.cells[cell], d.as_ref(), opts)
+            row(
+                cell,
+                m,
+                &base.cells[cell],
+                &new.cells[cell],
+                d.as_ref(),
+                opts,
+            )
         })
         .collect();
     Ok(Judgement {

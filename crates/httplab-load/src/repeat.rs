@@ -32,7 +32,12 @@ pub(crate) fn run_repeated(
             crate::calibration_cache::record(&mut r.config, c);
         }
         if i == 0 {
-            if let Some(w) = r.self_check.warnings.iter().find(|w| w.starts_with("--io uring")) {
+            if let Some(w) = r
+                .self_check
+                .warnings
+                .iter()
+                .find(|w| w.starts_with("--io uring"))
+            {
                 eprintln!("httplab load: warning: {w}");
             }
         }
@@ -135,7 +140,11 @@ pub(crate) fn render_summary(r: &RunResult) -> String {
         "\nGeometric means over {} runs (95 % t interval over runs):",
         runs.len()
     );
-    let _ = writeln!(s, "  reply rate  {} replies/s", geo_with_interval(&rates, 1));
+    let _ = writeln!(
+        s,
+        "  reply rate  {} replies/s",
+        geo_with_interval(&rates, 1)
+    );
     let _ = writeln!(s, "  p50         {} ms", geo_with_interval(&pct(50.0), 3));
     let _ = writeln!(s, "  p99         {} ms", geo_with_interval(&pct(99.0), 3));
     let bound = runs.iter().filter(|x| x.self_check.client_bound).count();

@@ -88,7 +88,11 @@ fn two_one_sided_tests_and_detectable_effect_match_scipy() {
     assert_close!(l.mean, 0.003290912962118142, 1e-10);
     assert_close!(l.se(), 0.010822782062771551, 1e-10);
     assert_close!(l.df(), 8.778609252744237, 1e-10);
-    assert_close!(l.p_equivalent(0.05).expect("p"), 0.0012116604193705752, 1e-7);
+    assert_close!(
+        l.p_equivalent(0.05).expect("p"),
+        0.0012116604193705752,
+        1e-7
+    );
     assert_close!(l.p_two_sided().expect("p"), 0.7681564281245437, 1e-9);
     assert_close!(
         l.detectable(0.05, 0.8).expect("mde"),
@@ -111,9 +115,15 @@ fn the_study_rules_decide_unpaired_comparisons() {
         ],
         &opts,
     );
-    assert_eq!((ds[0].outcome, ds[0].winner), (Outcome::Winner, Some(Side::A)));
+    assert_eq!(
+        (ds[0].outcome, ds[0].winner),
+        (Outcome::Winner, Some(Side::A))
+    );
     assert_eq!(ds[1].outcome, Outcome::Equivalent);
-    assert_eq!((ds[2].outcome, ds[2].winner), (Outcome::Winner, Some(Side::B)));
+    assert_eq!(
+        (ds[2].outcome, ds[2].winner),
+        (Outcome::Winner, Some(Side::B))
+    );
     // The decision's interval is the Welch one.
     let [lo, hi] = ds[0].ci.expect("ci");
     assert_close!(lo, 1.1665401733557637, 1e-10);
@@ -128,7 +138,10 @@ fn one_run_on_a_side_has_a_ratio_but_no_interval() {
     assert!(l.interval(0.95).is_none());
     assert!(l.p_two_sided().is_none());
     assert!(l.detectable(0.05, 0.8).is_none());
-    let d = decide(&[Comparison::new(Looks::single(l))], &DesignOptions::default());
+    let d = decide(
+        &[Comparison::new(Looks::single(l))],
+        &DesignOptions::default(),
+    );
     assert_eq!(d[0].outcome, Outcome::Inconclusive);
     // No usable value on a side: no ratio at all, and no panic.
     let none = LogRatios::unpaired(&[0.0, f64::NAN], &B, Better::Higher);
@@ -139,9 +152,17 @@ fn one_run_on_a_side_has_a_ratio_but_no_interval() {
 #[test]
 fn runs_to_settle_are_per_side_and_shrink_with_spread() {
     let tight = LogRatios::unpaired(&C, &D, Better::Higher);
-    let wide: Vec<f64> = D.iter().enumerate().map(|(i, x)| if i % 2 == 0 { x * 1.08 } else { x / 1.08 }).collect();
+    let wide: Vec<f64> = D
+        .iter()
+        .enumerate()
+        .map(|(i, x)| if i % 2 == 0 { x * 1.08 } else { x / 1.08 })
+        .collect();
     let loose = LogRatios::unpaired(&C, &wide, Better::Higher);
-    let a = tight.rounds_to_settle(0.05, 0.05, 0.05, 0.8).expect("tight");
-    let b = loose.rounds_to_settle(0.05, 0.05, 0.05, 0.8).expect("loose");
+    let a = tight
+        .rounds_to_settle(0.05, 0.05, 0.05, 0.8)
+        .expect("tight");
+    let b = loose
+        .rounds_to_settle(0.05, 0.05, 0.05, 0.8)
+        .expect("loose");
     assert!(a < b, "{a} {b}");
 }

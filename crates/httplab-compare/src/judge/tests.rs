@@ -52,13 +52,21 @@ fn equal_rates_are_equivalent_and_slower_p99_is_a_regression() {
     let [lo, hi] = p99.ci95.expect("ci");
     assert!(lo > 1.4 && hi < 1.65 && (p99.ratio.expect("ratio") - 1.5045).abs() < 0.001);
     let answer = render::answer(&j);
-    assert!(answer.starts_with("regression: p99 +50 % (95 % CI +"), "{answer}");
+    assert!(
+        answer.starts_with("regression: p99 +50 % (95 % CI +"),
+        "{answer}"
+    );
     assert_eq!(j.regressions().len(), 1);
     // The other way round it is an improvement, and no regression.
     let j = judge(&new, &base, &Options::default()).expect("judge");
     assert_eq!(only(&j, Metric::P99).verdict, Verdict::Improvement);
     let answer = render::answer(&j);
-    assert!(answer.starts_with("no regression beyond 5 %: 1 equivalent (reply_rate), 1 improvement (p99)"), "{answer}");
+    assert!(
+        answer.starts_with(
+            "no regression beyond 5 %: 1 equivalent (reply_rate), 1 improvement (p99)"
+        ),
+        "{answer}"
+    );
 }
 
 #[test]
@@ -90,8 +98,13 @@ fn the_threshold_sets_what_counts_for_the_exit_status() {
     assert_eq!(r.verdict, Verdict::Regression);
     assert!(!r.beyond_threshold);
     assert!(j.regressions().is_empty());
-    assert!(r.note.contains("not beyond the threshold of 10 %"), "{}", r.note);
-    assert!(render::answer(&j).starts_with("no regression beyond 10 %: 1 regression within the threshold (p50)"));
+    assert!(
+        r.note.contains("not beyond the threshold of 10 %"),
+        "{}",
+        r.note
+    );
+    assert!(render::answer(&j)
+        .starts_with("no regression beyond 10 %: 1 regression within the threshold (p50)"));
 }
 
 #[test]
@@ -103,7 +116,11 @@ fn one_run_per_side_is_inconclusive_for_want_of_spread() {
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert!((r.ratio.expect("ratio") - 3.0).abs() < 1e-12);
     assert_eq!(r.ci95, None);
-    assert!(r.note.starts_with("no spread: BASE has 1 run, NEW 1"), "{}", r.note);
+    assert!(
+        r.note.starts_with("no spread: BASE has 1 run, NEW 1"),
+        "{}",
+        r.note
+    );
     assert!(render::answer(&j).contains("give at least 2 runs per side"));
 }
 
@@ -116,7 +133,11 @@ fn a_wide_spread_says_what_it_could_have_seen() {
     let r = only(&j, Metric::P99);
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert!(r.note.starts_with("these runs could see ≥"), "{}", r.note);
-    assert!(r.note.contains("runs per side would settle ±5 %"), "{}", r.note);
+    assert!(
+        r.note.contains("runs per side would settle ±5 %"),
+        "{}",
+        r.note
+    );
 }
 
 #[test]
@@ -127,7 +148,12 @@ fn a_client_bound_loser_holds_a_regression_back() {
     let j = judge(&base, &new, &Options::default()).expect("judge");
     let r = only(&j, Metric::ReplyRate);
     assert_eq!(r.verdict, Verdict::Inconclusive);
-    assert!(r.note.contains("held back: 5 of NEW's runs were client-bound"), "{}", r.note);
+    assert!(
+        r.note
+            .contains("held back: 5 of NEW's runs were client-bound"),
+        "{}",
+        r.note
+    );
     // Server-measured metrics are never held back.
     let a = [10.0, 10.1, 9.9, 10.05];
     let b = [20.0, 20.1, 19.9, 20.05];
@@ -141,7 +167,10 @@ fn a_client_bound_loser_holds_a_regression_back() {
 fn metrics_can_be_restricted_and_missing_ones_are_named() {
     let base = side(
         Kind::Run,
-        &[(Metric::ReplyRate, &RATE_A), (Metric::ServerCpu, &[1.0, 1.1])],
+        &[
+            (Metric::ReplyRate, &RATE_A),
+            (Metric::ServerCpu, &[1.0, 1.1]),
+        ],
         0,
     );
     let new = side(Kind::Run, &[(Metric::ReplyRate, &RATE_B)], 0);
@@ -167,7 +196,11 @@ fn kinds_must_match() {
     let base = side(Kind::Run, &[(Metric::ReplyRate, &RATE_A)], 0);
     let new = side(Kind::Study, &[(Metric::ReplyRate, &RATE_B)], 0);
     let e = judge(&base, &new, &Options::default()).expect_err("kinds");
-    assert!(e.to_string().contains("BASE is a load result but NEW is a study result"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("BASE is a load result but NEW is a study result"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -182,5 +215,8 @@ fn json_and_html_render() {
     assert_eq!(v["rows"][0]["metric"], "p99");
     assert_eq!(v["rows"][0]["verdict"], "regression");
     let html = render::html(&j, &base.files, &new.files);
-    assert!(html.contains("<svg") && html.contains("regression: p99"), "{html}");
+    assert!(
+        html.contains("<svg") && html.contains("regression: p99"),
+        "{html}"
+    );
 }
