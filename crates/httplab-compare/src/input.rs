@@ -44,11 +44,17 @@ pub struct CellValues {
     pub client_bound_runs: usize,
     /// Runs in the cell.
     pub runs: usize,
+    /// Errors and calls (replies + errors) over every run, for the errors row.
+    pub errors_of_calls: [u64; 2],
+    /// Relative step of the grid the values sit on (a sweep's rates), when they do.
+    pub resolution: Option<f64>,
 }
 
 impl CellValues {
     fn push_run(&mut self, r: &RunResult) {
         self.runs += 1;
+        self.errors_of_calls[0] += r.errors.total;
+        self.errors_of_calls[1] += r.totals.replies + r.errors.total;
         if r.self_check.client_bound {
             self.client_bound_runs += 1;
         }
@@ -69,6 +75,8 @@ pub struct Side {
     pub files: Vec<String>,
     /// Cells by name ("" for run documents: they are one cell).
     pub cells: BTreeMap<String, CellValues>,
+    /// Cell names in the order first seen (a sweep's steps by rate, a study's workloads).
+    pub order: Vec<String>,
     /// Load settings seen (rate, mode), to warn when the sides ran different loads.
     pub shapes: Vec<String>,
 }
@@ -107,6 +115,16 @@ pub fn read(path: &Path) -> Result<Document> {
         .map_err(|e| anyhow::anyhow!("{}: not an httplab result: {e}", path.display()))
 }
 
+impl Side {
+    /// The cell `key`, created (and put in order) when new.
+    fn cell(&mut self, key: &str) -> &mut CellValues {
+        if !self.cells.contains_key(key) {
+            self.order.push(key.to_string());
+        }
+        self.cells.entry(key.to_string()).or_default()
+    }
+}
+
 fn kind_of(d: &Document) -> Kind {
     match d {
         Document::Run(_) => Kind::Run,
@@ -133,6 +151,7 @@ pub fn side_of(docs: Vec<(String, Document)>) -> Result<Side> {
         kind,
         files: Vec::new(),
         cells: BTreeMap::new(),
+        order: Vec::new(),
         shapes: Vec::new(),
     };
     for (name, d) in &docs {
@@ -163,9 +182,8 @@ fn shape(r: &RunResult) -> String {
 }
 
 fn add_run(s: &mut Side, r: &RunResult) {
-    let cell = s.cells.entry(String::new()).or_default();
     for run in r.runs() {
-        cell.push_run(run);
+        s.cell("").push_run(run);
         let sh = shape(run);
         if !s.shapes.contains(&sh) {
             s.shapes.push(sh);
@@ -179,10 +197,15 @@ fn add_sweep(s: &mut Side, w: &SweepResult) {
     for t in &w.targets {
         for step in &t.steps {
             let key = format!("{} @ {}/s", t.label, step.demanded_rate);
-            s.cells.entry(key).or_default().push_run(&step.run);
+            s.cell(&key).push_run(&step.run);
         }
-        let cell = s.cells.entry(t.label.clone()).or_default();
+        let rates: Vec<f64> = t.steps.iter().map(|x| x.demanded_rate).collect();
+        let cell = s.cell(&t.label);
         if let Some(max) = t.saturation.max_sustainable_rate {
+            // The highest sustained rate is one of the steps' rates: a value on their grid.
+            if let Some(step) = grid_step(&rates, max) {
+                cell.resolution = Some(cell.resolution.map_or(step, |r: f64| r.max(step)));
+            }
             cell.values
                 .entry(Metric::MaxSustainable)
                 .or_default()
@@ -193,6 +216,16 @@ fn add_sweep(s: &mut Side, w: &SweepResult) {
             }
         }
     }
+}
+
+/// The relative gap between `x` and the nearest other rate of the grid.
+fn grid_step(rates: &[f64], x: f64) -> Option<f64> {
+    rates
+        .iter()
+        .filter(|r| r.is_finite() && (**r - x).abs() > 1e-9)
+        .map(|r| (r - x).abs() / x)
+        .filter(|g| g.is_finite() && *g > 0.0)
+        .min_by(f64::total_cmp)
 }
 
 /// Study cells: "WORKLOAD[/STEP] SERVER", values from the study's load runs in round order;
@@ -213,7 +246,7 @@ fn add_study(s: &mut Side, st: &StudyResult) {
     for r in runs {
         if let Some(run) = &r.run {
             let key = name(&r.workload, &r.step, &r.server);
-            s.cells.entry(key.clone()).or_default().push_run(run);
+            s.cell(&key).push_run(run);
             from_runs.insert(key);
         }
     }
@@ -222,7 +255,7 @@ fn add_study(s: &mut Side, st: &StudyResult) {
         if from_runs.contains(&key) {
             continue;
         }
-        let cell = s.cells.entry(key).or_default();
+        let cell = s.cell(&key);
         for (k, vs) in &c.values {
             cell.values
                 .entry(Metric::from_study_key(k))
@@ -252,17 +285,20 @@ pub fn align_single_targets(base: &Side, new: &mut Side) -> Option<String> {
         return None;
     }
     let (from, to) = (&nt[0], &bt[0]);
-    let cells = std::mem::take(&mut new.cells);
-    for (k, v) in cells {
-        let k = if &k == from {
+    let rename = |k: &str| -> String {
+        if k == from {
             to.clone()
         } else if let Some(rest) = k.strip_prefix(&format!("{from} @ ")) {
             format!("{to} @ {rest}")
         } else {
-            k
-        };
-        new.cells.insert(k, v);
-    }
+            k.to_string()
+        }
+    };
+    new.cells = std::mem::take(&mut new.cells)
+        .into_iter()
+        .map(|(k, v)| (rename(&k), v))
+        .collect();
+    new.order = new.order.iter().map(|k| rename(k)).collect();
     Some(format!(
         "the sweeps' targets have different labels: NEW's \"{from}\" is compared with BASE's \"{to}\""
     ))

@@ -80,6 +80,10 @@ pub struct SideFigures {
     pub geomean: Option<f64>,
     /// Runs the load generator limited.
     pub client_bound_runs: usize,
+    /// For the errors row: errors and calls over every run (the figures compared carry a
+    /// continuity correction; these are the plain counts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors_of_calls: Option<[u64; 2]>,
 }
 
 /// One compared (cell, metric).
@@ -164,6 +168,7 @@ fn figures(c: &CellValues, m: &Metric) -> SideFigures {
         n: usable.len(),
         geomean: httplab_stats::geometric_mean(&usable),
         client_bound_runs: c.client_bound_runs,
+        errors_of_calls: (*m == Metric::ErrorRate).then_some(c.errors_of_calls),
     }
 }
 
@@ -174,6 +179,15 @@ fn comparison(base: &CellValues, new: &CellValues, m: &Metric) -> Comparison {
     let get = |c: &CellValues| c.values.get(m).cloned().unwrap_or_default();
     let l = LogRatios::unpaired(&get(new), &get(base), m.better());
     let mut c = Comparison::new(Looks::single(l));
+    // Values on a grid (a sweep's highest sustained rate) get the spread the grid allows.
+    if let Some(step) = base
+        .resolution
+        .into_iter()
+        .chain(new.resolution)
+        .reduce(f64::max)
+    {
+        c = c.with_resolution(step);
+    }
     if m.measured() == Measured::ByClient {
         let what = match m.better() {
             Better::Higher => "at least",
@@ -224,8 +238,8 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
         ));
     }
     let mut pairs: Vec<(String, Metric, Option<Comparison>)> = Vec::new();
-    for (cell, b) in &base.cells {
-        let Some(n) = new.cells.get(cell) else {
+    for cell in &base.order {
+        let (Some(b), Some(n)) = (base.cells.get(cell), new.cells.get(cell)) else {
             continue;
         };
         let metrics: BTreeSet<&Metric> = b.values.keys().chain(n.values.keys()).collect();
@@ -354,11 +368,9 @@ pub fn pct(x: f64) -> String {
 
 fn note(r: &Row, d: &Decision, opts: &Options) -> String {
     let delta = pct(opts.delta);
-    let held = d
-        .held_back
-        .as_ref()
-        .map(|w| format!("; held back: {w}"))
-        .unwrap_or_default();
+    if let (Verdict::Inconclusive, Some(why)) = (r.verdict, &d.held_back) {
+        return format!("held back: {why}");
+    }
     match r.verdict {
         Verdict::Regression if !r.beyond_threshold => format!(
             "worse by at least δ = {delta} but not beyond the threshold of {}",
@@ -371,7 +383,7 @@ fn note(r: &Row, d: &Decision, opts: &Options) -> String {
         Verdict::Equivalent => format!("90 % CI inside ±{delta}"),
         Verdict::Missing => String::new(),
         Verdict::Inconclusive if r.base.n < 2 || r.new.n < 2 => format!(
-            "no spread: BASE has {} run{}, NEW {}; a verdict needs at least 2 runs per side (httplab load --repeat 5){held}",
+            "no spread: BASE has {} run{}, NEW {}; a verdict needs at least 2 runs per side (httplab load --repeat 5)",
             r.base.n,
             if r.base.n == 1 { "" } else { "s" },
             r.new.n
@@ -388,7 +400,7 @@ fn note(r: &Row, d: &Decision, opts: &Options) -> String {
                 Some(_) => String::new(),
                 None => format!("; no number of runs would settle ±{delta} at this change"),
             };
-            format!("{see}{settle}{held}")
+            format!("{see}{settle}")
         }
     }
 }

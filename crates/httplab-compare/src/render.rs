@@ -5,7 +5,7 @@ use httplab_model::ToolInfo;
 use httplab_report::text::{esc_html, Table};
 use serde::Serialize;
 
-use crate::judge::{pct, Judgement, Row, Verdict};
+use crate::judge::{pct, Judgement, Row, SideFigures, Verdict};
 
 /// Schema tag of `httplab compare --json`.
 pub const COMPARE_SCHEMA: &str = "httplab.compare/1";
@@ -108,8 +108,21 @@ pub fn answer(j: &Judgement) -> String {
     s
 }
 
-fn fig(v: Option<f64>, n: usize) -> String {
-    match v {
+fn fig(f: &SideFigures) -> String {
+    let n = f.n;
+    if let Some([errors, calls]) = f.errors_of_calls {
+        // The plain share, not the corrected figure the ratio is taken of.
+        let share = if calls > 0 {
+            errors as f64 / calls as f64 * 100.0
+        } else {
+            0.0
+        };
+        return format!(
+            "{} ({errors} of {calls}, n={n})",
+            httplab_stats::format_sig3(share)
+        );
+    }
+    match f.geomean {
         Some(x) => format!("{} (n={n})", httplab_stats::format_sig3(x)),
         None => format!("– (n={n})"),
     }
@@ -144,8 +157,8 @@ pub fn table(j: &Judgement) -> Table {
             };
             v.extend([
                 r.metric.label(),
-                fig(r.base.geomean, r.base.n),
-                fig(r.new.geomean, r.new.n),
+                fig(&r.base),
+                fig(&r.new),
                 change(r),
                 verdict,
                 r.note.clone(),
@@ -273,12 +286,13 @@ mod tests {
 
     #[test]
     fn worsening_follows_the_direction() {
-        use crate::judge::{Row, SideFigures};
+        use crate::judge::Row;
         use crate::metric::Metric;
         let f = SideFigures {
             n: 2,
             geomean: Some(1.0),
             client_bound_runs: 0,
+            errors_of_calls: None,
         };
         let mut r = Row {
             cell: String::new(),

@@ -467,13 +467,23 @@ impl Comparison {
     /// `step` (a capacity search's bisection precision) can resolve: a uniform rounding error
     /// of ±step/2 on each value gives each log difference a spread of about step/√6. Without
     /// it two identical grid values would have no spread at all, and any difference would
-    /// look certain.
+    /// look certain. Unpaired: each side's spread is floored at step/√12 (one value's
+    /// rounding error), which gives the same step/√6 for one log difference.
     pub fn with_resolution(mut self, step: f64) -> Comparison {
         if step > 0.0 && step.is_finite() {
             let floor = (1.0 + step).ln() / 6f64.sqrt();
             let lift = |l: &mut LogRatios| {
-                if l.n >= 2 {
-                    l.sd = l.sd.max(floor);
+                if l.n < 2 {
+                    return;
+                }
+                match l.unpaired.as_mut() {
+                    Some(u) => {
+                        let side = (1.0 + step).ln() / 12f64.sqrt();
+                        u.sd_a = u.sd_a.max(side);
+                        u.sd_b = u.sd_b.max(side);
+                        l.sd = (u.sd_a * u.sd_a + u.sd_b * u.sd_b).sqrt();
+                    }
+                    None => l.sd = l.sd.max(floor),
                 }
             };
             for looks in std::iter::once(&mut self.looks).chain(self.also.iter_mut()) {

@@ -166,3 +166,19 @@ fn runs_to_settle_are_per_side_and_shrink_with_spread() {
         .expect("loose");
     assert!(a < b, "{a} {b}");
 }
+
+#[test]
+fn grid_values_get_the_grid_spread_per_side() {
+    // Two capacity searches per side landing on the same grid points: no spread without a
+    // floor; with a 5 % grid each side's log spread is at least ln(1.05)/√12.
+    let l = LogRatios::unpaired(&[1000.0, 1000.0], &[960.0, 960.0], Better::Higher);
+    assert_eq!(l.se(), 0.0);
+    let c = Comparison::new(Looks::single(l)).with_resolution(0.05);
+    let u = c.looks.last.unpaired.expect("unpaired");
+    let side = (1.05f64).ln() / 12f64.sqrt();
+    assert_close!(u.sd_a, side, 1e-12);
+    assert_close!(u.sd_b, side, 1e-12);
+    assert_close!(c.looks.last.sd, (1.05f64).ln() / 6f64.sqrt(), 1e-12);
+    let d = decide(&[c], &DesignOptions::default());
+    assert_ne!(d[0].outcome, Outcome::Winner);
+}

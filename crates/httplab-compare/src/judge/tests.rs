@@ -18,6 +18,7 @@ fn side(kind: Kind, values: &[(Metric, &[f64])], client_bound_runs: usize) -> Si
         kind,
         files: vec!["x.json".into()],
         cells: BTreeMap::from([(String::new(), c)]),
+        order: vec![String::new()],
         shapes: vec!["open, rate 100/s".into()],
     }
 }
