@@ -43,6 +43,7 @@ Examples:
     version,
     about = "Compare saved results: did NEW get slower than BASE? (a regression gate; runs no load)",
     after_help = AFTER_HELP,
+    override_usage = "httplab compare [OPTIONS] BASE NEW\n       httplab compare [OPTIONS] --baseline NAME NEW\n       httplab compare --save-baseline NAME FILE...",
     max_term_width = 100
 )]
 struct Cli {
