@@ -187,6 +187,12 @@ struct Cli {
     /// Label stored in the JSON result.
     #[arg(long, value_name = "S", help_heading = "Output")]
     label: Option<String>,
+    /// Run the same load N times back to back and write ONE result holding the N runs (run 1
+    /// at the top level, runs 2..N under `repeats`); the report prints one line per run and
+    /// the geometric means of reply rate, p50 and p99 with 95 % t intervals over the runs.
+    /// What `httplab compare` needs for a verdict (at least 2 runs per side) [default: 1].
+    #[arg(long, value_name = "N", help_heading = "Output")]
+    repeat: Option<u32>,
 
     // ---- httplab extensions ----
     /// Run for this long (e.g. 10s) instead of a count; with --rate the schedule runs this long.
@@ -350,6 +356,13 @@ struct Cli {
 pub enum Parsed {
     /// A run to do.
     Run(Box<LoadSpec>),
+    /// The same run, `times` (≥ 2) times back to back (`--repeat N`).
+    Repeat {
+        /// The run.
+        spec: Box<LoadSpec>,
+        /// How many times.
+        times: u32,
+    },
     /// Help or version text to print.
     Text(String),
 }
@@ -379,7 +392,30 @@ pub fn parse(args: &[OsString]) -> Result<Parsed> {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    Ok(Parsed::Run(Box::new(to_spec(cli, command_line)?)))
+    let repeat = cli.repeat;
+    let spec = Box::new(to_spec(cli, command_line)?);
+    match repeat {
+        None | Some(1) => Ok(Parsed::Run(spec)),
+        Some(0) => bail!("--repeat must be at least 1"),
+        Some(times) => {
+            check_repeatable(&spec)?;
+            Ok(Parsed::Repeat { spec, times })
+        }
+    }
+}
+
+/// Options that describe one run only and cannot be repeated.
+fn check_repeatable(spec: &LoadSpec) -> Result<()> {
+    if spec.is_shard() || spec.start_at.is_some() {
+        bail!("--repeat cannot be combined with --client I/N or --start-at: repeated results cannot be merged; repeat the whole sharded run instead");
+    }
+    if spec.csv.is_some() || spec.raw_latencies.is_some() {
+        bail!("--csv writes one run's time series: with --repeat use --json (every run's series is in it)");
+    }
+    if spec.calibrate_only {
+        bail!("--repeat with --calibrate-only: nothing to repeat");
+    }
+    Ok(())
 }
 
 fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
@@ -791,6 +827,7 @@ where
     v.extend(args.into_iter().map(Into::into));
     match parse(&v)? {
         Parsed::Run(s) => Ok(*s),
+        Parsed::Repeat { .. } => bail!("--repeat is an option of the `httplab load` command only"),
         Parsed::Text(t) => bail!("{t}"),
     }
 }
@@ -804,9 +841,35 @@ mod tests {
         args.extend(line.split_whitespace().map(OsString::from));
         match parse(&args) {
             Ok(Parsed::Run(s)) => *s,
+            Ok(Parsed::Repeat { spec, .. }) => *spec,
             Ok(Parsed::Text(t)) => panic!("unexpected text {t}"),
             Err(e) => panic!("{line}: {e:#}"),
         }
+    }
+
+    #[test]
+    fn repeat_is_parsed_and_checked() {
+        let parse_line = |line: &str| {
+            let mut args: Vec<OsString> = vec!["httplab load".into()];
+            args.extend(line.split_whitespace().map(OsString::from));
+            parse(&args)
+        };
+        match parse_line("http://127.0.0.1:1/ --rate 10 --num-conns 5 --repeat 3") {
+            Ok(Parsed::Repeat { times, .. }) => assert_eq!(times, 3),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_line("http://127.0.0.1:1/ --repeat 1"),
+            Ok(Parsed::Run(_))
+        ));
+        for bad in [
+            "http://127.0.0.1:1/ --repeat 0",
+            "http://127.0.0.1:1/ --repeat 2 --csv x.csv",
+            "http://127.0.0.1:1/ --rate 10 --num-conns 5 --repeat 2 --client 0/2",
+        ] {
+            assert!(parse_line(bad).is_err(), "{bad}");
+        }
+        assert!(parse_args(["http://127.0.0.1:1/", "--repeat", "2"]).is_err());
     }
 
     #[test]

@@ -13,12 +13,13 @@ use crate::{cli, sys};
 
 /// Entry point of `httplab load`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
-    let spec = match cli::parse(&args)? {
+    let (spec, times) = match cli::parse(&args)? {
         cli::Parsed::Text(t) => {
             print!("{t}");
             return Ok(ExitCode::SUCCESS);
         }
-        cli::Parsed::Run(s) => *s,
+        cli::Parsed::Run(s) => (*s, 1),
+        cli::Parsed::Repeat { spec, times } => (*spec, times),
     };
     let mut spec = spec;
     let mut calibration = None;
@@ -39,6 +40,9 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     check_start_at(&spec)?;
     sys::install_sigint();
     let stop = sys::interrupted();
+    if times > 1 {
+        return crate::repeat::run_repeated(&spec, times, calibration.as_ref(), stop);
+    }
     let (mut result, raw) = run_raw(&spec, true, stop)?;
     if let Some(w) = result
         .self_check

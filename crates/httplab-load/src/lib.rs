@@ -108,6 +108,7 @@ mod h3conn;
 mod http3;
 mod plan;
 mod record;
+mod repeat;
 mod report;
 mod run;
 mod session;

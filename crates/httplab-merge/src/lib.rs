@@ -126,6 +126,9 @@ pub enum MergeError {
         "{0}: already a merged result (it lists shards); merge the shards' own results instead"
     )]
     AlreadyMerged(String),
+    /// The document holds repeated runs (`httplab load --repeat N`).
+    #[error("{0}: holds {1} repeated runs (`httplab load --repeat`), not one shard of a run: merge combines the shards of one run; compare repeated results with `httplab compare`")]
+    Repeated(String, usize),
     /// No shard recorded, and `--force` not given.
     #[error("{0}: records no client shard (config.extra \"client_shard\" = \"I/N\", written by a sharded `httplab load --client I/N`); pass --force to merge such results as shards 0..N-1 in the order given")]
     NoShardInfo(String),

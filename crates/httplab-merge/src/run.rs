@@ -116,6 +116,9 @@ fn shards_in_order<'a>(
         if !r.shards.is_empty() {
             return Err(MergeError::AlreadyMerged(name.to_string()));
         }
+        if !r.repeats.is_empty() {
+            return Err(MergeError::Repeated(name.to_string(), r.run_count()));
+        }
     }
     let ids = assign_shards(inputs, opts.force)?;
     let mut order: Vec<usize> = (0..inputs.len()).collect();

@@ -378,3 +378,13 @@ fn mixed_kinds_and_studies_are_refused() {
     let e = merge_documents(vec![], &Options::default(), None).unwrap_err();
     assert!(matches!(e, MergeError::Empty));
 }
+
+#[test]
+fn repeated_results_are_refused_with_a_pointer_to_compare() {
+    let mut v = three();
+    let again = v[0].clone();
+    v[0].repeats = vec![again];
+    let e = err(v, Options::default());
+    assert!(matches!(e, MergeError::Repeated(_, 2)), "{e}");
+    assert!(e.to_string().contains("httplab compare"), "{e}");
+}

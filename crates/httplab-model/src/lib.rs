@@ -701,6 +701,27 @@ pub struct RunResult {
     /// HTTP/3 facts of a run with `--http3`; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http3: Option<Http3Summary>,
+    /// `httplab load --repeat N`: runs 2..=N of the same load, back to back,
+    /// each a whole result (with no `repeats` of its own). This document's
+    /// own fields are run 1, so a reader that knows nothing of repeats still
+    /// reads a complete run; [`RunResult::runs`] gives all N in order.
+    /// Empty for a single run (and then not written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeats: Vec<RunResult>,
+}
+
+impl RunResult {
+    /// Every run of this document in order: itself (run 1, without its
+    /// `repeats`) followed by its repeats. One run for a document without
+    /// repeats.
+    pub fn runs(&self) -> Vec<&RunResult> {
+        std::iter::once(self).chain(self.repeats.iter()).collect()
+    }
+
+    /// Runs in this document (1 + the repeats).
+    pub fn run_count(&self) -> usize {
+        1 + self.repeats.len()
+    }
 }
 
 /// What the QUIC and HTTP/3 layers of an `httplab load --http3` run did
@@ -1649,6 +1670,40 @@ mod tests {
         };
         let text = serde_json::to_string(&full).unwrap();
         assert_eq!(serde_json::from_str::<RunResult>(&text).unwrap(), full);
+    }
+
+    #[test]
+    fn repeats_are_optional_and_round_trip() {
+        let r = RunResult {
+            schema: RUN_SCHEMA.into(),
+            label: "one".into(),
+            ..Default::default()
+        };
+        // A single run writes no `repeats` key.
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v.get("repeats").is_none());
+        assert_eq!(r.run_count(), 1);
+        // Three runs: run 1 at the top level, runs 2 and 3 under `repeats`.
+        let mut three = r.clone();
+        for label in ["two", "three"] {
+            three.repeats.push(RunResult {
+                label: label.into(),
+                ..r.clone()
+            });
+        }
+        let text = serde_json::to_string(&three).unwrap();
+        let back: RunResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, three);
+        let labels: Vec<&str> = back.runs().iter().map(|x| x.label.as_str()).collect();
+        assert_eq!(labels, ["one", "two", "three"]);
+        // A reader that knows nothing of repeats (here: a struct without the
+        // field, as serde ignores unknown keys) still reads run 1.
+        #[derive(Deserialize)]
+        struct Old {
+            label: String,
+        }
+        let old: Old = serde_json::from_str(&text).unwrap();
+        assert_eq!(old.label, "one");
     }
 
     #[test]

@@ -91,14 +91,60 @@ impl DesignOptions {
 
 /// Paired per-round log ratios of two servers at one look: d_i = ln(a_i / b_i) oriented so that
 /// a positive value means `a` was better in round i.
+///
+/// Or, built by [`LogRatios::unpaired`], the difference of the mean logs of two independent
+/// samples (runs of two builds that were not measured in shared rounds): then `unpaired` holds
+/// each side's count and spread, the standard error and degrees of freedom are Welch's, and
+/// every decision below (interval, test, two one-sided tests, detectable effect, runs to
+/// settle) reads them instead of the paired ones.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LogRatios {
-    /// Rounds where both servers have a positive finite value.
+    /// Rounds where both servers have a positive finite value (unpaired: the smaller side's
+    /// count, so that "n < 2" means "a side without a spread estimate").
     pub n: usize,
     /// Mean of the log differences (the log of the geometric-mean ratio).
     pub mean: f64,
-    /// Sample standard deviation of the log differences (0 when n < 2).
+    /// Sample standard deviation of the log differences (0 when n < 2). Unpaired: the spread
+    /// of one run's log against one run of the other side, √(s_a² + s_b²).
     pub sd: f64,
+    /// The two independent samples, for an unpaired comparison (`None`: paired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpaired: Option<Unpaired>,
+}
+
+/// Each side of an unpaired comparison ([`LogRatios::unpaired`]): count and sample standard
+/// deviation of its log values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Unpaired {
+    /// Values of side a.
+    pub n_a: usize,
+    /// Values of side b.
+    pub n_b: usize,
+    /// Standard deviation of ln(a) (0 when n_a < 2).
+    pub sd_a: f64,
+    /// Standard deviation of ln(b) (0 when n_b < 2).
+    pub sd_b: f64,
+}
+
+impl Unpaired {
+    fn var_means(&self) -> (f64, f64) {
+        (
+            self.sd_a * self.sd_a / self.n_a.max(1) as f64,
+            self.sd_b * self.sd_b / self.n_b.max(1) as f64,
+        )
+    }
+
+    /// Welch–Satterthwaite degrees of freedom; n_a + n_b − 2 when neither side has a spread.
+    fn df(&self) -> f64 {
+        let (qa, qb) = self.var_means();
+        let se2 = qa + qb;
+        if se2 == 0.0 {
+            return (self.n_a + self.n_b) as f64 - 2.0;
+        }
+        let na1 = (self.n_a as f64 - 1.0).max(1.0);
+        let nb1 = (self.n_b as f64 - 1.0).max(1.0);
+        se2 * se2 / (qa * qa / na1 + qb * qb / nb1)
+    }
 }
 
 fn usable(x: Option<f64>) -> Option<f64> {
@@ -136,7 +182,63 @@ impl LogRatios {
         } else {
             0.0
         };
-        LogRatios { n, mean, sd }
+        LogRatios {
+            n,
+            mean,
+            sd,
+            unpaired: None,
+        }
+    }
+
+    /// Two independent samples (no rounds shared between them): the log of the ratio of their
+    /// geometric means, ln(GM(a) / GM(b)), oriented so that positive means `a` is better, with
+    /// Welch's standard error √(s_a²/n_a + s_b²/n_b) and Welch–Satterthwaite degrees of freedom
+    /// on the log values. Values that are missing, not finite or not positive are left out.
+    pub fn unpaired(a: &[f64], b: &[f64], better: Better) -> LogRatios {
+        let logs = |xs: &[f64]| -> Vec<f64> {
+            xs.iter()
+                .filter(|v| v.is_finite() && **v > 0.0)
+                .map(|v| v.ln())
+                .collect()
+        };
+        let (la, lb) = (logs(a), logs(b));
+        let spread = |l: &[f64], m: f64| {
+            if l.len() >= 2 {
+                crate::sample_variance(l, m).sqrt()
+            } else {
+                0.0
+            }
+        };
+        let side = Unpaired {
+            n_a: la.len(),
+            n_b: lb.len(),
+            sd_a: la.first().map_or(0.0, |_| spread(&la, crate::mean(&la))),
+            sd_b: lb.first().map_or(0.0, |_| spread(&lb, crate::mean(&lb))),
+        };
+        if la.is_empty() || lb.is_empty() {
+            return LogRatios {
+                unpaired: Some(side),
+                ..LogRatios::default()
+            };
+        }
+        let diff = crate::mean(&la) - crate::mean(&lb);
+        LogRatios {
+            n: la.len().min(lb.len()),
+            mean: match better {
+                Better::Higher => diff,
+                Better::Lower => -diff,
+            },
+            sd: (side.sd_a * side.sd_a + side.sd_b * side.sd_b).sqrt(),
+            unpaired: Some(side),
+        }
+    }
+
+    /// Degrees of freedom of the t quantities: n − 1 paired, Welch–Satterthwaite unpaired.
+    pub fn df(&self) -> f64 {
+        match &self.unpaired {
+            Some(u) => u.df(),
+            None => self.n as f64 - 1.0,
+        }
     }
 
     /// The geometric-mean ratio (a over b, > 1 when a is better); `None` without pairs.
@@ -144,8 +246,15 @@ impl LogRatios {
         (self.n >= 1).then(|| self.mean.exp())
     }
 
-    fn se(&self) -> f64 {
-        self.sd / (self.n as f64).sqrt()
+    /// Standard error of `mean`: s/√n paired, √(s_a²/n_a + s_b²/n_b) unpaired.
+    pub fn se(&self) -> f64 {
+        match &self.unpaired {
+            Some(u) => {
+                let (qa, qb) = u.var_means();
+                (qa + qb).sqrt()
+            }
+            None => self.sd / (self.n as f64).sqrt(),
+        }
     }
 
     /// Two-sided t interval of the ratio at confidence `level`; `None` when n < 2.
@@ -153,7 +262,7 @@ impl LogRatios {
         if self.n < 2 {
             return None;
         }
-        let t = crate::t_critical(self.n as f64 - 1.0, level)?;
+        let t = crate::t_critical(self.df(), level)?;
         let h = t * self.se();
         Some(((self.mean - h).exp(), (self.mean + h).exp()))
     }
@@ -163,8 +272,8 @@ impl LogRatios {
         if self.n < 2 {
             return None;
         }
-        // The paired t test's own rule (`ttest.rs`), zero-spread convention included.
-        crate::ttest::from_diff(self.mean, self.se(), self.n as f64 - 1.0).map(|t| t.p)
+        // The paired (or Welch) t test's own rule (`ttest.rs`), zero-spread convention included.
+        crate::ttest::from_diff(self.mean, self.se(), self.df()).map(|t| t.p)
     }
 
     /// p value of "the ratio lies inside [1/(1+δ), 1+δ]" by two one-sided tests: the larger of
@@ -178,7 +287,7 @@ impl LogRatios {
         if se == 0.0 {
             return Some(if self.mean.abs() < bound { 0.0 } else { 1.0 });
         }
-        let dist = students_t(self.n as f64 - 1.0)?;
+        let dist = students_t(self.df())?;
         // H0 lower: mean <= -bound; H0 upper: mean >= bound.
         let p_lower = dist.sf((self.mean + bound) / se);
         let p_upper = dist.cdf((self.mean - bound) / se);
@@ -188,7 +297,34 @@ impl LogRatios {
     /// The smallest relative effect (ratio - 1) a two-sided test at `alpha` finds with
     /// probability `power` with this many rounds and this spread; `None` when n < 2.
     pub fn detectable(&self, alpha: f64, power: f64) -> Option<f64> {
-        detectable_effect(self.n, self.sd, alpha, power)
+        if self.unpaired.is_none() {
+            return detectable_effect(self.n, self.sd, alpha, power);
+        }
+        // The same rule on Welch's standard error and degrees of freedom.
+        if self.n < 2 {
+            return None;
+        }
+        let ta = crate::t_critical(self.df(), 1.0 - alpha)?;
+        let tb = crate::t_critical(self.df(), 2.0 * power - 1.0)?;
+        Some(((ta + tb) * self.se()).exp() - 1.0)
+    }
+
+    /// Standard error and degrees of freedom with `k` rounds (unpaired: `k` runs per side) at
+    /// the spread observed.
+    fn se_df_at(&self, k: u32) -> (f64, f64) {
+        let kf = f64::from(k);
+        match &self.unpaired {
+            Some(u) => {
+                let (va, vb) = (u.sd_a * u.sd_a, u.sd_b * u.sd_b);
+                let df = if va + vb > 0.0 {
+                    (kf - 1.0) * (va + vb).powi(2) / (va * va + vb * vb)
+                } else {
+                    2.0 * kf - 2.0
+                };
+                (((va + vb) / kf).sqrt(), df)
+            }
+            None => (self.sd / kf.sqrt(), kf - 1.0),
+        }
     }
 
     /// Rounds (in total, counting the ones already run) after which, if the true effect and
@@ -197,7 +333,8 @@ impl LogRatios {
     /// at `alpha_sup`), equivalent otherwise (two one-sided tests at `alpha_eq`). The usual
     /// sample-size rule n ≥ ((t_α + t_power) · s / gap)², with t quantiles at n - 1 degrees of
     /// freedom. `None` when it would take more than [`MAX_ROUNDS`] (an effect on the edge of
-    /// δ) or there is no spread estimate.
+    /// δ) or there is no spread estimate. Unpaired: runs per side, with Welch's degrees of
+    /// freedom.
     pub fn rounds_to_settle(
         &self,
         delta: f64,
@@ -222,12 +359,12 @@ impl LogRatios {
             return None;
         }
         (2..=MAX_ROUNDS).find(|&n| {
-            let df = n as f64 - 1.0;
+            let (se, df) = self.se_df_at(n);
             match (
                 crate::t_critical(df, level),
                 crate::t_critical(df, 2.0 * power - 1.0),
             ) {
-                (Some(ta), Some(tb)) => (ta + tb) * self.sd / (n as f64).sqrt() <= gap,
+                (Some(ta), Some(tb)) => (ta + tb) * se <= gap,
                 _ => false,
             }
         })
@@ -330,13 +467,23 @@ impl Comparison {
     /// `step` (a capacity search's bisection precision) can resolve: a uniform rounding error
     /// of ±step/2 on each value gives each log difference a spread of about step/√6. Without
     /// it two identical grid values would have no spread at all, and any difference would
-    /// look certain.
+    /// look certain. Unpaired: each side's spread is floored at step/√12 (one value's
+    /// rounding error), which gives the same step/√6 for one log difference.
     pub fn with_resolution(mut self, step: f64) -> Comparison {
         if step > 0.0 && step.is_finite() {
             let floor = (1.0 + step).ln() / 6f64.sqrt();
             let lift = |l: &mut LogRatios| {
-                if l.n >= 2 {
-                    l.sd = l.sd.max(floor);
+                if l.n < 2 {
+                    return;
+                }
+                match l.unpaired.as_mut() {
+                    Some(u) => {
+                        let side = (1.0 + step).ln() / 12f64.sqrt();
+                        u.sd_a = u.sd_a.max(side);
+                        u.sd_b = u.sd_b.max(side);
+                        l.sd = (u.sd_a * u.sd_a + u.sd_b * u.sd_b).sqrt();
+                    }
+                    None => l.sd = l.sd.max(floor),
                 }
             };
             for looks in std::iter::once(&mut self.looks).chain(self.also.iter_mut()) {

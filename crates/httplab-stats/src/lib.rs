@@ -3,7 +3,9 @@
 //! geometric-mean ratio with a t interval on paired per-round log differences, decided as a
 //! winner, equivalent, or inconclusive with the effect the run could have seen ([`decide`]),
 //! under a two-look sequential design whose extra rounds go where they decide most
-//! ([`allocate`]).
+//! ([`allocate`]). Runs that share no rounds (two builds measured one after the other, as
+//! `httplab compare` sees them) are compared by the same rules on Welch's unpaired interval of
+//! the log values ([`LogRatios::unpaired`]).
 //!
 //! Pure library: no I/O, no dependency on other httplab crates. Every function validates its
 //! input and answers `None` (or a documented convention) instead of panicking; everything is
@@ -20,7 +22,7 @@ mod verdict;
 
 pub use decide::{
     allocate, decide, decide_interim, describe as describe_decision, detectable_effect, Comparison,
-    Decision, DesignOptions, LogRatios, Looks, Need, Outcome, Side, MAX_ROUNDS,
+    Decision, DesignOptions, LogRatios, Looks, Need, Outcome, Side, Unpaired, MAX_ROUNDS,
 };
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};

@@ -44,6 +44,11 @@ const COMMANDS: &[(&str, &str, Entry)] = &[
         "Merge the results of a run's client shards (--client I/N) into one, exactly",
         merge_main,
     ),
+    (
+        "compare",
+        "Compare saved results: did NEW get slower than BASE? (exit status 1 on a regression)",
+        httplab_compare::cli_main,
+    ),
 ];
 
 /// `httplab merge`, with merged sweeps re-analysed by the report's

@@ -116,7 +116,7 @@ fn serve_table_matches_help() {
 
 #[test]
 fn other_tables_match_help() {
-    for command in ["load", "sweep", "report", "study", "merge"] {
+    for command in ["load", "sweep", "report", "study", "merge", "compare"] {
         check(command);
     }
 }

@@ -1,0 +1,321 @@
+//! The answer line, the table (text and HTML, through httplab-report's `Table`) and the JSON
+//! document of a judgement.
+
+use httplab_model::ToolInfo;
+use httplab_report::text::{esc_html, Table};
+use serde::Serialize;
+
+use crate::judge::{pct, Judgement, Row, SideFigures, Verdict};
+
+/// Schema tag of `httplab compare --json`.
+pub const COMPARE_SCHEMA: &str = "httplab.compare/1";
+
+/// "+18 %", "−4.5 %".
+fn signed(x: f64) -> String {
+    let p = pct(x.abs());
+    if x >= 0.0 {
+        format!("+{p}")
+    } else {
+        format!("−{p}")
+    }
+}
+
+/// "+18 % (95 % CI +12…+25 %)".
+fn change(r: &Row) -> String {
+    let Some(x) = r.ratio else {
+        return "–".into();
+    };
+    match r.ci95 {
+        Some([lo, hi]) => {
+            let (a, b) = (signed(lo - 1.0), signed(hi - 1.0));
+            format!(
+                "{} (95 % CI {}…{})",
+                signed(x - 1.0),
+                a.trim_end_matches(" %"),
+                b
+            )
+        }
+        None => format!("{} (no interval)", signed(x - 1.0)),
+    }
+}
+
+fn what(r: &Row) -> String {
+    if r.cell.is_empty() {
+        r.metric.key().to_string()
+    } else {
+        format!("{} {}", r.cell, r.metric.key())
+    }
+}
+
+/// The one-line answer: "regression: p99 +18 % (95 % CI +12…+25 %)" or "no regression beyond
+/// 5 %: …".
+pub fn answer(j: &Judgement) -> String {
+    let regs = j.regressions();
+    if let Some(worst) = regs.first() {
+        let mut s = format!("regression: {} {}", what(worst), change(worst));
+        let rest: Vec<String> = regs[1..].iter().take(3).map(|r| what(r)).collect();
+        if !rest.is_empty() {
+            let more = regs.len() - 1 - rest.len();
+            s.push_str(&format!("; also {}", rest.join(", ")));
+            if more > 0 {
+                s.push_str(&format!(" and {more} more"));
+            }
+        }
+        return s;
+    }
+    let count = |v: Verdict| j.rows.iter().filter(|r| r.verdict == v).count();
+    let mut parts = Vec::new();
+    for v in [
+        Verdict::Equivalent,
+        Verdict::Improvement,
+        Verdict::Regression,
+        Verdict::Inconclusive,
+    ] {
+        let k = count(v);
+        if k == 0 {
+            continue;
+        }
+        let names: Vec<String> = j
+            .rows
+            .iter()
+            .filter(|r| r.verdict == v)
+            .take(4)
+            .map(what)
+            .collect();
+        let list = if k <= 4 {
+            format!(" ({})", names.join(", "))
+        } else {
+            String::new()
+        };
+        let word = match v {
+            Verdict::Regression => "regression within the threshold",
+            other => other.word(),
+        };
+        parts.push(format!("{k} {word}{list}"));
+    }
+    let no_spread = j
+        .rows
+        .iter()
+        .any(|r| r.verdict == Verdict::Inconclusive && (r.base.n < 2 || r.new.n < 2));
+    let mut s = format!(
+        "no regression beyond {}: {}",
+        pct(j.threshold),
+        parts.join(", ")
+    );
+    if no_spread {
+        s.push_str(" — too few runs to judge some metrics: give at least 2 runs per side");
+    }
+    s
+}
+
+fn fig(f: &SideFigures) -> String {
+    let n = f.n;
+    if let Some([errors, calls]) = f.errors_of_calls {
+        // The plain share, not the corrected figure the ratio is taken of.
+        let share = if calls > 0 {
+            errors as f64 / calls as f64 * 100.0
+        } else {
+            0.0
+        };
+        return format!(
+            "{} ({errors} of {calls}, n={n})",
+            httplab_stats::format_sig3(share)
+        );
+    }
+    match f.geomean {
+        Some(x) => format!("{} (n={n})", httplab_stats::format_sig3(x)),
+        None => format!("– (n={n})"),
+    }
+}
+
+/// The table of every comparison.
+pub fn table(j: &Judgement) -> Table {
+    let cells = j.rows.iter().any(|r| !r.cell.is_empty());
+    let mut headers: Vec<String> = Vec::new();
+    if cells {
+        headers.push("cell".into());
+    }
+    for h in ["metric", "BASE", "NEW", "NEW/BASE", "verdict", "note"] {
+        headers.push(h.into());
+    }
+    let numeric = headers
+        .iter()
+        .map(|h| matches!(h.as_str(), "BASE" | "NEW" | "NEW/BASE"))
+        .collect();
+    let rows = j
+        .rows
+        .iter()
+        .map(|r| {
+            let mut v = Vec::new();
+            if cells {
+                v.push(r.cell.clone());
+            }
+            let verdict = if r.beyond_threshold {
+                format!("{} ✗", r.verdict.word())
+            } else {
+                r.verdict.word().to_string()
+            };
+            v.extend([
+                r.metric.label(),
+                fig(&r.base),
+                fig(&r.new),
+                change(r),
+                verdict,
+                r.note.clone(),
+            ]);
+            v
+        })
+        .collect();
+    let flagged = j
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.beyond_threshold)
+        .map(|(i, _)| i)
+        .collect();
+    let mut notes = vec![format!(
+        "Geometric means over runs; NEW/BASE with its 95 % Welch interval on the log values (the runs of the two sides are not paired). δ = {}: a regression or improvement is a change of at least δ, significant after Holm's correction over all {} comparisons; equivalent: the 90 % interval inside ±δ (docs/statistics.md). ✗: a regression beyond the threshold of {} (exit code 1).",
+        pct(j.delta),
+        j.family,
+        pct(j.threshold)
+    )];
+    notes.extend(j.notes.iter().cloned());
+    Table {
+        title: format!("httplab compare: NEW against BASE ({}s)", j.kind.name()),
+        headers,
+        rows,
+        flagged,
+        notes,
+        numeric,
+    }
+}
+
+/// The terminal output: the answer first, then the table.
+pub fn text(j: &Judgement) -> String {
+    format!("{}\n\n{}", answer(j), table(j).to_text())
+}
+
+/// `--json`: the whole judgement.
+#[derive(Serialize)]
+pub struct JsonDoc<'a> {
+    /// [`COMPARE_SCHEMA`].
+    pub schema: &'static str,
+    /// Writer.
+    pub tool: ToolInfo,
+    /// BASE's files.
+    pub base: &'a [String],
+    /// NEW's files.
+    pub new: &'a [String],
+    /// The answer line.
+    pub answer: String,
+    /// True when a regression beyond the threshold was found (exit code 1).
+    pub regression: bool,
+    /// Everything else.
+    #[serde(flatten)]
+    pub judgement: &'a Judgement,
+}
+
+/// The JSON text of `--json`.
+pub fn json(j: &Judgement, base: &[String], new: &[String]) -> anyhow::Result<String> {
+    let doc = JsonDoc {
+        schema: COMPARE_SCHEMA,
+        tool: ToolInfo::current(env!("CARGO_PKG_VERSION")),
+        base,
+        new,
+        answer: answer(j),
+        regression: !j.regressions().is_empty(),
+        judgement: j,
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
+const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}th,td{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
+.num{text-align:right;font-variant-numeric:tabular-nums}caption{font-weight:bold;text-align:left;padding:.4em 0}\
+tr.cb{background:#fde8e8}.answer{font-size:1.3em;font-weight:bold}.note{color:#555;max-width:60em}";
+
+/// `--html FILE`: a self-contained page (no network, no script) with the answer, a chart of
+/// the ratios with their intervals (up to 40 comparisons) and the table.
+pub fn html(j: &Judgement, base: &[String], new: &[String]) -> String {
+    let mut h = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>httplab compare</title><style>{CSS}</style></head><body>\n<h1>httplab compare</h1>\n<p class=\"answer\">{}</p>\n<p>BASE: {}<br>NEW: {}</p>\n",
+        esc_html(&answer(j)),
+        esc_html(&base.join(", ")),
+        esc_html(&new.join(", "))
+    );
+    if let Some(svg) = chart(j) {
+        h.push_str("<figure>");
+        // The chart as an element of the page: from its <svg> tag on (no XML declaration).
+        h.push_str(svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]));
+        h.push_str("<figcaption>NEW/BASE per comparison (1 = no change), whisker: 95 % interval.</figcaption></figure>\n");
+    }
+    h.push_str(&table(j).to_html());
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn chart(j: &Judgement) -> Option<String> {
+    let bars: Vec<httplab_report::charts::EstimateBar> = j
+        .rows
+        .iter()
+        .filter_map(|r| {
+            Some(httplab_report::charts::EstimateBar {
+                label: what(r),
+                mean: r.ratio?,
+                ci: r.ci95.map(|[a, b]| (a, b)),
+                client_bound: false,
+            })
+        })
+        .collect();
+    if bars.is_empty() || bars.len() > 40 {
+        return None;
+    }
+    httplab_report::charts::estimate_bars("NEW / BASE", "ratio", &bars).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::worsening;
+
+    #[test]
+    fn signed_changes() {
+        assert_eq!(signed(0.18), "+18 %");
+        assert_eq!(signed(-0.045), "−4.5 %");
+    }
+
+    #[test]
+    fn worsening_follows_the_direction() {
+        use crate::judge::Row;
+        use crate::metric::Metric;
+        let f = SideFigures {
+            n: 2,
+            geomean: Some(1.0),
+            client_bound_runs: 0,
+            errors_of_calls: None,
+        };
+        let mut r = Row {
+            cell: String::new(),
+            metric: Metric::P99,
+            better: httplab_stats::Better::Lower,
+            base: f.clone(),
+            new: f,
+            ratio: Some(1.2),
+            ci95: Some([1.1, 1.3]),
+            ci90: None,
+            verdict: Verdict::Regression,
+            beyond_threshold: true,
+            p_value: None,
+            p_equivalent: None,
+            detectable: None,
+            runs_to_settle: None,
+            note: String::new(),
+        };
+        assert!((worsening(&r) - 0.2).abs() < 1e-12);
+        assert_eq!(change(&r), "+20 % (95 % CI +10…+30 %)");
+        r.metric = Metric::ReplyRate;
+        r.better = httplab_stats::Better::Higher;
+        r.ratio = Some(0.8);
+        assert!((worsening(&r) - 0.25).abs() < 1e-12);
+    }
+}
