@@ -7,7 +7,8 @@
 //! The family is every comparison of the study: each step's leader against
 //! its runner-up on the workload's metric; on server CPU per request for
 //! fixed-rate load steps (the server's own accounting, valid whoever the
-//! client was); each server against `[compare] baseline`; and each question's
+//! client was); each server against `[compare] baseline` (on the workload's
+//! metric, and on fixed-rate load steps on server CPU per request too); and each question's
 //! evidence that is not already one of those. Winners are corrected across
 //! the whole family (`httplab_stats::decide`).
 
@@ -98,6 +99,31 @@ fn samples<'a>(cells: &'a [CellData], metric: Metric) -> Vec<st::Sample<'a>> {
         .collect()
 }
 
+/// The named pairs of a step: everyone against the baseline (on the
+/// workload's metric, and on server CPU per request where the offered work
+/// is fixed, as the step comparison is), then the questions' evidence.
+fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)> {
+    let mut pairs: Vec<(String, String, Metric)> = Vec::new();
+    if let Some(base) = &study.compare.baseline {
+        for c in v.cells.iter().filter(|c| &c.server != base) {
+            pairs.push((c.server.clone(), base.clone(), v.metric));
+            if v.server_cost {
+                pairs.push((c.server.clone(), base.clone(), Metric::ServerCpuUsPerReq));
+            }
+        }
+    }
+    for q in &study.questions {
+        for e in q.evidence.iter().filter(|e| e.workload == v.workload) {
+            pairs.push((
+                e.server.clone(),
+                e.versus.clone(),
+                e.metric.unwrap_or(v.metric),
+            ));
+        }
+    }
+    pairs
+}
+
 /// Every comparison of the study, in report order: per step, the step
 /// comparisons, then the pairs.
 pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
@@ -136,22 +162,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
                 ),
             );
         }
-        // Named pairs: everyone against the baseline, then the questions' evidence.
-        let mut pairs: Vec<(String, String, Metric)> = Vec::new();
-        if let Some(base) = &study.compare.baseline {
-            for c in v.cells.iter().filter(|c| &c.server != base) {
-                pairs.push((c.server.clone(), base.clone(), v.metric));
-            }
-        }
-        for q in &study.questions {
-            for e in q.evidence.iter().filter(|e| e.workload == v.workload) {
-                pairs.push((
-                    e.server.clone(),
-                    e.versus.clone(),
-                    e.metric.unwrap_or(v.metric),
-                ));
-            }
-        }
+        let pairs = named_pairs(study, v);
         let mut seen: Vec<(String, String, Metric)> = Vec::new();
         for (a, b, metric) in pairs {
             let key = (a.clone(), b.clone(), metric);
@@ -180,6 +191,11 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
             }
             let s = samples(std::slice::from_ref(ca), metric);
             let t = samples(std::slice::from_ref(cb), metric);
+            let has_values = |x: &[st::Sample]| x[0].values.iter().any(Option::is_some);
+            if metric != v.metric && !(has_values(&s) && has_values(&t)) {
+                // A second metric without values (no CPU accounting): no pair.
+                continue;
+            }
             out.push(Planned {
                 step_index: i,
                 workload: v.workload.to_string(),

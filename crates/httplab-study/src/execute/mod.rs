@@ -18,6 +18,7 @@ pub mod idle;
 pub mod measure;
 pub mod netem;
 pub mod options;
+pub mod preflight;
 pub mod rounds;
 pub mod sampler;
 pub mod servers;
