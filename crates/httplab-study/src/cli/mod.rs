@@ -50,7 +50,7 @@ use crate::studies::{builtin, load_study, restrict_servers, BUILTINS};
 struct Cli {
     /// A built-in study name (see --list) or a study TOML file [default: default]
     study: Option<String>,
-    /// Output directory for index.html, results.json, runs.csv and summary.csv
+    /// Output directory for index.html, summary.md, results.json and the CSV tables
     #[arg(long, short, default_value = "httplab-report")]
     out: PathBuf,
     /// List the built-in studies and exit

@@ -156,13 +156,18 @@ pub fn raw_ratio(v: &m::StudyVerdict, a: &str) -> Option<(f64, Option<[f64; 2]>)
     Some((r, ci))
 }
 
+/// A fraction as a percentage, written as httplab-stats writes its notes.
 fn pct(x: f64) -> String {
-    let p = x * 100.0;
-    if p < 10.0 {
-        format!("{p:.1} %")
+    let v = x * 100.0;
+    if v >= 10.0 || (v - v.round()).abs() < 0.05 {
+        format!("{v:.0} %")
     } else {
-        format!("{p:.0} %")
+        format!("{v:.1} %")
     }
+}
+
+fn sig3(x: f64) -> String {
+    httplab_stats::format_sig3(x)
 }
 
 fn item(v: &m::StudyVerdict, a: &str, b: &str, res: &m::StudyResult) -> String {
@@ -174,8 +179,15 @@ fn item(v: &m::StudyVerdict, a: &str, b: &str, res: &m::StudyResult) -> String {
     let Some((r, ci)) = raw_ratio(v, a) else {
         return format!("{place}: {a} vs {b} on {}: no decision ({})", v.metric, v.note);
     };
+    let r = sig3(r);
+    if v.pairs < 2 {
+        return format!(
+            "{place}: {a} {verb} {r}× {what} of {b}, from {} paired round(s): no decision (too few rounds)",
+            v.pairs
+        );
+    }
     let ci = ci.map_or_else(String::new, |[l, h]| {
-        format!(" (95 % CI {:.2}–{:.2}×)", l, h)
+        format!(" (95 % CI {}–{}×)", sig3(l), sig3(h))
     });
     let delta = v
         .delta
@@ -191,7 +203,7 @@ fn item(v: &m::StudyVerdict, a: &str, b: &str, res: &m::StudyResult) -> String {
         }
         m::VerdictOutcome::Inconclusive => inconclusive(v, delta),
     };
-    format!("{place}: {a} {verb} {r:.2}× {what} of {b}{ci}: {outcome}")
+    format!("{place}: {a} {verb} {r}× {what} of {b}{ci}: {outcome}")
 }
 
 fn inconclusive(v: &m::StudyVerdict, delta: f64) -> String {
@@ -201,14 +213,15 @@ fn inconclusive(v: &m::StudyVerdict, delta: f64) -> String {
             v.client_bound.join(" and ")
         );
     }
-    let mut s = "inconclusive".to_string();
-    if let Some(d) = v.detectable {
-        s.push_str(&format!(
-            ": the run could have seen a difference of {}",
-            pct(d)
-        ));
-    }
-    if let Some(n) = v.rounds_to_settle {
+    // The same words and bounds as httplab-stats' notes (decide.rs).
+    let mut s = match v.detectable {
+        Some(e) if e.is_finite() && e < 9.0 => {
+            format!("inconclusive: the run could have seen a difference of ≥ {}", pct(e))
+        }
+        Some(_) => "inconclusive: the run could have seen only differences of 10× or more".into(),
+        None => "inconclusive".into(),
+    };
+    if let Some(n) = v.rounds_to_settle.filter(|&n| n > v.pairs) {
         s.push_str(&format!(
             "; about {n} rounds would settle it at ±{}",
             pct(delta)
@@ -356,7 +369,7 @@ mod tests {
         );
         assert_eq!(
             l[2],
-            "  w: mine costs 1.25× the server CPU per request of nginx (95 % CI 1.10–1.60×): inconclusive: the run could have seen a difference of 8.0 %; about 9 rounds would settle it at ±5.0 %"
+            "  w: mine costs 1.25× the server CPU per request of nginx (95 % CI 1.10–1.60×): inconclusive: the run could have seen a difference of ≥ 8 %; about 9 rounds would settle it at ±5 %"
         );
     }
 }

@@ -28,10 +28,7 @@ pub const PLACEHOLDER_COMMAND: &[&str] = &["./my-server", "--port", "{port}", "-
 pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("{port}", "the TCP port to listen on, on 127.0.0.1 (required)"),
     ("{root}", "the directory of the files to serve (required)"),
-    (
-        "{dir}",
-        "a scratch directory of its own, also its working directory",
-    ),
+    ("{dir}", "a scratch directory of its own"),
     (
         "{workers}",
         "the server's `workers` value (1 in the one-command form)",
