@@ -82,15 +82,22 @@ fn init_takes_the_command_the_peers_and_the_name() {
     assert!(study(&args).is_ok());
     let s = httplab_study::load_study(p).unwrap();
     assert_eq!(s.compare.baseline.as_deref(), Some("h2o"));
-    assert_eq!(s.servers[0].command, ["./srv", "-p", "{port}", "-d", "{root}", "-t", "{workers}"]);
+    assert_eq!(
+        s.servers[0].command,
+        ["./srv", "-p", "{port}", "-d", "{root}", "-t", "{workers}"]
+    );
     assert_eq!(s.questions.len(), 1, "srv against lighttpd");
 }
 
 #[test]
 fn a_command_line_without_port_or_root_is_refused() {
-    let e = study(&["--mine", "./srv --root {root}"]).unwrap_err().to_string();
+    let e = study(&["--mine", "./srv --root {root}"])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("{port}"), "{e}");
-    let e = study(&["--mine", "./srv --port {port}"]).unwrap_err().to_string();
+    let e = study(&["--mine", "./srv --port {port}"])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("{root}"), "{e}");
     let e = study(&["--against", "nginx"]).unwrap_err().to_string();
     assert!(e.contains("--mine"), "{e}");
@@ -113,7 +120,10 @@ fn a_command_that_is_not_there_is_an_error_before_any_run() {
     ])
     .unwrap_err();
     let e = format!("{e:#}");
-    assert!(e.contains("/nonexistent/my-httpd") && e.contains("not found"), "{e}");
+    assert!(
+        e.contains("/nonexistent/my-httpd") && e.contains("not found"),
+        "{e}"
+    );
     assert!(!out.path().join("results.json").exists());
 }
 
@@ -149,8 +159,20 @@ fn my_server_against_nginx_answers_first() {
     let out = tempfile::tempdir().unwrap();
     let o = out.path().to_str().unwrap();
     let args = [
-        "--mine", &cmd, "--quick", "--budget", "0", "--warmup", "0.2", "--window", "0.5",
-        "--seed", "7", "--out", o, "--no-progress",
+        "--mine",
+        &cmd,
+        "--quick",
+        "--budget",
+        "0",
+        "--warmup",
+        "0.2",
+        "--window",
+        "0.5",
+        "--seed",
+        "7",
+        "--out",
+        o,
+        "--no-progress",
     ];
     let code = match study(&args) {
         Ok(c) => c,
@@ -175,10 +197,15 @@ fn my_server_against_nginx_answers_first() {
         "no verdict word in {:?}",
         lines[2]
     );
-    assert!(lines[2].contains("mine") && lines[2].contains("nginx"), "{md}");
+    assert!(
+        lines[2].contains("mine") && lines[2].contains("nginx"),
+        "{md}"
+    );
     // index.html: the answer before the protocol and the verdicts.
     let html = std::fs::read_to_string(out.path().join("index.html")).unwrap();
-    let answer = html.find("mine vs nginx").expect("the answer in index.html");
+    let answer = html
+        .find("mine vs nginx")
+        .expect("the answer in index.html");
     assert!(answer < html.find("Protocol:").unwrap_or(usize::MAX));
     assert!(answer < html.find("id=\"summary\"").expect("verdicts section"));
     // results.json: the comparison of the two is one of the study's verdicts.
@@ -195,5 +222,9 @@ fn my_server_against_nginx_answers_first() {
         .filter(pair)
         .map(|v| v.workload.as_str())
         .collect();
-    assert_eq!(workloads.len(), 6, "a mine–nginx verdict on every workload: {workloads:?}");
+    assert_eq!(
+        workloads.len(),
+        6,
+        "a mine–nginx verdict on every workload: {workloads:?}"
+    );
 }

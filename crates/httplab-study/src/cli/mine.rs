@@ -17,7 +17,10 @@ use crate::studies::mine::{self, Mine};
 /// overwritten.
 pub fn init(cli: &Cli, path: &Path) -> Result<()> {
     if cli.study.is_some() {
-        bail!("--init writes a new study file; it takes no study name or file (got '{}')", cli.study.as_deref().unwrap_or(""));
+        bail!(
+            "--init writes a new study file; it takes no study name or file (got '{}')",
+            cli.study.as_deref().unwrap_or("")
+        );
     }
     let m = Mine::new(cli.mine.as_deref(), &cli.against, cli.name.as_deref())?;
     let text = mine::template(&m)?;

@@ -98,12 +98,10 @@ pub fn check_peers(study: &StudyFile, missing: &[(String, String)]) -> Result<Ve
         .filter(|(n, _)| peers.contains(n))
         .map(|(n, why)| format!("{n}: {why}"))
         .collect();
-    let all_missing = !peers.is_empty() && peers.iter().all(|p| missing.iter().any(|(n, _)| n == p));
+    let all_missing =
+        !peers.is_empty() && peers.iter().all(|p| missing.iter().any(|(n, _)| n == p));
     if all_missing && study.compare.baseline.is_some() {
-        bail!(
-            "no peer to compare with can run here: {}",
-            lines.join("; ")
-        );
+        bail!("no peer to compare with can run here: {}", lines.join("; "));
     }
     Ok(lines)
 }

@@ -253,7 +253,13 @@ pub fn write_all(
 /// verdict (the terminal summary, as a list).
 pub fn markdown(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) -> String {
     let title = study
-        .map(|s| if s.title.is_empty() { &s.name } else { &s.title })
+        .map(|s| {
+            if s.title.is_empty() {
+                &s.name
+            } else {
+                &s.title
+            }
+        })
         .unwrap_or(&res.name);
     let mut o = format!("# httplab study: {title}\n\n");
     o.push_str(&crate::render::versus::markdown(res, study));

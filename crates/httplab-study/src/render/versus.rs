@@ -57,7 +57,11 @@ pub fn pairs(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<(String, St
             }
         }
         None => {
-            for v in res.verdicts.iter().filter(|v| v.kind == m::VerdictKind::Pair) {
+            for v in res
+                .verdicts
+                .iter()
+                .filter(|v| v.kind == m::VerdictKind::Pair)
+            {
                 if let (Some(a), Some(b)) = (&v.leader, &v.runner_up) {
                     add(a, b);
                 }
@@ -177,7 +181,10 @@ fn item(v: &m::StudyVerdict, a: &str, b: &str, res: &m::StudyResult) -> String {
     };
     let (verb, what, adj) = words(metric_of(&v.metric));
     let Some((r, ci)) = raw_ratio(v, a) else {
-        return format!("{place}: {a} vs {b} on {}: no decision ({})", v.metric, v.note);
+        return format!(
+            "{place}: {a} vs {b} on {}: no decision ({})",
+            v.metric, v.note
+        );
     };
     let r = sig3(r);
     if v.pairs < 2 {
@@ -194,10 +201,9 @@ fn item(v: &m::StudyVerdict, a: &str, b: &str, res: &m::StudyResult) -> String {
         .or(res.protocol.as_ref().map(|p| p.min_effect))
         .unwrap_or(0.05);
     let outcome = match v.outcome() {
-        m::VerdictOutcome::Winner => format!(
-            "decided: {} is {adj}",
-            v.winner.as_deref().unwrap_or("?")
-        ),
+        m::VerdictOutcome::Winner => {
+            format!("decided: {} is {adj}", v.winner.as_deref().unwrap_or("?"))
+        }
         m::VerdictOutcome::Equivalent => {
             format!("equivalent: any difference is under {}", pct(delta))
         }
@@ -216,7 +222,10 @@ fn inconclusive(v: &m::StudyVerdict, delta: f64) -> String {
     // The same words and bounds as httplab-stats' notes (decide.rs).
     let mut s = match v.detectable {
         Some(e) if e.is_finite() && e < 9.0 => {
-            format!("inconclusive: the run could have seen a difference of ≥ {}", pct(e))
+            format!(
+                "inconclusive: the run could have seen a difference of ≥ {}",
+                pct(e)
+            )
         }
         Some(_) => "inconclusive: the run could have seen only differences of 10× or more".into(),
         None => "inconclusive".into(),
@@ -355,7 +364,8 @@ mod tests {
     #[test]
     fn a_sentence_names_both_servers_the_figure_and_the_outcome() {
         let mut res = m::StudyResult::default();
-        res.verdicts.push(verdict("mine", "nginx", "reply_rate", "higher"));
+        res.verdicts
+            .push(verdict("mine", "nginx", "reply_rate", "higher"));
         let mut v = verdict("nginx", "mine", "server_cpu_us_per_req", "lower");
         v.outcome = Some(m::VerdictOutcome::Inconclusive);
         v.winner = None;

@@ -26,7 +26,10 @@ pub const PLACEHOLDER_COMMAND: &[&str] = &["./my-server", "--port", "{port}", "-
 /// their meaning (in a cleartext study; docs/study-format.md lists the TLS
 /// ones).
 pub const PLACEHOLDERS: &[(&str, &str)] = &[
-    ("{port}", "the TCP port to listen on, on 127.0.0.1 (required)"),
+    (
+        "{port}",
+        "the TCP port to listen on, on 127.0.0.1 (required)",
+    ),
     ("{root}", "the directory of the files to serve (required)"),
     ("{dir}", "a scratch directory of its own"),
     (
@@ -40,7 +43,10 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
 /// built-in studies do).
 pub const PEERS: &[(&str, &str)] = &[
     ("nginx", "kind = \"nginx\"\nworkers = 1\n"),
-    ("apache", "kind = \"apache\"\nmpm = \"event\"\nworkers = 1\n"),
+    (
+        "apache",
+        "kind = \"apache\"\nmpm = \"event\"\nworkers = 1\n",
+    ),
     ("lighttpd", "kind = \"lighttpd\"\n"),
     ("h2o", "kind = \"h2o\"\nworkers = 1\n"),
     ("caddy", "kind = \"caddy\"\n"),
@@ -90,9 +96,8 @@ impl Mine {
 /// and backslashes; no variables, globs or pipes: shlex, not hand-written)
 /// and checks its placeholders.
 pub fn split_command(line: &str) -> Result<Vec<String>> {
-    let words = shlex::split(line).with_context(|| {
-        format!("--mine '{line}': unbalanced quotes or a trailing backslash")
-    })?;
+    let words = shlex::split(line)
+        .with_context(|| format!("--mine '{line}': unbalanced quotes or a trailing backslash"))?;
     if words.is_empty() {
         bail!("--mine: empty command line; give your server's command, e.g. --mine './my-server --port {{port}} --root {{root}}'");
     }
@@ -119,7 +124,11 @@ pub fn peers(against: &[String]) -> Result<Vec<String>> {
         if p.is_empty() {
             continue;
         }
-        let p = if p == "apache2" { "apache".to_string() } else { p };
+        let p = if p == "apache2" {
+            "apache".to_string()
+        } else {
+            p
+        };
         if !PEERS.iter().any(|(n, _)| *n == p) {
             bail!(
                 "--against {word}: not a peer httplab can configure (have: {})",
@@ -224,7 +233,11 @@ mod tests {
 
     #[test]
     fn more_peers_add_a_question_per_peer_over_every_workload() {
-        let m = mine("srv -p {port} -r {root} -t {workers}", &["h2o,nginx", "h2o"]).unwrap();
+        let m = mine(
+            "srv -p {port} -r {root} -t {workers}",
+            &["h2o,nginx", "h2o"],
+        )
+        .unwrap();
         assert_eq!(m.peers, ["h2o", "nginx"]);
         let s = study(&m).unwrap();
         assert_eq!(s.compare.baseline.as_deref(), Some("h2o"));
