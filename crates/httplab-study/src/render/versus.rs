@@ -29,9 +29,9 @@ pub struct PairAnswer {
 }
 
 /// The pairs to answer, in order: with a study, every server against its
-/// baseline (in the study's server order), then its questions' pairs; from
-/// a saved document alone, the pairs its verdicts name. Empty without a
-/// baseline comparison.
+/// baseline and its questions' pairs, grouped by their first server in the
+/// study's server order; from a saved document alone, the pairs its
+/// verdicts name. Empty without a baseline comparison.
 pub fn pairs(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut add = |a: &str, b: &str| {
@@ -55,6 +55,13 @@ pub fn pairs(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<(String, St
                     add(&e.server, &e.versus);
                 }
             }
+            // Each server's pairs together, in the study's server order
+            // (mine vs nginx, mine vs h2o, then h2o vs nginx).
+            let order: Vec<String> = spec::expand_servers(s)
+                .into_iter()
+                .map(|i| i.name)
+                .collect();
+            out.sort_by_key(|(a, _)| order.iter().position(|n| n == a));
         }
         None => {
             for v in res
@@ -332,6 +339,29 @@ mod tests {
             delta: Some(0.05),
             note: String::new(),
         }
+    }
+
+    #[test]
+    fn pairs_group_by_their_first_server_in_study_order() {
+        let m = crate::studies::mine::Mine::new(
+            Some("srv {port} {root}"),
+            &["nginx,h2o,caddy".to_string()],
+            None,
+        )
+        .unwrap();
+        let s = crate::studies::mine::study(&m).unwrap();
+        let p = pairs(&m::StudyResult::default(), Some(&s));
+        let names: Vec<String> = p.iter().map(|(a, b)| format!("{a}/{b}")).collect();
+        assert_eq!(
+            names,
+            [
+                "mine/nginx",
+                "mine/h2o",
+                "mine/caddy",
+                "h2o/nginx",
+                "caddy/nginx"
+            ]
+        );
     }
 
     fn close(a: f64, b: f64) -> bool {
