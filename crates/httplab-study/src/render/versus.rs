@@ -254,6 +254,16 @@ pub fn heading(p: &PairAnswer) -> String {
     )
 }
 
+/// How to read "decided" next to an interval (the study's rule, in words).
+pub fn footnote(res: &m::StudyResult) -> String {
+    let delta = res.protocol.as_ref().map_or(0.05, |p| p.min_effect);
+    format!(
+        "(decided: better by at least {} and significant after the correction over all {} comparisons of the study; each 95 % CI is the comparison's own, so one that excludes 1× can still be inconclusive; docs/statistics.md)",
+        pct(delta),
+        res.verdicts.len()
+    )
+}
+
 /// The answer as terminal lines (empty without a baseline comparison).
 pub fn lines(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
     let mut out = Vec::new();
@@ -263,6 +273,9 @@ pub fn lines(res: &m::StudyResult, study: Option<&StudyFile>) -> Vec<String> {
             out.push(format!("  no comparison: {why}"));
         }
         out.extend(p.items.iter().map(|i| format!("  {i}")));
+    }
+    if !out.is_empty() {
+        out.push(footnote(res));
     }
     out
 }
@@ -279,6 +292,9 @@ pub fn markdown(res: &m::StudyResult, study: Option<&StudyFile>) -> String {
             let _ = writeln!(o, "- {i}");
         }
         o.push('\n');
+    }
+    if !o.is_empty() {
+        let _ = writeln!(o, "{}\n", footnote(res));
     }
     o
 }
@@ -306,6 +322,7 @@ pub fn html(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>) {
         }
         let _ = writeln!(h, "</ul>");
     }
+    let _ = writeln!(h, "<p>{}</p>", esc(&footnote(res)));
     let _ = writeln!(h, "</section>");
 }
 
