@@ -311,3 +311,79 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
         note: v.note,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(server: &str, p50: [f64; 3], cpu: [f64; 3]) -> CellData {
+        let mut c = CellData {
+            server: server.into(),
+            ..CellData::default()
+        };
+        c.by_round
+            .insert("p50_ms".into(), p50.iter().copied().map(Some).collect());
+        c.by_round.insert(
+            "server_cpu_us_per_req".into(),
+            cpu.iter().copied().map(Some).collect(),
+        );
+        c
+    }
+
+    fn study(baseline: Option<&str>) -> StudyFile {
+        let compare = baseline.map_or(String::new(), |b| {
+            format!("[compare]\nbaseline = \"{b}\"\n")
+        });
+        let text = format!(
+            "name = \"t\"\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
+             [[servers]]\nname = \"base\"\nkind = \"lighttpd\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\n\
+             target = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n{compare}"
+        );
+        crate::spec::parse(&text, "t.toml").unwrap()
+    }
+
+    fn planned(s: &StudyFile) -> Vec<(String, String, String)> {
+        let views = vec![StepView {
+            workload: "w",
+            step: None,
+            metric: Metric::P50Ms,
+            server_cost: true,
+            cells: vec![
+                cell("a", [1.0, 1.1, 1.2], [10.0, 11.0, 12.0]),
+                cell("b", [2.0, 2.1, 2.2], [20.0, 21.0, 22.0]),
+                cell("base", [3.0, 3.1, 3.2], [30.0, 31.0, 32.0]),
+            ],
+            interim: None,
+        }];
+        plan(s, &views)
+            .into_iter()
+            .filter(|p| p.kind == m::VerdictKind::Pair)
+            .map(|p| {
+                (
+                    p.matchup.a.unwrap_or_default(),
+                    p.matchup.b.unwrap_or_default(),
+                    p.matchup.metric,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_server_meets_the_baseline_on_cpu_too_where_the_work_is_fixed() {
+        assert!(planned(&study(None)).is_empty());
+        let pairs = planned(&study(Some("base")));
+        let has = |a: &str, metric: &str| {
+            pairs
+                .iter()
+                .any(|(x, y, m)| x == a && y == "base" && m == metric)
+        };
+        // The step comparisons are a vs b on both metrics; every pair with
+        // the baseline is new, on the workload's metric and on CPU.
+        assert!(has("a", "p50_ms") && has("b", "p50_ms"), "{pairs:?}");
+        assert!(
+            has("a", "server_cpu_us_per_req") && has("b", "server_cpu_us_per_req"),
+            "{pairs:?}"
+        );
+        assert_eq!(pairs.len(), 4, "{pairs:?}");
+    }
+}
