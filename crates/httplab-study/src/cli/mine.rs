@@ -75,12 +75,13 @@ pub fn check_flags(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
-/// Before a run: every `command` server must start alone (else the error,
-/// with its stderr's last lines), and the peers that cannot run are
-/// printed (every peer missing from a study with a baseline is an error).
+/// Before a run of a study with `command` servers: each must start alone
+/// (else the error, with its stderr's last lines), and the peers that
+/// cannot run are printed (every peer missing from a study with a baseline
+/// is an error: nothing would be compared).
 pub fn preflight(study: &StudyFile, cli: &Cli) -> Result<()> {
     let has_command = study.servers.iter().any(|s| s.kind == ServerKind::Command);
-    if !has_command && study.compare.baseline.is_none() {
+    if !has_command {
         return Ok(());
     }
     let exe = cli
@@ -88,10 +89,8 @@ pub fn preflight(study: &StudyFile, cli: &Cli) -> Result<()> {
         .clone()
         .or_else(crate::execute::servers::find_httplab_exe);
     let checks = Checks::new(study, cli.tls, exe)?;
-    if has_command {
-        eprintln!("httplab study: checking that the command server(s) start …");
-        checks.commands_start(study)?;
-    }
+    eprintln!("httplab study: checking that the command server(s) start …");
+    checks.commands_start(study)?;
     let missing = checks.unavailable(study);
     for line in check_peers(study, &missing)? {
         eprintln!("httplab study: {line} (its rows say so in the report)");
