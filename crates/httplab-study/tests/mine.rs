@@ -228,3 +228,26 @@ fn my_server_against_nginx_answers_first() {
         "a mine–nginx verdict on every workload: {workloads:?}"
     );
 }
+
+#[test]
+fn missing_peers_are_listed_with_the_reason_and_none_left_is_an_error() {
+    use httplab_study::execute::preflight::check_peers;
+    use httplab_study::studies::mine::{study, Mine};
+    let against = ["nginx,h2o".to_string()];
+    let s = study(&Mine::new(Some("srv {port} {root}"), &against, None).unwrap()).unwrap();
+    let nginx = (
+        "nginx".to_string(),
+        "not installed (Debian package: nginx)".to_string(),
+    );
+    let h2o = (
+        "h2o".to_string(),
+        "not installed (Debian package: h2o)".to_string(),
+    );
+    let lines = check_peers(&s, std::slice::from_ref(&nginx)).unwrap();
+    assert_eq!(lines, ["nginx: not installed (Debian package: nginx)"]);
+    let e = check_peers(&s, &[nginx, h2o]).unwrap_err().to_string();
+    assert!(
+        e.contains("nginx: not installed") && e.contains("h2o: not installed"),
+        "{e}"
+    );
+}

@@ -67,8 +67,14 @@ impl Checks {
                 continue;
             }
             let port = servers::free_port()?;
-            let plan = servers::plan(&inst, &self.ctx, port)
-                .map_err(|u| anyhow!("server '{}': {}", inst.name, u.reason()))?;
+            let plan = servers::plan(&inst, &self.ctx, port).map_err(|u| {
+                anyhow!(
+                    "server '{}': {} (its `command` runs in the directory httplab study was started from, \
+                     a bare name is looked up on $PATH)",
+                    inst.name,
+                    u.reason()
+                )
+            })?;
             let work = self.ctx.work.join(format!("check-{port}"));
             let mut r = servers::start(&plan, &work, &[], Vec::new()).with_context(|| {
                 format!(
