@@ -281,6 +281,10 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
     let result = result?;
     let interrupted = stop.load(Ordering::Relaxed);
     report::write_all(&result, Some(study), &cli.out, interrupted)?;
+    // The answer first: "mine vs nginx: …" (studies with a baseline).
+    for line in crate::render::versus::lines(&result, Some(study)) {
+        println!("{line}");
+    }
     if let Some(sh) = &shard {
         let n = write_run_files(&result, sh, &cli.out)?;
         println!(
@@ -290,10 +294,6 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
             sh.run_id,
             cli.out.join("runs").display()
         );
-    }
-    // The answer first: "mine vs nginx: …" (studies with a baseline).
-    for line in crate::render::versus::lines(&result, Some(study)) {
-        println!("{line}");
     }
     println!("Summary: {}", report::headline(&result, Some(study)));
     for line in report::summary(&result, Some(study)) {
