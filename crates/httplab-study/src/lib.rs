@@ -11,13 +11,16 @@
 //! The crate is built in layers; each imports only the ones above it in
 //! this list:
 //!
-//! 1. [`spec`], [`studies`]: the study file, the built-in studies
-//!    ([`keys`], the words the results use as keys, imports nothing);
+//! 1. [`spec`], [`studies`]: the study file, the built-in studies and the
+//!    "my server against nginx" template ([`studies::mine`], behind
+//!    `--mine` and `--init`) ([`keys`], the words the results use as keys,
+//!    imports nothing);
 //! 2. [`plan`]: steps, estimates, protocol and round orders, each load run
 //!    as a typed description, shards;
 //! 3. [`execute`]: corpus, servers, measurements, rounds; typed events;
 //! 4. [`analyse`]: cells, decisions, verdicts, answers;
-//! 5. [`render`]: the plan as text, the report (HTML, CSV, terminal);
+//! 5. [`render`]: the plan as text, the report (HTML, markdown, CSV,
+//!    terminal), which begins with the baseline's pairs ([`render::versus`]);
 //!
 //! then [`runner`], which runs a study through layers 2–4, and the command
 //! line ([`cli_main`], with its progress bar).

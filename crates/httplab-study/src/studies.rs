@@ -7,6 +7,8 @@ use anyhow::{Context, Result};
 
 use crate::spec;
 
+pub mod mine;
+
 /// Built-in studies: (name, one-line summary, TOML text).
 pub const BUILTINS: &[(&str, &str, &str)] = &[
     (

@@ -7,7 +7,8 @@
 //! The family is every comparison of the study: each step's leader against
 //! its runner-up on the workload's metric; on server CPU per request for
 //! fixed-rate load steps (the server's own accounting, valid whoever the
-//! client was); each server against `[compare] baseline`; and each question's
+//! client was); each server against `[compare] baseline` (on the workload's
+//! metric, and on fixed-rate load steps on server CPU per request too); and each question's
 //! evidence that is not already one of those. Winners are corrected across
 //! the whole family (`httplab_stats::decide`).
 
@@ -98,6 +99,31 @@ fn samples<'a>(cells: &'a [CellData], metric: Metric) -> Vec<st::Sample<'a>> {
         .collect()
 }
 
+/// The named pairs of a step: everyone against the baseline (on the
+/// workload's metric, and on server CPU per request where the offered work
+/// is fixed, as the step comparison is), then the questions' evidence.
+fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)> {
+    let mut pairs: Vec<(String, String, Metric)> = Vec::new();
+    if let Some(base) = &study.compare.baseline {
+        for c in v.cells.iter().filter(|c| &c.server != base) {
+            pairs.push((c.server.clone(), base.clone(), v.metric));
+            if v.server_cost {
+                pairs.push((c.server.clone(), base.clone(), Metric::ServerCpuUsPerReq));
+            }
+        }
+    }
+    for q in &study.questions {
+        for e in q.evidence.iter().filter(|e| e.workload == v.workload) {
+            pairs.push((
+                e.server.clone(),
+                e.versus.clone(),
+                e.metric.unwrap_or(v.metric),
+            ));
+        }
+    }
+    pairs
+}
+
 /// Every comparison of the study, in report order: per step, the step
 /// comparisons, then the pairs.
 pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
@@ -136,22 +162,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
                 ),
             );
         }
-        // Named pairs: everyone against the baseline, then the questions' evidence.
-        let mut pairs: Vec<(String, String, Metric)> = Vec::new();
-        if let Some(base) = &study.compare.baseline {
-            for c in v.cells.iter().filter(|c| &c.server != base) {
-                pairs.push((c.server.clone(), base.clone(), v.metric));
-            }
-        }
-        for q in &study.questions {
-            for e in q.evidence.iter().filter(|e| e.workload == v.workload) {
-                pairs.push((
-                    e.server.clone(),
-                    e.versus.clone(),
-                    e.metric.unwrap_or(v.metric),
-                ));
-            }
-        }
+        let pairs = named_pairs(study, v);
         let mut seen: Vec<(String, String, Metric)> = Vec::new();
         for (a, b, metric) in pairs {
             let key = (a.clone(), b.clone(), metric);
@@ -180,6 +191,11 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
             }
             let s = samples(std::slice::from_ref(ca), metric);
             let t = samples(std::slice::from_ref(cb), metric);
+            let has_values = |x: &[st::Sample]| x[0].values.iter().any(Option::is_some);
+            if metric != v.metric && !(has_values(&s) && has_values(&t)) {
+                // A second metric without values (no CPU accounting): no pair.
+                continue;
+            }
             out.push(Planned {
                 step_index: i,
                 workload: v.workload.to_string(),
@@ -293,5 +309,81 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
         rounds_to_settle: v.rounds_to_settle,
         delta: Some(v.delta),
         note: v.note,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(server: &str, p50: [f64; 3], cpu: [f64; 3]) -> CellData {
+        let mut c = CellData {
+            server: server.into(),
+            ..CellData::default()
+        };
+        c.by_round
+            .insert("p50_ms".into(), p50.iter().copied().map(Some).collect());
+        c.by_round.insert(
+            "server_cpu_us_per_req".into(),
+            cpu.iter().copied().map(Some).collect(),
+        );
+        c
+    }
+
+    fn study(baseline: Option<&str>) -> StudyFile {
+        let compare = baseline.map_or(String::new(), |b| {
+            format!("[compare]\nbaseline = \"{b}\"\n")
+        });
+        let text = format!(
+            "name = \"t\"\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
+             [[servers]]\nname = \"base\"\nkind = \"lighttpd\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\n\
+             target = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n{compare}"
+        );
+        crate::spec::parse(&text, "t.toml").unwrap()
+    }
+
+    fn planned(s: &StudyFile) -> Vec<(String, String, String)> {
+        let views = vec![StepView {
+            workload: "w",
+            step: None,
+            metric: Metric::P50Ms,
+            server_cost: true,
+            cells: vec![
+                cell("a", [1.0, 1.1, 1.2], [10.0, 11.0, 12.0]),
+                cell("b", [2.0, 2.1, 2.2], [20.0, 21.0, 22.0]),
+                cell("base", [3.0, 3.1, 3.2], [30.0, 31.0, 32.0]),
+            ],
+            interim: None,
+        }];
+        plan(s, &views)
+            .into_iter()
+            .filter(|p| p.kind == m::VerdictKind::Pair)
+            .map(|p| {
+                (
+                    p.matchup.a.unwrap_or_default(),
+                    p.matchup.b.unwrap_or_default(),
+                    p.matchup.metric,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_server_meets_the_baseline_on_cpu_too_where_the_work_is_fixed() {
+        assert!(planned(&study(None)).is_empty());
+        let pairs = planned(&study(Some("base")));
+        let has = |a: &str, metric: &str| {
+            pairs
+                .iter()
+                .any(|(x, y, m)| x == a && y == "base" && m == metric)
+        };
+        // The step comparisons are a vs b on both metrics; every pair with
+        // the baseline is new, on the workload's metric and on CPU.
+        assert!(has("a", "p50_ms") && has("b", "p50_ms"), "{pairs:?}");
+        assert!(
+            has("a", "server_cpu_us_per_req") && has("b", "server_cpu_us_per_req"),
+            "{pairs:?}"
+        );
+        assert_eq!(pairs.len(), 4, "{pairs:?}");
     }
 }

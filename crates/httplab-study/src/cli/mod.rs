@@ -2,6 +2,7 @@
 //! dry run, the run itself with its progress bar ([`progress`], a
 //! subscriber to the study's events) and the report written at the end.
 
+mod mine;
 mod progress;
 
 use std::ffi::OsString;
@@ -40,12 +41,16 @@ use crate::studies::{builtin, load_study, restrict_servers, BUILTINS};
                   httplab study                      run the default study (a few minutes)\n  \
                   httplab study --list               list the built-in studies\n  \
                   httplab study capacity --dry-run   show what the capacity study would run\n  \
-                  httplab study my.toml --out my-report"
+                  httplab study my.toml --out my-report\n\n\
+                  My server against nginx:\n  \
+                  httplab study --mine './my-server --port {port} --root {root}' --quick\n  \
+                  httplab study --mine './my-server -p {port} -d {root}' --against nginx,h2o\n  \
+                  httplab study --init mine.toml     write that study as a file to edit, then: httplab study mine.toml"
 )]
 struct Cli {
     /// A built-in study name (see --list) or a study TOML file [default: default]
     study: Option<String>,
-    /// Output directory for index.html, results.json, runs.csv and summary.csv
+    /// Output directory for index.html, summary.md, results.json and the CSV tables
     #[arg(long, short, default_value = "httplab-report")]
     out: PathBuf,
     /// List the built-in studies and exit
@@ -100,6 +105,29 @@ struct Cli {
     /// workload runs over TLS, verifying that certificate
     #[arg(long)]
     tls: bool,
+    /// Your own server's command line, run against --against (nginx by default) over
+    /// six workloads: small files over keep-alive, on a new connection per request, a
+    /// 2.9 MB file, each as capacity and as server CPU per request at a fixed rate. `{port}`
+    /// (where to listen, on 127.0.0.1) and `{root}` (the files to serve) are required and
+    /// filled in; `{dir}` is a scratch directory, `{workers}` 1. Split into words as a shell
+    /// would. The answer ("mine vs nginx: …") is the first lines of the output and report
+    #[arg(long, value_name = "CMD", help_heading = "My server against nginx")]
+    mine: Option<String>,
+    /// The peers to compare your server with, comma-separated or repeated: nginx, apache,
+    /// lighttpd, h2o, caddy; the first is the baseline [default: nginx]
+    #[arg(long, value_name = "PEERS", help_heading = "My server against nginx")]
+    against: Vec<String>,
+    /// Your server's name in the report [default: mine]
+    #[arg(long, value_name = "NAME", help_heading = "My server against nginx")]
+    name: Option<String>,
+    /// Write the study of --mine as a commented TOML file to edit (your command from
+    /// --mine, else a placeholder; --against, --name) and exit; never overwrites a file
+    #[arg(long, value_name = "FILE", help_heading = "My server against nginx")]
+    init: Option<PathBuf>,
+    /// Seconds every server may take to answer its first request before it counts as not
+    /// starting [default: the server's ready_timeout_s, 15]
+    #[arg(long, value_name = "SECONDS")]
+    ready_timeout: Option<f64>,
     /// This machine is client I of N: every load run of the study runs shard I of its
     /// schedule (as `httplab load --client I/N`). Fixes the study in advance (every cell
     /// exactly its fewest repetitions, one seed for all shards) and keeps each run's JSON
@@ -127,13 +155,21 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         print_list();
         return Ok(ExitCode::SUCCESS);
     }
+    mine::check_flags(&cli)?;
+    if let Some(path) = &cli.init {
+        mine::init(&cli, path)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let which = cli.study.clone().unwrap_or_else(|| "default".into());
     if cli.show {
         let text = builtin(&which).with_context(|| format!("'{which}' is not a built-in study"))?;
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
-    let mut study = load_study(&which)?;
+    let mut study = match &cli.mine {
+        Some(cmd) => mine::study(&cli, cmd)?,
+        None => load_study(&which)?,
+    };
     apply_overrides(&mut study, &cli)?;
     if cli.tls {
         study.tls = true;
@@ -155,6 +191,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    mine::preflight(&study, &cli)?;
     run(&cli, &study, shard)
 }
 
@@ -244,6 +281,10 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
     let result = result?;
     let interrupted = stop.load(Ordering::Relaxed);
     report::write_all(&result, Some(study), &cli.out, interrupted)?;
+    // The answer first: "mine vs nginx: …" (studies with a baseline).
+    for line in crate::render::versus::lines(&result, Some(study)) {
+        println!("{line}");
+    }
     if let Some(sh) = &shard {
         let n = write_run_files(&result, sh, &cli.out)?;
         println!(
@@ -357,6 +398,14 @@ fn apply_overrides(study: &mut spec::StudyFile, cli: &Cli) -> Result<()> {
     }
     if let Some(x) = cli.seed {
         p.seed = Some(x);
+    }
+    if let Some(x) = cli.ready_timeout {
+        if !(0.1..=600.0).contains(&x) {
+            anyhow::bail!("--ready-timeout {x}: seconds between 0.1 and 600");
+        }
+        for s in &mut study.servers {
+            s.ready_timeout_s = Some(x);
+        }
     }
     Ok(())
 }

@@ -181,6 +181,10 @@ pub struct LaunchPlan {
     /// A second port for h2c by prior knowledge, where the server cannot
     /// serve it next to HTTP/1.1 on `port` (nginx before 1.25).
     pub h2c_port: Option<u16>,
+    /// Working directory when not the server's work dir: a `command`
+    /// server runs where `httplab study` was started, so that its command
+    /// line works as typed in that shell (`./my-server`, `python3 srv.py`).
+    pub cwd: Option<PathBuf>,
 }
 
 /// Inputs shared by every server of a study.
@@ -266,6 +270,7 @@ pub fn plan(
         ),
         tls_ca: ctx.tls.as_ref().map(|t| t.cert.clone()),
         h2c_port: None,
+        cwd: None,
     };
     let tls = ctx.tls.as_ref().map(|t| {
         (
@@ -850,6 +855,7 @@ fn plan_command(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavai
         .map(|(k, v)| (k.clone(), subst(v, port, ctx, w)))
         .collect();
     p.error_log = None;
+    p.cwd = std::env::current_dir().ok();
     let Some(prog) = p.argv.first() else {
         return Err(Unavailable::Other("empty command".into()));
     };
@@ -922,7 +928,7 @@ pub fn start(
     };
     let mut cmd = Command::new(prog);
     cmd.args(args)
-        .current_dir(work)
+        .current_dir(p.cwd.as_deref().unwrap_or(work))
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -1,8 +1,10 @@
 //! Layer 5, rendering: the plan as text (`--dry-run`, [`plan_text`]), and
 //! the results as `results.json`, CSV tables, the self-contained
-//! `index.html` and the terminal summary ([`report`], with the idle
-//! workloads' tables in [`idle`]). Runs nothing.
+//! `index.html`, `summary.md` and the terminal summary ([`report`], with the idle
+//! workloads' tables in [`idle`]), which begin with the answer for the
+//! baseline's pairs ([`versus`]: "mine vs nginx: …"). Runs nothing.
 
 pub mod idle;
 pub mod plan_text;
 pub mod report;
+pub mod versus;

@@ -228,7 +228,8 @@ pub fn headline(res: &m::StudyResult, _study: Option<&StudyFile>) -> String {
     s
 }
 
-/// Writes results.json, runs.csv, summary.csv and index.html into `out`.
+/// Writes results.json, runs.csv, summary.csv, verdicts.csv, index.html and
+/// summary.md into `out`.
 pub fn write_all(
     res: &m::StudyResult,
     study: Option<&StudyFile>,
@@ -243,7 +244,33 @@ pub fn write_all(
     write_verdicts_csv(res, &out.join("verdicts.csv"))?;
     fs::write(out.join("index.html"), html(res, study, interrupted))
         .context("writing index.html")?;
+    fs::write(out.join("summary.md"), markdown(res, study, interrupted))
+        .context("writing summary.md")?;
     Ok(())
+}
+
+/// summary.md: the answer for the baseline's pairs first, then every
+/// verdict (the terminal summary, as a list).
+pub fn markdown(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bool) -> String {
+    let title = study
+        .map(|s| {
+            if s.title.is_empty() {
+                &s.name
+            } else {
+                &s.title
+            }
+        })
+        .unwrap_or(&res.name);
+    let mut o = format!("# httplab study: {title}\n\n");
+    o.push_str(&crate::render::versus::markdown(res, study));
+    if interrupted {
+        o.push_str("Interrupted (Ctrl-C): this report holds the runs that finished.\n\n");
+    }
+    let _ = writeln!(o, "## Verdicts\n\n{}\n", headline(res, study));
+    for line in summary(res, study) {
+        let _ = writeln!(o, "- {line}");
+    }
+    o
 }
 
 fn write_csv(rows: &[Row], path: &Path) -> Result<()> {
@@ -442,6 +469,7 @@ fn html_intro(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, i
         .win{{font-weight:bold}}svg{{max-width:100%;height:auto}}\
         </style></head><body>\n", esc(&title));
     let _ = writeln!(h, "<h1>httplab study: {}</h1>", esc(&title));
+    crate::render::versus::html(h, res, study);
     let _ = writeln!(
         h,
         "<p>Study <code>{}</code>, started {} by httplab {}.</p>",
