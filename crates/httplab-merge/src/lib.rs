@@ -54,12 +54,14 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod latency;
 mod protocols;
 mod run;
 mod sweep;
 
 pub use cli::{cli_main, cli_main_with, Analyze};
-pub use run::{merge_latency, merge_run_refs, merge_runs, merge_summary};
+pub use latency::merge_latency;
+pub use run::{merge_run_refs, merge_runs, merge_summary};
 pub use sweep::merge_sweeps;
 
 use httplab_model::{Document, RunResult, SweepResult};

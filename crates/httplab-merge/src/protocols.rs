@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use httplab_model::{Http2Summary, Http3Errors, Http3Summary, Latency, RunResult, TlsSummary};
 
-use crate::run::merge_latency;
+use crate::latency::merge_latency;
 use crate::MergeError;
 
 /// Sets `out.tls`, `out.http2` and `out.http3` from the shards (in shard

@@ -2,13 +2,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hdrhistogram::Histogram;
 use httplab_model::{
     Accuracy, Errors, Interval, Latencies, Latency, RunResult, ShardInfo, Summary, ToolInfo,
     EXTRA_CLIENT_SHARD, EXTRA_HOST, EXTRA_RUN_ID, EXTRA_START_AT, RUN_SCHEMA,
 };
 use serde_json::Value;
 
+use crate::latency::merge_latency;
 use crate::{MergeError, Merged, Options};
 
 /// Key of the merged `config.extra` listing the fields that could not be
@@ -677,38 +677,6 @@ fn add_accuracy(a: Accuracy, b: &Accuracy) -> Accuracy {
         verified: a.verified + b.verified,
         mismatches: a.mismatches + b.mismatches,
     }
-}
-
-/// Merges latency distributions exactly: the shards' HDR histograms are
-/// added (count per bucket), and every statistic is read from the sum.
-/// `parts` pairs each distribution with the name of its source for errors.
-pub fn merge_latency(parts: &[(&str, &Latency)], what: &str) -> Result<Latency, MergeError> {
-    let mut acc: Option<Histogram<u64>> = None;
-    for (name, l) in parts {
-        if l.count == 0 {
-            continue;
-        }
-        let err = |problem: String| MergeError::Histogram {
-            source_name: name.to_string(),
-            what: what.to_string(),
-            problem,
-        };
-        let h = l
-            .histogram()
-            .map_err(|e| err(e.to_string()))?
-            .ok_or_else(|| err(format!("{} values but no histogram", l.count)))?;
-        match acc.as_mut() {
-            None => {
-                let mut h = h;
-                h.auto(true);
-                acc = Some(h);
-            }
-            Some(a) => a
-                .add(&h)
-                .map_err(|e| err(format!("histogram cannot be added: {e:?}")))?,
-        }
-    }
-    Ok(acc.map_or_else(Latency::default, |h| Latency::from_histogram(&h)))
 }
 
 /// Merges every distribution of [`Latencies`], including ones this crate

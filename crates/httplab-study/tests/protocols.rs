@@ -324,11 +324,14 @@ fn packet_loss_is_injected_or_skipped_and_always_removed() {
     if installed(&[("caddy", "kind = \"caddy\"")]).is_empty() {
         return;
     }
+    // Windows long enough that a lost SYN (1 s to its retransmission) or a
+    // QUIC probe timeout cannot leave a run without replies.
+    let protocol = "[protocol]\nwarmup_s = 0.3\nwindow_s = 2\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 11\n";
     let text = format!(
-        "name = \"loss-tiny\"\ntls = true\n{FAST}\n[corpus]\npages = [{{ name = \"page\", objects = 20, object_size = \"4KB\" }}]\n\
+        "name = \"loss-tiny\"\ntls = true\n{protocol}\n[corpus]\npages = [{{ name = \"page\", objects = 20, object_size = \"4KB\" }}]\n\
          [[servers]]\nkind = \"caddy\"\nname = \"caddy\"\nworkers = 1\n\
-         [[workloads]]\nname = \"h1-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 2\nnum_calls = 21\nloss_pct = 1\n\
-         [[workloads]]\nname = \"h3-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 2\nnum_calls = 21\nloss_pct = 1\nprotocol = \"h3\"\n"
+         [[workloads]]\nname = \"h1-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 4\nnum_calls = 21\nloss_pct = 1\n\
+         [[workloads]]\nname = \"h3-loss\"\nkind = \"users\"\ntarget = \"page:page\"\nusers = 4\nnum_calls = 21\nloss_pct = 1\nprotocol = \"h3\"\n"
     );
     let s = spec::parse(&text, "loss.toml").unwrap_or_else(|e| panic!("{e:#}"));
     let dir = tempfile::tempdir().unwrap();
