@@ -112,7 +112,9 @@ mod report;
 mod run;
 mod session;
 mod slot;
+mod probe;
 mod spec;
+mod stages;
 mod stats;
 mod streams;
 mod sys;
@@ -142,8 +144,10 @@ pub use run::{
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
-    Dist, Http2Spec, Http3Spec, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat,
+    Dist, Http2Spec, Http3Spec, IoEngine, ProbeSpec, MAX_PROBE_RATE, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat,
     Workload, DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING,
 };
+pub use plan::arrivals_per_stage;
+pub use stages::{parse_stages, Stage, MAX_STAGES};
 pub use stats::SessionStats;
 pub use tls::{parse_ciphers, TlsSpec, TlsVersion};
