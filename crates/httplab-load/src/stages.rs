@@ -319,8 +319,10 @@ pub(crate) fn render(rows: &[StageResult]) -> String {
         l.at(p)
             .map_or_else(|| "-".to_string(), |v| format!("{v:.3}"))
     };
-    let mut s = String::from(
-        "\nStages (calls by scheduled instant; latency corrected, ms):\n  stage  start_s  duration_s  offered/s         achieved_rps  sent  replies  errors  p50  p90  p99  p99.9  max\n",
+    let mut s = format!(
+        "\nStages (calls by scheduled instant; latency corrected, ms):\n{:>5} {:>8} {:>8} {:>17} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "stage", "start_s", "length_s", "offered/s", "replies/s", "sent", "replies", "errors",
+        "p50", "p90", "p99", "p99.9", "max"
     );
     for (i, r) in rows.iter().enumerate() {
         let offered = if r.rate_from == r.rate_to {
@@ -329,7 +331,7 @@ pub(crate) fn render(rows: &[StageResult]) -> String {
             format!("{:.1}-{:.1}", r.rate_from, r.rate_to)
         };
         s.push_str(&format!(
-            "  {:>5}  {:>7.1}  {:>10.1}  {offered:<16}  {:>12.1}  {}  {}  {}  {}  {}  {}  {}  {:.3}\n",
+            "{:>5} {:>8.1} {:>8.1} {offered:>17} {:>10.1} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9.3}\n",
             i + 1,
             r.start_s,
             r.duration_s,
