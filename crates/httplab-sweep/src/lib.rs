@@ -28,6 +28,7 @@ mod parse;
 mod plan;
 mod run;
 mod saturation_search;
+pub mod staged;
 
 pub use cli::split_args;
 pub use config::parse_config;
@@ -51,7 +52,13 @@ pub fn sweep_main(args: Vec<OsString>) -> Result<ExitCode> {
         Err(e) => return Ok(clap_exit(&e)),
     };
     install_sigint();
-    let result = execute(&plan, load_runner(&plan))?;
+    let result = if plan.staged {
+        // One staged run per target (not calibrated: its shape is the run's).
+        staged::check(&plan)?;
+        execute(&plan, staged::runner(&plan, run_load))?
+    } else {
+        execute(&plan, load_runner(&plan))?
+    };
     if was_interrupted(&result) {
         return Ok(ExitCode::from(130));
     }
