@@ -440,31 +440,8 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     if let Some(t) = &cli.think_timeout {
         spec.think_timeout = parse_time(t).context("--think-timeout")?;
     }
-    if let Some((st, exponential)) = &stages {
-        // The rate's place: the stages' mean; the length: their total.
-        let mut probe = LoadSpec::new("localhost", 80);
-        probe.set_stages(st.clone(), *exponential);
-        open = match probe.arrival {
-            Arrival::Open(d) => Some(d),
-            Arrival::Concurrent(_) => None,
-        };
-        spec.duration = probe.duration;
-    }
-    // The workload (before any option moves out of `cli`).
-    set_workload(&cli, &mut spec, open)?;
-    if let Some((st, exponential)) = stages {
-        if matches!(
-            spec.workload,
-            Workload::Sessions { num_sessions: Some(_), .. }
-                | Workload::SessionLog { num_sessions: Some(_), .. }
-        ) {
-            bail!("--stages sets the run's length: give the session count as 0 (--wsess 0,N2,X)");
-        }
-        spec.set_stages(st, exponential);
-    }
-    if let Some(p) = &cli.probe {
-        spec.probe = Some(crate::spec::ProbeSpec::parse(p)?);
-    }
+    // The workload (before any option moves out of `cli`), through the stages.
+    set_staged_workload(&cli, &mut spec, open, stages)?;
     spec.send_buffer = cli.send_buffer;
     spec.recv_buffer = cli.recv_buffer;
     spec.close_with_reset = cli.close_with_reset;
@@ -688,6 +665,46 @@ fn set_workload(cli: &Cli, spec: &mut LoadSpec, open: Option<Dist>) -> Result<()
             num_calls: cli.num_calls.unwrap_or(1),
             burst,
         };
+    }
+    Ok(())
+}
+
+/// The workload, with `--stages` (the stages' mean rate and total length in
+/// place of `--rate` and `--duration`) and `--probe`.
+fn set_staged_workload(
+    cli: &Cli,
+    spec: &mut LoadSpec,
+    mut open: Option<Dist>,
+    stages: Option<(Vec<crate::stages::Stage>, bool)>,
+) -> Result<()> {
+    if let Some((st, exponential)) = &stages {
+        // The rate's place: the stages' mean; the length: their total.
+        let mut shape = LoadSpec::new("localhost", 80);
+        shape.set_stages(st.clone(), *exponential);
+        open = match shape.arrival {
+            Arrival::Open(d) => Some(d),
+            Arrival::Concurrent(_) => None,
+        };
+        spec.duration = shape.duration;
+    }
+    set_workload(cli, spec, open)?;
+    if let Some((st, exponential)) = stages {
+        if matches!(
+            spec.workload,
+            Workload::Sessions {
+                num_sessions: Some(_),
+                ..
+            } | Workload::SessionLog {
+                num_sessions: Some(_),
+                ..
+            }
+        ) {
+            bail!("--stages sets the run's length: give the session count as 0 (--wsess 0,N2,X)");
+        }
+        spec.set_stages(st, exponential);
+    }
+    if let Some(p) = &cli.probe {
+        spec.probe = Some(crate::spec::ProbeSpec::parse(p)?);
     }
     Ok(())
 }

@@ -611,8 +611,12 @@ impl Schedule {
 /// arrival kind (`exponential` or deterministic) and the seed, the same
 /// sequence the run's lanes share.
 pub fn arrivals_per_stage(
-    stages: &[crate::stages::Stage], exponential: bool, seed: u64, limit: u64) -> Vec<u64> {
-        let curve = std::sync::Arc::new(crate::stages::Curve::new(stages));
+    stages: &[crate::stages::Stage],
+    exponential: bool,
+    seed: u64,
+    limit: u64,
+) -> Vec<u64> {
+    let curve = std::sync::Arc::new(crate::stages::Curve::new(stages));
     let d = if exponential {
         Dist::Exponential(1.0)
     } else {

@@ -91,7 +91,8 @@ pub(crate) fn beside(
             .name("httplab-probe".into())
             .spawn_scoped(scope, move || {
                 // Its worker thread inherits this affinity.
-                let pinned = probe_core.filter(|&c| httplab_sys::cpu::pin_current_thread(&[c]).is_ok());
+                let pinned =
+                    probe_core.filter(|&c| httplab_sys::cpu::pin_current_thread(&[c]).is_ok());
                 (run(pspec, probe_stop), pinned)
             });
         // The load's workers inherit this thread's affinity: every core but the probe's.
@@ -109,7 +110,10 @@ pub(crate) fn beside(
             Ok(h) => h
                 .join()
                 .unwrap_or_else(|_| (Err(anyhow::anyhow!("the probe thread panicked")), None)),
-            Err(e) => (Err(anyhow::anyhow!("cannot start the probe thread: {e}")), None),
+            Err(e) => (
+                Err(anyhow::anyhow!("cannot start the probe thread: {e}")),
+                None,
+            ),
         };
         (main, probe)
     });
@@ -182,7 +186,9 @@ pub(crate) fn render(r: &RunResult) -> String {
         l.at(q)
             .map_or_else(|| "-".to_string(), |v| format!("{v:.3}"))
     };
-    let core = p.cpu.map_or_else(|| "not pinned".to_string(), |c| format!("core {c}"));
+    let core = p
+        .cpu
+        .map_or_else(|| "not pinned".to_string(), |c| format!("core {c}"));
     let loaded = &r.latency.response;
     let mut s = format!(
         "\nProbe: {} req/s on {} connection(s), {core}: sent {} replies {} errors {}\n",
@@ -223,7 +229,13 @@ mod tests {
         )
         .expect("valid");
         s.json = Some("x.json".into());
-        let p = probe_spec(&s, &ProbeSpec { rate: 200.0, conns: 2 });
+        let p = probe_spec(
+            &s,
+            &ProbeSpec {
+                rate: 200.0,
+                conns: 2,
+            },
+        );
         assert_eq!(p.threads, 1);
         assert_eq!(p.arrival, Arrival::Concurrent(2));
         assert!(p.probe.is_none() && p.json.is_none());
@@ -238,8 +250,14 @@ mod tests {
             client_queueing: true,
             ..ProbeResult::default()
         };
-        assert!(ProbeResult::queueing_rule(&lat(1000, 5.0, 9.0), &probe.response));
-        assert!(!ProbeResult::queueing_rule(&lat(1000, 0.3, 9.0), &probe.response));
+        assert!(ProbeResult::queueing_rule(
+            &lat(1000, 5.0, 9.0),
+            &probe.response
+        ));
+        assert!(!ProbeResult::queueing_rule(
+            &lat(1000, 0.3, 9.0),
+            &probe.response
+        ));
         assert!(
             !ProbeResult::queueing_rule(&lat(50, 5.0, 9.0), &probe.response),
             "too few replies"

@@ -87,10 +87,9 @@ impl ProbeSpec {
             Some((r, c)) => (r, Some(c)),
             None => (s, None),
         };
-        let rate: f64 = r
-            .trim()
-            .parse()
-            .with_context(|| format!("bad --probe '{s}': expected RATE[,CONNS] (e.g. 200 or 200,2)"))?;
+        let rate: f64 = r.trim().parse().with_context(|| {
+            format!("bad --probe '{s}': expected RATE[,CONNS] (e.g. 200 or 200,2)")
+        })?;
         let conns = match c {
             Some(c) => c
                 .trim()
@@ -605,7 +604,9 @@ impl LoadSpec {
         }
         let total = crate::stages::total_s(&self.stages);
         if self.duration != Some(total) {
-            bail!("--stages sets --duration to the stages' total ({total} s): leave --duration out");
+            bail!(
+                "--stages sets --duration to the stages' total ({total} s): leave --duration out"
+            );
         }
         Ok(())
     }

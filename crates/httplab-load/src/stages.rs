@@ -368,7 +368,10 @@ mod tests {
         assert_eq!(s[2].duration_s, 0.5);
         assert_eq!(s[3].duration_s, 120.0);
         assert_eq!(s[3].from, 0.0);
-        assert_eq!(parse_stages("1.5:10").expect("plain seconds")[0].duration_s, 1.5);
+        assert_eq!(
+            parse_stages("1.5:10").expect("plain seconds")[0].duration_s,
+            1.5
+        );
         assert_eq!(s[1].spelled(), "30s:1000-8000");
     }
 
@@ -479,9 +482,7 @@ mod cli_tests {
     use crate::spec::{Arrival, Dist, Workload};
 
     fn parse(args: &str) -> anyhow::Result<crate::spec::LoadSpec> {
-        crate::cli::parse_args(
-            format!("--server 127.0.0.1 --port 80 {args}").split_whitespace(),
-        )
+        crate::cli::parse_args(format!("--server 127.0.0.1 --port 80 {args}").split_whitespace())
     }
 
     #[test]
@@ -498,7 +499,9 @@ mod cli_tests {
                 ..
             }
         ));
-        assert!(s.normalized_command().contains("--stages=1s:100,2s:100-400"));
+        assert!(s
+            .normalized_command()
+            .contains("--stages=1s:100,2s:100-400"));
         let e = parse("--stages 1s:100 --period e").expect("valid");
         assert!(matches!(e.arrival, Arrival::Open(Dist::Exponential(_))));
         let w = parse("--stages 1s:10 --wsess 0,3,0").expect("sessions");

@@ -23,12 +23,15 @@ fn a_staged_run_has_one_row_per_stage_with_its_own_calls() {
     assert_eq!(r.stages.len(), 3);
     // Deterministic arrivals: each stage's integral of the rate (20, 40, 10).
     let arrivals: Vec<u64> = r.stages.iter().map(|x| x.arrivals).collect();
-    assert_eq!(arrivals, httplab_load::arrivals_per_stage(
-        &httplab_load::parse_stages("500ms:40,500ms:40-120,500ms:20").unwrap(),
-        false,
-        1,
-        u64::MAX
-    ));
+    assert_eq!(
+        arrivals,
+        httplab_load::arrivals_per_stage(
+            &httplab_load::parse_stages("500ms:40,500ms:40-120,500ms:20").unwrap(),
+            false,
+            1,
+            u64::MAX
+        )
+    );
     assert_eq!(arrivals, vec![20, 40, 10]);
     for (i, st) in r.stages.iter().enumerate() {
         assert_eq!(st.sent, st.arrivals, "stage {i}: one call per connection");
@@ -48,7 +51,10 @@ fn a_staged_run_has_one_row_per_stage_with_its_own_calls() {
     assert_eq!(back.stages, r.stages);
     let text = httplab_load::render_httperf_report(&r);
     eprintln!("{text}");
-    assert!(text.contains("Stages (calls by scheduled instant"), "{text}");
+    assert!(
+        text.contains("Stages (calls by scheduled instant"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -125,8 +131,7 @@ fn serve(
                 // The stall itself (what the test measures), not a synchronisation.
                 std::thread::sleep(d);
             }
-            if c
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            if c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                 .is_err()
             {
                 return;
@@ -189,7 +194,10 @@ fn the_probe_shows_the_loaded_clients_own_queueing() {
         r.latency.response.at(50.0).unwrap(),
         p.response.at(99.0).unwrap(),
     );
-    assert!(load50 > probe99, "load p50 {load50} ms, probe p99 {probe99} ms");
+    assert!(
+        load50 > probe99,
+        "load p50 {load50} ms, probe p99 {probe99} ms"
+    );
     assert!(p.client_queueing);
     assert!(r
         .self_check
@@ -199,7 +207,10 @@ fn the_probe_shows_the_loaded_clients_own_queueing() {
     let text = httplab_load::render_httperf_report(&r);
     eprintln!("{text}");
     assert!(text.contains("Probe vs load"), "{text}");
-    assert!(text.contains("WARNING: the loaded client's median"), "{text}");
+    assert!(
+        text.contains("WARNING: the loaded client's median"),
+        "{text}"
+    );
     let back: httplab_model::RunResult =
         serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(back.probe, r.probe);

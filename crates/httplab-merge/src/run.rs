@@ -5,8 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hdrhistogram::Histogram;
 use httplab_model::{
     Accuracy, Errors, Interval, Latencies, Latency, ProbeResult, RunResult, ShardInfo, StageResult,
-    Summary, ToolInfo,
-    EXTRA_CLIENT_SHARD, EXTRA_HOST, EXTRA_RUN_ID, EXTRA_START_AT, RUN_SCHEMA,
+    Summary, ToolInfo, EXTRA_CLIENT_SHARD, EXTRA_HOST, EXTRA_RUN_ID, EXTRA_START_AT, RUN_SCHEMA,
 };
 use serde_json::Value;
 
@@ -737,10 +736,7 @@ fn merge_stages(shards: &[Shard<'_>]) -> Result<Vec<StageResult>, MergeError> {
 /// Merges the shards' probes (`--probe`): each shard ran its own, so rates,
 /// connections and counters add and the histograms are added exactly; the
 /// queueing rule is judged again against the merged load.
-fn merge_probes(
-    shards: &[Shard<'_>],
-    loaded: &Latency,
-) -> Result<Option<ProbeResult>, MergeError> {
+fn merge_probes(shards: &[Shard<'_>], loaded: &Latency) -> Result<Option<ProbeResult>, MergeError> {
     let probes: Vec<(&str, &ProbeResult)> = shards
         .iter()
         .filter_map(|(n, r, _)| r.probe.as_ref().map(|p| (*n, p)))

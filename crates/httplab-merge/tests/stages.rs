@@ -35,9 +35,12 @@ fn staged(i: u32, a: &[u64], b: &[u64]) -> RunResult {
 fn stages_merge_exactly() {
     let (a0, b0) = ([100, 200, 300], [5000, 9000]);
     let (a1, b1) = ([400, 500], [7000, 1_000_000]);
-    let m = merge_runs(&named(vec![staged(0, &a0, &b0), staged(1, &a1, &b1)]), &Options::default())
-        .unwrap()
-        .result;
+    let m = merge_runs(
+        &named(vec![staged(0, &a0, &b0), staged(1, &a1, &b1)]),
+        &Options::default(),
+    )
+    .unwrap()
+    .result;
     assert_eq!(m.stages.len(), 2);
     let s1 = &m.stages[1];
     assert_eq!((s1.arrivals, s1.sent, s1.replies, s1.errors), (4, 6, 4, 2));
@@ -56,14 +59,21 @@ fn stages_merge_exactly() {
 fn different_stage_lists_are_refused() {
     let mut other = staged(1, &[1], &[2]);
     other.stages[1].rate_to = 60.0;
-    let e = merge_runs(&named(vec![staged(0, &[1], &[2]), other]), &Options::default())
-        .err()
-        .expect("refused");
+    let e = merge_runs(
+        &named(vec![staged(0, &[1], &[2]), other]),
+        &Options::default(),
+    )
+    .err()
+    .expect("refused");
     assert!(matches!(e, MergeError::Unsupported { .. }), "{e}");
     assert!(e.to_string().contains("rate stages"), "{e}");
     let mut plain = shard(1, 2, "run-s", &[1000], 0);
     plain.stages.clear();
-    assert!(merge_runs(&named(vec![staged(0, &[1], &[2]), plain]), &Options::default()).is_err());
+    assert!(merge_runs(
+        &named(vec![staged(0, &[1], &[2]), plain]),
+        &Options::default()
+    )
+    .is_err());
 }
 
 #[test]
@@ -80,7 +90,9 @@ fn probes_add_up() {
     let mut b = shard(1, 2, "run-p", &[1000], 0);
     a.probe = Some(probe(&[100, 200]));
     b.probe = Some(probe(&[300]));
-    let m = merge_runs(&named(vec![a, b]), &Options::default()).unwrap().result;
+    let m = merge_runs(&named(vec![a, b]), &Options::default())
+        .unwrap()
+        .result;
     let p = m.probe.expect("merged probe");
     assert_eq!((p.rate, p.connections, p.replies), (200.0, 2, 3));
     assert_eq!(p.response.count, 3);

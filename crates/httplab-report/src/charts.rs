@@ -516,7 +516,12 @@ pub fn stage_latency_chart(label: &str, stages: &[httplab_model::StageResult]) -
         if p99.is_empty() {
             return empty(root, &title, "no stage has replies");
         }
-        let lo = p50.iter().chain(&p99).map(|p| p.1).fold(f64::INFINITY, f64::min).max(0.001);
+        let lo = p50
+            .iter()
+            .chain(&p99)
+            .map(|p| p.1)
+            .fold(f64::INFINITY, f64::min)
+            .max(0.001);
         let hi = p99.iter().map(|p| p.1).fold(0.0, f64::max);
         let ylo = 10f64.powf((lo * 0.8).log10().floor());
         let yhi = 10f64.powf((hi * 1.3).log10().ceil());

@@ -163,7 +163,12 @@ pub fn figures(c: &Collected) -> Result<Vec<Figure>> {
 
 /// The chart of each staged run's per-stage percentiles against offered rate.
 pub(crate) fn stage_figures(c: &Collected, v: &mut Vec<Figure>) -> Result<()> {
-    for (k, it) in c.runs.iter().filter(|it| !it.run.stages.is_empty()).enumerate() {
+    for (k, it) in c
+        .runs
+        .iter()
+        .filter(|it| !it.run.stages.is_empty())
+        .enumerate()
+    {
         v.push(Figure {
             file: format!("stages-{}.svg", k + 1),
             title: format!("Stages — {}", it.label),
@@ -176,7 +181,6 @@ pub(crate) fn stage_figures(c: &Collected, v: &mut Vec<Figure>) -> Result<()> {
     }
     Ok(())
 }
-
 
 /// The sweeps' reply rate, response time and errors against the demanded
 /// rate, every sweep on each chart.

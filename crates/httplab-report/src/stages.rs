@@ -15,8 +15,18 @@ fn pct(l: &Latency, p: f64) -> String {
 /// One table per staged run; none for other runs.
 pub fn stage_tables(c: &Collected) -> Vec<Table> {
     let headers = [
-        "stage", "start s", "length s", "offered /s", "replies /s", "sent", "replies", "errors",
-        "p50", "p90", "p99", "p99.9",
+        "stage",
+        "start s",
+        "length s",
+        "offered /s",
+        "replies /s",
+        "sent",
+        "replies",
+        "errors",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
     ];
     let mut out = Vec::new();
     for it in c.runs.iter().filter(|it| !it.run.stages.is_empty()) {
@@ -63,7 +73,10 @@ pub fn probe_tables(c: &Collected) -> Vec<Table> {
     for it in &c.runs {
         let Some(p) = &it.run.probe else { continue };
         let mut t = Table {
-            title: format!("Unqueued probe beside {} (response time ms, corrected)", it.label),
+            title: format!(
+                "Unqueued probe beside {} (response time ms, corrected)",
+                it.label
+            ),
             headers: ["client", "rate /s", "replies", "p50", "p99"]
                 .iter()
                 .map(|h| h.to_string())

@@ -50,7 +50,9 @@ pub fn load_args(plan: &SweepPlan, t: &Target) -> Vec<String> {
 /// Refuses what a staged sweep cannot do.
 pub fn check(plan: &SweepPlan) -> Result<()> {
     if plan.find_max {
-        bail!("--staged runs the stepped rates as stages of one run: it cannot search (--find-max)");
+        bail!(
+            "--staged runs the stepped rates as stages of one run: it cannot search (--find-max)"
+        );
     }
     if plan.client.is_some() || plan.start_at.is_some() {
         bail!("--staged with client shards (--client, --start-at) is not supported: run each shard's `httplab load --stages` and merge them");
@@ -137,7 +139,9 @@ pub fn runner<'a>(
             .find(|(tt, _)| tt == t)
             .and_then(|(_, steps)| steps.iter().find(|(r, _)| *r == rate))
             .map(|(_, r)| r.clone())
-            .ok_or_else(|| anyhow::anyhow!("the staged run has no stage at rate {}", fmt_rate(rate)))
+            .ok_or_else(|| {
+                anyhow::anyhow!("the staged run has no stage at rate {}", fmt_rate(rate))
+            })
     }
 }
 
@@ -178,7 +182,11 @@ mod tests {
         run.reply.sample_interval_s = 1.0;
         for (i, rate) in [10.0, 10.0, 20.0, 30.0].iter().enumerate() {
             run.stages.push(StageResult {
-                start_s: if i == 0 { 0.0 } else { 1.0 + 2.0 * (i - 1) as f64 },
+                start_s: if i == 0 {
+                    0.0
+                } else {
+                    1.0 + 2.0 * (i - 1) as f64
+                },
                 duration_s: if i == 0 { 1.0 } else { 2.0 },
                 rate_from: *rate,
                 rate_to: *rate,
