@@ -19,9 +19,11 @@ use crate::spec::{Arrival, Dist, LoadSpec, ProbeSpec, Workload};
 /// The probe's length beside a counted run (it is stopped when the load ends).
 const UNTIL_STOPPED_S: f64 = 24.0 * 3600.0;
 
+/// A run's result and its raw corrected latencies (`--latency-dump`).
+pub(crate) type Ran = Result<(RunResult, Option<Vec<u64>>)>;
+
 /// What runs a spec (the run without its probe): `run::run_raw`.
-pub(crate) type Runner<'a> =
-    &'a (dyn Fn(&LoadSpec, &AtomicBool) -> Result<(RunResult, Option<Vec<u64>>)> + Sync);
+pub(crate) type Runner<'a> = &'a (dyn Fn(&LoadSpec, &AtomicBool) -> Ran + Sync);
 
 /// The probe's own run: the same target and requests, `p.conns` paced users
 /// at `p.rate` requests/s in total, one thread, for the load's duration
@@ -123,11 +125,7 @@ pub(crate) fn beside(
 }
 
 /// Puts the probe's run into the load's result (or, when it failed, a warning).
-fn attach(
-    result: &mut RunResult,
-    p: &ProbeSpec,
-    (probe, cpu): (Result<(RunResult, Option<Vec<u64>>)>, Option<usize>),
-) {
+fn attach(result: &mut RunResult, p: &ProbeSpec, (probe, cpu): (Ran, Option<usize>)) {
     let probe = match probe {
         Ok((r, _)) => r,
         Err(e) => {

@@ -59,12 +59,12 @@ fn stages_merge_exactly() {
 fn different_stage_lists_are_refused() {
     let mut other = staged(1, &[1], &[2]);
     other.stages[1].rate_to = 60.0;
-    let e = merge_runs(
+    let Err(e) = merge_runs(
         &named(vec![staged(0, &[1], &[2]), other]),
         &Options::default(),
-    )
-    .err()
-    .expect("refused");
+    ) else {
+        panic!("different stage lists should be refused");
+    };
     assert!(matches!(e, MergeError::Unsupported { .. }), "{e}");
     assert!(e.to_string().contains("rate stages"), "{e}");
     let mut plain = shard(1, 2, "run-s", &[1000], 0);

@@ -120,24 +120,26 @@ mod tests {
             h.record(v).unwrap();
         }
         let lat = Latency::from_histogram(&h);
-        let mut r = RunResult::default();
-        r.stages = vec![
-            StageResult {
-                duration_s: 1.0,
-                rate_from: 10.0,
-                rate_to: 10.0,
-                replies: 3,
-                response: lat.clone(),
-                ..Default::default()
-            },
-            StageResult {
-                start_s: 1.0,
-                duration_s: 1.0,
-                rate_from: 10.0,
-                rate_to: 30.0,
-                ..Default::default()
-            },
-        ];
+        let mut r = RunResult {
+            stages: vec![
+                StageResult {
+                    duration_s: 1.0,
+                    rate_from: 10.0,
+                    rate_to: 10.0,
+                    replies: 3,
+                    response: lat.clone(),
+                    ..Default::default()
+                },
+                StageResult {
+                    start_s: 1.0,
+                    duration_s: 1.0,
+                    rate_from: 10.0,
+                    rate_to: 30.0,
+                    ..Default::default()
+                },
+            ],
+            ..RunResult::default()
+        };
         r.probe = Some(ProbeResult {
             rate: 100.0,
             response: lat,
