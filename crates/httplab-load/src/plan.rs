@@ -821,6 +821,32 @@ mod tests {
     }
 
     #[test]
+    fn staged_lanes_take_every_nth_arrival_of_one_schedule() {
+        let stages = crate::stages::parse_stages("1s:50,2s:50-400,1s:0,1s:30").expect("valid");
+        let curve = std::sync::Arc::new(crate::stages::Curve::new(&stages));
+        for d in [Dist::Deterministic(1.0), Dist::Exponential(1.0)] {
+            let times = |lane: u64, lanes: u64| {
+                let mut s = Schedule::lane(d, lane, lanes, 5).with_curve(curve.clone());
+                let mut v = Vec::new();
+                let mut k = lane;
+                while s.peek() < curve.end() {
+                    v.push((k, s.peek().to_bits()));
+                    s.advance();
+                    k += lanes;
+                }
+                v
+            };
+            let one = times(0, 1);
+            assert!(one.len() > 400);
+            for n in [2u64, 3, 7] {
+                let mut union: Vec<(u64, u64)> = (0..n).flat_map(|i| times(i, n)).collect();
+                union.sort_unstable();
+                assert_eq!(union, one, "{d:?}, {n} lanes");
+            }
+        }
+    }
+
+    #[test]
     fn one_lane_schedule_is_unchanged() {
         // A one-machine, one-thread schedule is what earlier versions drew.
         for d in [

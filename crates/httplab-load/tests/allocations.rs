@@ -252,12 +252,13 @@ fn http2_streams_allocate_nothing_in_steady_state() {
 }
 
 /// Allocations and replies of an open-loop staged run: two connections
-/// (`--stages 2s:1`, arrivals at 0 and 1 s) of `calls` keep-alive calls
-/// each; every call looks its stage up by its scheduled instant.
+/// (`--stages 1s:2,2s:0`, arrivals at 0 and 0.5 s, the run ending at 3 s) of
+/// `calls` keep-alive calls each; every call looks its stage up by its
+/// scheduled instant.
 fn staged_allocations(port: u16, calls: u64) -> (u64, u64) {
     let spec = httplab_load::parse_args(
         format!(
-            "--server 127.0.0.1 --port {port} --uri /x --stages 2s:1 --num-calls {calls} \
+            "--server 127.0.0.1 --port {port} --uri /x --stages 1s:2,2s:0 --num-calls {calls} \
              --io epoll --timeout 10 --sample-interval 3600 --no-progress"
         )
         .split_whitespace(),
@@ -266,7 +267,7 @@ fn staged_allocations(port: u16, calls: u64) -> (u64, u64) {
     let before = COUNT.count();
     let r = httplab_load::run(&spec, false).expect("the run completes");
     let after = COUNT.count();
-    assert_eq!(r.stages.len(), 1);
+    assert_eq!(r.stages.len(), 2);
     assert_eq!(r.stages[0].replies, r.totals.replies);
     (after - before, r.totals.replies)
 }

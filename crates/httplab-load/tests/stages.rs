@@ -1,7 +1,9 @@
 //! Rate stages and the unqueued probe against servers on 127.0.0.1. Runs
 //! are bounded in time (a few seconds) and by --timeout; assertions are on
 //! counts and on latencies the test's own server makes (a stall it holds
-//! for a fixed time), never on how fast the machine is.
+//! for a fixed time), never on how fast the machine is. Each staged run
+//! ends with a stage at rate 0 (`1s:0`), so that arrivals a slow machine
+//! starts late still start before the run's end.
 
 mod common;
 
@@ -17,22 +19,22 @@ use common::{load, Mode, TestServer};
 fn a_staged_run_has_one_row_per_stage_with_its_own_calls() {
     let s = TestServer::start(Mode::Ok(b"hello".to_vec()));
     let r = load(&format!(
-        "--server 127.0.0.1 --port {} --stages 500ms:40,500ms:40-120,500ms:20 --timeout 5",
+        "--server 127.0.0.1 --port {} --stages 500ms:40,500ms:40-120,500ms:20,1s:0 --timeout 5",
         s.port()
     ));
-    assert_eq!(r.stages.len(), 3);
+    assert_eq!(r.stages.len(), 4);
     // Deterministic arrivals: each stage's integral of the rate (20, 40, 10).
     let arrivals: Vec<u64> = r.stages.iter().map(|x| x.arrivals).collect();
     assert_eq!(
         arrivals,
         httplab_load::arrivals_per_stage(
-            &httplab_load::parse_stages("500ms:40,500ms:40-120,500ms:20").unwrap(),
+            &httplab_load::parse_stages("500ms:40,500ms:40-120,500ms:20,1s:0").unwrap(),
             false,
             1,
             u64::MAX
         )
     );
-    assert_eq!(arrivals, vec![20, 40, 10]);
+    assert_eq!(arrivals, vec![20, 40, 10, 0]);
     for (i, st) in r.stages.iter().enumerate() {
         assert_eq!(st.sent, st.arrivals, "stage {i}: one call per connection");
         assert_eq!(st.replies, st.sent, "stage {i}: every call answered");
@@ -61,11 +63,11 @@ fn a_staged_run_has_one_row_per_stage_with_its_own_calls() {
 fn sessions_follow_the_stages_too() {
     let s = TestServer::start(Mode::Ok(b"x".to_vec()));
     let r = load(&format!(
-        "--server 127.0.0.1 --port {} --stages 300ms:20,300ms:40 --wsess 0,2,0 --timeout 5",
+        "--server 127.0.0.1 --port {} --stages 300ms:20,300ms:40,1s:0 --wsess 0,2,0 --timeout 5",
         s.port()
     ));
     let arrivals: Vec<u64> = r.stages.iter().map(|x| x.arrivals).collect();
-    assert_eq!(arrivals, vec![6, 12]);
+    assert_eq!(arrivals, vec![6, 12, 0]);
     assert_eq!(r.stages.iter().map(|x| x.replies).sum::<u64>(), 36);
 }
 
@@ -152,10 +154,10 @@ fn a_stall_in_stage_two_lands_in_stage_two() {
     let stall = Duration::from_millis(1500);
     let s = StallServer::start(30, stall);
     let r = load(&format!(
-        "--server 127.0.0.1 --port {} --stages 1s:20,1s:20,1s:20 --timeout 10",
+        "--server 127.0.0.1 --port {} --stages 1s:20,1s:20,1s:20,1s:0 --timeout 10",
         s.port
     ));
-    assert_eq!(r.stages.len(), 3);
+    assert_eq!(r.stages.len(), 4);
     let stall_ms = stall.as_secs_f64() * 1000.0;
     // The request that started the stall was scheduled in stage 2 and was
     // held for the whole stall: stage 2's corrected maximum is at least it.

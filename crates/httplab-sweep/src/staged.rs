@@ -14,7 +14,9 @@ fn stage_seconds(plan: &SweepPlan, rate: f64) -> f64 {
 }
 
 /// The `--stages` list of a staged sweep: a warm-up stage at the first rate
-/// (when the sweep has one; its row is dropped), then one held stage per rate.
+/// (when the sweep has one; its row is dropped), one held stage per rate,
+/// then a tail at rate 0 ([`TAIL_S`], its row dropped too) in which arrivals
+/// of the last step that start late still start.
 pub fn stage_list(plan: &SweepPlan) -> String {
     let mut parts = Vec::new();
     if plan.warmup_s > 0.0 {
@@ -23,8 +25,12 @@ pub fn stage_list(plan: &SweepPlan) -> String {
     for r in plan.rates() {
         parts.push(format!("{}:{}", stage_seconds(plan, r), fmt_rate(r)));
     }
+    parts.push(format!("{TAIL_S}:0"));
     parts.join(",")
 }
+
+/// Seconds of the rate-0 stage that ends a staged sweep's run.
+pub const TAIL_S: f64 = 1.0;
 
 /// The `httplab load` arguments of a staged sweep's one run against `t`.
 pub fn load_args(plan: &SweepPlan, t: &Target) -> Vec<String> {
@@ -174,10 +180,10 @@ mod tests {
     fn steps_become_stages_and_stages_steps() {
         let p = plan(&["--warmup=1"]);
         assert!(p.staged);
-        assert_eq!(stage_list(&p), "1:10,2:10,2:20,2:30");
+        assert_eq!(stage_list(&p), "1:10,2:10,2:20,2:30,1:0");
         let args = load_args(&p, &p.targets[0]);
         let spec = httplab_load::parse_args(args.iter().skip(1)).unwrap();
-        assert_eq!(spec.stages.len(), 4);
+        assert_eq!(spec.stages.len(), 5);
         let mut run = RunResult::default();
         run.reply.sample_interval_s = 1.0;
         for (i, rate) in [10.0, 10.0, 20.0, 30.0].iter().enumerate() {
