@@ -37,7 +37,9 @@ pub use parse::{parse_duration_ms, parse_plan};
 pub use plan::{
     StepSize, SweepPlan, Target, CALIBRATION_SLOT_S, DEFAULT_STEP_SECONDS, DEFAULT_WARMUP_SECONDS,
 };
-pub use run::{install_sigint, load_runner, run_load, run_sweep, stop_flag, was_interrupted};
+pub use run::{
+    args_runner, install_sigint, load_runner, run_load, run_sweep, stop_flag, was_interrupted,
+};
 pub use saturation_search::{find_max, FindMax, FIND_MAX_PRECISION};
 
 use anyhow::Result;
@@ -53,9 +55,9 @@ pub fn sweep_main(args: Vec<OsString>) -> Result<ExitCode> {
     };
     install_sigint();
     let result = if plan.staged {
-        // One staged run per target (not calibrated: its shape is the run's).
+        // One staged run per target.
         staged::check(&plan)?;
-        execute(&plan, staged::runner(&plan, run_load))?
+        execute(&plan, staged::runner(&plan, args_runner(&plan)))?
     } else {
         execute(&plan, load_runner(&plan))?
     };
