@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock::{dur, us, DRAIN};
 use crate::plan::{share_lane, Schedule};
-use crate::spec::Arrival;
+use crate::spec::{Arrival, Dist};
 use crate::stats::ErrClass;
 use crate::worker::{Tally, Window, WorkerCtx};
 
@@ -49,7 +49,18 @@ impl Arrivals {
         let plan = ctx.plan;
         let lane = plan.lane(ctx.thread, ctx.threads);
         let (schedule, concurrency) = match plan.arrival {
-            Arrival::Open(d) => (Some(Schedule::lane(d, lane.0, lane.1, ctx.spec.seed)), 0),
+            Arrival::Open(d) => match &plan.stages {
+                // The stages' time change of a unit-rate sequence of the same kind.
+                Some(curve) => {
+                    let unit = match d {
+                        Dist::Exponential(_) => Dist::Exponential(1.0),
+                        _ => Dist::Deterministic(1.0),
+                    };
+                    let s = Schedule::lane(unit, lane.0, lane.1, ctx.spec.seed);
+                    (Some(s.with_curve(curve.clone())), 0)
+                }
+                None => (Some(Schedule::lane(d, lane.0, lane.1, ctx.spec.seed)), 0),
+            },
             Arrival::Concurrent(k) => (None, share_lane(k, lane)),
         };
         let left = if plan.is_users {
@@ -143,6 +154,7 @@ impl Arrivals {
                 return None;
             }
             sched.advance();
+            tally.stage_arrival(at);
             let late = now.saturating_duration_since(at);
             if !self.backlogged {
                 tally.lag(measured, us(late), self.lag_threshold_us);
@@ -162,6 +174,7 @@ impl Arrivals {
                 st.sessions.failed += 1;
                 st.not_attempted += 1;
                 tally.error(measured, ErrClass::ClientTimo);
+                tally.stage_skipped(at);
                 continue;
             }
             return Some(Start {
@@ -248,7 +261,7 @@ mod tests {
         with_ctx(&s, 10, |ctx| {
             let w = Window::new(ctx);
             let mut a = Arrivals::new(ctx);
-            let mut t = Tally::new(&s);
+            let mut t = Tally::new(&s, ctx.t0);
             assert_eq!(a.planned(), 3);
             assert_eq!(a.concurrency(), 0);
             let at = |ms| ctx.t0 + Duration::from_millis(ms);
@@ -273,7 +286,7 @@ mod tests {
         with_ctx(&s, 1, |ctx| {
             let w = Window::new(ctx);
             let mut a = Arrivals::new(ctx);
-            let mut t = Tally::new(&s);
+            let mut t = Tally::new(&s, ctx.t0);
             let at = |ms| ctx.t0 + Duration::from_millis(ms);
             assert!(a.due(at(0), 0, &w, &mut t).is_some());
             // One connection in setup: the cap holds the next arrivals back.

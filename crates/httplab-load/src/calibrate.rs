@@ -101,6 +101,10 @@ fn calibration_spec(spec: &LoadSpec, port: u16) -> Result<(LoadSpec, Vec<u8>)> {
     c.print_reply = crate::spec::PrintWhat::None;
     c.print_request = crate::spec::PrintWhat::None;
     c.label = "calibration".into();
+    // The shape without the schedule: no stages (their rate is the run's
+    // own), and no probe beside the sink.
+    c.stages = Vec::new();
+    c.probe = None;
     c.reconnect = true;
     c.failure_status = None;
     // Response body: the first path's file when bodies are verified (the
@@ -500,6 +504,27 @@ mod tests {
         }
         let mut st = 0;
         assert_eq!(count_heads(b"\r\n\r\r\n\r\n", &mut st), 1);
+    }
+
+    #[test]
+    fn a_staged_run_with_a_probe_calibrates_its_shape_alone() {
+        let spec = crate::cli::parse_args(
+            "--server h --port 80 --stages 1s:100,2s:100-300 --num-calls 4 --probe 50"
+                .split_whitespace(),
+        )
+        .unwrap();
+        let (c, _) = calibration_spec(&spec, 9).unwrap();
+        assert!(c.stages.is_empty() && c.probe.is_none());
+        assert!(c.validate().is_ok(), "{:?}", c.validate());
+        let plain = crate::cli::parse_args(
+            "--server h --port 80 --rate 150 --duration 3 --num-calls 4".split_whitespace(),
+        )
+        .unwrap();
+        assert_eq!(
+            crate::calibration_cache::Shape::of(&spec),
+            crate::calibration_cache::Shape::of(&plain),
+            "one calibration for the shape, with or without stages"
+        );
     }
 
     #[test]

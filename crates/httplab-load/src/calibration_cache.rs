@@ -37,6 +37,8 @@ impl Shape {
         s.json = None;
         s.csv = None;
         s.raw_latencies = None;
+        s.stages = Vec::new();
+        s.probe = None;
         let any_rate = Dist::Deterministic(0.0);
         if let Arrival::Open(_) = s.arrival {
             s.arrival = Arrival::Open(any_rate);

@@ -89,6 +89,21 @@ struct Cli {
     /// Inter-arrival time [d|u|e]T1[,T2] seconds: deterministic, uniform [T1,T2), exponential.
     #[arg(long, value_name = "[D]T1[,T2]", help_heading = "Workload (httperf)")]
     period: Option<String>,
+    /// Rate stages instead of one --rate: DURATION:RATE (held) or DURATION:R1-R2 (a linear
+    /// ramp), comma-separated, e.g. 10s:1000,30s:1000-8000,10s:8000. RATE is what --rate
+    /// means (connections, or sessions, per second). Open loop only; the run lasts the
+    /// stages' total (no --duration, --num-conns, --rate, --users, --warmup). Arrivals are
+    /// evenly spaced, or Poisson with --period e. Every call belongs to the stage of its
+    /// scheduled instant: the report has one row per stage (httplab extension).
+    #[arg(long, value_name = "D:R[-R2],...", help_heading = "Workload (httperf)")]
+    stages: Option<String>,
+    /// Unqueued latency probe: a light open-loop client beside the load (its own thread,
+    /// pinned to a core the load threads do not use when there is one) sending the same
+    /// request at RATE requests/s over CONNS connections [default: 1] for the whole run.
+    /// The report puts its p50/p99 beside the load's and warns when the load's median is
+    /// above the probe's p99 (the client queued its own requests) (httplab extension).
+    #[arg(long, value_name = "RATE[,CONNS]", help_heading = "Workload (httperf)")]
+    probe: Option<String>,
     /// Total connections to create [default: 1].
     #[arg(long, value_name = "N", help_heading = "Workload (httperf)")]
     num_conns: Option<u64>,
@@ -439,8 +454,11 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
             open = Some(Dist::Deterministic(1.0 / r));
         }
     }
+    let stages = stage_list(&cli)?;
     if let Some(p) = &cli.period {
-        open = Dist::parse_period(p)?;
+        if stages.is_none() {
+            open = Dist::parse_period(p)?;
+        }
     }
     spec.arrival = match open {
         Some(d) => Arrival::Open(d),
@@ -458,8 +476,8 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     if let Some(t) = &cli.think_timeout {
         spec.think_timeout = parse_time(t).context("--think-timeout")?;
     }
-    // The workload (before any option moves out of `cli`).
-    set_workload(&cli, &mut spec, open)?;
+    // The workload (before any option moves out of `cli`), through the stages.
+    set_staged_workload(&cli, &mut spec, open, stages)?;
     spec.send_buffer = cli.send_buffer;
     spec.recv_buffer = cli.recv_buffer;
     spec.close_with_reset = cli.close_with_reset;
@@ -685,6 +703,71 @@ fn set_workload(cli: &Cli, spec: &mut LoadSpec, open: Option<Dist>) -> Result<()
         };
     }
     Ok(())
+}
+
+/// The workload, with `--stages` (the stages' mean rate and total length in
+/// place of `--rate` and `--duration`) and `--probe`.
+fn set_staged_workload(
+    cli: &Cli,
+    spec: &mut LoadSpec,
+    mut open: Option<Dist>,
+    stages: Option<(Vec<crate::stages::Stage>, bool)>,
+) -> Result<()> {
+    if let Some((st, exponential)) = &stages {
+        // The rate's place: the stages' mean; the length: their total.
+        let mut shape = LoadSpec::new("localhost", 80);
+        shape.set_stages(st.clone(), *exponential);
+        open = match shape.arrival {
+            Arrival::Open(d) => Some(d),
+            Arrival::Concurrent(_) => None,
+        };
+        spec.duration = shape.duration;
+    }
+    set_workload(cli, spec, open)?;
+    if let Some((st, exponential)) = stages {
+        if matches!(
+            spec.workload,
+            Workload::Sessions {
+                num_sessions: Some(_),
+                ..
+            } | Workload::SessionLog {
+                num_sessions: Some(_),
+                ..
+            }
+        ) {
+            bail!("--stages sets the run's length: give the session count as 0 (--wsess 0,N2,X)");
+        }
+        spec.set_stages(st, exponential);
+    }
+    if let Some(p) = &cli.probe {
+        spec.probe = Some(crate::spec::ProbeSpec::parse(p)?);
+    }
+    Ok(())
+}
+
+/// `--stages` and whether its arrivals are exponential (`--period e`);
+/// refuses the options the stages replace.
+fn stage_list(cli: &Cli) -> Result<Option<(Vec<crate::stages::Stage>, bool)>> {
+    let Some(s) = &cli.stages else {
+        return Ok(None);
+    };
+    for (given, name) in [
+        (cli.rate.is_some(), "--rate"),
+        (cli.num_conns.is_some(), "--num-conns"),
+        (cli.duration.is_some(), "--duration"),
+        (cli.users.is_some(), "--users (closed loop)"),
+        (cli.warmup.is_some(), "--warmup"),
+    ] {
+        if given {
+            bail!("--stages sets the rate and the length of the run: it cannot be combined with {name}");
+        }
+    }
+    let exponential = match cli.period.as_deref().map(str::trim) {
+        None | Some("d") => false,
+        Some("e") => true,
+        Some(p) => bail!("--period '{p}' with --stages: give only the kind of gaps, d (even, the default) or e (exponential); the stages set the rate"),
+    };
+    Ok(Some((crate::stages::parse_stages(s)?, exponential)))
 }
 
 fn parse_print(v: Option<&str>, name: &str) -> Result<PrintWhat> {

@@ -95,7 +95,7 @@ impl<'a> Worker<'a> {
         let spec = ctx.spec;
         let window = Window::new(ctx);
         let arrivals = Arrivals::new(ctx);
-        let mut tally = Tally::new(spec);
+        let mut tally = Tally::new(spec, ctx.t0);
         tally.st.planned_sessions = arrivals.planned();
         let ring = if ctx.uring && ctx.tls.is_none() {
             Some(Ring::new()?)
@@ -542,6 +542,7 @@ impl<'a> Worker<'a> {
             measured,
         };
         self.tally.of(measured).requests += 1;
+        self.tally.stage_sent(intended);
         if measured {
             self.tally.part.requests += 1;
         }

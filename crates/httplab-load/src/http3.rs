@@ -25,7 +25,7 @@ pub(crate) fn run_worker(ctx: &WorkerCtx<'_>, h3: &Http3Spec) -> io::Result<Work
     let rt = streams::runtime()?;
     let window = Window::new(ctx);
     let setup = || -> anyhow::Result<_> {
-        let conns = Conns::new(ctx, Tally::new(ctx.spec), window.win)?;
+        let conns = Conns::new(ctx, Tally::new(ctx.spec, ctx.t0), window.win)?;
         Driver::new(ctx, conns, h3.max_concurrent_streams)
     };
     let d = setup().map_err(|e| io::Error::other(format!("{e:#}")))?;

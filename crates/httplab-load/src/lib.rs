@@ -79,6 +79,8 @@
 //! `--start-at`) add `client_shard`, `run_id`, `start_at` and
 //! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`], `--http2` runs
 //! [`httplab_model::RunResult::http2`], `--http3` runs [`httplab_model::RunResult::http3`].
+//! `--stages` runs add [`httplab_model::RunResult::stages`] (one row per stage),
+//! `--probe` runs [`httplab_model::RunResult::probe`].
 //!
 //! # Meaning of the numbers
 //!
@@ -107,6 +109,7 @@ mod h2proto;
 mod h3conn;
 mod http3;
 mod plan;
+mod probe;
 mod record;
 mod repeat;
 mod report;
@@ -114,6 +117,7 @@ mod run;
 mod session;
 mod slot;
 mod spec;
+mod stages;
 mod stats;
 mod streams;
 mod sys;
@@ -131,6 +135,7 @@ pub use calibrate::{
 };
 pub use cli::parse_args;
 pub use command::cli_main;
+pub use plan::arrivals_per_stage;
 pub use report::EXTRA_IO_ENGINE;
 pub use report::{
     environment, render_httperf_report, write_csv, Calibration, CPU_LIMIT_PCT, EXTRA_ABANDONED,
@@ -144,7 +149,8 @@ pub use run::{
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
     Dist, Http2Spec, Http3Spec, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat,
-    Workload, DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING,
+    ProbeSpec, Workload, DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING, MAX_PROBE_RATE,
 };
+pub use stages::{parse_stages, Stage, MAX_STAGES};
 pub use stats::SessionStats;
 pub use tls::{parse_ciphers, TlsSpec, TlsVersion};

@@ -73,6 +73,8 @@ pub(crate) struct Plan {
     pub shard: (u32, u32),
     /// Closed-loop users: their number (the stride of the global call index).
     pub users: u64,
+    /// `--stages`: the offered rate's time change of the schedule.
+    pub stages: Option<std::sync::Arc<crate::stages::Curve>>,
 }
 
 pub(crate) fn wset_path(prefix: &str, n: u64, i: u64) -> String {
@@ -195,6 +197,8 @@ impl Plan {
                 Workload::Users { users, .. } => *users,
                 _ => 0,
             },
+            stages: (!spec.stages.is_empty())
+                .then(|| std::sync::Arc::new(crate::stages::Curve::new(&spec.stages))),
         }
     }
 
@@ -451,6 +455,10 @@ pub(crate) struct Schedule {
     rng: Rng,
     next: f64,
     mode: Mode,
+    /// `--stages`: the time change of a unit-rate sequence (`stages.rs`);
+    /// `next` is then a cumulative count and `at` its instant.
+    curve: Option<std::sync::Arc<crate::stages::Curve>>,
+    at: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -488,6 +496,8 @@ impl Schedule {
             rng,
             next: first,
             mode: Mode::Stream { n },
+            curve: None,
+            at: first,
         }
     }
 
@@ -520,9 +530,21 @@ impl Schedule {
                 gen_t,
                 gen_k: 0,
             },
+            curve: None,
+            at: 0.0,
         };
         s.next = s.lane_time(lane);
+        s.at = s.next;
         s
+    }
+
+    /// The same sequence through the stages' time change: built on a
+    /// unit-mean `dist` (gaps of 1 in cumulative count), each arrival's
+    /// instant is the inverse of the stages' cumulative rate at its count.
+    pub fn with_curve(mut self, curve: std::sync::Arc<crate::stages::Curve>) -> Schedule {
+        self.at = curve.time_at(self.next);
+        self.curve = Some(curve);
+        self
     }
 
     /// Lane mode: moves the generator to global arrival `k` and returns its time.
@@ -554,7 +576,7 @@ impl Schedule {
 
     /// The next arrival, seconds from t0.
     pub fn peek(&self) -> f64 {
-        self.next
+        self.at
     }
 
     /// Moves to the following arrival.
@@ -577,7 +599,42 @@ impl Schedule {
                 self.next = self.lane_time(k);
             }
         }
+        self.at = match &self.curve {
+            Some(c) => c.time_at(self.next),
+            None => self.next,
+        };
     }
+}
+
+/// The arrivals of the one global schedule that fall in each stage, for the
+/// first `limit` arrivals at most: a pure function of the stages, the
+/// arrival kind (`exponential` or deterministic) and the seed, the same
+/// sequence the run's lanes share.
+pub fn arrivals_per_stage(
+    stages: &[crate::stages::Stage],
+    exponential: bool,
+    seed: u64,
+    limit: u64,
+) -> Vec<u64> {
+    let curve = std::sync::Arc::new(crate::stages::Curve::new(stages));
+    let d = if exponential {
+        Dist::Exponential(1.0)
+    } else {
+        Dist::Deterministic(1.0)
+    };
+    let mut s = Schedule::lane(d, 0, 1, seed).with_curve(curve.clone());
+    let mut out = vec![0u64; stages.len()];
+    for _ in 0..limit {
+        let t = s.peek();
+        if t >= curve.end() {
+            break;
+        }
+        if let Some(i) = curve.stage_at(t) {
+            out[i] += 1;
+        }
+        s.advance();
+    }
+    out
 }
 
 #[cfg(test)]
@@ -760,6 +817,32 @@ mod tests {
             union.sort_unstable();
             proptest::prop_assert_eq!(one.len() as u64, users * per);
             proptest::prop_assert_eq!(union, one);
+        }
+    }
+
+    #[test]
+    fn staged_lanes_take_every_nth_arrival_of_one_schedule() {
+        let stages = crate::stages::parse_stages("1s:50,2s:50-400,1s:0,1s:30").expect("valid");
+        let curve = std::sync::Arc::new(crate::stages::Curve::new(&stages));
+        for d in [Dist::Deterministic(1.0), Dist::Exponential(1.0)] {
+            let times = |lane: u64, lanes: u64| {
+                let mut s = Schedule::lane(d, lane, lanes, 5).with_curve(curve.clone());
+                let mut v = Vec::new();
+                let mut k = lane;
+                while s.peek() < curve.end() {
+                    v.push((k, s.peek().to_bits()));
+                    s.advance();
+                    k += lanes;
+                }
+                v
+            };
+            let one = times(0, 1);
+            assert!(one.len() > 400);
+            for n in [2u64, 3, 7] {
+                let mut union: Vec<(u64, u64)> = (0..n).flat_map(|i| times(i, n)).collect();
+                union.sort_unstable();
+                assert_eq!(union, one, "{d:?}, {n} lanes");
+            }
         }
     }
 

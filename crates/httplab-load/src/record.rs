@@ -47,7 +47,9 @@ pub(crate) fn reply(
     st.transfer_sum_us += xfer_us as f64;
     rec(&mut st.first_byte, resp_us);
     rec(&mut st.response_unc, total_unc);
-    st.record_response(us(now.saturating_duration_since(p.intended)));
+    let corrected = us(now.saturating_duration_since(p.intended));
+    st.record_response(corrected);
+    tally.stage_reply(p.intended, corrected, total_unc);
 }
 
 /// Files for --verify-root, loaded lazily per request index.

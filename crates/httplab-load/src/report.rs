@@ -182,6 +182,8 @@ pub(crate) fn build_result(
         http2: None,
         http3: None,
         repeats: Vec::new(),
+        stages: Vec::new(),
+        probe: None,
     }
 }
 
@@ -777,6 +779,8 @@ pub fn render_httperf_report(r: &RunResult) -> String {
     }
     render_sessions(&mut o, r);
     render_httplab_block(&mut o, r);
+    o.push_str(&crate::stages::render(&r.stages));
+    o.push_str(&crate::probe::render(r));
     render_accuracy_and_self_check(&mut o, r);
     o
 }

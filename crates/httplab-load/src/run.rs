@@ -140,6 +140,9 @@ pub(crate) fn run_raw(
     stop: &AtomicBool,
 ) -> Result<(RunResult, Option<Vec<u64>>)> {
     spec.validate()?;
+    if let Some(p) = spec.probe {
+        return crate::probe::beside(spec, &p, stop, &|s, st| run_raw(s, progress, st));
+    }
     check_start_at(spec)?;
     let _ = sys::raise_nofile_limit();
     let addr = resolve(spec)?;
@@ -211,6 +214,7 @@ pub(crate) fn run_raw(
     report::add_overload(&mut result, spec, &total, &local_addrs, cap);
     add_http2(&mut result, spec, &total, interrupted)?;
     add_http3(&mut result, spec, &total);
+    result.stages = crate::stages::results(&spec.stages, &total.stages);
     if let Some(note) = io_note {
         result.self_check.warnings.push(note);
     }

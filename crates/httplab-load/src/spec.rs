@@ -65,6 +65,55 @@ impl Dist {
     }
 }
 
+/// `--probe RATE[,CONNS]`: a light open-loop client beside the load, on its
+/// own thread (pinned to a core the load threads do not use, when there is
+/// one), sending the same requests at `rate` per second over `conns`
+/// persistent connections for the whole run, with its own corrected latency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeSpec {
+    /// Requests per second.
+    pub rate: f64,
+    /// Connections (each a paced user) [default: 1].
+    pub conns: u32,
+}
+
+/// Most requests per second a probe may send (it must stay light).
+pub const MAX_PROBE_RATE: f64 = 10_000.0;
+
+impl ProbeSpec {
+    /// Parses `RATE[,CONNS]` (`200`, `200,2`).
+    pub fn parse(s: &str) -> Result<ProbeSpec> {
+        let (r, c) = match s.split_once(',') {
+            Some((r, c)) => (r, Some(c)),
+            None => (s, None),
+        };
+        let rate: f64 = r.trim().parse().with_context(|| {
+            format!("bad --probe '{s}': expected RATE[,CONNS] (e.g. 200 or 200,2)")
+        })?;
+        let conns = match c {
+            Some(c) => c
+                .trim()
+                .parse()
+                .with_context(|| format!("bad --probe '{s}': CONNS must be a whole number"))?,
+            None => 1,
+        };
+        let p = ProbeSpec { rate, conns };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// A positive rate up to [`MAX_PROBE_RATE`], 1 to 16 connections.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.rate > 0.0 && self.rate <= MAX_PROBE_RATE) {
+            bail!("--probe: the rate must be above 0 and at most {MAX_PROBE_RATE} requests/s (a probe is light)");
+        }
+        if !(1..=16).contains(&self.conns) {
+            bail!("--probe: 1 to 16 connections");
+        }
+        Ok(())
+    }
+}
+
 /// How sessions (connections, httperf sessions, users) are started.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Arrival {
@@ -355,6 +404,13 @@ pub struct LoadSpec {
     /// `--http3`: HTTP/3 over QUIC (TLS 1.3, ALPN h3) instead of HTTP/1.1;
     /// None: not HTTP/3.
     pub http3: Option<Http3Spec>,
+    /// `--stages`: the offered rate as a list of stages (held or ramped),
+    /// open loop only; empty: the rate of `arrival`. Set with
+    /// [`LoadSpec::set_stages`], which also sets `arrival` and `duration`.
+    pub stages: Vec<crate::stages::Stage>,
+    /// `--probe`: a light open-loop client beside the load, with its own
+    /// corrected latency (see [`crate::ProbeSpec`]); None: no probe.
+    pub probe: Option<ProbeSpec>,
 }
 
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
@@ -485,7 +541,74 @@ impl LoadSpec {
             max_response_time: None,
             http2: None,
             http3: None,
+            stages: Vec::new(),
+            probe: None,
         }
+    }
+
+    /// Runs the open-loop schedule through `stages` (see `--stages`): the
+    /// arrivals keep their kind (`exponential`: Poisson; else evenly
+    /// spaced), the rate follows the stages, and the run lasts their total
+    /// (`duration`). The workload must be open loop (not `--users`) and
+    /// uncounted; [`LoadSpec::validate`] checks the rest.
+    pub fn set_stages(&mut self, stages: Vec<crate::stages::Stage>, exponential: bool) {
+        let mean = crate::stages::mean_rate(&stages);
+        let gap = if mean > 0.0 { 1.0 / mean } else { 1.0 };
+        self.arrival = Arrival::Open(if exponential {
+            Dist::Exponential(gap)
+        } else {
+            Dist::Deterministic(gap)
+        });
+        self.duration = Some(crate::stages::total_s(&stages));
+        match &mut self.workload {
+            Workload::Requests { num_conns, .. } => *num_conns = None,
+            Workload::Sessions { num_sessions, .. } | Workload::SessionLog { num_sessions, .. } => {
+                *num_sessions = None
+            }
+            Workload::Users { .. } => {}
+        }
+        self.stages = stages;
+    }
+
+    /// `--stages`: open loop, uncounted, no warm-up, the stages' total as
+    /// the duration.
+    fn validate_stages(&self) -> Result<()> {
+        if self.stages.is_empty() {
+            return Ok(());
+        }
+        if self.stages.len() > crate::stages::MAX_STAGES {
+            bail!("--stages: at most {} stages", crate::stages::MAX_STAGES);
+        }
+        if matches!(self.workload, Workload::Users { .. }) {
+            bail!("--stages is an open-loop schedule: closed-loop --users cannot follow it (use --num-calls, --wsess or --wsesslog with --stages)");
+        }
+        match self.arrival {
+            Arrival::Open(Dist::Deterministic(_) | Dist::Exponential(_)) => {}
+            Arrival::Open(Dist::Uniform(..)) => {
+                bail!("--stages with uniform gaps is not supported: use --period d or --period e")
+            }
+            Arrival::Concurrent(_) => bail!("--stages needs an open-loop schedule"),
+        }
+        let counted = match &self.workload {
+            Workload::Requests { num_conns, .. } => num_conns.is_some(),
+            Workload::Sessions { num_sessions, .. } | Workload::SessionLog { num_sessions, .. } => {
+                num_sessions.is_some()
+            }
+            Workload::Users { .. } => false,
+        };
+        if counted {
+            bail!("--stages sets the run's length: leave out --num-conns (or the session count: give 0)");
+        }
+        if self.warmup > 0.0 {
+            bail!("--stages with --warmup is not supported: make the first stage the warm-up (its row is reported on its own)");
+        }
+        let total = crate::stages::total_s(&self.stages);
+        if self.duration != Some(total) {
+            bail!(
+                "--stages sets --duration to the stages' total ({total} s): leave --duration out"
+            );
+        }
+        Ok(())
     }
 
     /// Whether this run is a client shard: `--client I/N` with N > 1, or a
@@ -589,6 +712,10 @@ impl LoadSpec {
             bail!("--calibrate-conns must be at least 1");
         }
         self.validate_shard()?;
+        self.validate_stages()?;
+        if let Some(p) = &self.probe {
+            p.validate()?;
+        }
         let counted = self.validate_workload()?;
         if !counted && self.duration.is_none() {
             bail!("the run needs a count (--num-conns, --requests-per-user, ...) or --duration");
@@ -740,7 +867,13 @@ impl LoadSpec {
                 h.max_concurrent_streams
             ));
         }
-        if let Arrival::Open(d) = self.arrival {
+        if !self.stages.is_empty() {
+            let list: Vec<String> = self.stages.iter().map(|s| s.spelled()).collect();
+            s.push_str(&format!(" --stages={}", list.join(",")));
+            if let Arrival::Open(Dist::Exponential(_)) = self.arrival {
+                s.push_str(" --period=e");
+            }
+        } else if let Arrival::Open(d) = self.arrival {
             match d {
                 Dist::Deterministic(p) => s.push_str(&format!(" --rate={}", fmt_num(1.0 / p))),
                 Dist::Exponential(p) => s.push_str(&format!(" --period=e{}", fmt_num(p))),
@@ -894,7 +1027,7 @@ pub fn format_unix_micros(t: f64) -> String {
     humantime::format_rfc3339_micros(std::time::UNIX_EPOCH + d).to_string()
 }
 
-fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{}", x as i64)
     } else {

@@ -201,6 +201,8 @@ pub(crate) struct WorkerStats {
     pub h2: H2Stats,
     /// `--http3` runs: what the QUIC and HTTP/3 layers did.
     pub h3: H3Stats,
+    /// `--stages`: each stage's statistics (empty without stages).
+    pub stages: Vec<crate::stages::StageStats>,
 }
 
 /// TLS counters of one worker (see `httplab_model::TlsSummary`).
@@ -307,6 +309,7 @@ impl WorkerStats {
             not_attempted: 0,
             h2: H2Stats::default(),
             h3: H3Stats::new(),
+            stages: Vec::new(),
         }
     }
 
@@ -340,6 +343,7 @@ impl WorkerStats {
 
     /// Adds `o` into `self`.
     pub fn merge(&mut self, o: &WorkerStats) {
+        crate::stages::merge_all(&mut self.stages, &o.stages);
         self.connections += o.connections;
         self.conns_ok += o.conns_ok;
         self.requests += o.requests;

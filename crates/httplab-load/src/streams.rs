@@ -428,6 +428,7 @@ impl<'a, P: Proto> Driver<'a, P> {
             if measured {
                 a.part.requests += 1;
             }
+            a.stage_sent(intended);
             let st = a.of(measured);
             st.requests += 1;
             P::streams(st).started += 1;
@@ -510,7 +511,9 @@ impl<'a, P: Proto> Driver<'a, P> {
         st.transfer_sum_us += us(now.saturating_duration_since(x.first)) as f64;
         rec(&mut st.first_byte, resp_us);
         rec(&mut st.response_unc, total_unc);
-        st.record_response(us(now.saturating_duration_since(intended)));
+        let corrected = us(now.saturating_duration_since(intended));
+        st.record_response(corrected);
+        a.stage_reply(intended, corrected, total_unc);
     }
 }
 

@@ -13,6 +13,7 @@ use crate::clock::{dur, us};
 use crate::plan::Plan;
 use crate::session::{Outcome, Rules};
 use crate::spec::LoadSpec;
+use crate::stages::{StageClock, StageStats};
 use crate::stats::{interval_hist, rec, Collector, ErrClass, IntervalPart, WorkerStats};
 use crate::sys;
 
@@ -69,17 +70,63 @@ pub(crate) struct Tally {
     pub part: IntervalPart,
     /// Uncorrected response times of the current interval.
     pub ihist: Histogram<u64>,
+    /// `--stages`: which stage a scheduled instant falls in.
+    stage_clock: Option<StageClock>,
 }
 
 impl Tally {
-    pub fn new(spec: &LoadSpec) -> Tally {
+    /// A worker's statistics for a schedule whose origin is `t0`.
+    pub fn new(spec: &LoadSpec, t0: Instant) -> Tally {
         let mut st = WorkerStats::new();
         st.keep_raw(spec.raw_latencies.is_some());
+        let stage_clock = (!spec.stages.is_empty()).then(|| {
+            st.stages = spec.stages.iter().map(|_| StageStats::new()).collect();
+            StageClock::new(&spec.stages, t0)
+        });
         Tally {
             st,
             warm: WorkerStats::new(),
             part: IntervalPart::default(),
             ihist: interval_hist(),
+            stage_clock,
+        }
+    }
+
+    /// The statistics of the stage a call or arrival scheduled at `at` belongs to.
+    #[inline]
+    fn stage(&mut self, at: Instant) -> Option<&mut StageStats> {
+        let i = self.stage_clock.as_ref()?.stage_of(at)?;
+        self.st.stages.get_mut(i)
+    }
+
+    /// An open-loop arrival scheduled at `at` started.
+    #[inline]
+    pub fn stage_arrival(&mut self, at: Instant) {
+        if let Some(s) = self.stage(at) {
+            s.arrivals += 1;
+        }
+    }
+
+    /// An arrival scheduled at `at` was skipped (it waited past `--timeout`).
+    pub fn stage_skipped(&mut self, at: Instant) {
+        if let Some(s) = self.stage(at) {
+            s.skipped += 1;
+        }
+    }
+
+    /// A call scheduled at `intended` was sent.
+    #[inline]
+    pub fn stage_sent(&mut self, intended: Instant) {
+        if let Some(s) = self.stage(intended) {
+            s.sent += 1;
+        }
+    }
+
+    /// A reply to a call scheduled at `intended` (response times in µs).
+    #[inline]
+    pub fn stage_reply(&mut self, intended: Instant, corrected_us: u64, uncorrected_us: u64) {
+        if let Some(s) = self.stage(intended) {
+            s.reply(corrected_us, uncorrected_us);
         }
     }
 
@@ -315,7 +362,7 @@ mod tests {
     #[test]
     fn a_tally_splits_window_and_warm_up() {
         let spec = LoadSpec::new("h", 80);
-        let mut t = Tally::new(&spec);
+        let mut t = Tally::new(&spec, Instant::now());
         t.of(true).requests += 2;
         t.of(false).requests += 1;
         t.error(true, ErrClass::ConnReset);
@@ -337,7 +384,7 @@ mod tests {
     #[test]
     fn session_outcomes_count_as_completed_or_failed() {
         let spec = LoadSpec::new("h", 80);
-        let mut t = Tally::new(&spec);
+        let mut t = Tally::new(&spec, Instant::now());
         let t0 = Instant::now();
         let ok = Outcome {
             failed: false,

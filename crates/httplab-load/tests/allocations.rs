@@ -250,3 +250,41 @@ fn http2_streams_allocate_nothing_in_steady_state() {
         }
     }
 }
+
+/// Allocations and replies of an open-loop staged run: two connections
+/// (`--stages 1s:2,2s:0`, arrivals at 0 and 0.5 s, the run ending at 3 s) of
+/// `calls` keep-alive calls each; every call looks its stage up by its
+/// scheduled instant.
+fn staged_allocations(port: u16, calls: u64) -> (u64, u64) {
+    let spec = httplab_load::parse_args(
+        format!(
+            "--server 127.0.0.1 --port {port} --uri /x --stages 1s:2,2s:0 --num-calls {calls} \
+             --io epoll --timeout 10 --sample-interval 3600 --no-progress"
+        )
+        .split_whitespace(),
+    )
+    .expect("valid arguments");
+    let before = COUNT.count();
+    let r = httplab_load::run(&spec, false).expect("the run completes");
+    let after = COUNT.count();
+    assert_eq!(r.stages.len(), 2);
+    assert_eq!(r.stages[0].replies, r.totals.replies);
+    (after - before, r.totals.replies)
+}
+
+#[test]
+fn staged_requests_allocate_nothing_in_steady_state() {
+    let _turn = one_at_a_time();
+    let server = Responder::start();
+    staged_allocations(server.port, 10);
+    let (short, short_replies) = staged_allocations(server.port, 200);
+    let (long, long_replies) = staged_allocations(server.port, 1200);
+    let more = long_replies.saturating_sub(short_replies);
+    // A run cut short by its end would only shrink the difference.
+    assert!(more >= 500, "{short_replies} vs {long_replies} replies");
+    let extra = long.saturating_sub(short);
+    assert!(
+        extra <= 40,
+        "{extra} more allocations for {more} more staged requests ({short} vs {long})"
+    );
+}

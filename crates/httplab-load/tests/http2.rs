@@ -380,3 +380,19 @@ fn a_lost_connection_fails_the_session_with_reconnect_too() {
     assert_eq!(h.streams_started, 2, "{h:?}");
     assert_eq!(r.totals.replies, 0);
 }
+
+#[test]
+fn stages_drive_http2_streams_too() {
+    let s = H2Server::start(Behaviour { goaway_after: 0 });
+    // 10 then 20 connection arrivals (a rate-0 tail lets late ones start),
+    // 3 streams each; each stream's reply lands in its scheduled stage.
+    let r = load(&format!(
+        "{} --uri /ok --stages 200ms:50,200ms:100,1s:0 --num-calls 3 --max-concurrent-streams 2 --timeout 10",
+        target(&s)
+    ));
+    let arrivals: Vec<u64> = r.stages.iter().map(|x| x.arrivals).collect();
+    assert_eq!(arrivals, vec![10, 20, 0]);
+    assert_eq!(r.totals.replies, 90);
+    assert_eq!(r.stages.iter().map(|x| x.replies).sum::<u64>(), 90);
+    assert_eq!(h2(&r).streams_completed, 90);
+}

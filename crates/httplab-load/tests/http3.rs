@@ -713,3 +713,18 @@ fn refuses_what_http3_does_not_do() {
     assert!(bad("--http3 --server h --burst-length 2 --num-calls 4"));
     assert!(bad("--http3 --server h --wsess 1,1,0"));
 }
+
+#[test]
+fn stages_drive_http3_streams_too() {
+    let s = H3Server::start(Behaviour::default());
+    let r = load(&format!(
+        "--http3 --server 127.0.0.1 --port {} --uri /x --stages 200ms:20,200ms:40,1s:0 --num-calls 2 --threads 2 --cacert {} --timeout 10",
+        s.port(),
+        s.ca()
+    ));
+    let arrivals: Vec<u64> = r.stages.iter().map(|x| x.arrivals).collect();
+    assert_eq!(arrivals, vec![4, 8, 0]);
+    assert_eq!(r.totals.replies, 24);
+    assert_eq!(r.stages.iter().map(|x| x.replies).sum::<u64>(), 24);
+    assert_eq!(r.stages.iter().map(|x| x.sent).sum::<u64>(), 24);
+}

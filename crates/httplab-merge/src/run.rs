@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use httplab_model::{
-    Accuracy, Errors, Interval, Latencies, Latency, RunResult, ShardInfo, Summary, ToolInfo,
-    EXTRA_CLIENT_SHARD, EXTRA_HOST, EXTRA_RUN_ID, EXTRA_START_AT, RUN_SCHEMA,
+    Accuracy, Errors, Interval, Latencies, Latency, ProbeResult, RunResult, ShardInfo, StageResult,
+    Summary, ToolInfo, EXTRA_CLIENT_SHARD, EXTRA_HOST, EXTRA_RUN_ID, EXTRA_START_AT, RUN_SCHEMA,
 };
 use serde_json::Value;
 
@@ -86,6 +86,8 @@ pub fn merge_run_refs(
     out.self_check.warnings = self_check_warnings(&shards, count, &warnings);
     merge_config_and_environment(&mut out, &runs, count);
     crate::protocols::merge_protocol_blocks(&mut out, &runs, &names)?;
+    out.stages = merge_stages(&shards)?;
+    out.probe = merge_probes(&shards, &out.latency.response)?;
 
     out.shards = shards
         .iter()
@@ -677,6 +679,87 @@ fn add_accuracy(a: Accuracy, b: &Accuracy) -> Accuracy {
         verified: a.verified + b.verified,
         mismatches: a.mismatches + b.mismatches,
     }
+}
+
+/// Merges the shards' rate stages (`--stages`): every shard ran the same
+/// stages (its every N-th arrival of the one schedule), so counters add and
+/// each stage's histograms are added exactly. Shards with different stage
+/// lists (or some with stages, some without) are refused.
+fn merge_stages(shards: &[Shard<'_>]) -> Result<Vec<StageResult>, MergeError> {
+    let (first_name, first, _) = shards[0];
+    let same = |a: &StageResult, b: &StageResult| {
+        a.start_s == b.start_s
+            && a.duration_s == b.duration_s
+            && a.rate_from == b.rate_from
+            && a.rate_to == b.rate_to
+    };
+    for (name, r, _) in &shards[1..] {
+        let equal = r.stages.len() == first.stages.len()
+            && r.stages.iter().zip(&first.stages).all(|(a, b)| same(a, b));
+        if !equal {
+            return Err(MergeError::Unsupported {
+                source_name: name.to_string(),
+                what: format!(
+                    "its rate stages ({} stages) are not those of {first_name} ({} stages): shards of one staged run share one --stages list",
+                    r.stages.len(),
+                    first.stages.len()
+                ),
+            });
+        }
+    }
+    let mut out = Vec::with_capacity(first.stages.len());
+    for (i, base) in first.stages.iter().enumerate() {
+        let rows: Vec<(&str, &StageResult)> =
+            shards.iter().map(|(n, r, _)| (*n, &r.stages[i])).collect();
+        let what = format!("stage {} response", i + 1);
+        let resp: Vec<(&str, &Latency)> = rows.iter().map(|(n, s)| (*n, &s.response)).collect();
+        let unc: Vec<(&str, &Latency)> = rows
+            .iter()
+            .map(|(n, s)| (*n, &s.response_uncorrected))
+            .collect();
+        let sum = |f: fn(&StageResult) -> u64| rows.iter().map(|(_, s)| f(s)).sum::<u64>();
+        let replies = sum(|s| s.replies);
+        out.push(StageResult {
+            arrivals: sum(|s| s.arrivals),
+            sent: sum(|s| s.sent),
+            replies,
+            errors: sum(|s| s.errors),
+            achieved_rps: if base.duration_s > 0.0 {
+                replies as f64 / base.duration_s
+            } else {
+                0.0
+            },
+            response: merge_latency(&resp, &what)?,
+            response_uncorrected: merge_latency(&unc, &format!("{what} (uncorrected)"))?,
+            ..base.clone()
+        });
+    }
+    Ok(out)
+}
+
+/// Merges the shards' probes (`--probe`): each shard ran its own, so rates,
+/// connections and counters add and the histograms are added exactly; the
+/// queueing rule is judged again against the merged load.
+fn merge_probes(shards: &[Shard<'_>], loaded: &Latency) -> Result<Option<ProbeResult>, MergeError> {
+    let probes: Vec<(&str, &ProbeResult)> = shards
+        .iter()
+        .filter_map(|(n, r, _)| r.probe.as_ref().map(|p| (*n, p)))
+        .collect();
+    if probes.is_empty() {
+        return Ok(None);
+    }
+    let resp: Vec<(&str, &Latency)> = probes.iter().map(|(n, p)| (*n, &p.response)).collect();
+    let response = merge_latency(&resp, "probe response")?;
+    Ok(Some(ProbeResult {
+        rate: probes.iter().map(|(_, p)| p.rate).sum(),
+        connections: probes.iter().map(|(_, p)| p.connections).sum(),
+        cpu: None,
+        sent: probes.iter().map(|(_, p)| p.sent).sum(),
+        replies: probes.iter().map(|(_, p)| p.replies).sum(),
+        errors: probes.iter().map(|(_, p)| p.errors).sum(),
+        client_queueing: ProbeResult::queueing_rule(loaded, &response),
+        response,
+    }))
 }
 
 /// Merges every distribution of [`Latencies`], including ones this crate

@@ -708,6 +708,13 @@ pub struct RunResult {
     /// Empty for a single run (and then not written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub repeats: Vec<RunResult>,
+    /// Rate stages of a run with `--stages`, in order; empty otherwise.
+    /// Every call belongs to the stage of its *scheduled* send instant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageResult>,
+    /// The unqueued latency probe of a run with `--probe`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeResult>,
 }
 
 impl RunResult {
@@ -721,6 +728,93 @@ impl RunResult {
     /// Runs in this document (1 + the repeats).
     pub fn run_count(&self) -> usize {
         1 + self.repeats.len()
+    }
+}
+
+/// One rate stage of an `httplab load --stages` run (`RunResult::stages`).
+/// Calls (and arrivals) belong to the stage of their scheduled instant, so
+/// a stage's latency is corrected for what the server did to *its* demand.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StageResult {
+    /// Start of the stage, seconds from the schedule's origin.
+    pub start_s: f64,
+    /// Length of the stage, seconds.
+    pub duration_s: f64,
+    /// Offered rate at the stage's start (the unit of `--rate`: connections
+    /// or sessions per second).
+    pub rate_from: f64,
+    /// Offered rate at the stage's end (equal to `rate_from` when held).
+    pub rate_to: f64,
+    /// Arrivals (connections or sessions) scheduled in the stage that started.
+    pub arrivals: u64,
+    /// Requests sent whose scheduled instant falls in the stage.
+    pub sent: u64,
+    /// Replies to those requests.
+    pub replies: u64,
+    /// Requests of the stage without a reply (failed, timed out, abandoned),
+    /// and arrivals of the stage skipped after waiting past `--timeout`.
+    pub errors: u64,
+    /// Replies per second of the stage's length.
+    pub achieved_rps: f64,
+    /// Response time corrected for coordinated omission (from the
+    /// scheduled instant), with its HDR histogram.
+    pub response: Latency,
+    /// Response time from the actual send.
+    pub response_uncorrected: Latency,
+}
+
+impl StageResult {
+    /// The mean offered rate of the stage (the unit of `--rate`).
+    pub fn offered_rate(&self) -> f64 {
+        (self.rate_from + self.rate_to) / 2.0
+    }
+}
+
+/// The unqueued latency probe of `httplab load --probe` (`RunResult::probe`):
+/// a light open-loop client on its own thread beside the load, sending the
+/// same requests; its latency is what the server gives an unqueued client.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ProbeResult {
+    /// Requests per second the probe offered.
+    pub rate: f64,
+    /// Its connections.
+    pub connections: u64,
+    /// The core its thread was pinned to, when it was.
+    pub cpu: Option<usize>,
+    /// Requests sent.
+    pub sent: u64,
+    /// Replies received.
+    pub replies: u64,
+    /// Errors, all classes.
+    pub errors: u64,
+    /// Corrected response time (from the scheduled instant), with its histogram.
+    pub response: Latency,
+    /// True when the loaded client's latency exceeds the probe's beyond
+    /// their uncertainty (see [`ProbeResult::client_queueing`]).
+    pub client_queueing: bool,
+}
+
+/// Fewest probe replies for its p99 to be compared.
+pub const PROBE_MIN_REPLIES: u64 = 100;
+
+impl ProbeResult {
+    /// The rule behind [`ProbeResult::client_queueing`]: the loaded
+    /// client's median is above the probe's 99th percentile, with at least
+    /// [`PROBE_MIN_REPLIES`] replies on each side. If both clients saw the
+    /// same server latency, a median of the larger sample above the
+    /// probe's p99 would need 1 % of the probe's replies to outnumber half of
+    /// the loaded ones' (a difference far outside sampling noise), so the
+    /// gap is latency the loaded client added itself: its own queueing.
+    pub fn queueing_rule(loaded: &Latency, probe: &Latency) -> bool {
+        if loaded.count < PROBE_MIN_REPLIES || probe.count < PROBE_MIN_REPLIES {
+            return false;
+        }
+        match (loaded.at(50.0), probe.at(99.0)) {
+            (Some(l50), Some(p99)) => l50 > p99,
+            _ => false,
+        }
     }
 }
 

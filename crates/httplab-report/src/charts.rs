@@ -499,6 +499,56 @@ pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
     })
 }
 
+/// One staged run's p50 and p99 (corrected) per stage against the
+/// stage's mean offered rate (`httplab load --stages`): the response-time
+/// curve of a sweep, from one run.
+pub fn stage_latency_chart(label: &str, stages: &[httplab_model::StageResult]) -> Result<String> {
+    render(SIZE, |root| {
+        let title = format!("Response time per stage vs offered rate — {label}");
+        let pts = |pct: f64| -> Vec<(f64, f64)> {
+            stages
+                .iter()
+                .filter_map(|s| s.response.at(pct).map(|v| (s.offered_rate(), v)))
+                .filter(|(_, v)| v.is_finite() && *v > 0.0)
+                .collect()
+        };
+        let (p50, p99) = (pts(50.0), pts(99.0));
+        if p99.is_empty() {
+            return empty(root, &title, "no stage has replies");
+        }
+        let lo = p50
+            .iter()
+            .chain(&p99)
+            .map(|p| p.1)
+            .fold(f64::INFINITY, f64::min)
+            .max(0.001);
+        let hi = p99.iter().map(|p| p.1).fold(0.0, f64::max);
+        let ylo = 10f64.powf((lo * 0.8).log10().floor());
+        let yhi = 10f64.powf((hi * 1.3).log10().ceil());
+        let xmax = nice_max(stages.iter().map(|s| s.offered_rate()).fold(0.0, f64::max) * 1.05);
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, caption_style())
+            .margin(14)
+            .margin_right(LEGEND_W)
+            .x_label_area_size(48)
+            .y_label_area_size(74)
+            .build_cartesian_2d(0f64..xmax, (ylo..yhi).log_scale())?;
+        draw_mesh(
+            &mut chart,
+            (Some("offered rate of the stage (mean, per s)"), &|v| si(*v)),
+            ("response time, corrected (log scale)", &|v| ms_label(*v)),
+        )?;
+        let mut legend = Legend::default();
+        let (c50, c99) = (color(0), color(1));
+        chart.draw_series(p50.iter().map(|p| Circle::new(*p, 4, c50.filled())))?;
+        legend.push("p50 of a stage", Glyph::Line(c50, 2));
+        chart.draw_series(p99.iter().map(|p| Circle::new(*p, 4, c99.filled())))?;
+        legend.push("p99 of a stage", Glyph::Line(c99, 2));
+        legend.draw(root, LEGEND_X, LEGEND_Y)?;
+        Ok(())
+    })
+}
+
 /// Failed operations (errors + 5xx, % of attempts) vs demanded request rate.
 pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
     render(SIZE, |root| {

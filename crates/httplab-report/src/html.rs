@@ -59,6 +59,8 @@ pub fn render_report_with(
     let figs = figures(&c)?;
     let mut tables = text::all_tables(&c);
     tables.extend(crate::shards::shard_tables(&c));
+    tables.extend(crate::stages::stage_tables(&c));
+    tables.extend(crate::stages::probe_tables(&c));
     std::fs::create_dir_all(out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let mut svgs = Vec::new();
@@ -154,8 +156,30 @@ pub fn figures(c: &Collected) -> Result<Vec<Figure>> {
     if !c.runs.is_empty() {
         run_spectrum_figures(c, &mut v)?;
         run_timeseries_figures(c, &mut v)?;
+        stage_figures(c, &mut v)?;
     }
     Ok(v)
+}
+
+/// The chart of each staged run's per-stage percentiles against offered rate.
+pub(crate) fn stage_figures(c: &Collected, v: &mut Vec<Figure>) -> Result<()> {
+    for (k, it) in c
+        .runs
+        .iter()
+        .filter(|it| !it.run.stages.is_empty())
+        .enumerate()
+    {
+        v.push(Figure {
+            file: format!("stages-{}.svg", k + 1),
+            title: format!("Stages — {}", it.label),
+            caption: format!(
+                "p50 and p99 (corrected) of each stage of {} against the stage's mean offered rate.",
+                it.label
+            ),
+            svg: charts::stage_latency_chart(&it.label, &it.run.stages)?,
+        });
+    }
+    Ok(())
 }
 
 /// The sweeps' reply rate, response time and errors against the demanded

@@ -19,6 +19,7 @@ pub mod csv;
 pub mod data;
 pub mod html;
 pub mod shards;
+pub mod stages;
 pub mod synth;
 pub mod text;
 

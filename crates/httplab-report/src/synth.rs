@@ -149,6 +149,8 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         http2: None,
         http3: None,
         repeats: Vec::new(),
+        stages: Vec::new(),
+        probe: None,
     }
 }
 

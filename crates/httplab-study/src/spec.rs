@@ -802,6 +802,12 @@ pub struct Workload {
     /// `users` workloads.
     #[serde(default)]
     pub loss_pct: Option<f64>,
+    /// Requests per second of an unqueued latency probe beside each load
+    /// run (`httplab load --probe RATE`: one connection on its own thread;
+    /// its p50/p99 beside the load's in each run's result, with a warning
+    /// when the client queued its own requests). `load`, `users` and `sweep`.
+    #[serde(default)]
+    pub probe: Option<f64>,
 }
 
 impl Workload {
@@ -1217,6 +1223,7 @@ fn validate_workload(
     }
     workload_keys_take_effect(w, p).with_context(|| format!("{at}workload '{}'", w.name))?;
     workload_loss_fits(w).with_context(|| format!("{at}workload '{}'", w.name))?;
+    workload_probe_fits(w).with_context(|| format!("{at}workload '{}'", w.name))?;
     if w.window_s.is_some_and(|x| !(0.1..=3600.0).contains(&x))
         || w.warmup_s.is_some_and(|x| !(0.0..=600.0).contains(&x))
     {
@@ -1272,6 +1279,19 @@ pub fn workload_protocol_fits(w: &Workload, tls: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Refuses a `probe` rate out of range or in an `idle` workload.
+fn workload_probe_fits(w: &Workload) -> Result<()> {
+    let Some(rate) = w.probe else {
+        return Ok(());
+    };
+    if w.kind == WorkloadKind::Idle {
+        bail!("`probe` applies to `load`, `users` and `sweep` workloads, not `idle`");
+    }
+    httplab_load::ProbeSpec { rate, conns: 1 }
+        .validate()
+        .map_err(|e| anyhow::anyhow!("`probe = {rate}`: {e:#}"))
 }
 
 /// Refuses a `loss_pct` out of range or in a workload that does not run

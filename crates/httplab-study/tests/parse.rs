@@ -95,6 +95,21 @@ fn loss_pct_is_a_percentage_of_load_and_users_workloads() {
 }
 
 #[test]
+fn probe_is_a_light_rate_of_load_users_and_sweep_workloads() {
+    let wl = |kind: &str, extra: &str| {
+        format!("{OK_HEAD}[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"{kind}\"\ntarget = \"/a.txt\"\n{extra}")
+    };
+    let s = spec::parse(&wl("load", "rate = 100\nprobe = 50\n"), "p.toml").unwrap();
+    assert_eq!(s.workloads[0].probe, Some(50.0));
+    for bad in ["0", "-1", "100000"] {
+        let e = err_of(&wl("load", &format!("probe = {bad}\n")));
+        assert!(e.contains("probe"), "{e}");
+    }
+    let e = err_of(&wl("idle", "probe = 10\nusers = 2\n"));
+    assert!(e.contains("`probe` applies to"), "{e}");
+}
+
+#[test]
 fn worker_list_expands_into_servers() {
     let s = spec::parse(builtin("worker-threads").unwrap(), "w").unwrap();
     let names: Vec<String> = spec::expand_servers(&s)

@@ -94,6 +94,11 @@ pub(crate) struct Cli {
     /// Seconds of load before each step's measured connections, discarded (the step opens rate × SECONDS more connections first) [default: 1]
     #[arg(long, value_name = "SECONDS")]
     pub(crate) warmup: Option<f64>,
+    /// Run each target's steps as the stages of one `httplab load --stages` run (each rate
+    /// held for its step's length, no gap between steps); each stage becomes a step of the
+    /// result. Not with --find-max or client shards.
+    #[arg(long)]
+    pub(crate) staged: bool,
     /// Do not calibrate the load generator (by default it measures its own ceiling once per shape of run (targets of one shape share it), and every step records its utilization and is marked client-bound at ≥ 85 %)
     #[arg(long)]
     pub(crate) no_calibrate: bool,
@@ -126,6 +131,7 @@ const FLAGS: &[&str] = &[
     "no-config",
     "quiet",
     "find-max",
+    "staged",
     "no-calibrate",
     "debug",
     "help",

@@ -28,6 +28,7 @@ mod parse;
 mod plan;
 mod run;
 mod saturation_search;
+pub mod staged;
 
 pub use cli::split_args;
 pub use config::parse_config;
@@ -36,7 +37,9 @@ pub use parse::{parse_duration_ms, parse_plan};
 pub use plan::{
     StepSize, SweepPlan, Target, CALIBRATION_SLOT_S, DEFAULT_STEP_SECONDS, DEFAULT_WARMUP_SECONDS,
 };
-pub use run::{install_sigint, load_runner, run_load, run_sweep, stop_flag, was_interrupted};
+pub use run::{
+    args_runner, install_sigint, load_runner, run_load, run_sweep, stop_flag, was_interrupted,
+};
 pub use saturation_search::{find_max, FindMax, FIND_MAX_PRECISION};
 
 use anyhow::Result;
@@ -51,7 +54,13 @@ pub fn sweep_main(args: Vec<OsString>) -> Result<ExitCode> {
         Err(e) => return Ok(clap_exit(&e)),
     };
     install_sigint();
-    let result = execute(&plan, load_runner(&plan))?;
+    let result = if plan.staged {
+        // One staged run per target.
+        staged::check(&plan)?;
+        execute(&plan, staged::runner(&plan, args_runner(&plan)))?
+    } else {
+        execute(&plan, load_runner(&plan))?
+    };
     if was_interrupted(&result) {
         return Ok(ExitCode::from(130));
     }

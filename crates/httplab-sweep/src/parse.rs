@@ -76,6 +76,7 @@ pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, cl
         start_at: shards.start_at,
         run_id: cli.run_id.clone(),
         step_gap_s: shards.step_gap_s,
+        staged: cli.staged,
     }))
 }
 

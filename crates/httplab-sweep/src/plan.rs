@@ -133,6 +133,8 @@ pub struct SweepPlan {
     pub run_id: Option<String>,
     /// `--step-gap`, seconds.
     pub step_gap_s: f64,
+    /// `--staged`: each target's steps as the stages of one run.
+    pub staged: bool,
 }
 
 impl SweepPlan {

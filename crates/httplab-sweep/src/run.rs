@@ -158,6 +158,20 @@ pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunRe
     }
 }
 
+/// Runs `httplab load` arguments (`args[0]` is the program name) in
+/// process, calibrated as [`load_runner`]'s runs are (once per shape of
+/// run, with `plan.calibrate`): the runner of a staged sweep's runs.
+pub fn args_runner(plan: &SweepPlan) -> impl FnMut(&[String]) -> Result<RunResult> + '_ {
+    let mut ceilings = CalibrationCache::new();
+    move |args: &[String]| {
+        let mut spec = parse_load(args)?;
+        if plan.calibrate {
+            ceilings.apply(&mut spec);
+        }
+        httplab_load::run_with_stop(&spec, false, stop_flag())
+    }
+}
+
 fn parse_load(args: &[String]) -> Result<httplab_load::LoadSpec> {
     httplab_load::parse_args(args.iter().skip(1)).with_context(|| {
         format!(

@@ -302,3 +302,56 @@ fn find_max_accuracy_with_a_synthetic_server() {
     );
     assert!(sat.runs <= 20);
 }
+
+#[test]
+fn staged_sweep_with_a_probe_against_a_throttled_server() {
+    let srv = start();
+    let dir = tempfile::tempdir().expect("tmp");
+    let a: Vec<String> = [
+        "httplab sweep",
+        "--no-config",
+        "--single_host",
+        "--host1=127.0.0.1",
+        &format!("--port1={}", srv.port),
+        "--uri1=/t",
+        "--low_rate=50",
+        "--high_rate=150",
+        "--rate_step=50",
+        "--num_call=1",
+        "--const_test_time=1",
+        "--warmup=0.5",
+        "--timeout=5",
+        "--quiet",
+        "--staged",
+        &format!("--file={}", dir.path().join("staged.csv").display()),
+        "--probe",
+        "20",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let plan = httplab_sweep::parse_plan(&args(&a))
+        .expect("plan")
+        .expect("no help");
+    assert!(plan.staged);
+    let mut runs = 0;
+    let result = httplab_sweep::execute(
+        &plan,
+        httplab_sweep::staged::runner(&plan, |a| {
+            runs += 1;
+            httplab_sweep::run_load(a)
+        }),
+    )
+    .expect("sweep runs");
+    let t = &result.targets[0];
+    // One load run; three steps, one per stage after the warm-up stage, each
+    // with the arrivals its rate held for 1 s schedules.
+    assert_eq!(runs, 1);
+    assert_eq!(t.steps.len(), 3);
+    let conns: Vec<u64> = t.steps.iter().map(|s| s.run.totals.connections).collect();
+    assert_eq!(conns, vec![50, 100, 150], "{}", describe(t));
+    for s in &t.steps {
+        assert_eq!(s.run.config.rate, Some(s.demanded_rate));
+        assert!(s.run.probe.is_some(), "--probe reaches the load run");
+    }
+}

@@ -134,6 +134,9 @@ impl LoadRun {
         if let Some(l) = &self.uri_list {
             push("--uri-list", l.to_string_lossy().into_owned());
         }
+        if let Some(r) = p.probe {
+            push("--probe", format!("{r}"));
+        }
         let warm = p.warmup.as_secs_f64();
         if warm > 0.0 {
             push("--warmup", format!("{warm}"));
@@ -245,6 +248,7 @@ mod tests {
                 max_duration: Duration::from_secs(60),
                 warmup: Duration::from_secs(1),
                 window: window.map(Duration::from_secs_f64),
+                probe: None,
             },
             root: PathBuf::from("/srv"),
             label: "x".into(),
@@ -254,6 +258,23 @@ mod tests {
             protocol: Protocol::H1,
             streams: H2_STREAMS,
         }
+    }
+
+    #[test]
+    fn a_probe_key_becomes_the_load_runs_probe() {
+        let mut r = run(
+            Offer::Open {
+                rate: Some(100.0),
+                num_conns: 100,
+            },
+            Some(2.0),
+        );
+        r.params.probe = Some(50.0);
+        let a = r.args();
+        let at = a.iter().position(|x| x == "--probe").expect("--probe");
+        assert_eq!(a[at + 1], "50");
+        let spec = r.spec().expect("valid");
+        assert_eq!(spec.probe.map(|p| (p.rate, p.conns)), Some((50.0, 1)));
     }
 
     #[test]

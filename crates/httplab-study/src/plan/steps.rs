@@ -53,6 +53,8 @@ pub struct StepParams {
     pub warmup: Duration,
     /// Measurement window (None: the workload's own counts).
     pub window: Option<Duration>,
+    /// `probe`: the unqueued probe's requests per second (`--probe`).
+    pub probe: Option<f64>,
 }
 
 impl StepParams {
@@ -232,6 +234,7 @@ fn step_of(
         max_duration: Duration::from_secs_f64(w.max_duration_s.unwrap_or(60.0).clamp(0.1, 3600.0)),
         warmup,
         window,
+        probe: w.probe,
     }
 }
 
