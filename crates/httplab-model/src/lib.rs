@@ -17,6 +17,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod series;
+
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
