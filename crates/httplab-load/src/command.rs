@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use crate::calibrate::calibrate;
 use crate::report::{render_httperf_report, write_csv};
 use crate::run::{check_start_at, run_raw};
-use crate::{cli, sys};
+use crate::{cli, client_check, live, sys};
 
 /// Entry point of `httplab load`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
@@ -21,6 +21,10 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         cli::Parsed::Run(s) => *s,
     };
     let mut spec = spec;
+    if let Some(step) = spec.live.step {
+        return client_check::step_main(&spec, step);
+    }
+    let live = live::Live::start(&spec)?;
     let mut calibration = None;
     if spec.calibrate || spec.calibrate_only {
         let c = calibrate(&spec)?;
@@ -38,8 +42,11 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     }
     check_start_at(&spec)?;
     sys::install_sigint();
+    let check = client_check::check_if_asked(&spec, &args[0].to_string_lossy())?;
+    spec.live.metrics = live.metrics();
     let stop = sys::interrupted();
     let (mut result, raw) = run_raw(&spec, true, stop)?;
+    client_check::record(&mut result, check);
     if let Some(w) = result
         .self_check
         .warnings
@@ -74,6 +81,11 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         write_csv(&result, path)
             .with_context(|| format!("cannot write --csv file {}", path.display()))?;
     }
+    if let Some(path) = &spec.live.series {
+        let rows = httplab_model::series::run_rows(&result, None);
+        httplab_model::series::write(&rows, path).map_err(anyhow::Error::msg)?;
+    }
+    drop(live);
     Ok(if result.interrupted {
         ExitCode::from(130)
     } else {

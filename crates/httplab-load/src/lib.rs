@@ -99,6 +99,7 @@ mod arrivals;
 mod calibrate;
 pub mod calibration_cache;
 mod cli;
+mod client_check;
 mod clock;
 mod command;
 mod engine;
@@ -106,6 +107,7 @@ mod h1;
 mod h2proto;
 mod h3conn;
 mod http3;
+mod live;
 mod plan;
 mod record;
 mod report;
@@ -129,6 +131,8 @@ pub use calibrate::{
     DEFAULT_CALIBRATION_SIZE,
 };
 pub use cli::parse_args;
+pub use client_check::{StepShard, STEP_INTERVAL_S, STEP_S, STEP_WARMUP_S};
+pub use live::LiveSpec;
 pub use command::cli_main;
 pub use report::EXTRA_IO_ENGINE;
 pub use report::{

@@ -181,6 +181,7 @@ pub(crate) fn build_result(
         tls: None,
         http2: None,
         http3: None,
+        client_check: None,
     }
 }
 

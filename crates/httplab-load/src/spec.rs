@@ -355,6 +355,9 @@ pub struct LoadSpec {
     /// `--http3`: HTTP/3 over QUIC (TLS 1.3, ALPN h3) instead of HTTP/1.1;
     /// None: not HTTP/3.
     pub http3: Option<Http3Spec>,
+    /// Live metrics, series file and client check (`--prometheus`,
+    /// `--series`, `--check-client`).
+    pub live: crate::live::LiveSpec,
 }
 
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
@@ -485,6 +488,7 @@ impl LoadSpec {
             max_response_time: None,
             http2: None,
             http3: None,
+            live: crate::live::LiveSpec::default(),
         }
     }
 

@@ -422,6 +422,8 @@ pub(crate) struct IntervalPart {
     pub sessions_done: u64,
     /// Length of this part, seconds (shorter for a final partial interval).
     pub len_s: f64,
+    /// `errors` by class (index: `ErrClass as usize`), for the live metrics.
+    pub errors_by: [u64; ERR_CLASSES],
 }
 
 struct Pending {
@@ -440,6 +442,8 @@ struct Inner {
     sent: u64,
     replies: u64,
     errors: u64,
+    /// Where finished intervals are published (`--prometheus`).
+    live: Option<httplab_live::LoadLive>,
 }
 
 /// Gathers every thread's intervals; finalises an interval once every live
@@ -471,8 +475,16 @@ impl Collector {
                 sent: 0,
                 replies: 0,
                 errors: 0,
+                live: None,
             }),
         }
+    }
+
+    /// Publishes every finished interval to `live` too (once per interval,
+    /// under the collector's lock: nothing per request).
+    pub fn publish_to(self, live: Option<httplab_live::LoadLive>) -> Collector {
+        self.lock().live = live;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -502,6 +514,9 @@ impl Collector {
         e.part.open += part.open;
         e.part.sessions_done += part.sessions_done;
         e.part.len_s = e.part.len_s.max(part.len_s);
+        for (sum, n) in e.part.errors_by.iter_mut().zip(part.errors_by) {
+            *sum += n;
+        }
         let _ = e.hist.add(h);
         e.reports += 1;
         Self::finalize(&mut g, false);
@@ -549,6 +564,9 @@ impl Collector {
                     p99_ms: q(0.99),
                     open_connections: p.part.open,
                 };
+                if let Some(live) = &g.live {
+                    live.interval(&iv, &crate::live::errors_by_key(&p.part.errors_by));
+                }
                 g.done.push((iv, p.part.sessions_done));
             }
         }
@@ -847,6 +865,7 @@ mod tests {
             open: 2,
             sessions_done: 0,
             len_s,
+            errors_by: [0; ERR_CLASSES],
         }
     }
 

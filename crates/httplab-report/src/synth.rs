@@ -148,6 +148,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         tls: None,
         http2: None,
         http3: None,
+        client_check: None,
     }
 }
 
