@@ -44,3 +44,13 @@ pub fn start(addr: std::net::SocketAddr, registry: Registry) -> std::io::Result<
     eprintln!("metrics: {}", e.url());
     Ok(e)
 }
+
+/// `--prometheus ADDR` of `load`, `sweep` and `study`: a new [`LoadLive`]
+/// registered and served on `addr` (announced on stderr). The endpoint
+/// serves until dropped.
+pub fn serve_load(addr: std::net::SocketAddr) -> std::io::Result<(LoadLive, Endpoint)> {
+    let live = LoadLive::new();
+    let mut registry = Registry::default();
+    live.register(&mut registry);
+    Ok((live, start(addr, registry)?))
+}

@@ -10,7 +10,8 @@
 //! one shared instant. Where this code does not run as `httplab load` (the
 //! library inside another program or a test harness, whose executable does
 //! not understand `load`), the steps run in-process on threads instead, and
-//! the record says `threads`.
+//! the record says `threads`. (A study's runs are typed specs without a
+//! command line: they would run on threads.)
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -92,13 +93,16 @@ fn unix_now() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// Runs both steps and compares them. `program` is the command's program
-/// name (`httplab load` when run by the httplab binary).
-pub(crate) fn check(spec: &LoadSpec, program: &str) -> Result<ClientCheck> {
+/// Runs both steps and compares them: as processes when this is the
+/// httplab executable and `spec` has its command line, else on threads.
+pub fn check_client(spec: &LoadSpec) -> Result<ClientCheck> {
     if spec.is_shard() {
         bail!("--check-client runs its own shards: leave out --client, --start-at and --run-id");
     }
-    let exe = std::env::current_exe().ok().filter(|_| program == "httplab load");
+    let exe = std::env::current_exe()
+        .ok()
+        .filter(|e| e.file_name().is_some_and(|n| n == "httplab"))
+        .filter(|_| !spec.command_line.is_empty());
     let (method, one, two) = match &exe {
         Some(exe) => (
             "processes",
@@ -122,11 +126,11 @@ pub(crate) fn check(spec: &LoadSpec, program: &str) -> Result<ClientCheck> {
 }
 
 /// `--check-client`: the check, its warning printed on stderr; None when not asked.
-pub(crate) fn check_if_asked(spec: &LoadSpec, program: &str) -> Result<Option<ClientCheck>> {
+pub(crate) fn check_if_asked(spec: &LoadSpec) -> Result<Option<ClientCheck>> {
     if !spec.live.check_client {
         return Ok(None);
     }
-    let c = check(spec, program)?;
+    let c = check_client(spec)?;
     if let Some(w) = warning(&c) {
         eprintln!("httplab load: warning: {w}");
     }
@@ -134,7 +138,7 @@ pub(crate) fn check_if_asked(spec: &LoadSpec, program: &str) -> Result<Option<Cl
 }
 
 /// Keeps the check in the result (and its warning in the self-check).
-pub(crate) fn record(result: &mut RunResult, check: Option<ClientCheck>) {
+pub fn record(result: &mut RunResult, check: Option<ClientCheck>) {
     if let Some(c) = check {
         if let Some(w) = warning(&c) {
             result.self_check.warnings.push(w);
@@ -152,7 +156,7 @@ pub(crate) fn step_main(spec: &LoadSpec, step: StepShard) -> Result<std::process
 }
 
 /// The warning printed and kept in the self-check when the check failed.
-pub(crate) fn warning(c: &ClientCheck) -> Option<String> {
+pub fn warning(c: &ClientCheck) -> Option<String> {
     c.distorts.then(|| {
         format!(
             "the client distorts the measurement: {} (--check-client: one client process vs two at the same total rate; use more client cores or machines, see --client I/N)",

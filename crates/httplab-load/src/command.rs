@@ -42,7 +42,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     }
     check_start_at(&spec)?;
     sys::install_sigint();
-    let check = client_check::check_if_asked(&spec, &args[0].to_string_lossy())?;
+    let check = client_check::check_if_asked(&spec)?;
     spec.live.metrics = live.metrics();
     let stop = sys::interrupted();
     let (mut result, raw) = run_raw(&spec, true, stop)?;

@@ -131,7 +131,10 @@ pub use calibrate::{
     DEFAULT_CALIBRATION_SIZE,
 };
 pub use cli::parse_args;
-pub use client_check::{StepShard, STEP_INTERVAL_S, STEP_S, STEP_WARMUP_S};
+pub use client_check::{
+    check_client, record as record_client_check, warning as client_check_warning, StepShard,
+    STEP_INTERVAL_S, STEP_S, STEP_WARMUP_S,
+};
 pub use live::LiveSpec;
 pub use command::cli_main;
 pub use report::EXTRA_IO_ENGINE;

@@ -39,12 +39,8 @@ impl Live {
         let Some(addr) = spec.live.prometheus else {
             return Ok(Live { served: None });
         };
-        let metrics = httplab_live::LoadLive::new();
-        let mut registry = httplab_live::Registry::default();
-        metrics.register(&mut registry);
-        let endpoint = httplab_live::start(addr, registry)?;
         Ok(Live {
-            served: Some((metrics, endpoint)),
+            served: Some(httplab_live::serve_load(addr)?),
         })
     }
 

@@ -36,7 +36,9 @@ pub use parse::{parse_duration_ms, parse_plan};
 pub use plan::{
     StepSize, SweepPlan, Target, CALIBRATION_SLOT_S, DEFAULT_STEP_SECONDS, DEFAULT_WARMUP_SECONDS,
 };
-pub use run::{install_sigint, load_runner, run_load, run_sweep, stop_flag, was_interrupted};
+pub use run::{
+    install_sigint, load_runner, load_runner_live, run_load, run_sweep, stop_flag, was_interrupted,
+};
 pub use saturation_search::{find_max, FindMax, FIND_MAX_PRECISION};
 
 use anyhow::Result;
@@ -51,7 +53,10 @@ pub fn sweep_main(args: Vec<OsString>) -> Result<ExitCode> {
         Err(e) => return Ok(clap_exit(&e)),
     };
     install_sigint();
-    let result = execute(&plan, load_runner(&plan))?;
+    // `--prometheus`: the endpoint serves until the sweep is written.
+    let served = plan.prometheus.map(httplab_live::serve_load).transpose()?;
+    let live = served.as_ref().map(|(l, _)| l.clone());
+    let result = execute(&plan, run::load_runner_live(&plan, live))?;
     if was_interrupted(&result) {
         return Ok(ExitCode::from(130));
     }

@@ -76,6 +76,13 @@ pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, cl
         start_at: shards.start_at,
         run_id: cli.run_id.clone(),
         step_gap_s: shards.step_gap_s,
+        prometheus: cli
+            .prometheus
+            .as_deref()
+            .map(httplab_live::parse_addr)
+            .transpose()
+            .map_err(|e| anyhow!(e))?,
+        check_client: cli.check_client,
     }))
 }
 

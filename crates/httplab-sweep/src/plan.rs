@@ -133,6 +133,10 @@ pub struct SweepPlan {
     pub run_id: Option<String>,
     /// `--step-gap`, seconds.
     pub step_gap_s: f64,
+    /// `--prometheus`: where to serve live metrics.
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// `--check-client`: check the client before every step.
+    pub check_client: bool,
 }
 
 impl SweepPlan {

@@ -291,7 +291,16 @@ fn one_run(
     p: &StepParams,
     round: u32,
 ) -> Result<m::RunResult, RunError> {
-    let spec = prepare_run(cx, slot, w, p, round)?;
+    let mut spec = prepare_run(cx, slot, w, p, round)?;
+    if let Some(l) = &cx.opts.live {
+        l.set_context(vec![
+            ("workload".into(), w.name.clone()),
+            ("server".into(), slot.inst.name.clone()),
+            ("step".into(), p.step.clone()),
+            ("round".into(), round.to_string()),
+        ]);
+        spec.live.metrics = Some(l.clone());
+    }
     // Packet loss on lo for this run only (after the calibration): the
     // guard removes it when the run ends, however it ends.
     let loss = match (w.loss_pct, &cx.netem) {
