@@ -258,7 +258,10 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("client_timo"), "{t}");
-        assert!(t.contains("httplab_load_response_p99_seconds 0.005\n"), "{t}");
+        assert!(
+            t.contains("httplab_load_response_p99_seconds 0.005\n"),
+            "{t}"
+        );
         assert!(t.contains("httplab_run_info{step=\"2\"} 1\n"), "{t}");
         assert!(t.contains("httplab_load_running 1"), "{t}");
         assert!(t.ends_with("# EOF\n"), "{t}");

@@ -109,7 +109,10 @@ mod tests {
         let mut s = String::new();
         prometheus_client::encoding::text::encode(&mut s, &r).unwrap();
         assert!(s.contains("httplab_serve_requests_served_total 7\n"), "{s}");
-        assert!(s.contains("httplab_serve_connections_accepted_total 3\n"), "{s}");
+        assert!(
+            s.contains("httplab_serve_connections_accepted_total 3\n"),
+            "{s}"
+        );
         assert!(s.contains("httplab_serve_bytes_sent_total 900\n"), "{s}");
         assert!(s.contains("httplab_serve_open_connections 1\n"), "{s}");
     }

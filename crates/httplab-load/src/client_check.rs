@@ -211,8 +211,14 @@ fn read_output(child: &mut Child) -> (Reader, Reader) {
             s
         })
     };
-    let out = child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>);
-    let err = child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>);
+    let out = child
+        .stdout
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
+    let err = child
+        .stderr
+        .take()
+        .map(|p| Box::new(p) as Box<dyn Read + Send>);
     (spawn(out), spawn(err))
 }
 
@@ -326,7 +332,14 @@ pub(crate) fn compare(one: &CheckStep, two: &CheckStep) -> (Vec<String>, String)
     }
     let (n1, n2) = (f64::from(one.intervals), f64::from(two.intervals));
     let figures = [
-        ("reply rate", "/s", one.reply_rate, one.reply_rate_sd, two.reply_rate, two.reply_rate_sd),
+        (
+            "reply rate",
+            "/s",
+            one.reply_rate,
+            one.reply_rate_sd,
+            two.reply_rate,
+            two.reply_rate_sd,
+        ),
         ("p50", " ms", one.p50_ms, one.p50_sd, two.p50_ms, two.p50_sd),
         ("p99", " ms", one.p99_ms, one.p99_sd, two.p99_ms, two.p99_sd),
     ];
@@ -406,13 +419,18 @@ mod tests {
         );
         let (d, _) = compare(&one, &two);
         assert_eq!(d.len(), 3, "{d:?}");
-        assert!(d[0].starts_with("reply rate 80.000/s from one client vs 100.000/s"), "{d:?}");
+        assert!(
+            d[0].starts_with("reply rate 80.000/s from one client vs 100.000/s"),
+            "{d:?}"
+        );
         let c = ClientCheck {
             distorts: true,
             differences: d,
             ..ClientCheck::default()
         };
-        assert!(warning(&c).unwrap().starts_with("the client distorts the measurement: "));
+        assert!(warning(&c)
+            .unwrap()
+            .starts_with("the client distorts the measurement: "));
     }
 
     #[test]

@@ -135,8 +135,8 @@ pub use client_check::{
     check_client, record as record_client_check, warning as client_check_warning, StepShard,
     STEP_INTERVAL_S, STEP_S, STEP_WARMUP_S,
 };
-pub use live::LiveSpec;
 pub use command::cli_main;
+pub use live::LiveSpec;
 pub use report::EXTRA_IO_ENGINE;
 pub use report::{
     environment, render_httperf_report, write_csv, Calibration, CPU_LIMIT_PCT, EXTRA_ABANDONED,

@@ -165,8 +165,8 @@ pub(crate) fn run_raw(
     let mut spec_eff = spec.clone();
     spec_eff.threads = threads;
     let spec = &spec_eff;
-    let collector = stats::Collector::new(threads, spec.sample_interval)
-        .publish_to(spec.live.metrics.clone());
+    let collector =
+        stats::Collector::new(threads, spec.sample_interval).publish_to(spec.live.metrics.clone());
     let _live = LiveRun::start(spec.live.metrics.as_ref());
     let local_addrs = source_addrs(spec, addr);
     let (io_engine, io_note) = choose_io(spec);

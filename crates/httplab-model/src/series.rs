@@ -286,6 +286,9 @@ mod tests {
         assert_eq!(rows[2].server_cpu_s, None); // [2, 3] ends after the last
         let csv = render(&rows, SeriesFormat::Csv).unwrap();
         assert!(csv.starts_with("run,t_s,"), "{csv}");
-        assert!(csv.contains("\nw/s/-/r0,2,1,10,10,0,1.5,3,2,0.5\n"), "{csv}");
+        assert!(
+            csv.contains("\nw/s/-/r0,2,1,10,10,0,1.5,3,2,0.5\n"),
+            "{csv}"
+        );
     }
 }

@@ -113,10 +113,7 @@ pub fn report_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     };
     if let Some(path) = &cli.series {
         let n = write_series(&docs, &opts.sources, path)?;
-        eprintln!(
-            "httplab report: wrote {} ({n} intervals)",
-            path.display()
-        );
+        eprintln!("httplab report: wrote {} ({n} intervals)", path.display());
         if cli.out.is_none() {
             return Ok(ExitCode::SUCCESS);
         }

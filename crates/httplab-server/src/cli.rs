@@ -264,7 +264,10 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 /// `--prometheus`: the server's counters on `http://ADDR/metrics`, read from
 /// the shared statistics at each scrape (no counter of its own).
-fn start_metrics(addr: SocketAddr, server: &crate::ServerHandle) -> anyhow::Result<httplab_live::Endpoint> {
+fn start_metrics(
+    addr: SocketAddr,
+    server: &crate::ServerHandle,
+) -> anyhow::Result<httplab_live::Endpoint> {
     let stats = server.shared_stats();
     let mut registry = httplab_live::Registry::default();
     httplab_live::ServerLive::new(move || {
