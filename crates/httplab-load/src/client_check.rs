@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use httplab_model::{CheckStep, ClientCheck, RunResult};
 
+pub use crate::live::StepShard;
 use crate::spec::LoadSpec;
 
 /// Measured window of a step, seconds (after [`STEP_WARMUP_S`]).
@@ -35,17 +36,6 @@ const STEP_DEADLINE: Duration = Duration::from_secs(120);
 /// A difference smaller than this fraction of the one-client value is not
 /// reported however steady the steps (immaterial).
 const MATERIAL: f64 = 0.05;
-
-/// The step a child process runs (the hidden `--client-check-step I/N@START`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct StepShard {
-    /// This process's shard.
-    pub index: u32,
-    /// Shards in the step.
-    pub of: u32,
-    /// Shared start, unix seconds.
-    pub start_at: f64,
-}
 
 /// Parses `I/N@START`.
 pub(crate) fn parse_step(s: &str) -> Result<StepShard> {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use crate::calibrate::calibrate;
 use crate::report::{render_httperf_report, write_csv};
 use crate::run::{check_start_at, run_raw};
-use crate::{cli, client_check, live, sys};
+use crate::{cli, client_check, sys};
 
 /// Entry point of `httplab load`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
@@ -24,7 +24,12 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     if let Some(step) = spec.live.step {
         return client_check::step_main(&spec, step);
     }
-    let live = live::Live::start(&spec)?;
+    // `--prometheus`: the endpoint serves until the result is written.
+    let live = spec
+        .live
+        .prometheus
+        .map(httplab_live::serve_load)
+        .transpose()?;
     let mut calibration = None;
     if spec.calibrate || spec.calibrate_only {
         let c = calibrate(&spec)?;
@@ -43,7 +48,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     check_start_at(&spec)?;
     sys::install_sigint();
     let check = client_check::check_if_asked(&spec)?;
-    spec.live.metrics = live.metrics();
+    spec.live.metrics = live.as_ref().map(|(m, _)| m.clone());
     let stop = sys::interrupted();
     let (mut result, raw) = run_raw(&spec, true, stop)?;
     client_check::record(&mut result, check);
@@ -83,7 +88,9 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     }
     if let Some(path) = &spec.live.series {
         let rows = httplab_model::series::run_rows(&result, None);
-        httplab_model::series::write(&rows, path).map_err(anyhow::Error::msg)?;
+        let text = httplab_model::series::render_for(&rows, path).map_err(anyhow::Error::msg)?;
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write --series file {}", path.display()))?;
     }
     drop(live);
     Ok(if result.interrupted {

@@ -63,6 +63,35 @@ pub(crate) enum ErrClass {
 /// Number of [`ErrClass`] values.
 pub(crate) const ERR_CLASSES: usize = 15;
 
+/// The error classes in `ErrClass` order, as the metrics' `class` label.
+/// The names are `Errors`' field names in the result JSON.
+pub(crate) const ERR_KEYS: [&str; ERR_CLASSES] = [
+    "client_timo",
+    "socket_timo",
+    "connrefused",
+    "connreset",
+    "fd_unavail",
+    "addrunavail",
+    "other",
+    "response_timo",
+    "bad_status_line",
+    "bad_header",
+    "headers_too_large",
+    "bad_chunk",
+    "body_overrun",
+    "truncated",
+    "tls",
+];
+
+/// Pairs an interval's counts by class with their keys.
+pub(crate) fn errors_by_key(counts: &[u64; ERR_CLASSES]) -> [(&'static str, u64); ERR_CLASSES] {
+    let mut out = [("", 0); ERR_CLASSES];
+    for (i, (k, n)) in ERR_KEYS.iter().zip(counts).enumerate() {
+        out[i] = (k, *n);
+    }
+    out
+}
+
 impl ErrClass {
     /// The class in words, for messages.
     pub fn words(self) -> &'static str {
@@ -565,7 +594,7 @@ impl Collector {
                     open_connections: p.part.open,
                 };
                 if let Some(live) = &g.live {
-                    live.interval(&iv, &crate::live::errors_by_key(&p.part.errors_by));
+                    live.interval(&iv, &errors_by_key(&p.part.errors_by));
                 }
                 g.done.push((iv, p.part.sessions_done));
             }
@@ -854,6 +883,17 @@ impl H3Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_follow_the_class_order() {
+        assert_eq!(ERR_KEYS[ErrClass::ClientTimo as usize], "client_timo");
+        assert_eq!(ERR_KEYS[ErrClass::ConnReset as usize], "connreset");
+        assert_eq!(ERR_KEYS[ErrClass::ResponseTimo as usize], "response_timo");
+        assert_eq!(ERR_KEYS[ErrClass::Tls as usize], "tls");
+        let mut c = [0; ERR_CLASSES];
+        c[ErrClass::BadChunk as usize] = 3;
+        assert!(errors_by_key(&c).contains(&("bad_chunk", 3)));
+    }
 
     fn part(replies: u64, len_s: f64) -> IntervalPart {
         IntervalPart {

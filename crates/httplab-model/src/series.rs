@@ -209,12 +209,10 @@ fn render_csv(rows: &[SeriesRow]) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| e.to_string())
 }
 
-/// Writes the rows to `path` in the format its extension names.
-pub fn write(rows: &[SeriesRow], path: &std::path::Path) -> Result<(), String> {
-    let fmt = SeriesFormat::of_path(path)?;
-    let text = render(rows, fmt)?;
-    std::fs::write(path, text)
-        .map_err(|e| format!("cannot write --series file {}: {e}", path.display()))
+/// The file's text for `path`, in the format its extension names (the
+/// caller writes it: this crate does no I/O).
+pub fn render_for(rows: &[SeriesRow], path: &std::path::Path) -> Result<String, String> {
+    render(rows, SeriesFormat::of_path(path)?)
 }
 
 #[cfg(test)]

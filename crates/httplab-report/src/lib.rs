@@ -73,7 +73,9 @@ fn write_series(docs: &[Document], names: &[String], path: &std::path::Path) -> 
         }
         rows.extend(r);
     }
-    series::write(&rows, path).map_err(anyhow::Error::msg)?;
+    let text = series::render_for(&rows, path).map_err(anyhow::Error::msg)?;
+    std::fs::write(path, text)
+        .with_context(|| format!("cannot write --series file {}", path.display()))?;
     Ok(rows.len())
 }
 
