@@ -160,18 +160,19 @@ pub fn load_runner_live(
         if plan.calibrate {
             ceilings.apply(&mut spec);
         }
-        let check = if plan.check_client {
-            Some(httplab_load::check_client(&spec)?)
-        } else {
-            None
-        };
         if let Some(l) = &live {
             l.set_context(vec![
                 ("target".into(), t.label()),
                 ("rate".into(), fmt_rate(rate)),
             ]);
-            spec.live.metrics = Some(l.clone());
         }
+        // The check's steps publish nothing: the counters are the steps' own.
+        let check = if plan.check_client {
+            Some(httplab_load::check_client(&spec)?)
+        } else {
+            None
+        };
+        spec.live.metrics = live.clone();
         let mut r = httplab_load::run_with_stop(&spec, false, stop_flag())?;
         httplab_load::record_client_check(&mut r, check);
         if r.label.is_empty() {
