@@ -191,11 +191,11 @@ struct Cli {
     /// Do not print the report (use with --json).
     #[arg(short, long, help_heading = "Output")]
     quiet: bool,
-    /// Before the run, check the client: a short step (at most 3 s) at the run's rate from
-    /// one client process, then from two processes (`--client 0/2` and `1/2`) at the same
-    /// total rate; warns when their reply rate or p50/p99 differ beyond the steps' own
-    /// spread (the client distorts the measurement), and records the check in the JSON
-    /// (`config.extra.client_check`).
+    /// Before the run, check the client: a short step (0.5 s warm-up, at most 2.5 s measured)
+    /// at the run's rate from one client process, then from two processes (`--client 0/2`
+    /// and `1/2`) at the same total rate; warns when their reply rate or p50/p99 differ
+    /// beyond the steps' own spread (the client distorts the measurement), and records the
+    /// check in the JSON (`client_check`).
     #[arg(long, help_heading = "Output")]
     check_client: bool,
     /// Internal: run one client's part of a --check-client step and print its result as JSON.
