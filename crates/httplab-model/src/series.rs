@@ -7,7 +7,9 @@
 //! `len_s`, `rate` (replies per second), `replies`, `errors`, `p50_ms`,
 //! `p99_ms`, `open_connections`, and `server_cpu_s`: the CPU seconds the
 //! server used in the interval, read from the samples a study takes of its
-//! servers (`ServerCost::samples`, interpolated linearly between samples);
+//! servers (`ServerCost::samples`, interpolated linearly between samples;
+//! their times count from the run's start, the intervals' from the end of
+//! its warm-up, so they are shifted by `config.warmup_s`);
 //! empty (CSV) or `null` (JSON) where no samples cover the interval, as for
 //! every plain `httplab load` run. Documents with several runs (sweeps,
 //! studies) put all their runs in one file, with a leading `run` column
@@ -84,9 +86,11 @@ fn cpu_at(samples: &[ServerSample], t: f64) -> Option<f64> {
 }
 
 /// Server CPU seconds within the interval, when samples cover both ends.
-fn server_cpu(samples: &[ServerSample], iv: &Interval) -> Option<f64> {
-    let end = cpu_at(samples, iv.t_s)?;
-    let start = cpu_at(samples, iv.t_s - iv.len_s)?;
+/// Interval times count from the measurement window's start, sample times
+/// from the run's (before its warm-up): `offset` is the warm-up.
+fn server_cpu(samples: &[ServerSample], iv: &Interval, offset: f64) -> Option<f64> {
+    let end = cpu_at(samples, offset + iv.t_s)?;
+    let start = cpu_at(samples, offset + iv.t_s - iv.len_s)?;
     Some((end - start).max(0.0))
 }
 
@@ -110,7 +114,7 @@ pub fn run_rows(r: &RunResult, key: Option<&str>) -> Vec<SeriesRow> {
             p50_ms: iv.p50_ms,
             p99_ms: iv.p99_ms,
             open_connections: iv.open_connections,
-            server_cpu_s: server_cpu(&samples, iv),
+            server_cpu_s: server_cpu(&samples, iv, r.config.warmup_s),
         })
         .collect()
 }
@@ -282,6 +286,12 @@ mod tests {
         assert_eq!(rows[0].server_cpu_s, None); // [0, 1] starts before the first sample
         assert_eq!(rows[1].server_cpu_s, Some(0.5)); // [1, 2]
         assert_eq!(rows[2].server_cpu_s, None); // [2, 3] ends after the last
+        // A warm-up of 0.5 s: interval [0, 1] of the window is [0.5, 1.5] of the run.
+        r.config.warmup_s = 0.5;
+        let rows = run_rows(&r, None);
+        assert_eq!(rows[0].server_cpu_s, Some(0.5));
+        assert_eq!(rows[1].server_cpu_s, Some(0.5));
+        assert_eq!(rows[2].server_cpu_s, None);
         let csv = render(&rows, SeriesFormat::Csv).unwrap();
         assert!(csv.starts_with("run,t_s,"), "{csv}");
         assert!(
