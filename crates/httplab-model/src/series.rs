@@ -286,17 +286,17 @@ mod tests {
         assert_eq!(rows[0].server_cpu_s, None); // [0, 1] starts before the first sample
         assert_eq!(rows[1].server_cpu_s, Some(0.5)); // [1, 2]
         assert_eq!(rows[2].server_cpu_s, None); // [2, 3] ends after the last
-        // A warm-up of 0.5 s: interval [0, 1] of the window is [0.5, 1.5] of the run.
-        r.config.warmup_s = 0.5;
-        let rows = run_rows(&r, None);
-        assert_eq!(rows[0].server_cpu_s, Some(0.5));
-        assert_eq!(rows[1].server_cpu_s, Some(0.5));
-        assert_eq!(rows[2].server_cpu_s, None);
         let csv = render(&rows, SeriesFormat::Csv).unwrap();
         assert!(csv.starts_with("run,t_s,"), "{csv}");
         assert!(
             csv.contains("\nw/s/-/r0,2,1,10,10,0,1.5,3,2,0.5\n"),
             "{csv}"
         );
+        // A warm-up of 0.5 s: interval [0, 1] of the window is [0.5, 1.5] of the run.
+        r.config.warmup_s = 0.5;
+        let rows = run_rows(&r, None);
+        assert_eq!(rows[0].server_cpu_s, Some(0.5));
+        assert_eq!(rows[1].server_cpu_s, Some(0.5));
+        assert_eq!(rows[2].server_cpu_s, None);
     }
 }
