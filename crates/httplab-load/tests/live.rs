@@ -103,3 +103,31 @@ fn errors_are_published_by_class() {
         r.errors.connreset as f64
     );
 }
+
+#[test]
+fn check_client_in_a_program_that_embeds_the_library_runs_on_threads() {
+    let s = TestServer::start(Mode::Ok(b"0123456789".to_vec()));
+    let spec = httplab_load::parse_args([
+        "--server",
+        "127.0.0.1",
+        "--port",
+        &s.addr.port().to_string(),
+        "--rate",
+        "50",
+        "--num-conns",
+        "100",
+    ])
+    .unwrap();
+    // This test binary is not `httplab`: the steps run in-process.
+    let c = httplab_load::check_client(&spec).unwrap();
+    assert_eq!(c.method, "threads");
+    assert_eq!((c.one.clients, c.two.clients), (1, 2));
+    assert!(c.one.intervals > 0 && c.two.intervals > 0, "{c:?}");
+    assert_eq!(c.distorts, !c.differences.is_empty());
+    assert_eq!(c.distorts, httplab_load::client_check_warning(&c).is_some());
+    // A shard cannot check itself.
+    let mut shard = spec.clone();
+    shard.client = (0, 2);
+    let e = httplab_load::check_client(&shard).unwrap_err().to_string();
+    assert!(e.contains("leave out --client"), "{e}");
+}

@@ -342,6 +342,38 @@ mod tests {
     }
 
     #[test]
+    fn prometheus_and_check_client_are_the_sweeps_not_passed_to_load() {
+        let p = parse_plan(&os(&[
+            "httplab sweep",
+            "--no-config",
+            "--host1=h",
+            "--single-host",
+            "--low-rate=10",
+            "--high-rate=20",
+            "--rate-step=10",
+            "--prometheus",
+            "127.0.0.1:0",
+            "--check-client",
+            "--threads",
+            "2",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.prometheus, Some("127.0.0.1:0".parse().unwrap()));
+        assert!(p.check_client);
+        assert_eq!(p.passthrough, vec!["--threads".to_string(), "2".into()]);
+        let bad = parse_plan(&os(&[
+            "httplab sweep",
+            "--no-config",
+            "--host1=h",
+            "--find-max",
+            "--prometheus=x",
+        ]));
+        let e = bad.err().expect("a bad address is an error").to_string();
+        assert!(e.contains("--prometheus 'x'"), "{e}");
+    }
+
+    #[test]
     fn seed_003_with_config() {
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("autobench.conf");
