@@ -292,6 +292,7 @@ fn one_run(
     round: u32,
 ) -> Result<m::RunResult, RunError> {
     let mut spec = prepare_run(cx, slot, w, p, round)?;
+    let check = client_check(cx, w, &spec, round)?;
     if let Some(l) = &cx.opts.live {
         l.set_context(vec![
             ("workload".into(), w.name.clone()),
@@ -318,6 +319,7 @@ fn one_run(
     );
     drop(loss);
     let mut run = run?;
+    httplab_load::record_client_check(&mut run, check);
     if let Some(pct) = w.loss_pct {
         run.config
             .extra
@@ -505,6 +507,24 @@ fn execute_run(
         )));
     }
     Ok(run)
+}
+
+/// `check_client = true`: the client check before a step's first-round run
+/// (in process, on the client cores: a study's runs have no command line to
+/// hand to child processes).
+fn client_check(
+    cx: &Execution,
+    w: &Workload,
+    spec: &LoadSpec,
+    round: u32,
+) -> Result<Option<m::ClientCheck>, RunError> {
+    if !w.check_client || round > 0 {
+        return Ok(None);
+    }
+    let c = with_client_cores(&cx.client_cores, || httplab_load::check_client(spec))
+        .and_then(|r| r)
+        .map_err(|e| failed(format!("client check: {e:#}")))?;
+    Ok(Some(c))
 }
 
 /// Runs `spec` with a watchdog that ends it at Ctrl-C (`stop`) or once it
