@@ -369,7 +369,7 @@ mod tests {
             "--find-max",
             "--prometheus=x",
         ]));
-        let e = bad.err().expect("a bad address is an error").to_string();
+        let e = bad.expect_err("a bad address is an error").to_string();
         assert!(e.contains("--prometheus 'x'"), "{e}");
     }
 
