@@ -190,12 +190,32 @@ struct Cli {
     /// Write the per-interval time series as CSV to FILE.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     csv: Option<PathBuf>,
+    /// Write the per-interval series to FILE: `.csv`, or `.jsonl` (one JSON object per line).
+    /// Columns: t_s, len_s, rate, replies, errors, p50_ms, p99_ms, open_connections,
+    /// server_cpu_s (empty here: a plain run does not sample the server; study runs do).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    series: Option<PathBuf>,
+    /// Serve live metrics (Prometheus text format) on http://ADDR/metrics while the run
+    /// goes on, updated once per interval; port 0 picks a free port (the address is
+    /// printed on stderr as `metrics: http://ADDR/metrics`).
+    #[arg(long, value_name = "ADDR", help_heading = "Output")]
+    prometheus: Option<String>,
     /// Length of the time-series intervals and reply-rate samples [default: 1s].
     #[arg(long, value_name = "TIME", help_heading = "Output")]
     sample_interval: Option<String>,
     /// Do not print the report (use with --json).
     #[arg(short, long, help_heading = "Output")]
     quiet: bool,
+    /// Before the run, check the client: a short step (0.5 s warm-up, at most 2.5 s measured)
+    /// at the run's rate from one client process, then from two processes (`--client 0/2`
+    /// and `1/2`) at the same total rate; warns when their reply rate or p50/p99 differ
+    /// beyond the steps' own spread (the client distorts the measurement), and records the
+    /// check in the JSON (`client_check`).
+    #[arg(long, help_heading = "Output")]
+    check_client: bool,
+    /// Internal: run one client's part of a --check-client step and print its result as JSON.
+    #[arg(long, value_name = "I/N@START", hide = true)]
+    client_check_step: Option<String>,
     /// No live progress line, even on a terminal.
     #[arg(long, help_heading = "Output")]
     no_progress: bool,
@@ -443,6 +463,7 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
     let mut spec = LoadSpec::new("localhost", 80);
     spec.command_line = command_line;
     set_target(&cli, &mut spec)?;
+    set_live(&cli, &mut spec)?;
 
     // Arrivals.
     let mut open: Option<Dist> = None;
@@ -546,6 +567,22 @@ fn to_spec(cli: Cli, command_line: Vec<String>) -> Result<LoadSpec> {
 
     spec.validate()?;
     Ok(spec)
+}
+
+/// `--series`, `--prometheus`, `--check-client` into `spec.live`.
+fn set_live(cli: &Cli, spec: &mut LoadSpec) -> Result<()> {
+    if let Some(p) = &cli.series {
+        httplab_model::series::SeriesFormat::of_path(p).map_err(anyhow::Error::msg)?;
+        spec.live.series = Some(p.clone());
+    }
+    if let Some(a) = &cli.prometheus {
+        spec.live.prometheus = Some(httplab_live::parse_addr(a).map_err(anyhow::Error::msg)?);
+    }
+    spec.live.check_client = cli.check_client;
+    if let Some(s) = &cli.client_check_step {
+        spec.live.step = Some(crate::client_check::parse_step(s)?);
+    }
+    Ok(())
 }
 
 /// The target, request and TLS/HTTP/2 options into `spec`.

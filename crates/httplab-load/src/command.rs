@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use crate::calibrate::calibrate;
 use crate::report::{render_httperf_report, write_csv};
 use crate::run::{check_start_at, run_raw};
-use crate::{cli, sys};
+use crate::{cli, client_check, sys};
 
 /// Entry point of `httplab load`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
@@ -22,6 +22,15 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         cli::Parsed::Repeat { spec, times } => (*spec, times),
     };
     let mut spec = spec;
+    if let Some(step) = spec.live.step {
+        return client_check::step_main(&spec, step);
+    }
+    // `--prometheus`: the endpoint serves until the result is written.
+    let live = spec
+        .live
+        .prometheus
+        .map(httplab_live::serve_load)
+        .transpose()?;
     let mut calibration = None;
     if spec.calibrate || spec.calibrate_only {
         let c = calibrate(&spec)?;
@@ -39,11 +48,14 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     }
     check_start_at(&spec)?;
     sys::install_sigint();
+    let check = client_check::check_if_asked(&spec)?;
+    spec.live.metrics = live.as_ref().map(|(m, _)| m.clone());
     let stop = sys::interrupted();
     if times > 1 {
         return crate::repeat::run_repeated(&spec, times, calibration.as_ref(), stop);
     }
     let (mut result, raw) = run_raw(&spec, true, stop)?;
+    client_check::record(&mut result, check);
     if let Some(w) = result
         .self_check
         .warnings
@@ -78,6 +90,13 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         write_csv(&result, path)
             .with_context(|| format!("cannot write --csv file {}", path.display()))?;
     }
+    if let Some(path) = &spec.live.series {
+        let rows = httplab_model::series::run_rows(&result, None);
+        let text = httplab_model::series::render_for(&rows, path).map_err(anyhow::Error::msg)?;
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write --series file {}", path.display()))?;
+    }
+    drop(live);
     Ok(if result.interrupted {
         ExitCode::from(130)
     } else {

@@ -101,6 +101,7 @@ mod arrivals;
 mod calibrate;
 pub mod calibration_cache;
 mod cli;
+mod client_check;
 mod clock;
 mod command;
 mod engine;
@@ -108,6 +109,7 @@ mod h1;
 mod h2proto;
 mod h3conn;
 mod http3;
+mod live;
 mod plan;
 mod probe;
 mod record;
@@ -134,7 +136,12 @@ pub use calibrate::{
     DEFAULT_CALIBRATION_SIZE,
 };
 pub use cli::parse_args;
+pub use client_check::{
+    check_client, record as record_client_check, warning as client_check_warning, StepShard,
+    STEP_INTERVAL_S, STEP_S, STEP_WARMUP_S,
+};
 pub use command::cli_main;
+pub use live::LiveSpec;
 pub use plan::arrivals_per_stage;
 pub use report::EXTRA_IO_ENGINE;
 pub use report::{

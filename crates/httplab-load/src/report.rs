@@ -184,6 +184,7 @@ pub(crate) fn build_result(
         repeats: Vec::new(),
         stages: Vec::new(),
         probe: None,
+        client_check: None,
     }
 }
 

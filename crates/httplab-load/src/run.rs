@@ -168,7 +168,9 @@ pub(crate) fn run_raw(
     let mut spec_eff = spec.clone();
     spec_eff.threads = threads;
     let spec = &spec_eff;
-    let collector = stats::Collector::new(threads, spec.sample_interval);
+    let collector =
+        stats::Collector::new(threads, spec.sample_interval).publish_to(spec.live.metrics.clone());
+    let _live = LiveRun::start(spec.live.metrics.as_ref());
     let local_addrs = source_addrs(spec, addr);
     let (io_engine, io_note) = choose_io(spec);
     let uring = io_engine == EXTRA_IO_URING;
@@ -247,6 +249,27 @@ pub(crate) fn run_raw(
 }
 
 const EXTRA_IO_URING: &str = "io_uring";
+
+/// Marks the live metrics running while it lives (`httplab_load_running`),
+/// also when the run fails.
+struct LiveRun<'a>(Option<&'a httplab_live::LoadLive>);
+
+impl<'a> LiveRun<'a> {
+    fn start(live: Option<&'a httplab_live::LoadLive>) -> LiveRun<'a> {
+        if let Some(l) = live {
+            l.run_started();
+        }
+        LiveRun(live)
+    }
+}
+
+impl Drop for LiveRun<'_> {
+    fn drop(&mut self) {
+        if let Some(l) = self.0 {
+            l.run_finished();
+        }
+    }
+}
 
 /// Whether `--io uring` can run here (io_uring_setup works and the kernel
 /// has what the engine needs).

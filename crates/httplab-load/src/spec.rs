@@ -411,6 +411,9 @@ pub struct LoadSpec {
     /// `--probe`: a light open-loop client beside the load, with its own
     /// corrected latency (see [`crate::ProbeSpec`]); None: no probe.
     pub probe: Option<ProbeSpec>,
+    /// Live metrics, series file and client check (`--prometheus`,
+    /// `--series`, `--check-client`).
+    pub live: crate::live::LiveSpec,
 }
 
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
@@ -543,6 +546,7 @@ impl LoadSpec {
             http3: None,
             stages: Vec::new(),
             probe: None,
+            live: crate::live::LiveSpec::default(),
         }
     }
 

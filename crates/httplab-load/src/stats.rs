@@ -63,6 +63,35 @@ pub(crate) enum ErrClass {
 /// Number of [`ErrClass`] values.
 pub(crate) const ERR_CLASSES: usize = 15;
 
+/// The error classes in `ErrClass` order, as the metrics' `class` label.
+/// The names are `Errors`' field names in the result JSON.
+pub(crate) const ERR_KEYS: [&str; ERR_CLASSES] = [
+    "client_timo",
+    "socket_timo",
+    "connrefused",
+    "connreset",
+    "fd_unavail",
+    "addrunavail",
+    "other",
+    "response_timo",
+    "bad_status_line",
+    "bad_header",
+    "headers_too_large",
+    "bad_chunk",
+    "body_overrun",
+    "truncated",
+    "tls",
+];
+
+/// Pairs an interval's counts by class with their keys.
+pub(crate) fn errors_by_key(counts: &[u64; ERR_CLASSES]) -> [(&'static str, u64); ERR_CLASSES] {
+    let mut out = [("", 0); ERR_CLASSES];
+    for (i, (k, n)) in ERR_KEYS.iter().zip(counts).enumerate() {
+        out[i] = (k, *n);
+    }
+    out
+}
+
 impl ErrClass {
     /// The class in words, for messages.
     pub fn words(self) -> &'static str {
@@ -426,6 +455,8 @@ pub(crate) struct IntervalPart {
     pub sessions_done: u64,
     /// Length of this part, seconds (shorter for a final partial interval).
     pub len_s: f64,
+    /// `errors` by class (index: `ErrClass as usize`), for the live metrics.
+    pub errors_by: [u64; ERR_CLASSES],
 }
 
 struct Pending {
@@ -444,6 +475,8 @@ struct Inner {
     sent: u64,
     replies: u64,
     errors: u64,
+    /// Where finished intervals are published (`--prometheus`).
+    live: Option<httplab_live::LoadLive>,
 }
 
 /// Gathers every thread's intervals; finalises an interval once every live
@@ -475,8 +508,16 @@ impl Collector {
                 sent: 0,
                 replies: 0,
                 errors: 0,
+                live: None,
             }),
         }
+    }
+
+    /// Publishes every finished interval to `live` too (once per interval,
+    /// under the collector's lock: nothing per request).
+    pub fn publish_to(self, live: Option<httplab_live::LoadLive>) -> Collector {
+        self.lock().live = live;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -506,6 +547,9 @@ impl Collector {
         e.part.open += part.open;
         e.part.sessions_done += part.sessions_done;
         e.part.len_s = e.part.len_s.max(part.len_s);
+        for (sum, n) in e.part.errors_by.iter_mut().zip(part.errors_by) {
+            *sum += n;
+        }
         let _ = e.hist.add(h);
         e.reports += 1;
         Self::finalize(&mut g, false);
@@ -553,6 +597,9 @@ impl Collector {
                     p99_ms: q(0.99),
                     open_connections: p.part.open,
                 };
+                if let Some(live) = &g.live {
+                    live.interval(&iv, &errors_by_key(&p.part.errors_by));
+                }
                 g.done.push((iv, p.part.sessions_done));
             }
         }
@@ -841,6 +888,17 @@ impl H3Stats {
 mod tests {
     use super::*;
 
+    #[test]
+    fn keys_follow_the_class_order() {
+        assert_eq!(ERR_KEYS[ErrClass::ClientTimo as usize], "client_timo");
+        assert_eq!(ERR_KEYS[ErrClass::ConnReset as usize], "connreset");
+        assert_eq!(ERR_KEYS[ErrClass::ResponseTimo as usize], "response_timo");
+        assert_eq!(ERR_KEYS[ErrClass::Tls as usize], "tls");
+        let mut c = [0; ERR_CLASSES];
+        c[ErrClass::BadChunk as usize] = 3;
+        assert!(errors_by_key(&c).contains(&("bad_chunk", 3)));
+    }
+
     fn part(replies: u64, len_s: f64) -> IntervalPart {
         IntervalPart {
             connections: 1,
@@ -851,6 +909,7 @@ mod tests {
             open: 2,
             sessions_done: 0,
             len_s,
+            errors_by: [0; ERR_CLASSES],
         }
     }
 

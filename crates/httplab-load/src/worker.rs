@@ -144,6 +144,7 @@ impl Tally {
         self.of(measured).error(class);
         if measured {
             self.part.errors += 1;
+            self.part.errors_by[class as usize] += 1;
         }
     }
 

@@ -17,6 +17,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod series;
+
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -715,6 +717,10 @@ pub struct RunResult {
     /// The unqueued latency probe of a run with `--probe`; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeResult>,
+    /// The client check made before the run (`httplab load --check-client`);
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_check: Option<ClientCheck>,
 }
 
 impl RunResult {
@@ -816,6 +822,56 @@ impl ProbeResult {
             _ => false,
         }
     }
+}
+
+/// `httplab load --check-client`: a short step at the run's rate from one
+/// client process, then from two at the same total rate. Where the two
+/// differ beyond the steps' own spread, the client, not the server, shaped
+/// the figures (`distorts`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ClientCheck {
+    /// How the clients ran: `processes` (the httplab executable spawned
+    /// with `--client I/N`) or `threads` (in-process runs, when the
+    /// executable cannot be spawned as `httplab load`).
+    pub method: String,
+    /// Measured window of each step, seconds (after its warm-up).
+    pub step_s: f64,
+    /// The step from one client.
+    pub one: CheckStep,
+    /// The step from two clients, summed (rates) or reply-weighted (percentiles).
+    pub two: CheckStep,
+    /// True when a figure differs beyond the steps' spread.
+    pub distorts: bool,
+    /// Each figure that differs, in words (empty when none does).
+    pub differences: Vec<String>,
+    /// Why a figure could not be judged (too few intervals), else empty.
+    pub note: String,
+}
+
+/// One step of a [`ClientCheck`]: the means over its intervals, with their
+/// standard deviations over the intervals.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CheckStep {
+    /// Client processes (or threads) that made the step.
+    pub clients: u32,
+    /// Intervals measured.
+    pub intervals: u32,
+    /// Mean reply rate, replies/s.
+    pub reply_rate: f64,
+    /// Its standard deviation over the intervals.
+    pub reply_rate_sd: f64,
+    /// Mean of the intervals' p50, ms.
+    pub p50_ms: f64,
+    /// Its standard deviation over the intervals.
+    pub p50_sd: f64,
+    /// Mean of the intervals' p99, ms.
+    pub p99_ms: f64,
+    /// Its standard deviation over the intervals.
+    pub p99_sd: f64,
+    /// Errors in the step.
+    pub errors: u64,
 }
 
 /// What the QUIC and HTTP/3 layers of an `httplab load --http3` run did

@@ -41,12 +41,43 @@ struct ReportCli {
     /// Result files (JSON) to render; several are compared in the same charts.
     #[arg(required = true)]
     results: Vec<PathBuf>,
-    /// Output directory (index.html, summary.md, one .svg per chart).
-    #[arg(long, short = 'o', default_value = "report")]
-    out: PathBuf,
+    /// Output directory (index.html, summary.md, one .svg per chart) [default: report;
+    /// with --series, no report unless --out is given].
+    #[arg(long, short = 'o')]
+    out: Option<PathBuf>,
     /// Page title.
     #[arg(long)]
     title: Option<String>,
+    /// Write the per-interval series of every run to FILE: `.csv` or `.jsonl` (JSON lines).
+    /// Columns: t_s, len_s, rate, replies, errors, p50_ms, p99_ms, open_connections,
+    /// server_cpu_s (a study's server CPU per interval; empty where not sampled). Sweeps,
+    /// studies and several files put all their runs in one file, with a leading `run`
+    /// column naming each (FILE:target/rate, FILE:workload/server/step/rN).
+    #[arg(long, value_name = "FILE")]
+    series: Option<PathBuf>,
+}
+
+/// `--series`: every run's intervals into one file.
+fn write_series(docs: &[Document], names: &[String], path: &std::path::Path) -> Result<usize> {
+    use httplab_model::series;
+    series::SeriesFormat::of_path(path).map_err(anyhow::Error::msg)?;
+    let mut rows = Vec::new();
+    for (doc, name) in docs.iter().zip(names) {
+        let mut r = series::document_rows(doc);
+        if docs.len() > 1 {
+            for row in &mut r {
+                row.run = Some(match &row.run {
+                    Some(k) => format!("{name}:{k}"),
+                    None => name.clone(),
+                });
+            }
+        }
+        rows.extend(r);
+    }
+    let text = series::render_for(&rows, path).map_err(anyhow::Error::msg)?;
+    std::fs::write(path, text)
+        .with_context(|| format!("cannot write --series file {}", path.display()))?;
+    Ok(rows.len())
 }
 
 /// Reads one result document, naming the file in any error.
@@ -83,7 +114,15 @@ pub fn report_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
             })
             .collect(),
     };
-    let files = render_report_with(&docs, &cli.out, &opts)?;
+    if let Some(path) = &cli.series {
+        let n = write_series(&docs, &opts.sources, path)?;
+        eprintln!("httplab report: wrote {} ({n} intervals)", path.display());
+        if cli.out.is_none() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let out = cli.out.clone().unwrap_or_else(|| PathBuf::from("report"));
+    let files = render_report_with(&docs, &out, &opts)?;
     eprintln!(
         "httplab report: wrote {} ({} charts) and {}",
         files.index.display(),

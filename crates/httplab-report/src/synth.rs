@@ -151,6 +151,7 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
         repeats: Vec::new(),
         stages: Vec::new(),
         probe: None,
+        client_check: None,
     }
 }
 

@@ -174,6 +174,11 @@ pub struct Args {
     /// it was accepted
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,
+    /// Serve live metrics (Prometheus text format) on http://ADDR/metrics: connections
+    /// accepted and open, requests served, bytes sent, summed over the workers; port 0
+    /// picks a free port (printed on stderr as `metrics: http://ADDR/metrics`)
+    #[arg(long, value_name = "ADDR", value_parser = httplab_live::parse_addr)]
+    pub prometheus: Option<SocketAddr>,
 }
 
 /// The codings of `--precompressed`, in server preference.
@@ -310,6 +315,28 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("size '{t}' too large"))
 }
 
+/// `--prometheus`: the server's counters on `http://ADDR/metrics`, read from
+/// the shared statistics at each scrape (no counter of its own).
+fn start_metrics(
+    addr: SocketAddr,
+    server: &crate::ServerHandle,
+) -> anyhow::Result<httplab_live::Endpoint> {
+    let stats = server.shared_stats();
+    let mut registry = httplab_live::Registry::default();
+    httplab_live::ServerLive::new(move || {
+        let s = stats.snapshot();
+        httplab_live::ServerCounters {
+            accepted: s.accepted,
+            open: s.open,
+            requests: s.requests,
+            bytes_sent: s.bytes_out,
+            refused: s.refused,
+        }
+    })
+    .register(&mut registry);
+    Ok(httplab_live::start(addr, registry)?)
+}
+
 /// Runs `httplab serve` in the foreground until SIGINT or SIGTERM.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     run(args, &mut |_| {})
@@ -366,6 +393,10 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     let quiet = cfg.quiet;
     let tls_on = cfg.tls.is_some();
     let server = Server::start(cfg)?;
+    let metrics = args
+        .prometheus
+        .map(|addr| start_metrics(addr, &server))
+        .transpose()?;
     if !quiet || crate::processes::is_child() {
         let extra = match server.model() {
             Model::Event => format!(
@@ -398,6 +429,7 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         eprintln!("httplab serve: {name} received, finishing responses in flight");
     }
     let stats = server.shutdown();
+    drop(metrics);
     let (peak, _) = sys::rusage(false);
     let (peak_children, _) = sys::rusage(true);
     if !quiet {

@@ -519,6 +519,12 @@ impl ServerHandle {
         self.stats.snapshot()
     }
 
+    /// The shared counters themselves, to read later (the `--prometheus`
+    /// endpoint reads them at each scrape).
+    pub fn shared_stats(&self) -> SharedStats {
+        std::sync::Arc::clone(&self.stats)
+    }
+
     fn stop_and_join(&mut self) {
         self.stop.flag.store(true, Ordering::Release);
         self.stop.wake.wake();

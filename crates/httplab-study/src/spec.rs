@@ -808,6 +808,12 @@ pub struct Workload {
     /// when the client queued its own requests). `load`, `users` and `sweep`.
     #[serde(default)]
     pub probe: Option<f64>,
+    /// Before each step's first-round run on each server, check the client
+    /// as `httplab load --check-client` does (one client vs two at the same
+    /// total rate, in process on the client cores) and keep the check in
+    /// that run. `load` and `users` workloads.
+    #[serde(default)]
+    pub check_client: bool,
 }
 
 impl Workload {
@@ -1295,8 +1301,14 @@ fn workload_probe_fits(w: &Workload) -> Result<()> {
 }
 
 /// Refuses a `loss_pct` out of range or in a workload that does not run
-/// through one load run per repetition.
+/// through one load run per repetition, and `check_client` there too.
 fn workload_loss_fits(w: &Workload) -> Result<()> {
+    if w.check_client && matches!(w.kind, WorkloadKind::Sweep | WorkloadKind::Idle) {
+        bail!(
+            "`check_client` applies to `load` and `users` workloads, not `{}`",
+            w.kind.as_str()
+        );
+    }
     let Some(pct) = w.loss_pct else {
         return Ok(());
     };

@@ -110,6 +110,22 @@ fn probe_is_a_light_rate_of_load_users_and_sweep_workloads() {
 }
 
 #[test]
+fn check_client_belongs_to_load_and_users_workloads() {
+    let wl = |kind: &str, extra: &str| {
+        format!("{OK_HEAD}[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"{kind}\"\ntarget = \"/a.txt\"\n{extra}")
+    };
+    let s = spec::parse(&wl("users", "users = 2\ncheck_client = true\n"), "c.toml").unwrap();
+    assert!(s.workloads[0].check_client);
+    let s = spec::parse(&wl("users", "users = 2\n"), "c.toml").unwrap();
+    assert!(!s.workloads[0].check_client);
+    let e = err_of(&wl("idle", "check_client = true\nusers = 2\n"));
+    assert!(
+        e.contains("`check_client` applies to `load` and `users`"),
+        "{e}"
+    );
+}
+
+#[test]
 fn worker_list_expands_into_servers() {
     let s = spec::parse(builtin("worker-threads").unwrap(), "w").unwrap();
     let names: Vec<String> = spec::expand_servers(&s)

@@ -105,6 +105,15 @@ pub(crate) struct Cli {
     /// Accepted for autobench compatibility; no effect.
     #[arg(long, hide = true)]
     pub(crate) debug: bool,
+    /// Serve live metrics (Prometheus text format) on http://ADDR/metrics during the sweep:
+    /// the load metrics of the running step (updated once per interval) and
+    /// `httplab_run_info{target,rate}`; port 0 picks a free port (printed on stderr)
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) prometheus: Option<String>,
+    /// Before every step, check the client as `httplab load --check-client` does (one client
+    /// process vs two at the step's rate, a few seconds each) and record it in the step's run
+    #[arg(long)]
+    pub(crate) check_client: bool,
 
     // ---- client shards (docs/distributed.md) ----
     /// This machine is client I of N: every step runs shard I of its schedule (`httplab load
@@ -134,6 +143,7 @@ const FLAGS: &[&str] = &[
     "staged",
     "no-calibrate",
     "debug",
+    "check-client",
     "help",
     "version",
 ];
@@ -159,6 +169,7 @@ const VALUED: &[&str] = &[
     "slo",
     "max-runs",
     "warmup",
+    "prometheus",
     // client shards
     "client",
     "start-at",

@@ -38,7 +38,8 @@ pub use plan::{
     StepSize, SweepPlan, Target, CALIBRATION_SLOT_S, DEFAULT_STEP_SECONDS, DEFAULT_WARMUP_SECONDS,
 };
 pub use run::{
-    args_runner, install_sigint, load_runner, run_load, run_sweep, stop_flag, was_interrupted,
+    args_runner, install_sigint, load_runner, load_runner_live, run_load, run_sweep, stop_flag,
+    was_interrupted,
 };
 pub use saturation_search::{find_max, FindMax, FIND_MAX_PRECISION};
 
@@ -54,12 +55,15 @@ pub fn sweep_main(args: Vec<OsString>) -> Result<ExitCode> {
         Err(e) => return Ok(clap_exit(&e)),
     };
     install_sigint();
+    // `--prometheus`: the endpoint serves until the sweep is written.
+    let served = plan.prometheus.map(httplab_live::serve_load).transpose()?;
+    let live = served.as_ref().map(|(l, _)| l.clone());
     let result = if plan.staged {
         // One staged run per target.
         staged::check(&plan)?;
         execute(&plan, staged::runner(&plan, args_runner(&plan)))?
     } else {
-        execute(&plan, load_runner(&plan))?
+        execute(&plan, run::load_runner_live(&plan, live))?
     };
     if was_interrupted(&result) {
         return Ok(ExitCode::from(130));

@@ -77,6 +77,13 @@ pub fn parse_plan(args: &[OsString]) -> Result<std::result::Result<SweepPlan, cl
         run_id: cli.run_id.clone(),
         step_gap_s: shards.step_gap_s,
         staged: cli.staged,
+        prometheus: cli
+            .prometheus
+            .as_deref()
+            .map(httplab_live::parse_addr)
+            .transpose()
+            .map_err(|e| anyhow!(e))?,
+        check_client: cli.check_client,
     }))
 }
 
@@ -333,6 +340,38 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn prometheus_and_check_client_are_the_sweeps_not_passed_to_load() {
+        let p = parse_plan(&os(&[
+            "httplab sweep",
+            "--no-config",
+            "--host1=h",
+            "--single-host",
+            "--low-rate=10",
+            "--high-rate=20",
+            "--rate-step=10",
+            "--prometheus",
+            "127.0.0.1:0",
+            "--check-client",
+            "--threads",
+            "2",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.prometheus, Some("127.0.0.1:0".parse().unwrap()));
+        assert!(p.check_client);
+        assert_eq!(p.passthrough, vec!["--threads".to_string(), "2".into()]);
+        let bad = parse_plan(&os(&[
+            "httplab sweep",
+            "--no-config",
+            "--host1=h",
+            "--find-max",
+            "--prometheus=x",
+        ]));
+        let e = bad.expect_err("a bad address is an error").to_string();
+        assert!(e.contains("--prometheus 'x'"), "{e}");
     }
 
     #[test]

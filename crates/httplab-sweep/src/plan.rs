@@ -135,6 +135,10 @@ pub struct SweepPlan {
     pub step_gap_s: f64,
     /// `--staged`: each target's steps as the stages of one run.
     pub staged: bool,
+    /// `--prometheus`: where to serve live metrics.
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// `--check-client`: check the client before every step.
+    pub check_client: bool,
 }
 
 impl SweepPlan {

@@ -143,6 +143,16 @@ fn sweep_result(plan: &SweepPlan, measured: Measured) -> SweepResult {
 /// records its client utilization and is marked client-bound at 85 % or more
 /// of it.
 pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunResult> + '_ {
+    load_runner_live(plan, None)
+}
+
+/// [`load_runner`], publishing every step's intervals to `live` (with the
+/// target and rate as `httplab_run_info`), and with `plan.check_client` a
+/// client check before every step, kept in its run.
+pub fn load_runner_live(
+    plan: &SweepPlan,
+    live: Option<httplab_live::LoadLive>,
+) -> impl FnMut(&Target, f64) -> Result<RunResult> + '_ {
     let mut ceilings = CalibrationCache::new();
     move |t: &Target, rate: f64| {
         let args = plan.load_args(t, rate);
@@ -150,7 +160,21 @@ pub fn load_runner(plan: &SweepPlan) -> impl FnMut(&Target, f64) -> Result<RunRe
         if plan.calibrate {
             ceilings.apply(&mut spec);
         }
+        if let Some(l) = &live {
+            l.set_context(vec![
+                ("target".into(), t.label()),
+                ("rate".into(), fmt_rate(rate)),
+            ]);
+        }
+        // The check's steps publish nothing: the counters are the steps' own.
+        let check = if plan.check_client {
+            Some(httplab_load::check_client(&spec)?)
+        } else {
+            None
+        };
+        spec.live.metrics = live.clone();
         let mut r = httplab_load::run_with_stop(&spec, false, stop_flag())?;
+        httplab_load::record_client_check(&mut r, check);
         if r.label.is_empty() {
             r.label = t.label();
         }

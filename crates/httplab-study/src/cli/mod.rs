@@ -139,6 +139,12 @@ struct Cli {
     /// [default: derived from the study and N]
     #[arg(long, value_name = "ID", help_heading = "Client shards")]
     run_id: Option<String>,
+    /// Serve live metrics (Prometheus text format) on http://ADDR/metrics during the study:
+    /// the running load run's metrics (updated once per interval) and
+    /// `httplab_run_info{workload,server,step,round}`; port 0 picks a free port (printed on
+    /// stderr)
+    #[arg(long, value_name = "ADDR", value_parser = httplab_live::parse_addr)]
+    prometheus: Option<std::net::SocketAddr>,
 }
 
 /// Entry point of `httplab study`: `args[0]` is the program name.
@@ -254,6 +260,8 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
     let bridge = sigint_bridge(Arc::clone(&stop), Arc::clone(&done));
+    let served = cli.prometheus.map(httplab_live::serve_load).transpose()?;
+    let live = served.as_ref().map(|(l, _)| l.clone());
     let opts = Options {
         httplab_exe: cli.httplab_bin.clone().or_else(find_httplab_exe),
         stop: Arc::clone(&stop),
@@ -267,6 +275,7 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
         } else {
             cli.budget
         },
+        live,
     };
     let (lo, hi) = count_runs_range(study);
     eprintln!(

@@ -292,7 +292,17 @@ fn one_run(
     p: &StepParams,
     round: u32,
 ) -> Result<m::RunResult, RunError> {
-    let spec = prepare_run(cx, slot, w, p, round)?;
+    let mut spec = prepare_run(cx, slot, w, p, round)?;
+    let check = client_check(cx, w, &spec, round)?;
+    if let Some(l) = &cx.opts.live {
+        l.set_context(vec![
+            ("workload".into(), w.name.clone()),
+            ("server".into(), slot.inst.name.clone()),
+            ("step".into(), p.step.clone()),
+            ("round".into(), round.to_string()),
+        ]);
+        spec.live.metrics = Some(l.clone());
+    }
     // Packet loss on lo for this run only (after the calibration): the
     // guard removes it when the run ends, however it ends.
     let loss = match (w.loss_pct, &cx.packet_loss) {
@@ -313,6 +323,7 @@ fn one_run(
         how.describe()
     });
     let mut run = run?;
+    httplab_load::record_client_check(&mut run, check);
     if let (Some(pct), Some(how)) = (w.loss_pct, how) {
         run.config
             .extra
@@ -504,6 +515,24 @@ fn execute_run(
         )));
     }
     Ok(run)
+}
+
+/// `check_client = true`: the client check before a step's first-round run
+/// (in process, on the client cores: a study's runs have no command line to
+/// hand to child processes).
+fn client_check(
+    cx: &Execution,
+    w: &Workload,
+    spec: &LoadSpec,
+    round: u32,
+) -> Result<Option<m::ClientCheck>, RunError> {
+    if !w.check_client || round > 0 {
+        return Ok(None);
+    }
+    let c = with_client_cores(&cx.client_cores, || httplab_load::check_client(spec))
+        .and_then(|r| r)
+        .map_err(|e| failed(format!("client check: {e:#}")))?;
+    Ok(Some(c))
 }
 
 /// Runs `spec` with a watchdog that ends it at Ctrl-C (`stop`) or once it

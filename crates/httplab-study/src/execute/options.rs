@@ -29,6 +29,9 @@ pub struct Options {
     /// `--budget`: seconds of extra rounds for the sequential design
     /// (overrides `[protocol] budget_s`; 0 turns the second phase off).
     pub budget_s: Option<f64>,
+    /// `--prometheus`: every load run publishes its intervals here, with the
+    /// workload, server, step and round as `httplab_run_info`.
+    pub live: Option<httplab_live::LoadLive>,
 }
 
 impl Default for Options {
@@ -42,6 +45,7 @@ impl Default for Options {
             tls: false,
             shard: None,
             budget_s: None,
+            live: None,
         }
     }
 }
