@@ -66,14 +66,7 @@ pub(crate) fn step_spec(spec: &LoadSpec, shard: StepShard) -> LoadSpec {
     s.start_at = Some(shard.start_at);
     s.run_id = Some("client-check".into());
     s.live = crate::live::LiveSpec::default();
-    s.json = None;
-    s.csv = None;
-    s.raw_latencies = None;
-    s.quiet = true;
-    s.no_progress = true;
-    s.calibrate = false;
-    s.calibrate_only = false;
-    s.label = format!("client check {}/{}", shard.index, shard.of);
+    s.as_inner_run(format!("client check {}/{}", shard.index, shard.of));
     s
 }
 

@@ -48,17 +48,10 @@ pub(crate) fn probe_spec(spec: &LoadSpec, p: &ProbeSpec) -> LoadSpec {
     s.duration = Some(spec.duration.unwrap_or(UNTIL_STOPPED_S));
     s.client = (0, 1);
     s.run_id = None;
-    s.json = None;
-    s.csv = None;
-    s.raw_latencies = None;
-    s.quiet = true;
-    s.no_progress = true;
-    s.calibrate = false;
-    s.calibrate_only = false;
     s.client_ceiling = None;
     s.print_reply = crate::spec::PrintWhat::None;
     s.print_request = crate::spec::PrintWhat::None;
-    s.label = "probe".into();
+    s.as_inner_run("probe".into());
     s
 }
 

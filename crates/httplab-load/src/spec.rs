@@ -615,6 +615,20 @@ impl LoadSpec {
         Ok(())
     }
 
+    /// This spec as a run made inside another one (the probe beside a load,
+    /// a client check's step): it writes no file, prints nothing, is not
+    /// calibrated, and carries `label`.
+    pub(crate) fn as_inner_run(&mut self, label: String) {
+        self.json = None;
+        self.csv = None;
+        self.raw_latencies = None;
+        self.quiet = true;
+        self.no_progress = true;
+        self.calibrate = false;
+        self.calibrate_only = false;
+        self.label = label;
+    }
+
     /// Whether this run is a client shard: `--client I/N` with N > 1, or a
     /// `--run-id` or `--start-at` given. Shards record `client_shard`,
     /// `run_id` and `start_at` in `config.extra`.

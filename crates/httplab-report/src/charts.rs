@@ -202,6 +202,43 @@ fn x_extent(series: &[SweepSeries]) -> f64 {
 /// Formats one axis label.
 type Labeler<V> = dyn Fn(&V) -> String;
 
+/// The frame of a response-time chart against a rate: a linear x axis from
+/// 0 to `xmax`, a log y axis from a decade under `lo` to a decade over
+/// `hi` (ms), the caption, mesh and labels every such chart shares; with
+/// the y axis' floor.
+fn log_latency_frame<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    (xmax, x_desc): (f64, &str),
+    (lo, hi, y_desc): (f64, f64, &str),
+) -> Result<(LogLatencyChart<'a, 'b>, f64)> {
+    let ylo = 10f64.powf((lo * 0.8).log10().floor());
+    let yhi = 10f64.powf((hi * 1.3).log10().ceil());
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, caption_style())
+        .margin(14)
+        .margin_right(LEGEND_W)
+        .x_label_area_size(48)
+        .y_label_area_size(74)
+        .build_cartesian_2d(0f64..xmax, (ylo..yhi).log_scale())?;
+    draw_mesh(
+        &mut chart,
+        (Some(x_desc), &|v| si(*v)),
+        (y_desc, &|v| ms_label(*v)),
+    )?;
+    Ok((chart, ylo))
+}
+
+/// A chart of [`log_latency_frame`].
+type LogLatencyChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::combinators::LogCoord<f64>,
+    >,
+>;
+
 /// The grid, axes and label styles every chart shares; only the axis
 /// descriptions and label formatters differ from chart to chart.
 fn draw_mesh<X, Y>(
@@ -436,20 +473,12 @@ pub fn response_time_chart(series: &[SweepSeries]) -> Result<String> {
             .fold(f64::INFINITY, f64::min)
             .max(0.001);
         let hi = vals.iter().copied().fold(0.0, f64::max).max(slo);
-        let ylo = 10f64.powf((lo * 0.8).log10().floor());
-        let yhi = 10f64.powf((hi * 1.3).log10().ceil());
         let xmax = x_extent(series);
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, caption_style())
-            .margin(14)
-            .margin_right(LEGEND_W)
-            .x_label_area_size(48)
-            .y_label_area_size(74)
-            .build_cartesian_2d(0f64..xmax, (ylo..yhi).log_scale())?;
-        draw_mesh(
-            &mut chart,
-            (Some("demanded request rate (requests/s)"), &|v| si(*v)),
-            ("response time (log scale)", &|v| ms_label(*v)),
+        let (mut chart, ylo) = log_latency_frame(
+            root,
+            title,
+            (xmax, "demanded request rate (requests/s)"),
+            (lo, hi, "response time (log scale)"),
         )?;
         if slo > 0.0 {
             chart.draw_series(DashedLineSeries::new(
@@ -523,20 +552,12 @@ pub fn stage_latency_chart(label: &str, stages: &[httplab_model::StageResult]) -
             .fold(f64::INFINITY, f64::min)
             .max(0.001);
         let hi = p99.iter().map(|p| p.1).fold(0.0, f64::max);
-        let ylo = 10f64.powf((lo * 0.8).log10().floor());
-        let yhi = 10f64.powf((hi * 1.3).log10().ceil());
         let xmax = nice_max(stages.iter().map(|s| s.offered_rate()).fold(0.0, f64::max) * 1.05);
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, caption_style())
-            .margin(14)
-            .margin_right(LEGEND_W)
-            .x_label_area_size(48)
-            .y_label_area_size(74)
-            .build_cartesian_2d(0f64..xmax, (ylo..yhi).log_scale())?;
-        draw_mesh(
-            &mut chart,
-            (Some("offered rate of the stage (mean, per s)"), &|v| si(*v)),
-            ("response time, corrected (log scale)", &|v| ms_label(*v)),
+        let (mut chart, _) = log_latency_frame(
+            root,
+            &title,
+            (xmax, "offered rate of the stage (mean, per s)"),
+            (lo, hi, "response time, corrected (log scale)"),
         )?;
         let mut legend = Legend::default();
         let (c50, c99) = (color(0), color(1));

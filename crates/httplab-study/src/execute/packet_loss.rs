@@ -272,22 +272,24 @@ mod tests {
     /// told to, so the guard is tested without touching the interface.
     fn fake(dir: &std::path::Path, fail_add: bool) -> (Tc, PathBuf) {
         let log = dir.join("calls");
-        let script = dir.join("tc");
         let fail = if fail_add {
             "case \"$2\" in add) echo 'Exclusivity flag on' >&2; exit 2;; esac\n"
         } else {
             ""
         };
-        std::fs::write(
-            &script,
-            format!("#!/bin/sh\necho \"$@\" >> '{}'\n{fail}", log.display()),
-        )
-        .unwrap();
+        let body = format!("echo \"$@\" >> '{}'\n{fail}", log.display());
+        let script = stand_in(dir, "tc", &body, &log);
+        (Tc { path: script }, log)
+    }
+
+    /// Writes the shell script `name` in `dir` and runs it once, until it
+    /// runs, then deletes `log` (that call's trace): a process another test
+    /// forks while the script is open for writing keeps that descriptor
+    /// until it execs, and running the script meanwhile fails with ETXTBSY.
+    fn stand_in(dir: &std::path::Path, name: &str, body: &str, log: &std::path::Path) -> PathBuf {
+        let script = dir.join(name);
+        std::fs::write(&script, format!("#!/bin/sh\n{body}")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        // A process another test forks while the script is open for writing
-        // keeps that descriptor until it execs, and running the script
-        // meanwhile fails with ETXTBSY: run it once, until it runs, then
-        // forget that call.
         for _ in 0..1000 {
             match std::process::Command::new(&script).status() {
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => std::thread::yield_now(),
@@ -297,8 +299,8 @@ mod tests {
                 }
             }
         }
-        let _ = std::fs::remove_file(&log);
-        (Tc { path: script }, log)
+        let _ = std::fs::remove_file(log);
+        script
     }
 
     fn calls(log: &std::path::Path) -> Vec<String> {
@@ -353,26 +355,11 @@ mod tests {
     /// A stand-in `nft` that logs its arguments and its stdin.
     fn fake_nft(dir: &std::path::Path) -> (Nft, PathBuf) {
         let log = dir.join("nft-calls");
-        let script = dir.join("nft");
-        std::fs::write(
-            &script,
-            format!(
-                "#!/bin/sh\necho \"$@\" >> '{0}'\nif [ \"$1\" = -f ]; then cat >> '{0}'; fi\n",
-                log.display()
-            ),
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        for _ in 0..1000 {
-            match std::process::Command::new(&script).status() {
-                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => std::thread::yield_now(),
-                r => {
-                    r.unwrap();
-                    break;
-                }
-            }
-        }
-        let _ = std::fs::remove_file(&log);
+        let body = format!(
+            "echo \"$@\" >> '{0}'\nif [ \"$1\" = -f ]; then cat >> '{0}'; fi\n",
+            log.display()
+        );
+        let script = stand_in(dir, "nft", &body, &log);
         let nft = Nft {
             path: script,
             table: "httplab_loss_test".into(),
