@@ -4,9 +4,12 @@
 //! same static file, so its length is read from the first reply's head once)
 //! and sends the next: no parsing per reply, no timestamps, no histograms,
 //! no schedule. Closed loop over C connections on one thread with epoll
-//! (mio); keep-alive, or a new connection per request (`--close`).
+//! (mio); keep-alive, or a new connection per request (`--close`: the client
+//! closes after the whole reply, as `httplab load --num-calls 1` does).
 //!
-//! Usage: floor-client ADDR PATH CONNS SECONDS [--close]
+//! Usage: floor-client ADDR PATH CONNS SECONDS [--close] [--buffers SND,RCV]
+//! (`--buffers`: SO_SNDBUF and SO_RCVBUF of every socket, as `httplab load`
+//! sets them by default: 4096,16384; the kernel's defaults otherwise.)
 //! Prints: `requests N syscalls S seconds T` (S counts this program's own
 //! epoll_wait, read, write, connect and close calls).
 #![forbid(unsafe_code)]
@@ -28,6 +31,8 @@ struct Floor {
     addr: SocketAddr,
     request: Vec<u8>,
     close: bool,
+    /// SO_SNDBUF and SO_RCVBUF of every socket, when given.
+    buffers: Option<(usize, usize)>,
     /// Length of one whole reply (head + body), learned from the first.
     reply_len: Option<usize>,
     head: Vec<u8>,
@@ -44,17 +49,25 @@ fn main() {
     let addr: SocketAddr = args[1].parse().expect("ADDR as ip:port");
     let conns: usize = args[3].parse().expect("CONNS");
     let secs: f64 = args[4].parse().expect("SECONDS");
-    let close = args.get(5).is_some_and(|a| a == "--close");
-    let request = format!(
-        "GET {} HTTP/1.1\r\nHost: {addr}\r\n{}\r\n",
-        args[2],
-        if close { "Connection: close\r\n" } else { "" }
-    )
-    .into_bytes();
+    let close = args.iter().skip(5).any(|a| a == "--close");
+    let buffers = args
+        .iter()
+        .skip(5)
+        .skip_while(|a| *a != "--buffers")
+        .nth(1)
+        .map(|v| {
+            let (s, r) = v.split_once(',').expect("--buffers SND,RCV");
+            (s.parse().expect("SND"), r.parse().expect("RCV"))
+        });
+    // The same request either way: with --close the client closes after the
+    // whole reply (as `httplab load --num-calls 1` does), the server does
+    // not close first.
+    let request = format!("GET {} HTTP/1.1\r\nHost: {addr}\r\n\r\n", args[2]).into_bytes();
     let mut f = Floor {
         addr,
         request,
         close,
+        buffers,
         reply_len: None,
         head: Vec::new(),
         requests: 0,
@@ -72,7 +85,23 @@ fn main() {
 impl Floor {
     fn connect(&mut self, poll: &Poll, i: usize) -> Conn {
         self.syscalls += 2; // socket + connect
-        let mut sock = TcpStream::connect(self.addr).expect("connect");
+        let s = socket2::Socket::new(
+            socket2::Domain::for_address(self.addr),
+            socket2::Type::STREAM.nonblocking(),
+            None,
+        )
+        .expect("socket");
+        if let Some((snd, rcv)) = self.buffers {
+            self.syscalls += 2;
+            s.set_send_buffer_size(snd).expect("SO_SNDBUF");
+            s.set_recv_buffer_size(rcv).expect("SO_RCVBUF");
+        }
+        match s.connect(&self.addr.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(115) => {} // EINPROGRESS
+            Err(e) => panic!("connect: {e}"),
+        }
+        let mut sock = TcpStream::from_std(s.into());
         poll.registry()
             .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
             .expect("register");
@@ -126,8 +155,7 @@ impl Floor {
         }
     }
 
-    /// Reads what is there; true when the whole reply is in (keep-alive:
-    /// its length; close: end of file after it).
+    /// Reads what is there; true when the whole reply is in (its length).
     fn drain(&mut self, c: &mut Conn, buf: &mut [u8]) -> bool {
         loop {
             self.syscalls += 1;
@@ -138,7 +166,7 @@ impl Floor {
                         self.learn(&buf[..n]);
                     }
                     c.got += n;
-                    if !self.close && self.reply_len.is_some_and(|l| c.got >= l) {
+                    if self.reply_len.is_some_and(|l| c.got >= l) {
                         c.sent = false;
                         return true;
                     }

@@ -15,7 +15,9 @@
 //! its I/O (an async stream) and allocates per stream; this connection must
 //! be driven by the same engine as HTTP/1.1 and allocate nothing per request
 //! once warm. Header compression is the `loona-hpack` crate's decoder
-//! (responses may use the dynamic table and Huffman coding); requests are
+//! (responses may use the dynamic table and Huffman coding), fed blocks whose
+//! Huffman strings `unhuffman.rs` has already decoded with `httlib-huffman`
+//! (loona's own Huffman decoder costs a table build per string); requests are
 //! encoded without the dynamic table (literals with static-table names), so
 //! a request's header block never changes and is encoded once.
 //!
@@ -213,6 +215,10 @@ pub(crate) struct H2Conn {
     partial: Vec<u8>,
     /// Fragments of a header block awaiting CONTINUATION, and its stream.
     block: Vec<u8>,
+    /// A header block with its Huffman strings decoded (`unhuffman`), and
+    /// the decoded string being written; both reused.
+    raw_block: Vec<u8>,
+    huffman_scratch: Vec<u8>,
     block_stream: Option<(u32, bool)>,
     decoder: Hpack,
     streams: Vec<Stream>,
@@ -244,6 +250,8 @@ impl H2Conn {
             out_pos: 0,
             partial: Vec::new(),
             block: Vec::new(),
+            raw_block: Vec::new(),
+            huffman_scratch: Vec::new(),
             block_stream: None,
             decoder: Hpack(loona_hpack::Decoder::new()),
             streams: Vec::new(),
@@ -768,7 +776,17 @@ impl H2Conn {
         let mut bad = false;
         // "HTTP/1.1 200 OK\r\n"-sized status line, then "name: value\r\n".
         let mut header_bytes = 2u64;
-        self.decoder
+        let mut raw = std::mem::take(&mut self.raw_block);
+        let block = match unhuffman::unhuffman(block, &mut raw, &mut self.huffman_scratch) {
+            Ok(true) => &raw[..],
+            Ok(false) => block,
+            Err(unhuffman::Malformed) => {
+                self.raw_block = raw;
+                return Err(H2Error::Compression);
+            }
+        };
+        let decoded = self
+            .decoder
             .0
             .decode_with_cb(block, |name, value| match &name[..] {
                 b":status" => {
@@ -784,8 +802,9 @@ impl H2Conn {
                         }
                     }
                 }
-            })
-            .map_err(|_| H2Error::Compression)?;
+            });
+        self.raw_block = raw;
+        decoded.map_err(|_| H2Error::Compression)?;
         let Some(i) = self.index(id) else {
             return if id >= self.next_id {
                 Err(H2Error::Protocol("HEADERS on a stream never opened"))
@@ -924,3 +943,4 @@ fn integer(b: &mut Vec<u8>, prefix_bits: u8, first: u8, mut v: usize) {
 
 #[cfg(test)]
 mod tests;
+mod unhuffman;
