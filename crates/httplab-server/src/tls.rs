@@ -286,7 +286,9 @@ impl Transport {
     /// Writes the session's output (encrypting for TLS) until done,
     /// blocked, or about `budget` bytes were sent. `written` grows by the
     /// bytes put on the wire; `scratch` is the caller's reusable buffer for
-    /// file chunks on their way into TLS.
+    /// file chunks on their way into TLS. Inlined: on the cleartext path it
+    /// is one call of the output queue's write (measured by callgrind).
+    #[inline]
     pub fn write(
         &mut self,
         s: &mut Session,
