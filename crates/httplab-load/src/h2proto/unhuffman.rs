@@ -30,13 +30,7 @@ pub(super) fn unhuffman(
         let (index, used) = integer(&block[at..], prefix)?;
         out.extend_from_slice(&block[at..at + used]);
         at += used;
-        // A literal whose name is not indexed has the name's string first.
-        let n = match strings {
-            Strings::None => 0,
-            Strings::Value if index == 0 => 2,
-            Strings::Value => 1,
-        };
-        for _ in 0..n {
+        for _ in 0..strings.count(index) {
             at += string(&block[at..], out, scratch)?;
         }
     }
@@ -53,6 +47,18 @@ enum Strings {
     None,
     /// A value string (and a name string when the name index is 0).
     Value,
+}
+
+impl Strings {
+    /// How many string literals follow a prefix integer of `index`: a
+    /// literal whose name is not indexed (0) has the name's string first.
+    fn count(&self, index: usize) -> usize {
+        match self {
+            Strings::None => 0,
+            Strings::Value if index == 0 => 2,
+            Strings::Value => 1,
+        }
+    }
 }
 
 /// The prefix width of the representation starting with `first` and what
@@ -76,12 +82,7 @@ fn has_huffman(block: &[u8]) -> Result<bool, Malformed> {
         let (prefix, strings) = representation(block[at]);
         let (index, used) = integer(&block[at..], prefix)?;
         at += used;
-        let n = match strings {
-            Strings::None => 0,
-            Strings::Value if index == 0 => 2,
-            Strings::Value => 1,
-        };
-        for _ in 0..n {
+        for _ in 0..strings.count(index) {
             let s = block.get(at).ok_or(Malformed)?;
             if s & 0x80 != 0 {
                 return Ok(true);
