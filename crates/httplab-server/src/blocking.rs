@@ -96,7 +96,17 @@ fn run_session(
         s.process(h, now, shutting);
         if tp.has_output(s) {
             let mut written = 0;
-            let r = tp.write(s, fd, usize::MAX, h.file_opts(), scratch, &mut written);
+            let had_files = tp.is_plain() && s.out.files_pending() > 0;
+            let opts = h.file_opts();
+            let r = tp.write(s, fd, usize::MAX, opts, scratch, &mut written);
+            if had_files {
+                let (c, f) = if opts.pread {
+                    (written, 0)
+                } else {
+                    (0, written)
+                };
+                h.stats().add_file_paths(c, f);
+            }
             let writes = std::mem::take(&mut s.out.writes);
             h.count_io(written, writes);
             s.wrote(Instant::now());

@@ -94,15 +94,19 @@ pub struct Args {
     /// Memory budget of each worker's file cache
     #[arg(long, default_value = "64MiB", value_parser = parse_size)]
     pub cache_size: usize,
-    /// How bodies of files larger than --small-file-max are sent: sendfile
-    /// (zero-copy; measured faster than pread on loopback, see BENCHMARKS.md,
-    /// "Large files: why sendfile stays the default"), or pread into a per-worker buffer then sendmsg with the
-    /// response head in front
-    #[arg(long, value_enum, default_value_t = FileIo::Sendfile)]
+    /// How bodies of files larger than --small-file-max are sent in
+    /// cleartext: auto (sendfile to peers on other machines; to loopback
+    /// peers the event model copies a share of the writes, raised while the
+    /// worker has idle CPU and lowered when it is saturated, because a
+    /// receiver on the same machine reads copied bytes from the cache:
+    /// BENCHMARKS.md, "Large files chosen by measurement"), sendfile
+    /// (zero-copy), or pread (pread into a per-worker buffer, then sendmsg
+    /// with the response head in front)
+    #[arg(long, value_enum, default_value_t = FileIo::Auto)]
     pub file_io: FileIo,
     /// Most file bytes per system call (one sendfile, or one pread + sendmsg;
-    /// with pread it is also the size of each worker's buffer). Default:
-    /// --file-turn for sendfile, 64KiB for pread (fits the CPU cache)
+    /// for the copy it is also the size of each worker's buffer). Default:
+    /// --file-turn for sendfile, 64KiB for a copy (fits the CPU cache)
     #[arg(long, value_parser = parse_size)]
     pub file_chunk: Option<usize>,
     /// File bytes one connection sends before other connections get a turn
@@ -224,11 +228,9 @@ impl Args {
             file_io: self.file_io,
             file_chunk: self
                 .file_chunk
-                .unwrap_or(match self.file_io {
-                    FileIo::Sendfile => self.file_turn,
-                    FileIo::Pread => 64 * 1024,
-                })
+                .unwrap_or(self.file_turn)
                 .clamp(4096, 64 << 20),
+            copy_chunk: self.file_chunk.unwrap_or(64 * 1024).clamp(4096, 64 << 20),
             sendfile_chunk: self.file_turn.max(4096),
             sndbuf: Some(self.sndbuf).filter(|&n| n > 0),
             notsent_lowat: Some(self.notsent_lowat).filter(|&n| n > 0),
@@ -317,6 +319,18 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 
 /// `--prometheus`: the server's counters on `http://ADDR/metrics`, read from
 /// the shared statistics at each scrape (no counter of its own).
+/// How large files leave, as the start-up line says it (`measured`: the
+/// model's workers measure their idle time, so `auto` adapts).
+fn file_io_line(io: FileIo, measured: bool) -> &'static str {
+    match (io, measured) {
+        (FileIo::Auto, true) => {
+            "large files: sendfile to remote peers, to loopback peers a copied share set by the worker's idle CPU (--file-io auto)"
+        }
+        (FileIo::Auto, false) | (FileIo::Sendfile, _) => "large files: sendfile",
+        (FileIo::Pread, _) => "large files: pread + send",
+    }
+}
+
 fn start_metrics(
     addr: SocketAddr,
     server: &crate::ServerHandle,
@@ -392,6 +406,7 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     sys::block_term_signals()?;
     let quiet = cfg.quiet;
     let tls_on = cfg.tls.is_some();
+    let file_io = cfg.file_io;
     let server = Server::start(cfg)?;
     let metrics = args
         .prometheus
@@ -400,12 +415,17 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     if !quiet || crate::processes::is_child() {
         let extra = match server.model() {
             Model::Event => format!(
-                "event model, {} workers, {} I/O",
+                "event model, {} workers, {} I/O, {}",
                 server.workers(),
-                server.io_engine().name()
+                server.io_engine().name(),
+                file_io_line(file_io, true)
             ),
-            Model::Threads => format!("threads model, {} threads", server.workers()),
-            m => format!("{} model", m.name()),
+            Model::Threads => format!(
+                "threads model, {} threads, {}",
+                server.workers(),
+                file_io_line(file_io, false)
+            ),
+            m => format!("{} model, {}", m.name(), file_io_line(file_io, false)),
         };
         let scheme = if tls_on { "https" } else { "http" };
         println!(

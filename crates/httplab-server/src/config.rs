@@ -133,8 +133,11 @@ pub struct ServerConfig {
     pub sendfile_chunk: usize,
     /// How large (non-cached) file bodies are sent in cleartext.
     pub file_io: FileIo,
-    /// Most file bytes per system call (one sendfile, or one pread + sendmsg).
+    /// Most file bytes per `sendfile` call.
     pub file_chunk: usize,
+    /// Most file bytes per `pread` + `sendmsg` (the size of each worker's
+    /// copy buffer).
+    pub copy_chunk: usize,
     /// SO_SNDBUF of accepted connections (None: kernel autotuning).
     pub sndbuf: Option<usize>,
     /// TCP_NOTSENT_LOWAT of accepted connections (None: not set).
@@ -384,6 +387,11 @@ pub fn cache_control_for<'r>(rules: &'r [CacheRule], path: &std::path::Path) -> 
 /// How large file bodies leave (cleartext; TLS always reads with pread).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FileIo {
+    /// `sendfile` to peers on other machines; to loopback peers, each
+    /// worker of the event model copies a share of the writes that it
+    /// raises while it has idle CPU and lowers when it is saturated (see
+    /// the `sendpath` module). The blocking models use `sendfile`.
+    Auto,
     /// `sendfile(2)` from the page cache (zero-copy on real NICs).
     Sendfile,
     /// `pread(2)` into a per-worker buffer, then `sendmsg(2)` with the
@@ -416,8 +424,9 @@ impl Default for ServerConfig {
             cache_bytes: 64 * 1024 * 1024,
             revalidate: Duration::from_secs(1),
             sendfile_chunk: 2 * 1024 * 1024,
-            file_io: FileIo::Sendfile,
+            file_io: FileIo::Auto,
             file_chunk: 2 * 1024 * 1024,
+            copy_chunk: 64 * 1024,
             sndbuf: None,
             notsent_lowat: None,
             list_dirs: false,

@@ -111,7 +111,7 @@ impl Worker {
         for i in 0..self.conns.len() {
             self.close(i);
         }
-        self.core.handler.flush();
+        self.core.flush();
     }
 
     fn accept_loop(&mut self) {
@@ -243,14 +243,21 @@ impl Worker {
             if c.tp.has_output(&c.session) {
                 let mut written = 0;
                 let core = &mut self.core;
+                let had_files = c.tp.is_plain() && c.session.out.files_pending() > 0;
+                let opts = if had_files {
+                    core.file_opts(&c.session)
+                } else {
+                    core.handler.file_opts()
+                };
                 let r = c.tp.write(
                     &mut c.session,
                     fd,
                     core.handler.config().sendfile_chunk,
-                    core.handler.file_opts(),
+                    opts,
                     &mut core.scratch,
                     &mut written,
                 );
+                core.count_file_write(opts, had_files, written);
                 let writes = std::mem::take(&mut c.session.out.writes);
                 core.handler.count_io(written, writes);
                 if written > 0 {

@@ -118,11 +118,19 @@ impl Handler {
         &self.cfg
     }
 
-    /// How file segments are written (from the configuration).
+    /// How file segments are written by the blocking models (from the
+    /// configuration; `auto` is `sendfile` there, as no worker loop
+    /// measures its idle time). The event model asks its `SendPath`.
     pub fn file_opts(&self) -> FileOpts {
-        FileOpts {
-            pread: self.cfg.file_io == FileIo::Pread,
-            chunk: self.cfg.file_chunk.max(4096),
+        match self.cfg.file_io {
+            FileIo::Pread => FileOpts {
+                pread: true,
+                chunk: self.cfg.copy_chunk.max(4096),
+            },
+            FileIo::Sendfile | FileIo::Auto => FileOpts {
+                pread: false,
+                chunk: self.cfg.file_chunk.max(4096),
+            },
         }
     }
 

@@ -52,6 +52,7 @@ mod log;
 mod negotiate;
 mod out;
 mod processes;
+mod sendpath;
 mod session;
 mod sys;
 #[doc(hidden)]

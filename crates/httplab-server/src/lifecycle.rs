@@ -23,6 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::handler::Handler;
+use crate::out::FileOpts;
+use crate::sendpath::SendPath;
 use crate::session::{CloseReason, Session};
 
 /// Spare buffers of each kind kept per worker.
@@ -215,6 +217,8 @@ pub(crate) struct Core {
     pub scratch: Vec<u8>,
     /// The clock reading of this loop turn.
     pub now: Instant,
+    /// The path of each write of file bytes, chosen by measurement.
+    pub send_path: SendPath,
     /// Whether accepted sockets inherit the listener's TCP_NODELAY (None:
     /// not known before the first accept).
     nodelay_inherited: Option<bool>,
@@ -236,6 +240,7 @@ impl Core {
             (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
         let linger = cfg.idle_timeout.min(Duration::from_secs(2));
         let rbuf_size = cfg.pipeline_buffer.max(1024);
+        let send_path = SendPath::new(cfg.file_io, cfg.copy_chunk, cfg.file_chunk);
         Core {
             handler,
             pool: BufferPool::new(rbuf_size),
@@ -252,8 +257,40 @@ impl Core {
             sweep_every,
             scratch: Vec::new(),
             now: Instant::now(),
+            send_path,
             nodelay_inherited: None,
         }
+    }
+
+    /// The options of the next write of `s`'s output to its socket: when
+    /// file bytes are queued, the path [`SendPath`] picks for this peer.
+    #[inline]
+    pub fn file_opts(&mut self, s: &Session) -> FileOpts {
+        if s.out.files_pending() > 0 {
+            self.send_path.choose(s.peer_is_loopback())
+        } else {
+            self.handler.file_opts()
+        }
+    }
+
+    /// Counts the bytes of a write made with `opts` (a file path's share).
+    #[inline]
+    pub fn count_file_write(&mut self, opts: FileOpts, had_files: bool, bytes: u64) {
+        if had_files {
+            self.send_path.count(opts, bytes);
+        }
+    }
+
+    /// Moves the turn's counters into the shared statistics.
+    pub fn flush(&mut self) {
+        let (c, s) = (
+            std::mem::take(&mut self.send_path.copied),
+            std::mem::take(&mut self.send_path.sendfiled),
+        );
+        if c > 0 || s > 0 {
+            self.handler.stats().add_file_paths(c, s);
+        }
+        self.handler.flush();
     }
 
     /// Whether an accepted socket needs TCP_NODELAY set: the listener's
@@ -362,11 +399,15 @@ pub(crate) fn run<E: Engine>(e: &mut E) {
         } else {
             Duration::ZERO
         };
+        if core.send_path.measuring() {
+            core.send_path.before_wait(Instant::now());
+        }
         if !e.wait(timeout) {
             break;
         }
         let core = e.core();
         core.now = Instant::now();
+        core.send_path.after_wait(core.now);
         core.handler.tick_at(core.now);
         e.dispatch();
         let n = e.core().ready.len();
@@ -385,7 +426,7 @@ pub(crate) fn run<E: Engine>(e: &mut E) {
             begin_shutdown(e, now);
         }
         let core = e.core();
-        core.handler.flush();
+        core.flush();
         if core.shutdown.over(core.open, now) {
             break;
         }

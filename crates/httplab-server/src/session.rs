@@ -69,6 +69,15 @@ impl Session {
         }
     }
 
+    /// Whether the peer is on this machine (a loopback address): the file
+    /// send path may then be chosen by measurement (see `sendpath`).
+    pub fn peer_is_loopback(&self) -> bool {
+        self.peer.is_some_and(|p| match p {
+            IpAddr::V4(a) => a.is_loopback(),
+            IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|m| m.is_loopback()),
+        })
+    }
+
     /// Whether closing should drain the peer's input first (it may still be
     /// sending: unread request bytes, an undrained body, or an error), so
     /// that the close does not turn into a reset that destroys the response.

@@ -8,7 +8,7 @@ use std::time::Duration;
 /// Counters (all monotonic except `open`), in a shared mapping.
 #[derive(Debug)]
 pub struct Stats {
-    c: httplab_sys::shared::SharedCounters<8>,
+    c: httplab_sys::shared::SharedCounters<10>,
 }
 
 const ACCEPTED: usize = 0;
@@ -19,6 +19,8 @@ const WRITES: usize = 4;
 const REFUSED: usize = 5;
 const FORKED: usize = 6;
 const REAPED: usize = 7;
+const COPIED: usize = 8;
+const SENDFILED: usize = 9;
 
 /// A point-in-time copy of [`Stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,6 +41,10 @@ pub struct Snapshot {
     pub forked: u64,
     /// Child processes reaped (fork model).
     pub reaped: u64,
+    /// Bytes of cleartext writes of file bodies that copied (pread + send).
+    pub file_copy_bytes: u64,
+    /// Bytes of cleartext writes of file bodies by sendfile.
+    pub file_sendfile_bytes: u64,
 }
 
 impl Stats {
@@ -75,6 +81,10 @@ impl Stats {
         }
     }
     /// Reads all counters.
+    pub fn add_file_paths(&self, copied: u64, sendfiled: u64) {
+        self.c[COPIED].fetch_add(copied, Ordering::Relaxed);
+        self.c[SENDFILED].fetch_add(sendfiled, Ordering::Relaxed);
+    }
     pub fn snapshot(&self) -> Snapshot {
         let accepted = self.c[ACCEPTED].load(Ordering::Relaxed);
         let closed = self.c[CLOSED].load(Ordering::Relaxed);
@@ -87,6 +97,8 @@ impl Stats {
             refused: self.c[REFUSED].load(Ordering::Relaxed),
             forked: self.c[FORKED].load(Ordering::Relaxed),
             reaped: self.c[REAPED].load(Ordering::Relaxed),
+            file_copy_bytes: self.c[COPIED].load(Ordering::Relaxed),
+            file_sendfile_bytes: self.c[SENDFILED].load(Ordering::Relaxed),
         }
     }
 }
@@ -111,7 +123,7 @@ impl Report {
     /// Human-readable line.
     pub fn line(&self) -> String {
         format!(
-            "stats t={:.1}s open={} accepted={} requests={} rps={:.0} bytes_out={} rss_kib={} cpu={:.1}%",
+            "stats t={:.1}s open={} accepted={} requests={} rps={:.0} bytes_out={} rss_kib={} cpu={:.1}%{}",
             self.t,
             self.snap.open,
             self.snap.accepted,
@@ -119,14 +131,28 @@ impl Report {
             self.rps,
             self.snap.bytes_out,
             self.rss / 1024,
-            self.cpu_pct
+            self.cpu_pct,
+            self.file_paths()
         )
     }
 
-    /// JSON object (one line).
+    /// ` file_copy=P% file_bytes=N` once file bodies were written in
+    /// cleartext (which path `--file-io` took), else nothing.
+    fn file_paths(&self) -> String {
+        let (c, s) = (self.snap.file_copy_bytes, self.snap.file_sendfile_bytes);
+        if c + s == 0 {
+            return String::new();
+        }
+        format!(
+            " file_copy={:.1}% file_bytes={}",
+            100.0 * c as f64 / (c + s) as f64,
+            c + s
+        )
+    }
+
     pub fn json(&self) -> String {
         format!(
-            "{{\"t\":{:.3},\"open\":{},\"accepted\":{},\"requests\":{},\"rps\":{:.1},\"bytes_out\":{},\"rss\":{},\"cpu_pct\":{:.1}}}",
+            "{{\"t\":{:.3},\"open\":{},\"accepted\":{},\"requests\":{},\"rps\":{:.1},\"bytes_out\":{},\"rss\":{},\"cpu_pct\":{:.1},\"file_copy_bytes\":{},\"file_sendfile_bytes\":{}}}",
             self.t,
             self.snap.open,
             self.snap.accepted,
@@ -134,7 +160,9 @@ impl Report {
             self.rps,
             self.snap.bytes_out,
             self.rss,
-            self.cpu_pct
+            self.cpu_pct,
+            self.snap.file_copy_bytes,
+            self.snap.file_sendfile_bytes
         )
     }
 }

@@ -283,6 +283,12 @@ impl Transport {
             }
     }
 
+    /// Cleartext: file bytes leave by the path the caller picks (TLS
+    /// always reads with pread).
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Transport::Plain)
+    }
+
     /// Writes the session's output (encrypting for TLS) until done,
     /// blocked, or about `budget` bytes were sent. `written` grows by the
     /// bytes put on the wire; `scratch` is the caller's reusable buffer for

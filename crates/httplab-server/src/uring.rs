@@ -239,7 +239,7 @@ impl Worker {
                 drop(s.conn.take());
             }
         }
-        self.core.handler.flush();
+        self.core.flush();
     }
 
     fn reap(&mut self) {
@@ -577,13 +577,16 @@ impl Worker {
                 // File segments: the synchronous path of the epoll engine.
                 let mut written = 0;
                 let core = &mut self.core;
+                let had_files = c.session.out.files_pending() > 0;
+                let opts = core.file_opts(&c.session);
                 let r = c.session.out.write_to(
                     c.fd.as_raw_fd(),
                     core.handler.config().sendfile_chunk,
-                    core.handler.file_opts(),
+                    opts,
                     &mut core.scratch,
                     &mut written,
                 );
+                core.count_file_write(opts, had_files, written);
                 let writes = std::mem::take(&mut c.session.out.writes);
                 core.handler.count_io(written, writes);
                 if written > 0 {

@@ -637,6 +637,48 @@ fn large_file_byte_exact() {
 }
 
 #[test]
+fn large_file_auto_mixes_both_paths_byte_exact() {
+    // `--file-io auto` on a loopback peer: the event engines send a share
+    // of the writes by copy and the rest by sendfile (half and half until
+    // the worker has measured itself), so one transfer alternates paths
+    // mid-file; the blocking models stay on sendfile. Small turns and
+    // chunks give the transfer many writes.
+    let site = site();
+    for v in variants() {
+        let mut cfg = config(&v, &site.root);
+        cfg.file_io = httplab_server::FileIo::Auto;
+        cfg.sendfile_chunk = 40 * 1024;
+        cfg.file_chunk = 24 * 1024;
+        cfg.copy_chunk = 16 * 1024 + 3;
+        let server = start(cfg);
+        let mut cl = Client::new(server.local_addr());
+        cl.send(get("/big.bin", "").as_bytes());
+        let r = cl.read_response(false).expect("big response");
+        assert!(r.body == site.big, "[{}] big file differs", v.name);
+        if v.keep_alive {
+            cl.send(get("/big.bin", "Range: bytes=1000-2000000\r\n").as_bytes());
+            let r = cl.read_response(false).expect("range response");
+            assert!(
+                r.body == site.big[1000..=2000000],
+                "[{}] range differs",
+                v.name
+            );
+        }
+        drop(cl);
+        let snap = server.shutdown();
+        let files = snap.file_copy_bytes + snap.file_sendfile_bytes;
+        assert!(files >= site.big.len() as u64, "[{}] {snap:?}", v.name);
+        if v.model == httplab_server::Model::Event {
+            assert!(
+                snap.file_copy_bytes > 0 && snap.file_sendfile_bytes > 0,
+                "[{}] both paths: {snap:?}",
+                v.name
+            );
+        }
+    }
+}
+
+#[test]
 fn large_file_byte_exact_with_pread() {
     // pread + sendmsg: the head goes out in front of the first chunk, a
     // short write resumes mid-chunk, ranges start mid-file; odd chunk sizes
@@ -647,7 +689,7 @@ fn large_file_byte_exact_with_pread() {
         for chunk in [4096usize, 64 * 1024 + 7] {
             let mut cfg = config(&v, &site.root);
             cfg.file_io = httplab_server::FileIo::Pread;
-            cfg.file_chunk = chunk;
+            cfg.copy_chunk = chunk;
             cfg.sendfile_chunk = 48 * 1024;
             let server = start(cfg);
             let mut cl = Client::new(server.local_addr());

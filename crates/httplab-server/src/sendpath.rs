@@ -1,0 +1,266 @@
+//! Which path a large file's bytes take, per write: `sendfile` or a copy
+//! (`pread` into the worker's buffer, then `sendmsg`). No I/O here: the
+//! engines ask [`SendPath::choose`] before each write of file bytes and
+//! report the worker's waits ([`SendPath::before_wait`],
+//! [`SendPath::after_wait`]).
+//!
+//! Why it is chosen by measurement (`--file-io auto`, the default):
+//! - To a peer on another machine `sendfile` is always right: the server
+//!   copies nothing and the receiver's work is not on this machine.
+//! - To a peer on this machine (loopback) the receiver must copy every byte
+//!   into its own buffer, and that copy is cheaper when the bytes are still
+//!   in the shared cache. A copying send leaves them there (the server
+//!   wrote them a moment ago); `sendfile` hands over page-cache pages the
+//!   receiver then reads from memory. So copying costs the server CPU and
+//!   saves the receiver CPU: it pays when the server has CPU to spare and
+//!   the receiver is the bottleneck, and loses when the server is. Measured
+//!   in BENCHMARKS.md ("Large files chosen by measurement"): with wrk as the
+//!   receiver the copy moves 1.4× the bytes of `sendfile`; with a receiver
+//!   that reads in 64 KiB pieces `sendfile` moved 1.2× those of the copy.
+//! - The worker therefore measures the share of its time it is busy (not
+//!   waiting for events) over windows of [`WINDOW`], and while loopback
+//!   connections are sending file bytes it moves the share of writes that
+//!   copy up by one step when it was idle more than [`IDLE_ABOVE`] of the
+//!   window and down when it was busy more than [`BUSY_ABOVE`]: it spends
+//!   its spare CPU on copies until it is itself nearly saturated.
+
+use std::time::{Duration, Instant};
+
+use crate::config::FileIo;
+use crate::out::FileOpts;
+
+/// The copy share moves in steps of 1/`STEPS`.
+pub const STEPS: u32 = 16;
+/// Length of one measurement window.
+pub const WINDOW: Duration = Duration::from_millis(20);
+/// Idle share of a window above which more writes copy.
+pub const IDLE_ABOVE: f64 = 0.08;
+/// Busy share of a window above which fewer writes copy.
+pub const BUSY_ABOVE: f64 = 0.97;
+
+/// A worker's choice of file path, with its measurement.
+#[derive(Debug)]
+pub struct SendPath {
+    mode: FileIo,
+    sendfile: FileOpts,
+    copy: FileOpts,
+    /// Writes to loopback peers that copy, in 1/STEPS.
+    share: u32,
+    /// Spreads the copying writes evenly (a Bresenham accumulator).
+    acc: u32,
+    /// A loopback file write was chosen in the current window.
+    active: bool,
+    /// Start of the current window (None: not measuring).
+    window_start: Option<Instant>,
+    /// Busy time in the current window.
+    busy: Duration,
+    /// When the worker last woke (None: waiting, or not measuring).
+    awake_since: Option<Instant>,
+    /// Bytes sent by each path (for `--stats`), taken by the caller.
+    pub copied: u64,
+    pub sendfiled: u64,
+}
+
+impl SendPath {
+    /// `copy_chunk` / `sendfile_chunk`: most file bytes per system call on
+    /// each path.
+    pub fn new(mode: FileIo, copy_chunk: usize, sendfile_chunk: usize) -> Self {
+        SendPath {
+            mode,
+            sendfile: FileOpts {
+                pread: false,
+                chunk: sendfile_chunk.max(4096),
+            },
+            copy: FileOpts {
+                pread: true,
+                chunk: copy_chunk.max(4096),
+            },
+            share: STEPS / 2,
+            acc: 0,
+            active: false,
+            window_start: None,
+            busy: Duration::ZERO,
+            awake_since: None,
+            copied: 0,
+            sendfiled: 0,
+        }
+    }
+
+    /// The path of the next write of file bytes to a peer (`loopback`:
+    /// the peer is on this machine).
+    pub fn choose(&mut self, loopback: bool) -> FileOpts {
+        match self.mode {
+            FileIo::Sendfile => self.sendfile,
+            FileIo::Pread => self.copy,
+            FileIo::Auto if !loopback => self.sendfile,
+            FileIo::Auto => {
+                self.active = true;
+                self.acc += self.share;
+                if self.acc >= STEPS {
+                    self.acc -= STEPS;
+                    self.copy
+                } else {
+                    self.sendfile
+                }
+            }
+        }
+    }
+
+    /// Counts `bytes` sent by a write that used `opts`.
+    pub fn count(&mut self, opts: FileOpts, bytes: u64) {
+        if opts.pread {
+            self.copied += bytes;
+        } else {
+            self.sendfiled += bytes;
+        }
+    }
+
+    /// Whether the worker's waits are being timed (the caller reads the
+    /// clock for [`SendPath::before_wait`] only then, so a worker serving
+    /// small files pays nothing).
+    pub fn measuring(&self) -> bool {
+        self.window_start.is_some()
+    }
+
+    /// The worker is about to wait for events.
+    pub fn before_wait(&mut self, now: Instant) {
+        if let Some(t) = self.awake_since.take() {
+            self.busy += now.saturating_duration_since(t);
+        }
+    }
+
+    /// The worker woke at `now` (the turn's clock reading).
+    pub fn after_wait(&mut self, now: Instant) {
+        let Some(start) = self.window_start else {
+            if self.active {
+                self.window_start = Some(now);
+                self.busy = Duration::ZERO;
+                self.awake_since = Some(now);
+            }
+            return;
+        };
+        let span = now.saturating_duration_since(start);
+        if span >= WINDOW {
+            let busy = self.busy.as_secs_f64() / span.as_secs_f64();
+            if self.active {
+                self.step(busy);
+            }
+            self.busy = Duration::ZERO;
+            self.window_start = self.active.then_some(now);
+            self.active = false;
+        }
+        self.awake_since = self.window_start.map(|_| now);
+    }
+
+    /// One controller step after a window with this busy share.
+    fn step(&mut self, busy: f64) {
+        if busy > BUSY_ABOVE {
+            self.share = self.share.saturating_sub(1);
+        } else if busy < 1.0 - IDLE_ABOVE {
+            self.share = (self.share + 1).min(STEPS);
+        }
+    }
+
+    /// The current share of loopback writes that copy, 0..=1.
+    #[cfg(test)]
+    pub fn copy_share(&self) -> f64 {
+        self.share as f64 / STEPS as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto() -> SendPath {
+        SendPath::new(FileIo::Auto, 64 * 1024, 2 << 20)
+    }
+
+    /// Runs `windows` windows of WINDOW each, busy for `busy` of each.
+    fn run(p: &mut SendPath, t: &mut Instant, windows: u32, busy: f64) {
+        let step = WINDOW / 4;
+        for _ in 0..windows * 4 {
+            p.after_wait(*t);
+            p.choose(true);
+            let work = step.mul_f64(busy);
+            p.before_wait(*t + work);
+            *t += step;
+        }
+    }
+
+    #[test]
+    fn fixed_modes_ignore_the_peer_and_the_clock() {
+        let mut s = SendPath::new(FileIo::Sendfile, 65536, 1 << 21);
+        let mut c = SendPath::new(FileIo::Pread, 65536, 1 << 21);
+        for lo in [true, false] {
+            assert!(!s.choose(lo).pread);
+            assert_eq!(s.choose(lo).chunk, 1 << 21);
+            assert!(c.choose(lo).pread);
+            assert_eq!(c.choose(lo).chunk, 65536);
+        }
+        assert!(!s.measuring() && !c.measuring());
+    }
+
+    #[test]
+    fn remote_peers_always_get_sendfile_and_start_no_measurement() {
+        let mut p = auto();
+        let t = Instant::now();
+        for _ in 0..100 {
+            p.after_wait(t);
+            assert!(!p.choose(false).pread);
+        }
+        assert!(!p.measuring());
+    }
+
+    #[test]
+    fn the_share_spreads_copies_evenly() {
+        let mut p = auto();
+        // share 8/16: every other loopback write copies.
+        let picks: Vec<bool> = (0..8).map(|_| p.choose(true).pread).collect();
+        assert_eq!(picks.iter().filter(|&&b| b).count(), 4);
+        assert!(picks.windows(2).all(|w| w[0] != w[1]));
+    }
+
+    #[test]
+    fn an_idle_worker_copies_more_and_a_saturated_one_less() {
+        let mut p = auto();
+        let mut t = Instant::now();
+        run(&mut p, &mut t, 40, 0.5);
+        assert_eq!(p.copy_share(), 1.0);
+        run(&mut p, &mut t, 40, 1.0);
+        assert_eq!(p.copy_share(), 0.0);
+        // Inside the band the share stays where it is.
+        let before = p.copy_share();
+        run(&mut p, &mut t, 40, 0.95);
+        assert_eq!(p.copy_share(), before);
+    }
+
+    #[test]
+    fn measurement_stops_when_no_loopback_file_bytes_flow() {
+        let mut p = auto();
+        let mut t = Instant::now();
+        run(&mut p, &mut t, 3, 0.5);
+        assert!(p.measuring());
+        // Two windows without a loopback file write end the measurement.
+        for _ in 0..3 {
+            t += WINDOW;
+            p.before_wait(t);
+            p.after_wait(t);
+        }
+        assert!(!p.measuring());
+        let share = p.copy_share();
+        t += WINDOW;
+        p.after_wait(t);
+        assert_eq!(p.copy_share(), share);
+    }
+
+    #[test]
+    fn counts_bytes_by_path() {
+        let mut p = auto();
+        let c = p.copy;
+        let s = p.sendfile;
+        p.count(c, 10);
+        p.count(s, 5);
+        assert_eq!((p.copied, p.sendfiled), (10, 5));
+    }
+}
