@@ -282,12 +282,13 @@ impl Core {
     }
 
     /// Moves the turn's counters into the shared statistics.
+    #[inline]
     pub fn flush(&mut self) {
-        let (c, s) = (
-            std::mem::take(&mut self.send_path.copied),
-            std::mem::take(&mut self.send_path.sendfiled),
-        );
-        if c > 0 || s > 0 {
+        if self.send_path.copied | self.send_path.sendfiled != 0 {
+            let (c, s) = (
+                std::mem::take(&mut self.send_path.copied),
+                std::mem::take(&mut self.send_path.sendfiled),
+            );
             self.handler.stats().add_file_paths(c, s);
         }
         self.handler.flush();
