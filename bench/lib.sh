@@ -64,6 +64,12 @@ start_server() {
         --workers 1 --quiet --io "${name#httplab-}" ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
+    httplab-sendfile)
+      # The event model with large files always sent by sendfile.
+      taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
+        --workers 1 --quiet --file-io sendfile ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
     httplab-before)
       # Another build of httplab (HTTPLAB_BEFORE=path), event model, for a
       # before/after comparison interleaved with the peers in the same rounds.
@@ -247,6 +253,18 @@ server_pids() {
 }
 
 # CPU clock ticks (user+system) of the server tree.
+# server_user_sys: user and system clock ticks (utime, stime; 1/CLK_TCK s)
+# of the server's process tree, as "USER SYS".
+server_user_sys() {
+  local u=0 s=0 p a b
+  for p in $(server_pids "$SERVER_PID"); do
+    read -r a b < <(awk '{print $14, $15}' /proc/"$p"/stat 2>/dev/null || echo 0 0)
+    u=$((u + ${a:-0}))
+    s=$((s + ${b:-0}))
+  done
+  echo "$u $s"
+}
+
 server_ticks() {
   local t=0 p
   for p in $(server_pids "$SERVER_PID"); do
