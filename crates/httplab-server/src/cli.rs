@@ -109,6 +109,12 @@ pub struct Args {
     /// --file-turn for sendfile, 64KiB for a copy (fits the CPU cache)
     #[arg(long, value_parser = parse_size)]
     pub file_chunk: Option<usize>,
+    /// With --file-io auto: the smallest file (segment) that may be copied
+    /// to a loopback peer; smaller ones always go by sendfile, as their
+    /// pages stay in the CPU cache anyway. Default: half the CPU's
+    /// last-level cache (sysfs), 16MiB where unknown
+    #[arg(long, value_parser = parse_size)]
+    pub copy_min: Option<usize>,
     /// File bytes one connection sends before other connections get a turn
     #[arg(long, default_value = "2MiB", value_parser = parse_size)]
     pub file_turn: usize,
@@ -231,6 +237,7 @@ impl Args {
                 .unwrap_or(self.file_turn)
                 .clamp(4096, 64 << 20),
             copy_chunk: self.file_chunk.unwrap_or(64 * 1024).clamp(4096, 64 << 20),
+            copy_min: self.copy_min.map(|n| n as u64),
             sendfile_chunk: self.file_turn.max(4096),
             sndbuf: Some(self.sndbuf).filter(|&n| n > 0),
             notsent_lowat: Some(self.notsent_lowat).filter(|&n| n > 0),

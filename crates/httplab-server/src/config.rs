@@ -138,6 +138,9 @@ pub struct ServerConfig {
     /// Most file bytes per `pread` + `sendmsg` (the size of each worker's
     /// copy buffer).
     pub copy_chunk: usize,
+    /// Smallest file segment `FileIo::Auto` may copy (None: half the CPU's
+    /// last-level cache, read from sysfs).
+    pub copy_min: Option<u64>,
     /// SO_SNDBUF of accepted connections (None: kernel autotuning).
     pub sndbuf: Option<usize>,
     /// TCP_NOTSENT_LOWAT of accepted connections (None: not set).
@@ -427,6 +430,7 @@ impl Default for ServerConfig {
             file_io: FileIo::Auto,
             file_chunk: 2 * 1024 * 1024,
             copy_chunk: 64 * 1024,
+            copy_min: None,
             sndbuf: None,
             notsent_lowat: None,
             list_dirs: false,

@@ -240,7 +240,10 @@ impl Core {
             (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
         let linger = cfg.idle_timeout.min(Duration::from_secs(2));
         let rbuf_size = cfg.pipeline_buffer.max(1024);
-        let send_path = SendPath::new(cfg.file_io, cfg.copy_chunk, cfg.file_chunk);
+        let copy_min = cfg
+            .copy_min
+            .unwrap_or_else(crate::sendpath::default_copy_min);
+        let send_path = SendPath::new(cfg.file_io, cfg.copy_chunk, cfg.file_chunk, copy_min);
         Core {
             handler,
             pool: BufferPool::new(rbuf_size),
@@ -266,8 +269,8 @@ impl Core {
     /// file bytes are queued, the path [`SendPath`] picks for this peer.
     #[inline]
     pub fn file_opts(&mut self, s: &Session) -> FileOpts {
-        if s.out.files_pending() > 0 {
-            self.send_path.choose(s.peer_is_loopback())
+        if let Some(len) = s.out.front_file_len() {
+            self.send_path.choose(s.peer_is_loopback(), len)
         } else {
             self.handler.file_opts()
         }

@@ -33,6 +33,8 @@ pub struct FileSeg {
     file: Arc<File>,
     off: u64,
     end: u64,
+    /// The segment's whole length (what the send path is chosen by).
+    len: u64,
 }
 
 /// Queued output of one connection.
@@ -70,6 +72,11 @@ impl OutQueue {
     /// Memory bytes not yet written.
     pub fn mem_pending(&self) -> usize {
         self.buf.len() + self.lent - self.pos
+    }
+
+    /// The whole length of the front file segment, if any.
+    pub fn front_file_len(&self) -> Option<u64> {
+        self.files.front().map(|f| f.len)
     }
 
     /// Number of queued file segments.
@@ -119,6 +126,7 @@ impl OutQueue {
                 file: Arc::clone(file),
                 off,
                 end,
+                len: end - off,
             });
         }
     }

@@ -650,6 +650,7 @@ fn large_file_auto_mixes_both_paths_byte_exact() {
         cfg.sendfile_chunk = 40 * 1024;
         cfg.file_chunk = 24 * 1024;
         cfg.copy_chunk = 16 * 1024 + 3;
+        cfg.copy_min = Some(0);
         let server = start(cfg);
         let mut cl = Client::new(server.local_addr());
         cl.send(get("/big.bin", "").as_bytes());
