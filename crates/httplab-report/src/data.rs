@@ -112,8 +112,18 @@ pub fn collect(docs: &[Document]) -> Collected<'_> {
     for doc in docs {
         match doc {
             Document::Run(r) => {
-                let label = run_label(r, c.runs.len());
-                c.runs.push(RunItem { label, run: r });
+                // Every run of a `--repeat N` document, numbered; one run
+                // keeps its plain label.
+                let base = run_label(r, c.runs.len());
+                let n = r.run_count();
+                for (k, run) in r.runs().into_iter().enumerate() {
+                    let label = if n > 1 {
+                        format!("{base} #{}", k + 1)
+                    } else {
+                        base.clone()
+                    };
+                    c.runs.push(RunItem { label, run });
+                }
                 c.commands
                     .push(format!("httplab load {}", r.config.command_line.join(" ")));
                 push_env(&mut c.environments, &r.environment);

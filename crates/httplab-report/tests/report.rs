@@ -381,3 +381,34 @@ fn study_documents_of_versions_1_2_and_3_render_with_outcomes() {
         );
     }
 }
+
+#[test]
+fn every_run_of_a_repeat_document_is_rendered() {
+    // `httplab load --repeat 3` writes run 1 at the top level and runs 2
+    // and 3 under `repeats`: all three reach the tables, numbered.
+    let mut doc = common::build_run();
+    doc.label = "nginx".into();
+    let mut second = common::build_run();
+    second.reply.rate.avg = 1234.5;
+    let third = common::build_run();
+    doc.repeats = vec![second, third];
+    let docs = vec![httplab_model::Document::Run(Box::new(doc))];
+    let c = httplab_report::data::collect(&docs);
+    let labels: Vec<&str> = c.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, ["nginx #1", "nginx #2", "nginx #3"]);
+    assert_eq!(c.runs[1].run.reply.rate.avg, 1234.5);
+    let text: String = httplab_report::text::all_tables(&c)
+        .iter()
+        .map(|t| t.to_text())
+        .collect();
+    for l in labels {
+        assert!(text.contains(l), "{l} missing from:\n{text}");
+    }
+    // A single run keeps its plain label.
+    let mut one = common::build_run();
+    one.label = "h2o".into();
+    let docs = vec![httplab_model::Document::Run(Box::new(one))];
+    let c = httplab_report::data::collect(&docs);
+    assert_eq!(c.runs.len(), 1);
+    assert_eq!(c.runs[0].label, "h2o");
+}

@@ -331,7 +331,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 fn file_io_line(io: FileIo, measured: bool) -> &'static str {
     match (io, measured) {
         (FileIo::Auto, true) => {
-            "large files: sendfile to remote peers, to loopback peers a copied share set by the worker's idle CPU (--file-io auto)"
+            "large files: sendfile to remote peers, to loopback peers a share copied while the worker has idle CPU"
         }
         (FileIo::Auto, false) | (FileIo::Sendfile, _) => "large files: sendfile",
         (FileIo::Pread, _) => "large files: pread + send",

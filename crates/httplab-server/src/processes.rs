@@ -136,10 +136,17 @@ fn first_line(child: &mut Child) -> Option<String> {
 /// "serving ROOT at URL (event model, 1 workers, epoll I/O)" of one child
 /// becomes the parent's line with the count of processes.
 fn parent_line(child: &str, n: usize) -> String {
-    match child.rsplit_once(" (") {
+    // The details start at the first " (" after the URL (which has no
+    // spaces): the root before it and the details may hold parentheses too.
+    let split = child.find("://").and_then(|u| {
+        child[u..]
+            .find(" (")
+            .map(|i| (&child[..u + i], &child[u + i + 2..]))
+    });
+    match split {
         Some((head, tail)) => format!(
-            "{head} ({n} processes, each: {}",
-            tail.trim_end_matches(')').to_string() + ")"
+            "{head} ({n} processes, each: {})",
+            tail.strip_suffix(')').unwrap_or(tail)
         ),
         None => format!("{child} ({n} processes)"),
     }
@@ -201,6 +208,11 @@ mod tests {
             "httplab serve: serving /srv at http://127.0.0.1:8080/ (6 processes, each: event model, 1 workers, epoll I/O)"
         );
         assert_eq!(parent_line("odd", 2), "odd (2 processes)");
+        let child = "httplab serve: serving /srv (a) at http://127.0.0.1:8080/ (event model, large files: x (y))";
+        assert_eq!(
+            parent_line(child, 2),
+            "httplab serve: serving /srv (a) at http://127.0.0.1:8080/ (2 processes, each: event model, large files: x (y))"
+        );
     }
 
     #[test]
