@@ -47,6 +47,7 @@ fn several_processes_serve_one_port_and_stop_together() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start httplab serve");
+    let mut guard = StopOnDrop(Some(parent.id()));
     let mut line = String::new();
     BufReader::new(parent.stdout.take().unwrap())
         .read_line(&mut line)
@@ -70,6 +71,7 @@ fn several_processes_serve_one_port_and_stop_together() {
             "{r}"
         );
     }
+    guard.0 = None;
     httplab_sys_signal(parent.id());
     let status = parent.wait().expect("parent ends");
     assert!(status.success(), "{status}");
@@ -112,6 +114,21 @@ fn processes_apply_to_the_event_model_only() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--processes runs the event model"), "{err}");
+}
+
+/// Sends SIGTERM to the server if the test ends before it stops it (a
+/// failed assertion), so a failure leaves no serving processes behind (the
+/// parent passes the signal on to its children).
+struct StopOnDrop(Option<u32>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+    }
 }
 
 fn httplab_sys_signal(pid: u32) {
