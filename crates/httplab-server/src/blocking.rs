@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::handler::Handler;
 use crate::out::Flush;
+use crate::sendpath::SendPath;
 use crate::session::Session;
 use crate::sys::{self, WakePipe};
 use crate::tls::{Fill, Transport};
@@ -86,6 +87,7 @@ fn run_session(
 ) {
     let fd = stream.as_raw_fd();
     let mut shutting = false;
+    let mut path = SendPath::from_config(h.config(), false);
     loop {
         h.tick();
         let now = Instant::now();
@@ -96,17 +98,10 @@ fn run_session(
         s.process(h, now, shutting);
         if tp.has_output(s) {
             let mut written = 0;
-            let had_files = tp.is_plain() && s.out.files_pending() > 0;
-            let opts = h.file_opts();
+            let opts = path.for_write(s, tp.is_plain());
             let r = tp.write(s, fd, usize::MAX, opts, scratch, &mut written);
-            if had_files {
-                let (c, f) = if opts.pread {
-                    (written, 0)
-                } else {
-                    (0, written)
-                };
-                h.stats().add_file_paths(c, f);
-            }
+            path.count(opts, std::mem::take(&mut s.out.file_bytes));
+            path.flush_into(h.stats());
             let writes = std::mem::take(&mut s.out.writes);
             h.count_io(written, writes);
             s.wrote(Instant::now());

@@ -243,12 +243,7 @@ impl Worker {
             if c.tp.has_output(&c.session) {
                 let mut written = 0;
                 let core = &mut self.core;
-                let had_files = c.tp.is_plain() && c.session.out.files_pending() > 0;
-                let opts = if had_files {
-                    core.file_opts(&c.session)
-                } else {
-                    core.handler.file_opts()
-                };
+                let opts = core.file_opts(&c.session, c.tp.is_plain());
                 let r = c.tp.write(
                     &mut c.session,
                     fd,
@@ -257,7 +252,7 @@ impl Worker {
                     &mut core.scratch,
                     &mut written,
                 );
-                core.count_file_write(opts, had_files, written);
+                core.count_file_write(opts, &mut c.session);
                 let writes = std::mem::take(&mut c.session.out.writes);
                 core.handler.count_io(written, writes);
                 if written > 0 {

@@ -7,11 +7,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use httplab_wire::request::{Method, Request, Version};
 
-use crate::config::{FileIo, ServerConfig};
+use crate::config::ServerConfig;
 use crate::files::{render_listing, Body, FileCache, FileInfo, Miss, Resolved};
 use crate::log::AccessLog;
 use crate::negotiate::{AcceptEncoding, Choice};
-use crate::out::{FileOpts, OutQueue};
+use crate::out::OutQueue;
 use crate::stats::SharedStats;
 
 const ALLOW: &str = "GET, HEAD, OPTIONS";
@@ -116,22 +116,6 @@ impl Handler {
     /// The configuration.
     pub fn config(&self) -> &ServerConfig {
         &self.cfg
-    }
-
-    /// How file segments are written by the blocking models (from the
-    /// configuration; `auto` is `sendfile` there, as no worker loop
-    /// measures its idle time). The event model asks its `SendPath`.
-    pub fn file_opts(&self) -> FileOpts {
-        match self.cfg.file_io {
-            FileIo::Pread => FileOpts {
-                pread: true,
-                chunk: self.cfg.copy_chunk.max(4096),
-            },
-            FileIo::Sendfile | FileIo::Auto => FileOpts {
-                pread: false,
-                chunk: self.cfg.file_chunk.max(4096),
-            },
-        }
     }
 
     /// Refreshes the cached Date (cheap; call once per loop iteration).

@@ -240,10 +240,7 @@ impl Core {
             (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
         let linger = cfg.idle_timeout.min(Duration::from_secs(2));
         let rbuf_size = cfg.pipeline_buffer.max(1024);
-        let copy_min = cfg
-            .copy_min
-            .unwrap_or_else(crate::sendpath::default_copy_min);
-        let send_path = SendPath::new(cfg.file_io, cfg.copy_chunk, cfg.file_chunk, copy_min);
+        let send_path = SendPath::from_config(cfg, true);
         Core {
             handler,
             pool: BufferPool::new(rbuf_size),
@@ -265,35 +262,26 @@ impl Core {
         }
     }
 
-    /// The options of the next write of `s`'s output to its socket: when
-    /// file bytes are queued, the path [`SendPath`] picks for this peer.
+    /// The options of the next write of `s`'s output to its socket
+    /// (`plain`: no TLS): see [`SendPath::for_write`].
     #[inline]
-    pub fn file_opts(&mut self, s: &Session) -> FileOpts {
-        if let Some(len) = s.out.front_file_len() {
-            self.send_path.choose(s.peer_is_loopback(), len)
-        } else {
-            self.handler.file_opts()
-        }
+    pub fn file_opts(&mut self, s: &Session, plain: bool) -> FileOpts {
+        self.send_path.for_write(s, plain)
     }
 
-    /// Counts the bytes of a write made with `opts` (a file path's share).
+    /// Counts the file bytes `s`'s last write sent with `opts`.
     #[inline]
-    pub fn count_file_write(&mut self, opts: FileOpts, had_files: bool, bytes: u64) {
-        if had_files {
-            self.send_path.count(opts, bytes);
+    pub fn count_file_write(&mut self, opts: FileOpts, s: &mut Session) {
+        if s.out.file_bytes != 0 {
+            self.send_path
+                .count(opts, std::mem::take(&mut s.out.file_bytes));
         }
     }
 
     /// Moves the turn's counters into the shared statistics.
     #[inline]
     pub fn flush(&mut self) {
-        if self.send_path.copied | self.send_path.sendfiled != 0 {
-            let (c, s) = (
-                std::mem::take(&mut self.send_path.copied),
-                std::mem::take(&mut self.send_path.sendfiled),
-            );
-            self.handler.stats().add_file_paths(c, s);
-        }
+        self.send_path.flush_into(self.handler.stats());
         self.handler.flush();
     }
 

@@ -46,6 +46,9 @@ pub struct OutQueue {
     files: VecDeque<FileSeg>,
     /// Successful send/sendfile calls so far (taken by the driver).
     pub writes: u64,
+    /// File bytes (not heads) [`OutQueue::write_to`] has sent so far, taken
+    /// by the driver for the per-path counts of `--stats`.
+    pub file_bytes: u64,
     /// Length of `buf` while it is lent to an asynchronous send
     /// ([`OutQueue::lend_mem_only`]; `buf` is then empty), else 0: the
     /// queue reads as holding those bytes until [`OutQueue::restore`].
@@ -218,6 +221,7 @@ impl OutQueue {
                                 let from_file = n - from_mem;
                                 held.0 += from_file;
                                 f.off += from_file as u64;
+                                self.file_bytes += from_file as u64;
                                 sent += n;
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -264,6 +268,7 @@ impl OutQueue {
                     Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
                     Ok(n) => {
                         self.writes += 1;
+                        self.file_bytes += n as u64;
                         sent += n;
                         *written += n as u64;
                     }

@@ -32,8 +32,10 @@
 
 use std::time::{Duration, Instant};
 
-use crate::config::FileIo;
+use crate::config::{FileIo, ServerConfig};
 use crate::out::FileOpts;
+use crate::session::Session;
+use crate::stats::Stats;
 
 /// The copy share moves in steps of 1/`STEPS`.
 pub const STEPS: u32 = 16;
@@ -64,12 +66,29 @@ pub struct SendPath {
     busy: Duration,
     /// When the worker last woke (None: waiting, or not measuring).
     awake_since: Option<Instant>,
-    /// Bytes sent by each path (for `--stats`), taken by the caller.
-    pub copied: u64,
-    pub sendfiled: u64,
+    /// File bytes sent by each path since the last
+    /// [`SendPath::flush_into`] (for `--stats`).
+    copied: u64,
+    sendfiled: u64,
 }
 
 impl SendPath {
+    /// The path chooser of one worker, from the configuration. `measure`:
+    /// the worker can time its waits (the event model); a worker that
+    /// cannot (the blocking models) treats `auto` as `sendfile`.
+    pub fn from_config(cfg: &ServerConfig, measure: bool) -> Self {
+        let mode = match cfg.file_io {
+            FileIo::Auto if !measure => FileIo::Sendfile,
+            m => m,
+        };
+        // Only `auto` looks at the minimum (sysfs is read only then).
+        let copy_min = match mode {
+            FileIo::Auto => cfg.copy_min.unwrap_or_else(default_copy_min),
+            FileIo::Sendfile | FileIo::Pread => u64::MAX,
+        };
+        SendPath::new(mode, cfg.copy_chunk, cfg.file_chunk, copy_min)
+    }
+
     /// `copy_chunk` / `sendfile_chunk`: most file bytes per system call on
     /// each path; `copy_min`: smallest file segment `auto` copies.
     pub fn new(mode: FileIo, copy_chunk: usize, sendfile_chunk: usize, copy_min: u64) -> Self {
@@ -115,12 +134,37 @@ impl SendPath {
         }
     }
 
-    /// Counts `bytes` sent by a write that used `opts`.
-    pub fn count(&mut self, opts: FileOpts, bytes: u64) {
+    /// The options of the next write of `s`'s output: when file bytes are
+    /// queued on a cleartext connection (`plain`), the path
+    /// [`SendPath::choose`] picks for this peer; otherwise the options are
+    /// not used for file bytes and the controller is not consulted.
+    #[inline]
+    pub fn for_write(&mut self, s: &Session, plain: bool) -> FileOpts {
+        match s.out.front_file_len() {
+            Some(len) if plain => self.choose(s.peer_is_loopback(), len),
+            _ => self.sendfile,
+        }
+    }
+
+    /// Counts `file_bytes` (file bytes only, not heads) sent by a write
+    /// that used `opts`.
+    #[inline]
+    pub fn count(&mut self, opts: FileOpts, file_bytes: u64) {
         if opts.pread {
-            self.copied += bytes;
+            self.copied += file_bytes;
         } else {
-            self.sendfiled += bytes;
+            self.sendfiled += file_bytes;
+        }
+    }
+
+    /// Moves the counts into the shared statistics (once per turn).
+    #[inline]
+    pub fn flush_into(&mut self, stats: &Stats) {
+        if self.copied | self.sendfiled != 0 {
+            stats.add_file_paths(
+                std::mem::take(&mut self.copied),
+                std::mem::take(&mut self.sendfiled),
+            );
         }
     }
 
@@ -321,6 +365,22 @@ mod tests {
         t += WINDOW;
         p.after_wait(t);
         assert_eq!(p.copy_share(), share);
+    }
+
+    #[test]
+    fn models_that_cannot_measure_treat_auto_as_sendfile() {
+        let root = std::env::temp_dir();
+        let mut cfg = ServerConfig::for_root(&root);
+        cfg.copy_min = Some(0);
+        let mut p = SendPath::from_config(&cfg, false);
+        for _ in 0..STEPS {
+            assert!(!p.choose(true, 1 << 30).pread);
+        }
+        let mut p = SendPath::from_config(&cfg, true);
+        assert!((0..STEPS).any(|_| p.choose(true, 1 << 30).pread));
+        cfg.file_io = FileIo::Pread;
+        let mut p = SendPath::from_config(&cfg, false);
+        assert!(p.choose(false, 1).pread);
     }
 
     #[test]

@@ -41,9 +41,10 @@ pub struct Snapshot {
     pub forked: u64,
     /// Child processes reaped (fork model).
     pub reaped: u64,
-    /// Bytes of cleartext writes of file bodies that copied (pread + send).
+    /// File bytes (not response heads) sent in cleartext by copying
+    /// (pread + send).
     pub file_copy_bytes: u64,
-    /// Bytes of cleartext writes of file bodies by sendfile.
+    /// File bytes (not response heads) sent in cleartext by sendfile.
     pub file_sendfile_bytes: u64,
 }
 

@@ -577,8 +577,7 @@ impl Worker {
                 // File segments: the synchronous path of the epoll engine.
                 let mut written = 0;
                 let core = &mut self.core;
-                let had_files = c.session.out.files_pending() > 0;
-                let opts = core.file_opts(&c.session);
+                let opts = core.file_opts(&c.session, true);
                 let r = c.session.out.write_to(
                     c.fd.as_raw_fd(),
                     core.handler.config().sendfile_chunk,
@@ -586,7 +585,7 @@ impl Worker {
                     &mut core.scratch,
                     &mut written,
                 );
-                core.count_file_write(opts, had_files, written);
+                core.count_file_write(opts, &mut c.session);
                 let writes = std::mem::take(&mut c.session.out.writes);
                 core.handler.count_io(written, writes);
                 if written > 0 {
