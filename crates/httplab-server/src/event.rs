@@ -43,6 +43,10 @@ pub(crate) struct Conn {
     /// most responses fit the socket buffer, and a writable-at-once
     /// registration costs a wake-up per new connection).
     want_write: bool,
+    /// Registered with epoll. A connection accepted with its request
+    /// already there is answered first and registered only if it lives on
+    /// ([`Worker::insert`]).
+    registered: bool,
 }
 
 impl Swept for Conn {
@@ -174,11 +178,13 @@ impl Worker {
                 self.conns.len() - 1
             }
         };
-        if self
-            .poll
-            .registry()
-            .register(&mut stream, Token(idx), Interest::READABLE)
-            .is_err()
+        let registered = !self.read_on_accept;
+        if registered
+            && self
+                .poll
+                .registry()
+                .register(&mut stream, Token(idx), Interest::READABLE)
+                .is_err()
         {
             self.core.free.push(idx);
             self.core.handler.stats().closed();
@@ -190,15 +196,45 @@ impl Worker {
             tp,
             linger_until: None,
             want_write: false,
+            registered,
         });
         self.core.open += 1;
         if self.read_on_accept {
             // With TCP_DEFER_ACCEPT the request is (almost always) already
-            // here: answer it now instead of after another poll round.
+            // here: answer it now instead of after another poll round, and
+            // register the connection only if it is still open then, so one
+            // answered and closed at once costs no epoll_ctl (measured in
+            // BENCHMARKS.md, "Server cost per request: where the time goes").
+            // Registering late loses no event: adding a descriptor to an
+            // epoll set reports what is already readable or writable, edge
+            // triggering included.
             self.drive(idx);
+            self.register_late(idx);
         }
         // Otherwise no read attempt: the edge-triggered registration
         // reports data that is already waiting.
+    }
+
+    /// Registers a connection [`Worker::insert`] answered before
+    /// registering it, if it is still open; closes it if that fails.
+    fn register_late(&mut self, idx: usize) {
+        let Some(Some(c)) = self.conns.get_mut(idx) else {
+            return;
+        };
+        let interest = if c.want_write {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        let ok = self
+            .poll
+            .registry()
+            .register(&mut c.stream, Token(idx), interest)
+            .is_ok();
+        c.registered = ok;
+        if !ok {
+            self.close(idx);
+        }
     }
 
     fn close(&mut self, idx: usize) {
@@ -263,15 +299,18 @@ impl Worker {
                     Ok(Flush::Blocked) => {
                         if !c.want_write {
                             c.want_write = true;
-                            if self
-                                .poll
-                                .registry()
-                                .reregister(
-                                    &mut c.stream,
-                                    Token(idx),
-                                    Interest::READABLE | Interest::WRITABLE,
-                                )
-                                .is_err()
+                            // Not yet registered: `register_late` asks for
+                            // writability.
+                            if c.registered
+                                && self
+                                    .poll
+                                    .registry()
+                                    .reregister(
+                                        &mut c.stream,
+                                        Token(idx),
+                                        Interest::READABLE | Interest::WRITABLE,
+                                    )
+                                    .is_err()
                             {
                                 return false;
                             }
