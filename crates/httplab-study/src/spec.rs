@@ -551,11 +551,17 @@ pub enum Metric {
     /// capacity search (higher is better); with `cpu_quota`, every server
     /// held to the same share of a core.
     ReqPerServerCpuS,
+    /// Median response time of the unqueued probe (`probe`), ms (lower is
+    /// better): what the server gives a client that does not queue.
+    ProbeP50Ms,
+    /// p99 response time of the unqueued probe, ms (lower is better; only
+    /// from runs whose probe got at least 100 replies).
+    ProbeP99Ms,
 }
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 16] = [
         Metric::ReplyRate,
         Metric::ThroughputMbS,
         Metric::ResponseMs,
@@ -570,6 +576,8 @@ impl Metric {
         Metric::ServerCpuUsPerReq,
         Metric::MaxRate,
         Metric::ReqPerServerCpuS,
+        Metric::ProbeP50Ms,
+        Metric::ProbeP99Ms,
     ];
     /// Column heading.
     pub fn label(self) -> &'static str {
@@ -588,6 +596,8 @@ impl Metric {
             Metric::ServerCpuUsPerReq => "server CPU µs / reply",
             Metric::MaxRate => "max sustained conn/s",
             Metric::ReqPerServerCpuS => "replies / server CPU-s at saturation",
+            Metric::ProbeP50Ms => "probe response ms (median)",
+            Metric::ProbeP99Ms => "probe response ms (p99)",
         }
     }
     /// Snake-case key (as in study files and CSV headers).
@@ -607,6 +617,8 @@ impl Metric {
             Metric::ServerCpuUsPerReq => "server_cpu_us_per_req",
             Metric::MaxRate => "max_rate",
             Metric::ReqPerServerCpuS => "req_per_server_cpu_s",
+            Metric::ProbeP50Ms => "probe_p50_ms",
+            Metric::ProbeP99Ms => "probe_p99_ms",
         }
     }
     /// True when a larger value is better.

@@ -168,23 +168,15 @@ impl SweepPlan {
     /// measured connections are still `conns_at(rate)`.
     pub fn load_args(&self, t: &Target, rate: f64) -> Vec<String> {
         let warm = (rate * self.warmup_s).ceil() as u64;
-        let mut a = vec![
-            "httplab load".to_string(),
-            "--server".into(),
-            t.host.clone(),
-            "--port".into(),
-            t.port.to_string(),
-            "--uri".into(),
-            t.uri.clone(),
-            "--rate".into(),
-            fmt_rate(rate),
-            "--num-conns".into(),
-            (self.conns_at(rate) + warm).to_string(),
-            "--num-calls".into(),
-            self.num_calls.to_string(),
-            "--timeout".into(),
-            abcsv::perl_number(self.timeout_s),
-        ];
+        let mut a = self.run_args(
+            t,
+            [
+                "--rate".into(),
+                fmt_rate(rate),
+                "--num-conns".into(),
+                (self.conns_at(rate) + warm).to_string(),
+            ],
+        );
         if warm > 0 {
             a.extend(["--warmup".into(), abcsv::perl_number(self.warmup_s)]);
         }
@@ -198,6 +190,29 @@ impl SweepPlan {
         if let Some(at) = self.step_start(t, rate) {
             a.extend(["--start-at".into(), format!("{at:.6}")]);
         }
+        a
+    }
+
+    /// The arguments every run of the sweep against `t` has: the target,
+    /// then `offer` (how the load is offered: a rate and a connection count,
+    /// or stages), then the calls per connection and the timeout.
+    pub fn run_args<const N: usize>(&self, t: &Target, offer: [String; N]) -> Vec<String> {
+        let mut a = vec![
+            "httplab load".to_string(),
+            "--server".into(),
+            t.host.clone(),
+            "--port".into(),
+            t.port.to_string(),
+            "--uri".into(),
+            t.uri.clone(),
+        ];
+        a.extend(offer);
+        a.extend([
+            "--num-calls".into(),
+            self.num_calls.to_string(),
+            "--timeout".into(),
+            abcsv::perl_number(self.timeout_s),
+        ]);
         a
     }
 

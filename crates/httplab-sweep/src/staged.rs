@@ -34,21 +34,7 @@ pub const TAIL_S: f64 = 1.0;
 
 /// The `httplab load` arguments of a staged sweep's one run against `t`.
 pub fn load_args(plan: &SweepPlan, t: &Target) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "httplab load".into(),
-        "--server".into(),
-        t.host.clone(),
-        "--port".into(),
-        t.port.to_string(),
-        "--uri".into(),
-        t.uri.clone(),
-        "--stages".into(),
-        stage_list(plan),
-        "--num-calls".into(),
-        plan.num_calls.to_string(),
-        "--timeout".into(),
-        httplab_report::csv::perl_number(plan.timeout_s),
-    ];
+    let mut a = plan.run_args(t, ["--stages".into(), stage_list(plan)]);
     a.extend(plan.passthrough.iter().cloned());
     a
 }

@@ -19,11 +19,13 @@ pub(super) fn unhuffman(
     out: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
 ) -> Result<bool, Malformed> {
-    if !has_huffman(block)? {
+    let Some(mut at) = first_huffman(block)? else {
         return Ok(false);
-    }
+    };
+    // Everything before the first coded string's representation is copied
+    // as it is, without being walked again.
     out.clear();
-    let mut at = 0;
+    out.extend_from_slice(&block[..at]);
     while at < block.len() {
         let first = block[at];
         let (prefix, strings) = representation(first);
@@ -75,17 +77,19 @@ fn representation(first: u8) -> (u8, Strings) {
     }
 }
 
-/// Whether any string literal of the block is Huffman-coded.
-fn has_huffman(block: &[u8]) -> Result<bool, Malformed> {
+/// Where the first field representation holding a Huffman-coded string
+/// literal starts, if any does.
+fn first_huffman(block: &[u8]) -> Result<Option<usize>, Malformed> {
     let mut at = 0;
     while at < block.len() {
+        let start = at;
         let (prefix, strings) = representation(block[at]);
         let (index, used) = integer(&block[at..], prefix)?;
         at += used;
         for _ in 0..strings.count(index) {
             let s = block.get(at).ok_or(Malformed)?;
             if s & 0x80 != 0 {
-                return Ok(true);
+                return Ok(Some(start));
             }
             let (len, used) = integer(&block[at..], 7)?;
             at = at
@@ -95,7 +99,7 @@ fn has_huffman(block: &[u8]) -> Result<bool, Malformed> {
                 .ok_or(Malformed)?;
         }
     }
-    Ok(false)
+    Ok(None)
 }
 
 /// Copies the string literal at the start of `b` into `out`, raw; returns

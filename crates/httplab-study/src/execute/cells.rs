@@ -65,6 +65,17 @@ pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
             v.insert(Metric::P99Ms, p);
         }
     }
+    if let Some(p) = r.probe.as_ref().filter(|p| p.response.count > 0) {
+        if let Some(x) = p.response.at(50.0) {
+            v.insert(Metric::ProbeP50Ms, x);
+        }
+        // Fewer replies make the probe's p99 its few slowest replies.
+        if p.response.count >= m::PROBE_MIN_REPLIES {
+            if let Some(x) = p.response.at(99.0) {
+                v.insert(Metric::ProbeP99Ms, x);
+            }
+        }
+    }
     if r.connection.lifetime_ms.count > 0 {
         v.insert(Metric::ConnectionMs, r.connection.lifetime_ms.avg);
     }
@@ -196,6 +207,27 @@ impl CellData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_gives_its_median_and_with_enough_replies_its_p99() {
+        let mut r = m::RunResult::default();
+        assert!(!metrics_of(&r).contains_key(&Metric::ProbeP50Ms));
+        let mut p = m::ProbeResult::default();
+        p.response.count = m::PROBE_MIN_REPLIES - 1;
+        for (pct, ms) in [(50.0, 0.2), (99.0, 3.0)] {
+            p.response.percentiles.push(m::Percentile { pct, ms });
+        }
+        r.probe = Some(p);
+        let v = metrics_of(&r);
+        assert_eq!(v.get(&Metric::ProbeP50Ms), Some(&0.2));
+        assert_eq!(
+            v.get(&Metric::ProbeP99Ms),
+            None,
+            "too few replies for a p99"
+        );
+        r.probe.as_mut().unwrap().response.count = m::PROBE_MIN_REPLIES;
+        assert_eq!(metrics_of(&r).get(&Metric::ProbeP99Ms), Some(&3.0));
+    }
 
     #[test]
     fn a_run_without_replies_or_errors_measured_nothing() {

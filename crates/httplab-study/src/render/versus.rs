@@ -149,6 +149,16 @@ fn words(metric: Option<Metric>) -> (&'static str, &'static str, &'static str) {
         Some(Metric::ConnectionMs) => ("takes", "the mean connection time", "faster"),
         Some(Metric::SessionMs) => ("takes", "the mean session time", "faster"),
         Some(Metric::SessionP50Ms) => ("takes", "the median session time", "faster"),
+        Some(Metric::ProbeP50Ms) => (
+            "takes",
+            "the unqueued probe's median response time",
+            "faster",
+        ),
+        Some(Metric::ProbeP99Ms) => (
+            "takes",
+            "the unqueued probe's 99th-percentile response time",
+            "faster",
+        ),
         None => ("measures", "the figure", "better"),
     }
 }
