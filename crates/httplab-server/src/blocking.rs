@@ -100,7 +100,7 @@ fn run_session(
             let mut written = 0;
             let opts = path.for_write(s, tp.is_plain());
             let r = tp.write(s, fd, usize::MAX, opts, scratch, &mut written);
-            path.count(opts, std::mem::take(&mut s.out.file_bytes));
+            path.count_sent(opts, &mut s.out);
             path.flush_into(h.stats());
             let writes = std::mem::take(&mut s.out.writes);
             h.count_io(written, writes);

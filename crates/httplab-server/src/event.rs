@@ -204,7 +204,8 @@ impl Worker {
             // here: answer it now instead of after another poll round, and
             // register the connection only if it is still open then, so one
             // answered and closed at once costs no epoll_ctl (measured in
-            // BENCHMARKS.md, "Server cost per request: where the time goes").
+            // BENCHMARKS.md, "A new connection answered before it is
+            // registered with epoll").
             // Registering late loses no event: adding a descriptor to an
             // epoll set reports what is already readable or writable, edge
             // triggering included.
@@ -279,7 +280,7 @@ impl Worker {
             if c.tp.has_output(&c.session) {
                 let mut written = 0;
                 let core = &mut self.core;
-                let opts = core.file_opts(&c.session, c.tp.is_plain());
+                let opts = core.send_path.for_write(&c.session, c.tp.is_plain());
                 let r = c.tp.write(
                     &mut c.session,
                     fd,
@@ -288,7 +289,7 @@ impl Worker {
                     &mut core.scratch,
                     &mut written,
                 );
-                core.count_file_write(opts, &mut c.session);
+                core.send_path.count_sent(opts, &mut c.session.out);
                 let writes = std::mem::take(&mut c.session.out.writes);
                 core.handler.count_io(written, writes);
                 if written > 0 {

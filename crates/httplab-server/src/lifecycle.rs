@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::handler::Handler;
-use crate::out::FileOpts;
 use crate::sendpath::SendPath;
 use crate::session::{CloseReason, Session};
 
@@ -259,22 +258,6 @@ impl Core {
             now: Instant::now(),
             send_path,
             nodelay_inherited: None,
-        }
-    }
-
-    /// The options of the next write of `s`'s output to its socket
-    /// (`plain`: no TLS): see [`SendPath::for_write`].
-    #[inline]
-    pub fn file_opts(&mut self, s: &Session, plain: bool) -> FileOpts {
-        self.send_path.for_write(s, plain)
-    }
-
-    /// Counts the file bytes `s`'s last write sent with `opts`.
-    #[inline]
-    pub fn count_file_write(&mut self, opts: FileOpts, s: &mut Session) {
-        if s.out.file_bytes != 0 {
-            self.send_path
-                .count(opts, std::mem::take(&mut s.out.file_bytes));
         }
     }
 

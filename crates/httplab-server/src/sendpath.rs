@@ -33,7 +33,7 @@
 use std::time::{Duration, Instant};
 
 use crate::config::{FileIo, ServerConfig};
-use crate::out::FileOpts;
+use crate::out::{FileOpts, OutQueue};
 use crate::session::Session;
 use crate::stats::Stats;
 
@@ -146,10 +146,19 @@ impl SendPath {
         }
     }
 
+    /// Counts the file bytes `out`'s last write sent with `opts` (taking
+    /// them from [`OutQueue::file_bytes`]). Inlined: a write of memory bytes
+    /// only pays one test.
+    #[inline]
+    pub fn count_sent(&mut self, opts: FileOpts, out: &mut OutQueue) {
+        if out.file_bytes != 0 {
+            self.count(opts, std::mem::take(&mut out.file_bytes));
+        }
+    }
+
     /// Counts `file_bytes` (file bytes only, not heads) sent by a write
     /// that used `opts`.
-    #[inline]
-    pub fn count(&mut self, opts: FileOpts, file_bytes: u64) {
+    fn count(&mut self, opts: FileOpts, file_bytes: u64) {
         if opts.pread {
             self.copied += file_bytes;
         } else {
@@ -388,8 +397,13 @@ mod tests {
         let mut p = auto();
         let c = p.copy;
         let s = p.sendfile;
-        p.count(c, 10);
-        p.count(s, 5);
+        let mut out = OutQueue::default();
+        out.file_bytes = 10;
+        p.count_sent(c, &mut out);
+        assert_eq!(out.file_bytes, 0, "taken");
+        out.file_bytes = 5;
+        p.count_sent(s, &mut out);
+        p.count_sent(c, &mut out);
         assert_eq!((p.copied, p.sendfiled), (10, 5));
     }
 }

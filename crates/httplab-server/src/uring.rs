@@ -577,7 +577,7 @@ impl Worker {
                 // File segments: the synchronous path of the epoll engine.
                 let mut written = 0;
                 let core = &mut self.core;
-                let opts = core.file_opts(&c.session, true);
+                let opts = core.send_path.for_write(&c.session, true);
                 let r = c.session.out.write_to(
                     c.fd.as_raw_fd(),
                     core.handler.config().sendfile_chunk,
@@ -585,7 +585,7 @@ impl Worker {
                     &mut core.scratch,
                     &mut written,
                 );
-                core.count_file_write(opts, &mut c.session);
+                core.send_path.count_sent(opts, &mut c.session.out);
                 let writes = std::mem::take(&mut c.session.out.writes);
                 core.handler.count_io(written, writes);
                 if written > 0 {

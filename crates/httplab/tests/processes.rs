@@ -124,17 +124,19 @@ struct StopOnDrop(Option<u32>);
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
         if let Some(pid) = self.0.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &pid.to_string()])
-                .status();
+            sigterm(pid);
         }
     }
 }
 
-fn httplab_sys_signal(pid: u32) {
-    let ok = Command::new("kill")
+/// Sends SIGTERM to `pid`; whether `kill` succeeded.
+fn sigterm(pid: u32) -> bool {
+    Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
-        .expect("kill");
-    assert!(ok.success());
+        .is_ok_and(|s| s.success())
+}
+
+fn httplab_sys_signal(pid: u32) {
+    assert!(sigterm(pid), "kill -TERM {pid}");
 }
