@@ -114,7 +114,7 @@ http {
   tcp_nodelay on;
   open_file_cache max=10000 inactive=60s;
   open_file_cache_valid 60s;
-  keepalive_requests 100000000;
+  keepalive_requests ${NGINX_KEEPALIVE_REQUESTS:-100000000};
   keepalive_timeout ${NGINX_KEEPALIVE:-75s};
   server {
     listen 127.0.0.1:$SERVER_PORT$ssl backlog=4096;

@@ -101,11 +101,7 @@ fn percent(what: &str, s: &str) -> Result<f64> {
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return Ok(ExitCode::from(code));
-        }
+        Err(e) => return Ok(httplab_usage::clap_exit("compare", &e, &[])),
     };
     match run(&cli) {
         Ok(code) => Ok(code),
@@ -117,7 +113,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             eprintln!("httplab compare: error: {e:#}");
-            Ok(ExitCode::from(2))
+            Ok(ExitCode::from(httplab_usage::USAGE))
         }
     }
 }

@@ -402,6 +402,24 @@ pub enum Parsed {
     Text(String),
 }
 
+/// Spellings of wrk, oha and hey, and what `httplab load` says instead.
+const LOAD_HINTS: &[httplab_usage::Hint] = &[
+    (
+        "-c",
+        "--users N (N closed-loop users) or --num-conns N --rate R (open loop)",
+    ),
+    (
+        "--connections",
+        "--users N (N closed-loop users) or --num-conns N --rate R (open loop)",
+    ),
+    ("-t", "--threads N"),
+    ("-z", "--duration D"),
+    (
+        "-n",
+        "--num-conns N (httperf) or --users U --requests-per-user N",
+    ),
+];
+
 /// Parses `httplab load` arguments (`args[0]` is the program name).
 pub fn parse(args: &[OsString]) -> Result<Parsed> {
     let cmd = Cli::command();
@@ -414,9 +432,10 @@ pub fn parse(args: &[OsString]) -> Result<Parsed> {
                     return Ok(Parsed::Text(e.render().to_string()))
                 }
                 _ => {
-                    let text = e.render().to_string();
+                    let text = httplab_usage::clap_message("load", &e, LOAD_HINTS);
                     let text = text.trim_end();
-                    bail!("{}", text.strip_prefix("error: ").unwrap_or(text))
+                    let text = text.strip_prefix("httplab load: error: ").unwrap_or(text);
+                    return Err(httplab_usage::usage(text).into());
                 }
             }
         }

@@ -13,7 +13,9 @@ use crate::{cli, client_check, sys};
 
 /// Entry point of `httplab load`: `args[0]` is the program name.
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
-    let (spec, times) = match cli::parse(&args)? {
+    // Everything the command line says wrong is a usage error (status 2).
+    let parsed = cli::parse(&args).map_err(|e| httplab_usage::usage(format!("{e:#}")))?;
+    let (spec, times) = match parsed {
         cli::Parsed::Text(t) => {
             print!("{t}");
             return Ok(ExitCode::SUCCESS);
@@ -97,9 +99,65 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
             .with_context(|| format!("cannot write --series file {}", path.display()))?;
     }
     drop(live);
-    Ok(if result.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(exit_status(&spec, &[&result]))
+}
+
+/// The exit status of a finished load (every output already written): 130
+/// when interrupted; 1, with the reason on stderr, when some run measured
+/// nothing because no server answered; 0 otherwise.
+pub(crate) fn exit_status(
+    spec: &crate::spec::LoadSpec,
+    runs: &[&httplab_model::RunResult],
+) -> ExitCode {
+    if runs.iter().any(|r| r.interrupted) {
+        return ExitCode::from(130);
+    }
+    match runs.iter().find_map(|r| nothing_answered(spec, r)) {
+        Some(why) => {
+            eprintln!("httplab load: error: {why}");
+            ExitCode::FAILURE
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// Why a run measured nothing: calls were made or attempted and not one
+/// reply came back (a reply of any status counts as an answer).
+pub(crate) fn nothing_answered(
+    spec: &crate::spec::LoadSpec,
+    r: &httplab_model::RunResult,
+) -> Option<String> {
+    let t = &r.totals;
+    if t.replies > 0 || (t.connections == 0 && r.errors.total == 0) {
+        return None;
+    }
+    let e = &r.errors;
+    let classes = [
+        (e.connrefused, "connection refused"),
+        (e.socket_timo, "connect timed out"),
+        (e.client_timo, "no answer within --timeout"),
+        (e.connreset, "connection closed or reset"),
+        (e.fd_unavail, "out of file descriptors"),
+        (e.addrunavail, "out of local ports"),
+        (
+            e.response_timo,
+            "reply not complete within --max-response-time",
+        ),
+        (e.tls, "TLS failure"),
+        (e.other.saturating_sub(e.tls), "protocol error"),
+    ];
+    let mut why: Vec<String> = classes
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{w} ×{n}"))
+        .collect();
+    if why.is_empty() {
+        why.push(format!("{} connections, no reply", t.connections));
+    }
+    Some(format!(
+        "no server answered at {}:{}: {}",
+        spec.server,
+        spec.port,
+        why.join(", ")
+    ))
 }

@@ -28,7 +28,7 @@ use crate::clock::{us, MAX_SLEEP};
 use crate::h1::Pending;
 use crate::record::{self, Verifier};
 use crate::session::{Action, Outcome, Rules};
-use crate::slot::{self, Slot};
+use crate::slot::{self, Link, Slot};
 use crate::spec::Arrival;
 use crate::stats::{rec, ErrClass};
 use crate::sys;
@@ -380,9 +380,14 @@ impl<'a> Worker<'a> {
         match self.free.pop() {
             Some(i) => i,
             None => {
+                let link = match self.tls_cfg {
+                    Some(_) => Link::Tls,
+                    None => Link::Plain,
+                };
                 self.slots.push(Slot::new(
                     now,
                     self.ctx.spec.print_reply.any(),
+                    link,
                     self.h2.as_ref().map(|h| h.conn()),
                 ));
                 self.slots.len() - 1
@@ -559,7 +564,8 @@ impl<'a> Worker<'a> {
     fn flush(&mut self, idx: usize, now: Instant) {
         let s = &mut self.slots[idx];
         let r = match (s.uc, self.ring.as_mut()) {
-            (Some(id), Some(ring)) => {
+            // The ring exists for cleartext runs only (`Worker::new`).
+            (Some(id), Some(ring)) if s.link() == Link::Plain => {
                 // io_uring: the bytes move into the connection's send buffer and
                 // go out with the turn's submission; while an earlier send is in
                 // flight they wait in `h1` (Done::Sent flushes again).
@@ -576,8 +582,7 @@ impl<'a> Worker<'a> {
                     Err(e) => Err(ErrClass::from_io(&e)),
                 }
             }
-            _ if s.tls.is_some() => s.write_tls(&mut self.tally),
-            _ => s.write_plain(&mut self.tally),
+            _ => s.write_out(&mut self.tally),
         };
         if let Err(c) = r {
             self.fail(idx, c, now);
@@ -650,6 +655,12 @@ impl<'a> Worker<'a> {
         }
         self.slots[idx].sess.connected();
         self.drive(idx, now);
+        // What was queued before the handshake (an HTTP/2 preface, calls
+        // sent while connecting) goes out now, inside the TLS session.
+        let s = &self.slots[idx];
+        if s.in_use && s.has_conn() && !s.wire.output().is_empty() {
+            self.flush(idx, now);
+        }
     }
 
     /// Counts a failed handshake of slot `idx` (once) and ends its handshake state.

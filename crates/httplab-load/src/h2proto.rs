@@ -135,7 +135,8 @@ pub(crate) enum Event {
     Refused { call: Pending, reset: bool },
     /// The server will accept no new streams on this connection (`code`:
     /// why); the streams it did not process follow as [`Event::Refused`].
-    GoAway { code: u32 },
+    /// `previous`: the code of an earlier GOAWAY on the same connection.
+    GoAway { code: u32, previous: Option<u32> },
 }
 
 /// Input after which the connection cannot go on; the driver closes it
@@ -229,6 +230,8 @@ pub(crate) struct H2Conn {
     peer_max_frame: usize,
     /// A GOAWAY arrived: no new streams.
     going_away: bool,
+    /// The code of the last GOAWAY received.
+    goaway_code: Option<u32>,
     /// Octets received on the connection since its window was topped up.
     conn_unacked: u32,
     /// The server's first SETTINGS arrived.
@@ -259,6 +262,7 @@ impl H2Conn {
             peer_limit: u32::MAX,
             peer_max_frame: MAX_FRAME,
             going_away: false,
+            goaway_code: None,
             conn_unacked: 0,
             settled: false,
             fresh: true,
@@ -283,6 +287,7 @@ impl H2Conn {
         self.peer_limit = u32::MAX;
         self.peer_max_frame = MAX_FRAME;
         self.going_away = false;
+        self.goaway_code = None;
         self.conn_unacked = 0;
         self.settled = false;
         self.fresh = true;
@@ -567,8 +572,14 @@ impl H2Conn {
                 }
                 let last = be32(payload) & 0x7fff_ffff;
                 let code = be32(&payload[4..]);
+                // A connection may carry several GOAWAYs (a graceful one
+                // with the largest id, then the real last id): the
+                // connection is counted once, by its last code.
+                on(Event::GoAway {
+                    code,
+                    previous: self.goaway_code.replace(code),
+                });
                 self.going_away = true;
-                on(Event::GoAway { code });
                 // Streams above `last` were not processed.
                 let mut i = 0;
                 while i < self.streams.len() {

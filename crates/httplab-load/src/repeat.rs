@@ -55,7 +55,6 @@ pub(crate) fn run_repeated(
     let mut it = runs.into_iter();
     let mut result = it.next().context("no run was made")?;
     result.repeats = it.collect();
-    let interrupted = result.runs().iter().any(|r| r.interrupted);
     if !spec.quiet {
         print!("{}", render_summary(&result));
     }
@@ -64,11 +63,7 @@ pub(crate) fn run_repeated(
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write --json file {}", path.display()))?;
     }
-    Ok(if interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(crate::command::exit_status(spec, &result.runs()))
 }
 
 /// Replies per second of the measurement window (the study's and `httplab compare`'s

@@ -1171,8 +1171,8 @@ fn render_http2_block(o: &mut String, r: &httplab_model::RunResult) {
     );
     let _ = writeln!(
         o,
-        "HTTP/2 streams: started {} completed {} failed {}",
-        h.streams_started, h.streams_completed, h.streams_failed
+        "HTTP/2 streams: started {} completed {} failed {}; not processed by the server and retried {}",
+        h.streams_started, h.streams_completed, h.streams_failed, h.streams_retried
     );
     let _ = writeln!(
         o,

@@ -50,7 +50,11 @@ pub(crate) struct Slot {
     pub conn_measured: bool,
     /// The protocol state of the connection (requests out, replies in).
     pub wire: Wire,
-    /// HTTPS: the TLS state of the connection (between socket and `h1`).
+    /// Whether the run's connections speak TLS: fixed for the slot's life,
+    /// so no reconnect path can write a connection's bytes in the clear.
+    link: Link,
+    /// HTTPS: the TLS state of the connection (between socket and `h1`);
+    /// `None` on a TLS link until the handshake starts.
     pub tls: Option<Box<ClientConnection>>,
     /// The TLS handshake is under way (requests wait for its end).
     pub handshaking: bool,
@@ -66,9 +70,10 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    /// A slot; `http2`: its connections speak HTTP/2 (`--http2`), starting
-    /// from this machine.
-    pub fn new(now: Instant, capture: bool, http2: Option<H2Conn>) -> Slot {
+    /// A slot; `link`: plain or TLS, for every connection it opens;
+    /// `http2`: its connections speak HTTP/2 (`--http2`), starting from this
+    /// machine.
+    pub fn new(now: Instant, capture: bool, link: Link, http2: Option<H2Conn>) -> Slot {
         Slot {
             gen: 0,
             in_use: false,
@@ -81,6 +86,7 @@ impl Slot {
             conn_replies: 0,
             conn_measured: true,
             wire: Wire::new(capture, http2),
+            link,
             tls: None,
             handshaking: false,
             hs_start: now,
@@ -119,8 +125,25 @@ impl Slot {
         }
     }
 
-    /// Writes `h1`'s output to the plain socket until it would block.
-    pub fn write_plain(&mut self, tally: &mut Tally) -> Result<(), ErrClass> {
+    /// Writes the connection's output until the socket would block: on a
+    /// plain link to the socket; on a TLS link only into the TLS session,
+    /// and before that session exists not at all (an HTTP/2 preface or a
+    /// request queued while connecting waits for the handshake).
+    pub fn write_out(&mut self, tally: &mut Tally) -> Result<(), ErrClass> {
+        match (self.link, self.tls.is_some()) {
+            (Link::Plain, _) => self.write_plain(tally),
+            (Link::Tls, true) => self.write_tls(tally),
+            (Link::Tls, false) => Ok(()),
+        }
+    }
+
+    /// Whether the connection's bytes go through TLS.
+    pub fn link(&self) -> Link {
+        self.link
+    }
+
+    /// Writes the output to the plain socket until it would block.
+    fn write_plain(&mut self, tally: &mut Tally) -> Result<(), ErrClass> {
         let Some(sock) = self.sock.as_mut() else {
             return Ok(());
         };
@@ -142,7 +165,7 @@ impl Slot {
     }
 
     /// HTTPS: requests into rustls (after the handshake), records out to the socket.
-    pub fn write_tls(&mut self, tally: &mut Tally) -> Result<(), ErrClass> {
+    fn write_tls(&mut self, tally: &mut Tally) -> Result<(), ErrClass> {
         let (Some(sock), Some(tls)) = (self.sock.as_mut(), self.tls.as_mut()) else {
             return Ok(());
         };
@@ -214,6 +237,15 @@ impl Slot {
             let _ = tls.write_tls(sock);
         }
     }
+}
+
+/// How a slot's connections carry their bytes: decided once per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// Cleartext TCP.
+    Plain,
+    /// TLS: every byte of the protocol's output goes through rustls.
+    Tls,
 }
 
 /// The protocol side of a slot's connection: HTTP/1.1, or with `--http2`

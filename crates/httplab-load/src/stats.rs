@@ -636,6 +636,8 @@ pub(crate) struct StreamCounts {
     pub started: u64,
     pub completed: u64,
     pub failed: u64,
+    /// HTTP/2: calls the server did not process, made again.
+    pub retried: u64,
 }
 
 impl StreamCounts {
@@ -643,6 +645,7 @@ impl StreamCounts {
         self.started += o.started;
         self.completed += o.completed;
         self.failed += o.failed;
+        self.retried += o.retried;
     }
 }
 
@@ -698,6 +701,7 @@ impl H2Stats {
             streams_started: self.streams.started,
             streams_completed: self.streams.completed,
             streams_failed: self.streams.failed,
+            streams_retried: self.streams.retried,
             rst_stream_received: named(&self.rst),
             goaway_received: self.goaway_conns,
             goaway_reasons: named(&self.goaway_reasons),

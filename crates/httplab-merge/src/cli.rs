@@ -66,11 +66,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
 pub fn cli_main_with(args: Vec<OsString>, analyze: Option<Analyze>) -> Result<ExitCode> {
     let cli = match MergeCli::try_parse_from(args) {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return Ok(ExitCode::from(code));
-        }
+        Err(e) => return Ok(httplab_usage::clap_exit("merge", &e, &[])),
     };
     let to_stdout = cli.output.as_os_str() == "-";
     if !to_stdout {
@@ -78,17 +74,21 @@ pub fn cli_main_with(args: Vec<OsString>, analyze: Option<Analyze>) -> Result<Ex
     }
     let mut docs = Vec::with_capacity(cli.inputs.len());
     for p in &cli.inputs {
-        let text =
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
-        let doc = Document::from_json(&text)
-            .map_err(|e| anyhow::anyhow!("{}: not an httplab result: {e}", p.display()))?;
+        // An input that cannot be read or is no result: a usage error.
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| httplab_usage::usage(format!("cannot read {}: {e}", p.display())))?;
+        let doc = Document::from_json(&text).map_err(|e| {
+            httplab_usage::usage(format!("{}: not an httplab result: {e}", p.display()))
+        })?;
         docs.push((p.display().to_string(), doc));
     }
     let opts = Options {
         force: cli.force,
         max_skew_s: cli.max_skew,
     };
-    let merged = merge_documents(docs, &opts, analyze)?;
+    // Shards that do not make one run are refused: the inputs are wrong.
+    let merged = merge_documents(docs, &opts, analyze)
+        .map_err(|e| httplab_usage::usage(format!("{e:#}")))?;
     for w in &merged.warnings {
         eprintln!("httplab merge: warning: {w}");
     }

@@ -110,6 +110,7 @@ fn merge_http2(parts: &[(&str, &Http2Summary)]) -> Result<Http2Summary, MergeErr
         streams_started: sum(|b| b.streams_started),
         streams_completed: sum(|b| b.streams_completed),
         streams_failed: sum(|b| b.streams_failed),
+        streams_retried: sum(|b| b.streams_retried),
         rst_stream_received: sum_maps(parts.iter().map(|(_, b)| b.rst_stream_received.clone())),
         goaway_received: sum(|b| b.goaway_received),
         goaway_reasons: sum_maps(parts.iter().map(|(_, b)| b.goaway_reasons.clone())),

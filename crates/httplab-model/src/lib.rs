@@ -958,6 +958,11 @@ pub struct Http2Summary {
     pub streams_completed: u64,
     /// Streams that failed (reset, connection lost, timed out).
     pub streams_failed: u64,
+    /// Calls the server did not process (above a GOAWAY's last stream id,
+    /// or refused with REFUSED_STREAM), made again on a new connection:
+    /// neither errors nor in `streams_started`.
+    #[serde(default)]
+    pub streams_retried: u64,
     /// RST_STREAM frames received, by error code name (e.g. `CANCEL`).
     #[serde(default)]
     pub rst_stream_received: std::collections::BTreeMap<String, u64>,

@@ -92,15 +92,11 @@ pub fn read_document(path: &std::path::Path) -> Result<Document> {
 pub fn report_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     let cli = match ReportCli::try_parse_from(args) {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return Ok(ExitCode::from(code));
-        }
+        Err(e) => return Ok(httplab_usage::clap_exit("report", &e, &[])),
     };
     let mut docs = Vec::new();
     for p in &cli.results {
-        docs.push(read_document(p)?);
+        docs.push(read_document(p).map_err(|e| httplab_usage::usage(format!("{e:#}")))?);
     }
     let opts = ReportOptions {
         title: cli.title.clone().unwrap_or_default(),

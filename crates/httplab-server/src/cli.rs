@@ -112,7 +112,8 @@ pub struct Args {
     /// With --file-io auto: the smallest file (segment) that may be copied
     /// to a loopback peer; smaller ones always go by sendfile, as their
     /// pages stay in the CPU cache anyway. Default: half the CPU's
-    /// last-level cache (sysfs), 16MiB where unknown
+    /// last-level cache (sysfs), at most 16MiB (virtual machines report
+    /// their host's cache), 16MiB where unknown
     #[arg(long, value_parser = parse_size)]
     pub copy_min: Option<usize>,
     /// File bytes one connection sends before other connections get a turn
@@ -358,6 +359,15 @@ fn start_metrics(
     Ok(httplab_live::start(addr, registry)?)
 }
 
+/// Spellings of other servers' command lines, and what `httplab serve` says instead.
+const SERVE_HINTS: &[httplab_usage::Hint] = &[
+    ("--port", "--listen ADDR:PORT (e.g. --listen 0.0.0.0:8080)"),
+    ("-p", "--listen ADDR:PORT (e.g. --listen 0.0.0.0:8080)"),
+    ("--bind", "--listen ADDR:PORT"),
+    ("--dir", "--root DIR"),
+    ("--docroot", "--root DIR"),
+];
+
 /// Runs `httplab serve` in the foreground until SIGINT or SIGTERM.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     run(args, &mut |_| {})
@@ -368,26 +378,22 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     let raw_args = args.clone();
     let args = match Args::try_parse_from(args) {
         Ok(a) => a,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return Ok(ExitCode::from(code));
-        }
+        Err(e) => return Ok(httplab_usage::clap_exit("serve", &e, SERVE_HINTS)),
     };
     if args.processes > 1 {
         if args.model != Model::Event {
             eprintln!(
-                "httplab serve: --processes runs the event model in several processes; it does not apply to --model {}",
+                "httplab serve: error: --processes runs the event model in several processes; it does not apply to --model {}",
                 args.model.name()
             );
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(httplab_usage::USAGE));
         }
         let mut a = args;
         a.workers = Some(a.workers.unwrap_or(1));
         if let Some(files) = &a.to_config().tls {
             if let Err(e) = crate::tls::load(files) {
-                eprintln!("httplab serve: {e}");
-                return Ok(ExitCode::from(2));
+                eprintln!("httplab serve: error: {e}");
+                return Ok(ExitCode::from(httplab_usage::USAGE));
             }
         }
         let mut raw: Vec<OsString> = raw_args.into_iter().skip(1).collect();
@@ -397,15 +403,15 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     }
     let cfg = args.to_config();
     if let Err(e) = check_cache_rules(&cfg.cache_control) {
-        eprintln!("httplab serve: {e}");
-        return Ok(ExitCode::from(2));
+        eprintln!("httplab serve: error: {e}");
+        return Ok(ExitCode::from(httplab_usage::USAGE));
     }
     if let Some(files) = &cfg.tls {
         // A certificate or key that cannot be used is a usage error: one
         // line, exit 2, before anything is bound.
         if let Err(e) = crate::tls::load(files) {
-            eprintln!("httplab serve: {e}");
-            return Ok(ExitCode::from(2));
+            eprintln!("httplab serve: error: {e}");
+            return Ok(ExitCode::from(httplab_usage::USAGE));
         }
     }
     // Block the termination signals before any thread exists, so every

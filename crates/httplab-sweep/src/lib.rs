@@ -50,7 +50,7 @@ use std::process::ExitCode;
 
 /// Entry point of `httplab sweep`: `args[0]` is the program name.
 pub fn sweep_main(args: Vec<OsString>) -> Result<ExitCode> {
-    let plan = match parse_plan(&args)? {
+    let plan = match parse_plan(&args).map_err(|e| httplab_usage::usage(format!("{e:#}")))? {
         Ok(p) => p,
         Err(e) => return Ok(clap_exit(&e)),
     };
@@ -76,7 +76,7 @@ pub fn sweep_main_with<R>(args: Vec<OsString>, runner: R) -> Result<ExitCode>
 where
     R: FnMut(&Target, f64) -> Result<RunResult>,
 {
-    let plan = match parse_plan(&args)? {
+    let plan = match parse_plan(&args).map_err(|e| httplab_usage::usage(format!("{e:#}")))? {
         Ok(p) => p,
         Err(e) => return Ok(clap_exit(&e)),
     };
@@ -90,9 +90,7 @@ where
 /// Prints clap's help, version or error; exit 0 for help and version, 2 for
 /// an error.
 fn clap_exit(e: &clap::Error) -> ExitCode {
-    let code = if e.use_stderr() { 2 } else { 0 };
-    let _ = e.print();
-    ExitCode::from(code)
+    httplab_usage::clap_exit("sweep", e, &[])
 }
 
 #[cfg(test)]

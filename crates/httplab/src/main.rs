@@ -143,7 +143,12 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("httplab {name}: error: {e:#}");
-            ExitCode::FAILURE
+            // The one mapping of errors to statuses (httplab-usage's table).
+            if httplab_usage::is_usage(e.chain()) {
+                ExitCode::from(httplab_usage::USAGE)
+            } else {
+                ExitCode::from(httplab_usage::FAILED)
+            }
         }
     }
 }

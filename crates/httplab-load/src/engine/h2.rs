@@ -82,6 +82,7 @@ impl Worker<'_> {
     fn h2_refused(&mut self, idx: usize, p: &Pending, now: Instant) {
         let st = self.tally.of(p.measured);
         st.h2.streams.started = st.h2.streams.started.saturating_sub(1);
+        st.h2.streams.retried += 1;
         st.requests = st.requests.saturating_sub(1);
         if p.measured {
             self.tally.part.requests = self.tally.part.requests.saturating_sub(1);
@@ -215,10 +216,16 @@ impl Worker<'_> {
                 }
                 self.h2_refused(idx, &call, now);
             }
-            Event::GoAway { code, .. } => {
+            Event::GoAway { code, previous } => {
                 let m = self.slots[idx].conn_measured;
                 let st = self.tally.of(m);
-                st.h2.goaway_conns += 1;
+                match previous {
+                    None => st.h2.goaway_conns += 1,
+                    Some(p) => {
+                        let r = &mut st.h2.goaway_reasons[reason_index(p)];
+                        *r = r.saturating_sub(1);
+                    }
+                }
                 st.h2.goaway_reasons[reason_index(code)] += 1;
                 // Calls still waiting for a stream will not get one here.
                 while let Some(p) = self.slots[idx].wire.h2_wait.pop_front() {

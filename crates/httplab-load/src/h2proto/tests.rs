@@ -275,9 +275,13 @@ fn reset_refused_and_goaway() {
         3,
         &code::REFUSED_STREAM.to_be_bytes(),
     ));
-    // GOAWAY: last stream 5; stream 7 was not processed.
-    let mut g = 5u32.to_be_bytes().to_vec();
+    // A graceful shutdown's two GOAWAYs: first the largest id, then the
+    // real last stream 5 (stream 7 was not processed) with another code.
+    let mut g = 0x7fff_ffffu32.to_be_bytes().to_vec();
     g.extend_from_slice(&0u32.to_be_bytes());
+    input.extend(frame(frame::GOAWAY, 0, 0, &g));
+    let mut g = 5u32.to_be_bytes().to_vec();
+    g.extend_from_slice(&2u32.to_be_bytes());
     input.extend(frame(frame::GOAWAY, 0, 0, &g));
     let ev = feed_all(&mut c, &input).unwrap();
     let kinds: Vec<String> = ev
@@ -285,11 +289,20 @@ fn reset_refused_and_goaway() {
         .map(|e| match e {
             Event::Reset { call, code } => format!("reset {} {code}", call.req),
             Event::Refused { call, .. } => format!("refused {}", call.req),
-            Event::GoAway { code } => format!("goaway {code}"),
+            Event::GoAway { code, previous } => format!("goaway {code} {previous:?}"),
             other => format!("{other:?}"),
         })
         .collect();
-    assert_eq!(kinds, ["reset 0 8", "refused 1", "goaway 0", "refused 3"]);
+    assert_eq!(
+        kinds,
+        [
+            "reset 0 8",
+            "refused 1",
+            "goaway 0 None",
+            "goaway 2 Some(0)",
+            "refused 3"
+        ]
+    );
     assert!(!c.can_open());
     assert_eq!(c.open_stream(&block, None, call(9)), None);
     assert_eq!(c.outstanding(), 1);

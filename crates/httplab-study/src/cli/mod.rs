@@ -151,39 +151,39 @@ struct Cli {
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            e.print()?;
-            return Ok(ExitCode::from(code));
-        }
+        Err(e) => return Ok(httplab_usage::clap_exit("study", &e, &[])),
     };
     if cli.list {
         print_list();
         return Ok(ExitCode::SUCCESS);
     }
-    mine::check_flags(&cli)?;
+    // A wrong flag, study name, study file or override: a usage error.
+    let usage = |e: anyhow::Error| httplab_usage::usage(format!("{e:#}"));
+    mine::check_flags(&cli).map_err(usage)?;
     if let Some(path) = &cli.init {
         mine::init(&cli, path)?;
         return Ok(ExitCode::SUCCESS);
     }
     let which = cli.study.clone().unwrap_or_else(|| "default".into());
     if cli.show {
-        let text = builtin(&which).with_context(|| format!("'{which}' is not a built-in study"))?;
+        let text = builtin(&which)
+            .with_context(|| format!("'{which}' is not a built-in study"))
+            .map_err(usage)?;
         print!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
     let mut study = match &cli.mine {
-        Some(cmd) => mine::study(&cli, cmd)?,
-        None => load_study(&which)?,
+        Some(cmd) => mine::study(&cli, cmd).map_err(usage)?,
+        None => load_study(&which).map_err(usage)?,
     };
-    apply_overrides(&mut study, &cli)?;
+    apply_overrides(&mut study, &cli).map_err(usage)?;
     if cli.tls {
         study.tls = true;
     }
     if !cli.servers.is_empty() {
-        study = only_servers(study, &cli.servers)?;
+        study = only_servers(study, &cli.servers).map_err(usage)?;
     }
-    let shard = shard_of(&cli, &mut study)?;
+    let shard = shard_of(&cli, &mut study).map_err(usage)?;
     if cli.dry_run {
         print!("{}", describe_plan(&study));
         if let Some(sh) = &shard {
