@@ -720,6 +720,9 @@ impl<'a> Worker<'a> {
 
     /// [`Worker::fail`] without driving the session on (inside `drive`).
     fn lose(&mut self, idx: usize, class: ErrClass, now: Instant) {
+        if class == ErrClass::ConnReset && self.retry_unanswered(idx) {
+            return;
+        }
         let s = &self.slots[idx];
         if s.wire.h2.is_some() && s.wire.outstanding() > 0 {
             // HTTP/2: every stream in flight fails, as its own call.

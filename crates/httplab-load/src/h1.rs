@@ -166,6 +166,16 @@ impl H1Conn {
         self.pending.front()
     }
 
+    /// The calls sent and not answered, oldest first.
+    pub fn calls(&self) -> impl Iterator<Item = &Pending> + '_ {
+        self.pending.iter()
+    }
+
+    /// Bytes of the oldest unanswered call's reply have arrived.
+    pub fn answering(&self) -> bool {
+        !self.pending.is_empty() && self.resp_first.is_some()
+    }
+
     /// Status of the response whose head was just parsed.
     pub fn head_status(&self) -> u16 {
         self.parser.info().status
@@ -331,5 +341,29 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(!c.captured().is_empty());
+    }
+
+    #[test]
+    fn answering_says_whether_the_oldest_reply_has_begun() {
+        let now = Instant::now();
+        let mut c = H1Conn::new(false);
+        assert!(!c.answering());
+        c.queue(b"GET /a HTTP/1.1\r\n\r\n", call(0, now));
+        c.queue(b"GET /b HTTP/1.1\r\n\r\n", call(1, now));
+        assert!(!c.answering());
+        let fed = c
+            .feed(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", now)
+            .unwrap();
+        assert!(fed.reply.is_some());
+        // The first is answered; not a byte of the second's reply yet: a
+        // close now leaves /b unprocessed.
+        assert!(!c.answering());
+        assert_eq!(c.calls().map(|p| p.req).collect::<Vec<_>>(), [1]);
+        assert!(matches!(c.eof(now), Eof::Truncated));
+        c.reset();
+        c.queue(b"GET /c HTTP/1.1\r\n\r\n", call(2, now));
+        c.feed(b"HTTP/1.1 2", now).unwrap();
+        assert!(c.answering());
+        assert!(matches!(c.eof(now), Eof::Truncated | Eof::Malformed { .. }));
     }
 }

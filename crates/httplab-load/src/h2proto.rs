@@ -224,7 +224,8 @@ pub(crate) struct H2Conn {
     decoder: Hpack,
     streams: Vec<Stream>,
     next_id: u32,
-    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until said).
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited unless said;
+    /// before its first SETTINGS, see [`H2Conn::can_open`]).
     peer_limit: u32,
     /// The server's SETTINGS_MAX_FRAME_SIZE (for our HEADERS).
     peer_max_frame: usize,
@@ -346,10 +347,14 @@ impl H2Conn {
     }
 
     /// Another stream may be opened now: the server's limit allows it, no
-    /// GOAWAY came, and stream ids are not exhausted.
+    /// GOAWAY came, and stream ids are not exhausted. Until the server's
+    /// first SETTINGS says its limit, one stream: streams opened beyond a
+    /// limit not yet known are refused (nginx's `http2_max_concurrent_streams
+    /// 2` answers REFUSED_STREAM to the third of 16 sent with the preface).
     pub fn can_open(&self) -> bool {
+        let limit = if self.settled { self.peer_limit } else { 1 };
         !self.going_away
-            && (self.streams.len() as u64) < u64::from(self.peer_limit)
+            && (self.streams.len() as u64) < u64::from(limit)
             && self.next_id < 0x7fff_fff0
     }
 

@@ -72,7 +72,8 @@
 //! `normalized_command`, `max_connect_burst`, `lag_threshold_ms`,
 //! `session_stats` (JSON of [`SessionStats`], session workloads only),
 //! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`,
-//! `verbose`, `busy_poll`, `unsent_calls`, `reconnect`, `calls_per_conn`,
+//! `verbose`, `busy_poll`, `unsent_calls`, `retried_calls` ([`EXTRA_RETRIED`]),
+//! `reconnect`, `calls_per_conn`,
 //! `uri_list`, `calibration` (JSON of [`Calibration`]), `host`, `max_connecting`,
 //! `local_addrs_auto`, `setup_capped`, `setup_waited`, `setup_wait_p99_ms`,
 //! `not_attempted`, `io_engine` ([`EXTRA_IO_ENGINE`]); client shards (`--client I/N` with N > 1, `--run-id`,
@@ -146,8 +147,8 @@ pub use plan::arrivals_per_stage;
 pub use report::EXTRA_IO_ENGINE;
 pub use report::{
     environment, render_httperf_report, write_csv, Calibration, CPU_LIMIT_PCT, EXTRA_ABANDONED,
-    EXTRA_CALIBRATION, EXTRA_COMMAND, EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_SESSIONS,
-    EXTRA_UNSENT, MIN_CPU_JUDGE_S, UTILIZATION_LIMIT,
+    EXTRA_CALIBRATION, EXTRA_COMMAND, EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_RETRIED,
+    EXTRA_SESSIONS, EXTRA_UNSENT, MIN_CPU_JUDGE_S, UTILIZATION_LIMIT,
 };
 pub use run::{
     check_start_at, io_uring_available, run, run_with_stop, AUTO_LOOPBACK_SOURCES,

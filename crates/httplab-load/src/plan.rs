@@ -9,6 +9,9 @@ pub(crate) struct Req {
     pub bytes: Vec<u8>,
     pub head_len: usize,
     pub is_head: bool,
+    /// Its method is idempotent (RFC 9110 §9.2.2): a request the server
+    /// closed the connection on without answering may be made again.
+    pub idempotent: bool,
     pub path: String,
 }
 
@@ -120,6 +123,9 @@ fn render(spec: &LoadSpec, method: &str, uri: &str, body: Option<&[u8]>, ua: &st
         bytes,
         head_len,
         is_head: method.eq_ignore_ascii_case("HEAD"),
+        idempotent: ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]
+            .iter()
+            .any(|m| method.eq_ignore_ascii_case(m)),
         path: uri.to_string(),
     }
 }

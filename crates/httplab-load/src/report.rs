@@ -28,6 +28,9 @@ pub const EXTRA_ABANDONED: &str = "abandoned_calls";
 /// Key of `config.extra` counting calls not made because the server closed
 /// their connection (request-oriented runs without `--reconnect`).
 pub const EXTRA_UNSENT: &str = "unsent_calls";
+/// Key of `config.extra` counting HTTP/1.1 calls the server closed their
+/// connection on without answering, made again on a new connection.
+pub const EXTRA_RETRIED: &str = "retried_calls";
 /// Key of `config.extra` naming the socket I/O engine that ran: `io_uring`,
 /// `epoll` (HTTP/1.1, HTTPS) or `tokio` (`--http2`).
 pub const EXTRA_IO_ENGINE: &str = "io_engine";
@@ -321,6 +324,9 @@ fn config_extra(
     }
     if st.unsent_calls > 0 {
         extra.insert(EXTRA_UNSENT.to_string(), st.unsent_calls.to_string());
+    }
+    if st.retried_calls > 0 {
+        extra.insert(EXTRA_RETRIED.to_string(), st.retried_calls.to_string());
     }
     if spec.reconnect {
         extra.insert("reconnect".into(), "true".into());
@@ -912,6 +918,12 @@ fn render_httplab_block(o: &mut String, r: &RunResult) {
         let _ = writeln!(
             o,
             "httplab: {n} calls not made: the server closed their connection (httperf behaviour; --reconnect makes them on a new connection)"
+        );
+    }
+    if let Some(n) = x.get(EXTRA_RETRIED) {
+        let _ = writeln!(
+            o,
+            "httplab: {n} calls made again on a new connection: the server closed theirs without answering them (behind a `Connection: close` reply, or as it closed an idle connection); counted as sent once"
         );
     }
     render_samples(o, r);

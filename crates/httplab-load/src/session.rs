@@ -741,6 +741,20 @@ impl Session {
         self.conn = Conn::None;
     }
 
+    /// Bursts: the server closed the connection without answering the calls
+    /// outstanding on it, which it did not process (its idle close crossed
+    /// them): they go again on a new connection, as the calls behind a
+    /// `Connection: close` reply do. (The driver decides when that is safe.)
+    pub fn closed_unanswered(&mut self) {
+        self.sent = self.done;
+        self.conn = Conn::None;
+    }
+
+    /// The session is over (its end not yet reported by [`Session::poll`]).
+    pub fn ending(&self) -> bool {
+        self.phase == Phase::Ending
+    }
+
     /// The connection failed (it could not be opened, or broke with calls
     /// outstanding); the driver has counted the error and closed it. A
     /// session fails; a closed-loop user moves on to its next call on a new

@@ -206,6 +206,11 @@ pub(crate) struct WorkerStats {
     pub session: Histogram<u64>,
     /// Calls not made because the server closed their connection (no --reconnect).
     pub unsent_calls: u64,
+    /// HTTP/1.1 calls the server closed their connection on without
+    /// answering (behind a `Connection: close` reply, or crossing an idle
+    /// close), made again on a new connection: not counted as requests sent
+    /// until they are (HTTP/2 counts its own in `h2.streams.retried`).
+    pub retried_calls: u64,
     pub cpu_user: f64,
     pub cpu_sys: f64,
     /// Seconds from t0 to this thread's last event.
@@ -324,6 +329,7 @@ impl WorkerStats {
             lag: hist(),
             session: hist(),
             unsent_calls: 0,
+            retried_calls: 0,
             cpu_user: 0.0,
             cpu_sys: 0.0,
             end_s: 0.0,
@@ -411,6 +417,7 @@ impl WorkerStats {
             self.raw.get_or_insert_with(Vec::new).extend_from_slice(r);
         }
         self.unsent_calls += o.unsent_calls;
+        self.retried_calls += o.retried_calls;
         self.tls.merge(&o.tls);
         let _ = self.setup_wait.add(&o.setup_wait);
         self.setup_capped += o.setup_capped;

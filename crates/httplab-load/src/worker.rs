@@ -122,6 +122,20 @@ impl Tally {
         }
     }
 
+    /// Call `p`, counted as sent, was not processed by the server and is
+    /// not answered on its connection: no longer a request sent (made
+    /// again, it is counted again).
+    pub fn take_back(&mut self, p: &crate::h1::Pending) {
+        let st = self.of(p.measured);
+        st.requests = st.requests.saturating_sub(1);
+        if p.measured {
+            self.part.requests = self.part.requests.saturating_sub(1);
+        }
+        if let Some(s) = self.stage(p.intended) {
+            s.sent = s.sent.saturating_sub(1);
+        }
+    }
+
     /// A reply to a call scheduled at `intended` (response times in µs).
     #[inline]
     pub fn stage_reply(&mut self, intended: Instant, corrected_us: u64, uncorrected_us: u64) {

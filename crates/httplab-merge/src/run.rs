@@ -24,7 +24,7 @@ series[].p99_ms and self_check.schedule_lag_p50_ms/p99_ms: largest of the shards
 totals.max_concurrent_connections: sum of the shards' maxima (an upper bound)";
 
 /// Keys of `config.extra` whose values add up across shards.
-const SUM_KEYS: &[&str] = &["abandoned_calls"];
+const SUM_KEYS: &[&str] = &["abandoned_calls", "unsent_calls", "retried_calls"];
 /// Keys of `config.extra` whose merged value is the largest shard's.
 const MAX_KEYS: &[&str] = &["max_connect_burst"];
 /// Keys of `config.extra` holding JSON whose numbers add up (the load

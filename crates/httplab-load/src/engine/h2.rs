@@ -83,10 +83,7 @@ impl Worker<'_> {
         let st = self.tally.of(p.measured);
         st.h2.streams.started = st.h2.streams.started.saturating_sub(1);
         st.h2.streams.retried += 1;
-        st.requests = st.requests.saturating_sub(1);
-        if p.measured {
-            self.tally.part.requests = self.tally.part.requests.saturating_sub(1);
-        }
+        self.tally.take_back(p);
         self.slots[idx].sess.refused(&self.rules, now);
     }
 

@@ -338,7 +338,61 @@ impl Worker<'_> {
         } else {
             None
         };
+        let behind = !info.keep_alive && s.wire.outstanding() > 0;
         s.sess.reply(&self.rules, now, info.status, info.keep_alive);
+        if behind {
+            // `Connection: close`: the server processes no request after
+            // this one (RFC 9112 §9.6). The calls pipelined behind it go
+            // again on a new connection, or (httperf's request-oriented
+            // connections) are not made.
+            let retried = !self.slots[idx].sess.ending();
+            self.take_back_unanswered(idx, retried);
+        }
         self.drive(idx, now);
+    }
+
+    /// The calls outstanding on slot `idx`'s HTTP/1.1 connection will not be
+    /// answered there, and the server did not process them: they are taken
+    /// back from the requests sent; `retried`: the session makes them again.
+    fn take_back_unanswered(&mut self, idx: usize, retried: bool) {
+        for p in self.slots[idx].wire.h1.calls() {
+            self.tally.take_back(p);
+            if retried {
+                self.tally.of(p.measured).retried_calls += 1;
+            }
+        }
+    }
+
+    /// Slot `idx`'s HTTP/1.1 connection ended (the server's FIN, or a reset)
+    /// before a byte of the reply to its oldest call. When it had served
+    /// replies before, that is a keep-alive connection the server closed as
+    /// it went idle, its close crossing these requests; RFC 9112 §9.3.1 lets
+    /// a client make such an aborted sequence again on a new connection when
+    /// every request in it is idempotent: they go again, counted as sent
+    /// once, without an error. Returns whether it did that. Not for a
+    /// connection that served nothing (a server closing at every request
+    /// fails instead of being asked again), nor for httperf's
+    /// request-oriented connections, which end at the server's close.
+    pub(super) fn retry_unanswered(&mut self, idx: usize) -> bool {
+        let plan = self.ctx.plan;
+        let s = &self.slots[idx];
+        let h1 = &s.wire.h1;
+        if s.wire.h2.is_some()
+            || plan.end_on_close
+            || s.conn_replies == 0
+            || h1.outstanding() == 0
+            || h1.answering()
+            || !h1.calls().all(|p| {
+                plan.requests
+                    .get(p.req as usize)
+                    .is_some_and(|r| r.idempotent)
+            })
+        {
+            return false;
+        }
+        self.take_back_unanswered(idx, true);
+        self.close_conn(idx, true);
+        self.slots[idx].sess.closed_unanswered();
+        true
     }
 }

@@ -59,6 +59,14 @@ fn take_output(c: &mut H2Conn) -> Vec<u8> {
     out
 }
 
+/// A connection whose server has sent its (empty) SETTINGS: no stream limit.
+fn settled() -> H2Conn {
+    let mut c = H2Conn::new(WINDOW, WINDOW);
+    feed_all(&mut c, &frame(frame::SETTINGS, 0, 0, &[])).unwrap();
+    take_output(&mut c);
+    c
+}
+
 fn feed_all(c: &mut H2Conn, data: &[u8]) -> Result<Vec<Event>, H2Error> {
     let mut ev = Vec::new();
     c.feed(data, Instant::now(), &mut |e| ev.push(e))?;
@@ -136,7 +144,7 @@ fn integers_match_rfc_7541_examples() {
 
 #[test]
 fn streams_are_odd_and_complete_out_of_order() {
-    let mut c = H2Conn::new(WINDOW, WINDOW);
+    let mut c = settled();
     take_output(&mut c);
     let block = request_block("GET", false, "h", "/", &[]);
     assert_eq!(c.open_stream(&block, None, call(0)), Some(1));
@@ -206,7 +214,7 @@ fn huffman_and_dynamic_table_responses_decode_rfc_7541_c6() {
          2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
     );
     let second = hex("4883 640e ffc1 c0bf");
-    let mut c = H2Conn::new(WINDOW, WINDOW);
+    let mut c = settled();
     let block = request_block("GET", true, "www.example.com", "/", &[]);
     c.open_stream(&block, None, call(0));
     c.open_stream(&block, None, call(1));
@@ -262,7 +270,7 @@ fn continuation_and_padding_and_priority() {
 
 #[test]
 fn reset_refused_and_goaway() {
-    let mut c = H2Conn::new(WINDOW, WINDOW);
+    let mut c = settled();
     let block = request_block("GET", false, "h", "/", &[]);
     for i in 0..4 {
         c.open_stream(&block, None, call(i));
@@ -318,6 +326,30 @@ fn the_servers_stream_limit_is_obeyed() {
     assert!(c.open_stream(&block, None, call(1)).is_some());
     assert!(!c.can_open());
     assert_eq!(c.open_stream(&block, None, call(2)), None);
+}
+
+#[test]
+fn one_stream_until_the_servers_settings_say_its_limit() {
+    let mut c = H2Conn::new(WINDOW, WINDOW);
+    let block = request_block("GET", false, "h", "/", &[]);
+    // The preface goes with one stream; a second waits for the limit.
+    assert_eq!(c.open_stream(&block, None, call(0)), Some(1));
+    assert!(!c.can_open());
+    assert_eq!(c.open_stream(&block, None, call(1)), None);
+    // The server takes 3 at once: 2 more.
+    feed_all(&mut c, &frame(frame::SETTINGS, 0, 0, &hex("0003 00000003"))).unwrap();
+    assert_eq!(c.open_stream(&block, None, call(1)), Some(3));
+    assert_eq!(c.open_stream(&block, None, call(2)), Some(5));
+    assert!(!c.can_open());
+    // A SETTINGS without the limit leaves the connection unlimited, and a
+    // new connection knows no limit again.
+    let mut c = settled();
+    for i in 0..100 {
+        assert!(c.open_stream(&block, None, call(i)).is_some());
+    }
+    c.reset();
+    assert!(c.open_stream(&block, None, call(0)).is_some());
+    assert!(!c.can_open());
 }
 
 #[test]
@@ -585,7 +617,7 @@ fn talks_to_the_h2_crate_server() {
 
 #[test]
 fn large_blocks_and_bodies_are_split_at_the_frame_size() {
-    let mut c = H2Conn::new(WINDOW, WINDOW);
+    let mut c = settled();
     take_output(&mut c);
     let path = format!("/{}", "p".repeat(40_000));
     let block = request_block("POST", false, "h", &path, &[]);

@@ -275,6 +275,53 @@ fn an_idle_close_by_the_server_reopens_on_demand() {
 }
 
 #[test]
+fn calls_the_server_closed_on_unanswered_go_again_on_a_new_connection() {
+    let t = T::new("--users 1 --requests-per-user 6 --burst-length 3");
+    let r = t.rules();
+    let mut s = Session::new(t.t0);
+    let calls = |v: &[Action]| -> Vec<Call> {
+        v.iter()
+            .filter_map(|a| match a {
+                Action::Send(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
+    };
+    let first = calls(&started(&t, &mut s));
+    assert_eq!(first.len(), 3);
+    s.reply(&r, t.at(1), 200, true);
+    assert!(calls(&drain(&mut s, &r, t.at(1))).is_empty());
+    // The server closes with two calls unanswered: both again, on a new
+    // connection.
+    s.closed_unanswered();
+    assert_eq!(
+        drain(&mut s, &r, t.at(2)),
+        vec![Action::Open { measured: true }, Action::Idle]
+    );
+    assert!(!s.ending());
+    s.connected();
+    let again = calls(&drain(&mut s, &r, t.at(3)));
+    let key = |c: &[Call]| c.iter().map(|c| (c.req, c.measured)).collect::<Vec<_>>();
+    assert_eq!(key(&again), key(&first[1..]));
+    assert!(
+        again.iter().all(|c| c.intended <= t.at(1)),
+        "not later than due"
+    );
+    s.reply(&r, t.at(4), 200, true);
+    s.reply(&r, t.at(5), 200, true);
+    assert_eq!(
+        calls(&drain(&mut s, &r, t.at(5))).len(),
+        3,
+        "the next burst"
+    );
+    for ms in 6..9 {
+        s.reply(&r, t.at(ms), 200, true);
+    }
+    let a = drain(&mut s, &r, t.at(9));
+    assert_eq!(done(&a).map(|o| o.replies), Some(6));
+}
+
+#[test]
 fn warm_up_membership_follows_the_scheduled_instant() {
     let mut t = T::new("--num-conns 1 --num-calls 2");
     t.warmup = Duration::from_secs(1);
