@@ -22,7 +22,8 @@ where the results have it; for studies per workload step and server, for sweeps 
 and the highest sustained rate) it prints NEW/BASE as a ratio of geometric means with its
 95 % interval and a verdict: regression, improvement, equivalent or inconclusive, by the
 rules of `httplab study` (docs/statistics.md) on an unpaired (Welch) interval. A verdict
-needs at least 2 runs per side.
+needs at least 2 runs per side. Errors are compared as counts (errors over calls, summed
+over the runs, by an exact test); no errors on either side is never a regression.
 
 Exit status:
   0  no regression beyond --threshold

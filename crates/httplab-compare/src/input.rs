@@ -35,17 +35,28 @@ impl Kind {
     }
 }
 
-/// The values of one cell: per metric, one value per run.
+/// A count metric of one cell: events and their exposure summed over the runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counted {
+    /// Events (errors) over every run.
+    pub events: u64,
+    /// Their exposure (calls) over every run.
+    pub exposure: u64,
+    /// Runs counted (runs with at least one call).
+    pub runs: usize,
+}
+
+/// The values of one cell: per metric, one value per run, or the counts summed over the runs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellValues {
     /// Values by metric.
     pub values: BTreeMap<Metric, Vec<f64>>,
+    /// Count metrics ([`Metric::is_count`]): events and exposure over every run.
+    pub counts: BTreeMap<Metric, Counted>,
     /// Runs the load generator limited (their client figures are bounds).
     pub client_bound_runs: usize,
     /// Runs in the cell.
     pub runs: usize,
-    /// Errors and calls (replies + errors) over every run, for the errors row.
-    pub errors_of_calls: [u64; 2],
     /// Relative step of the grid the values sit on (a sweep's rates), when they do.
     pub resolution: Option<f64>,
 }
@@ -53,16 +64,30 @@ pub struct CellValues {
 impl CellValues {
     fn push_run(&mut self, r: &RunResult) {
         self.runs += 1;
-        self.errors_of_calls[0] += r.errors.total;
-        self.errors_of_calls[1] += r.totals.replies + r.errors.total;
         if r.self_check.client_bound {
             self.client_bound_runs += 1;
         }
         for m in RUN_METRICS {
             if let Some(v) = m.of_run(r) {
-                self.values.entry(m).or_default().push(v);
+                self.values.entry(m.clone()).or_default().push(v);
+            }
+            if let Some([events, exposure]) = m.count_of_run(r) {
+                let c = self.counts.entry(m).or_default();
+                c.events = c.events.saturating_add(events);
+                c.exposure = c.exposure.saturating_add(exposure);
+                c.runs += 1;
             }
         }
+    }
+
+    /// True when the cell has `m`, as values or as counts.
+    pub fn has(&self, m: &Metric) -> bool {
+        self.values.contains_key(m) || self.counts.contains_key(m)
+    }
+
+    /// Every metric the cell has.
+    pub fn metrics(&self) -> impl Iterator<Item = &Metric> {
+        self.values.keys().chain(self.counts.keys())
     }
 }
 
@@ -337,6 +362,10 @@ mod tests {
         );
         // No latency histogram: no p50 values rather than zeros.
         assert!(!c.values.contains_key(&Metric::P50));
+        // Errors are counted over every run's calls.
+        let errors = c.counts[&Metric::ErrorRate];
+        assert_eq!((errors.events, errors.exposure, errors.runs), (0, 420, 4));
+        assert!(!c.values.contains_key(&Metric::ErrorRate) && c.has(&Metric::ErrorRate));
     }
 
     fn study(replies: &[u64], capacity: &[f64]) -> StudyResult {

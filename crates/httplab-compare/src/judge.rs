@@ -1,15 +1,18 @@
 //! The verdicts: every (cell, metric) present on both sides is one comparison of NEW against
 //! BASE, and the whole set is decided as one family by the study's own rules
-//! (`httplab_stats::decide`: Holm over the family for a difference, two one-sided tests for
-//! equivalence), on the unpaired Welch interval of the log values
-//! (`httplab_stats::LogRatios::unpaired`): runs of two builds share no rounds.
+//! (`httplab_stats::decide_family`: Holm over the family for a difference, two one-sided tests
+//! for equivalence), on the unpaired Welch interval of the log values
+//! (`httplab_stats::LogRatios::unpaired`): runs of two builds share no rounds. Count metrics
+//! (the errors) are compared as counts instead, by the exact test of the two sides' rates
+//! (`httplab_stats::RateRatio`: errors summed over the runs, calls as the exposure), in the same
+//! family; no errors on either side is not a comparison at all.
 
 use std::collections::BTreeSet;
 
 use anyhow::{bail, Result};
 use httplab_stats::{
-    decide, Better, Comparison, Decision, DesignOptions, LogRatios, Looks, Measured, Outcome,
-    Side as Which,
+    decide_family, Better, Comparison, CountComparison, Decision, DesignOptions, LogRatios, Looks,
+    Measured, Outcome, RateRatio, Side as Which,
 };
 use serde::Serialize;
 
@@ -56,6 +59,10 @@ pub enum Verdict {
     Inconclusive,
     /// The metric has values on one side only.
     Missing,
+    /// A count metric without a single event on either side (no errors at all): nothing to
+    /// judge, never a regression or an improvement.
+    #[serde(rename = "no_errors")]
+    NoErrors,
 }
 
 impl Verdict {
@@ -67,6 +74,7 @@ impl Verdict {
             Verdict::Equivalent => "equivalent",
             Verdict::Inconclusive => "inconclusive",
             Verdict::Missing => "not compared",
+            Verdict::NoErrors => "no errors",
         }
     }
 }
@@ -80,8 +88,8 @@ pub struct SideFigures {
     pub geomean: Option<f64>,
     /// Runs the load generator limited.
     pub client_bound_runs: usize,
-    /// For the errors row: errors and calls over every run (the figures compared carry a
-    /// continuity correction; these are the plain counts).
+    /// For the errors row (a count metric): errors and calls over every run, the counts
+    /// compared (`geomean` is then absent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors_of_calls: Option<[u64; 2]>,
 }
@@ -100,9 +108,11 @@ pub struct Row {
     /// NEW's figures.
     pub new: SideFigures,
     /// NEW/BASE ratio of the geometric means of the metric itself (> 1: NEW's value is
-    /// larger, whichever way is better).
+    /// larger, whichever way is better); for the errors, the ratio of the two error rates,
+    /// absent when a side has no error (the ratio would be 0 or infinite).
     pub ratio: Option<f64>,
-    /// 95 % Welch interval of `ratio`.
+    /// 95 % Welch interval of `ratio` (errors: the exact interval of the rate ratio, absent
+    /// when it is open on one side).
     pub ci95: Option<[f64; 2]>,
     /// 90 % interval (the one the equivalence rule reads).
     pub ci90: Option<[f64; 2]>,
@@ -148,16 +158,29 @@ impl Judgement {
     }
 }
 
-/// How much worse NEW is (0.18 = 18 % worse; negative: better).
+/// How much worse NEW is (0.18 = 18 % worse; negative: better). Errors on NEW's side only are
+/// infinitely worse, on BASE's side only 100 % better.
 pub fn worsening(r: &Row) -> f64 {
     match (r.ratio, r.better) {
         (Some(x), Better::Higher) => 1.0 / x - 1.0,
         (Some(x), Better::Lower) => x - 1.0,
-        (None, _) => f64::NEG_INFINITY,
+        (None, _) => match (r.base.errors_of_calls, r.new.errors_of_calls) {
+            (Some([0, _]), Some([k, _])) if k > 0 => f64::INFINITY,
+            (Some([k, _]), Some([0, _])) if k > 0 => -1.0,
+            _ => f64::NEG_INFINITY,
+        },
     }
 }
 
 fn figures(c: &CellValues, m: &Metric) -> SideFigures {
+    if let Some(k) = c.counts.get(m) {
+        return SideFigures {
+            n: k.runs,
+            geomean: None,
+            client_bound_runs: c.client_bound_runs,
+            errors_of_calls: Some([k.events, k.exposure]),
+        };
+    }
     let v = c.values.get(m).map_or(&[][..], Vec::as_slice);
     let usable: Vec<f64> = v
         .iter()
@@ -168,13 +191,34 @@ fn figures(c: &CellValues, m: &Metric) -> SideFigures {
         n: usable.len(),
         geomean: httplab_stats::geometric_mean(&usable),
         client_bound_runs: c.client_bound_runs,
-        errors_of_calls: (*m == Metric::ErrorRate).then_some(c.errors_of_calls),
+        errors_of_calls: None,
     }
 }
 
+/// What holds a verdict back for a client-measured metric: a client-bound run on BASE's side
+/// and on NEW's (the study's rule: a bound on the loser holds a win back, a bound on either
+/// side holds equivalence back).
+fn bounds(base: &CellValues, new: &CellValues, m: &Metric) -> (Option<String>, Option<String>) {
+    if m.measured() != Measured::ByClient {
+        return (None, None);
+    }
+    let what = match m.better() {
+        Better::Higher => "at least",
+        Better::Lower => "at most",
+    };
+    let bound = |name: &str, c: &CellValues| {
+        (c.client_bound_runs > 0).then(|| {
+            format!(
+                "{} of {name}'s runs were client-bound (their figures are only bounds: the true value is {what} the figure)",
+                c.client_bound_runs
+            )
+        })
+    };
+    (bound("BASE", base), bound("NEW", new))
+}
+
 /// The comparison of NEW (side A) against BASE (side B), with client bounds holding back what
-/// they could change (the study's rule: a bound on the loser holds a win back, a bound on
-/// either side holds equivalence back).
+/// they could change.
 fn comparison(base: &CellValues, new: &CellValues, m: &Metric) -> Comparison {
     let get = |c: &CellValues| c.values.get(m).cloned().unwrap_or_default();
     let l = LogRatios::unpaired(&get(new), &get(base), m.better());
@@ -188,35 +232,47 @@ fn comparison(base: &CellValues, new: &CellValues, m: &Metric) -> Comparison {
     {
         c = c.with_resolution(step);
     }
-    if m.measured() == Measured::ByClient {
-        let what = match m.better() {
-            Better::Higher => "at least",
-            Better::Lower => "at most",
-        };
-        let bound = |name: &str, c: &CellValues| {
-            (c.client_bound_runs > 0).then(|| {
-                format!(
-                    "{} of {name}'s runs were client-bound (their figures are only bounds: the true value is {what} the figure)",
-                    c.client_bound_runs
-                )
-            })
-        };
-        let (b, n) = (bound("BASE", base), bound("NEW", new));
-        c.no_winner = if l.mean >= 0.0 { b.clone() } else { n.clone() };
-        c.no_equivalence = b.or(n);
-    }
+    let (b, n) = bounds(base, new, m);
+    c.no_winner = if l.mean >= 0.0 { b.clone() } else { n.clone() };
+    c.no_equivalence = b.or(n);
     c
 }
 
-/// Judges NEW against BASE.
-pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
-    if base.kind != new.kind {
-        bail!(
-            "BASE is a {} but NEW is a {}: compare results of one kind (load with load, sweep with sweep, study with study)",
-            base.kind.name(),
-            new.kind.name()
-        );
+/// How one (cell, metric) is judged.
+#[derive(Clone, Debug)]
+enum Test {
+    /// Values per run: the unpaired ratio of geometric means.
+    Ratio(Comparison),
+    /// A count metric: NEW's errors (side A) against BASE's, as counts.
+    Counts(CountComparison),
+    /// A count metric without an event on either side: not a comparison.
+    NoEvents,
+}
+
+/// The test of a metric both sides have.
+fn test(base: &CellValues, new: &CellValues, m: &Metric) -> Test {
+    let (Some(b), Some(n)) = (base.counts.get(m), new.counts.get(m)) else {
+        return Test::Ratio(comparison(base, new, m));
+    };
+    if b.events == 0 && n.events == 0 {
+        return Test::NoEvents;
     }
+    let counts = RateRatio::new(n.events, n.exposure as f64, b.events, b.exposure as f64);
+    let mut c = CountComparison::new(counts);
+    let (lb, ln) = bounds(base, new, m);
+    // NEW is better with fewer errors per call (a rate ratio below 1).
+    let new_better = counts.ratio().is_some_and(|x| x <= 1.0);
+    c.no_winner = if new_better { lb.clone() } else { ln.clone() };
+    c.no_equivalence = lb.or(ln);
+    Test::Counts(c)
+}
+
+/// A (cell, metric) to report, with its test when both sides have the metric.
+type Pair = (String, Metric, Option<Test>);
+
+/// Every (cell, metric) to report, with its test when both sides have the metric, and notes
+/// on cells one side lacks.
+fn pairs(base: &Side, new: &Side, opts: &Options) -> (Vec<Pair>, Vec<String>) {
     let mut notes = Vec::new();
     let only = |a: &Side, b: &Side| -> Vec<String> {
         a.cells
@@ -230,26 +286,39 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
             notes.push(format!("only in {who}, not compared: {}", cells.join(", ")));
         }
     }
+    let mut pairs = Vec::new();
+    for cell in &base.order {
+        let (Some(b), Some(n)) = (base.cells.get(cell), new.cells.get(cell)) else {
+            continue;
+        };
+        let metrics: BTreeSet<&Metric> = b.metrics().chain(n.metrics()).collect();
+        for m in metrics {
+            if !opts.metrics.is_empty() && !opts.metrics.contains(m) {
+                continue;
+            }
+            let both = b.has(m) && n.has(m);
+            pairs.push((cell.clone(), m.clone(), both.then(|| test(b, n, m))));
+        }
+    }
+    (pairs, notes)
+}
+
+/// Judges NEW against BASE.
+pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
+    if base.kind != new.kind {
+        bail!(
+            "BASE is a {} but NEW is a {}: compare results of one kind (load with load, sweep with sweep, study with study)",
+            base.kind.name(),
+            new.kind.name()
+        );
+    }
+    let (pairs, mut notes) = pairs(base, new, opts);
     if base.kind == Kind::Run && base.shapes != new.shapes {
         notes.push(format!(
             "the sides ran different loads (BASE: {}; NEW: {}): their figures may differ for that reason alone",
             base.shapes.join(" / "),
             new.shapes.join(" / ")
         ));
-    }
-    let mut pairs: Vec<(String, Metric, Option<Comparison>)> = Vec::new();
-    for cell in &base.order {
-        let (Some(b), Some(n)) = (base.cells.get(cell), new.cells.get(cell)) else {
-            continue;
-        };
-        let metrics: BTreeSet<&Metric> = b.values.keys().chain(n.values.keys()).collect();
-        for m in metrics {
-            if !opts.metrics.is_empty() && !opts.metrics.contains(m) {
-                continue;
-            }
-            let both = b.values.contains_key(m) && n.values.contains_key(m);
-            pairs.push((cell.clone(), m.clone(), both.then(|| comparison(b, n, m))));
-        }
     }
     if pairs.is_empty() {
         bail!(
@@ -261,31 +330,39 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
             }
         );
     }
-    let family: Vec<Comparison> = pairs.iter().filter_map(|p| p.2.clone()).collect();
+    let mut ratios = Vec::new();
+    let mut counts = Vec::new();
+    for (_, _, t) in &pairs {
+        match t {
+            Some(Test::Ratio(c)) => ratios.push(c.clone()),
+            Some(Test::Counts(c)) => counts.push(c.clone()),
+            Some(Test::NoEvents) | None => {}
+        }
+    }
     let design = DesignOptions {
         alpha: opts.alpha,
         delta: opts.delta,
         ..DesignOptions::default()
     };
-    let mut decisions = decide(&family, &design).into_iter();
+    let (by_ratio, by_count) = decide_family(&ratios, &counts, &design);
+    let (mut by_ratio, mut by_count) = (by_ratio.into_iter(), by_count.into_iter());
     let rows = pairs
         .iter()
-        .map(|(cell, m, c)| {
-            let d = c.as_ref().and_then(|_| decisions.next());
-            row(
-                cell,
-                m,
-                &base.cells[cell],
-                &new.cells[cell],
-                d.as_ref(),
-                opts,
-            )
+        .map(|(cell, m, t)| {
+            let d = match t {
+                Some(Test::Ratio(_)) => by_ratio.next(),
+                Some(Test::Counts(_)) => by_count.next(),
+                Some(Test::NoEvents) | None => None,
+            };
+            let none = matches!(t, Some(Test::NoEvents));
+            let (b, n) = (&base.cells[cell], &new.cells[cell]);
+            row(cell, m, (b, n), d.as_ref(), none, opts)
         })
         .collect();
     Ok(Judgement {
         kind: base.kind,
         rows,
-        family: family.len(),
+        family: ratios.len() + counts.len(),
         notes,
         threshold: opts.threshold,
         delta: opts.delta,
@@ -310,9 +387,9 @@ fn raw_ci(better: Better, ci: Option<[f64; 2]>) -> Option<[f64; 2]> {
 fn row(
     cell: &str,
     m: &Metric,
-    b: &CellValues,
-    n: &CellValues,
+    (b, n): (&CellValues, &CellValues),
     d: Option<&Decision>,
+    no_events: bool,
     opts: &Options,
 ) -> Row {
     let better = m.better();
@@ -333,14 +410,21 @@ fn row(
         runs_to_settle: None,
         note: String::new(),
     };
+    if no_events {
+        r.verdict = Verdict::NoErrors;
+        r.note = "no errors on either side: nothing to judge".into();
+        return r;
+    }
     let Some(d) = d else {
         let side = if r.base.n == 0 { "NEW" } else { "BASE" };
         r.note = format!("only {side} has this metric");
         return r;
     };
-    r.ratio = d.ratio.map(|x| raw(better, x));
-    r.ci95 = raw_ci(better, d.ci);
-    r.ci90 = raw_ci(better, d.ci90);
+    // A rate ratio of 0 or ∞ (errors on one side only) is told as counts, not as a ratio.
+    let finite = |x: &f64| x.is_finite() && *x > 0.0;
+    r.ratio = d.ratio.map(|x| raw(better, x)).filter(finite);
+    r.ci95 = raw_ci(better, d.ci).filter(|c| c.iter().all(finite));
+    r.ci90 = raw_ci(better, d.ci90).filter(|c| c.iter().all(finite));
     r.p_value = d.p;
     r.p_equivalent = d.p_equivalent;
     r.detectable = d.detectable;
@@ -371,17 +455,37 @@ fn note(r: &Row, d: &Decision, opts: &Options) -> String {
     if let (Verdict::Inconclusive, Some(why)) = (r.verdict, &d.held_back) {
         return format!("held back: {why}");
     }
+    let counts = r.metric.is_count();
+    let test = if counts {
+        "exact test on the counts, Holm over the comparisons"
+    } else {
+        "Holm over the comparisons"
+    };
+    // "p = 0.03", "p < 0.001".
+    let p = d.p.map(|p| {
+        let s = httplab_stats::format_p(p);
+        if s.starts_with('<') {
+            format!("p {s}")
+        } else {
+            format!("p = {s}")
+        }
+    });
     match r.verdict {
         Verdict::Regression if !r.beyond_threshold => format!(
             "worse by at least δ = {delta} but not beyond the threshold of {}",
             pct(opts.threshold)
         ),
-        Verdict::Regression | Verdict::Improvement => match d.p {
-            Some(p) => format!("p = {} (Holm over the comparisons)", httplab_stats::format_p(p)),
+        Verdict::Regression | Verdict::Improvement => match p {
+            Some(p) => format!("{p} ({test})"),
             None => String::new(),
         },
         Verdict::Equivalent => format!("90 % CI inside ±{delta}"),
-        Verdict::Missing => String::new(),
+        Verdict::Missing | Verdict::NoErrors => String::new(),
+        Verdict::Inconclusive if counts => match (p, d.p.is_some_and(|x| x <= opts.alpha)) {
+            (Some(p), true) => format!("a change smaller than δ = {delta} ({p}, {test})"),
+            (Some(p), false) => format!("not a significant change: {p} ({test})"),
+            (None, _) => String::new(),
+        },
         Verdict::Inconclusive if r.base.n < 2 || r.new.n < 2 => format!(
             "no spread: BASE has {} run{}, NEW {}; a verdict needs at least 2 runs per side (httplab load --repeat 5)",
             r.base.n,

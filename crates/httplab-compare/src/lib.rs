@@ -4,16 +4,17 @@
 //! Each side is one or more result documents of one kind — load results (`httplab load`,
 //! possibly `--repeat N`), sweep results or study results — read into cells (the one load; a
 //! sweep's steps and targets; a study's workload steps per server), each with one value per
-//! run and metric ([`input`], [`metric`]). Every (cell, metric) on both sides is one
-//! comparison of NEW against BASE: the ratio of geometric means with Welch's interval on the
-//! log values (the runs of two builds share no rounds, so they are not paired), decided by
-//! the study's own rules in `httplab-stats` — regression or improvement (a change of at least
-//! δ, significant after Holm's correction over every comparison of the invocation),
-//! equivalent (two one-sided tests within ±δ) or inconclusive (with the change these runs
-//! could have seen, or "no spread" with fewer than two runs on a side) ([`judge`]). The
-//! answer comes first, then a table ([`render`], through httplab-report's tables and charts);
-//! a regression worse than `--threshold` gives exit status 1. Named baselines are kept in a
-//! directory ([`baseline`]).
+//! run and metric, the errors as counts over the runs' calls ([`input`], [`metric`]). Every
+//! (cell, metric) on both sides is one comparison of NEW against BASE: the ratio of geometric
+//! means with Welch's interval on the log values (the runs of two builds share no rounds, so
+//! they are not paired), or for the errors the exact test of the two error rates (no errors on
+//! either side is not judged at all). All are decided as one family by the study's own rules
+//! in `httplab-stats` — regression or improvement (a change of at least δ, significant after
+//! Holm's correction over every comparison of the invocation), equivalent (two one-sided tests
+//! within ±δ) or inconclusive (with the change these runs could have seen, or "no spread" with
+//! fewer than two runs on a side) ([`judge`]). The answer comes first, then a table
+//! ([`render`], through httplab-report's tables and charts); a regression worse than
+//! `--threshold` gives exit status 1. Named baselines are kept in a directory ([`baseline`]).
 //!
 //! Sweeps are compared per step (matched by demanded rate, one value per sweep file) and by
 //! their highest sustained rate, not paired across steps: a change rarely scales every step

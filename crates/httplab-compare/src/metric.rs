@@ -16,7 +16,8 @@ pub enum Metric {
     P99,
     /// 99.9th percentile response time, ms.
     P999,
-    /// Errors per call, with half an error added to every run (see [`Metric::of_run`]).
+    /// Errors per call, compared as counts: a cell's errors summed over its runs against their
+    /// calls (see [`Metric::count_of_run`]).
     ErrorRate,
     /// Client CPU (user + system) per reply, µs.
     ClientCpu,
@@ -142,13 +143,29 @@ impl Metric {
         }
     }
 
-    /// This metric's value in one run (`None` where the run does not have it).
+    /// True for a metric compared as counts (events over an exposure, summed over the runs)
+    /// rather than as one value per run.
+    pub fn is_count(&self) -> bool {
+        matches!(self, Metric::ErrorRate)
+    }
+
+    /// A count metric's events and exposure in one run: for the errors, [`Errors::total`] of
+    /// [`RunResult::calls`] (the model's definitions). `None` for other metrics and for a run
+    /// without a call.
     ///
-    /// The error rate is (errors + ½) / (calls + 1) with calls = replies + errors: a run
-    /// without errors has no logarithm, and the ratio of geometric means needs one. Adding
-    /// half an error to every run (a continuity correction) keeps "no errors on either side"
-    /// an equal pair, and makes "none before, some now" a large ratio instead of a division
-    /// by zero.
+    /// [`Errors::total`]: httplab_model::Errors::total
+    pub fn count_of_run(&self, r: &RunResult) -> Option<[u64; 2]> {
+        match self {
+            Metric::ErrorRate => {
+                let calls = r.calls();
+                (calls > 0).then_some([r.errors.total, calls])
+            }
+            _ => None,
+        }
+    }
+
+    /// This metric's value in one run (`None` where the run does not have it, and for the
+    /// count metrics: see [`Metric::count_of_run`]).
     pub fn of_run(&self, r: &RunResult) -> Option<f64> {
         let replies = r.totals.replies as f64;
         let per_reply = |x: f64| (replies > 0.0 && x.is_finite()).then(|| x / replies * 1e6);
@@ -160,11 +177,7 @@ impl Metric {
             Metric::P50 => r.latency.response.at(50.0),
             Metric::P99 => r.latency.response.at(99.0),
             Metric::P999 => r.latency.response.at(99.9),
-            Metric::ErrorRate => {
-                let errors = r.errors.total as f64;
-                let calls = replies + errors;
-                (calls > 0.0).then(|| (errors + 0.5) / (calls + 1.0) * 100.0)
-            }
+            Metric::ErrorRate => None,
             Metric::ClientCpu => per_reply(r.resources.user_s + r.resources.system_s),
             Metric::ServerCpu => r
                 .server
@@ -216,15 +229,16 @@ mod tests {
     }
 
     #[test]
-    fn error_rate_has_a_continuity_correction() {
+    fn errors_are_counts_of_calls() {
         let mut r = RunResult::default();
-        assert_eq!(Metric::ErrorRate.of_run(&r), None);
+        assert_eq!(Metric::ErrorRate.count_of_run(&r), None);
         r.totals.replies = 999;
-        let none = Metric::ErrorRate.of_run(&r).expect("value");
-        assert!((none - 0.05).abs() < 1e-12, "{none}");
+        assert_eq!(Metric::ErrorRate.count_of_run(&r), Some([0, 999]));
         r.errors.total = 1;
-        let one = Metric::ErrorRate.of_run(&r).expect("value");
-        assert!((one / none - 3.0).abs() < 0.01, "{one}");
+        assert_eq!(Metric::ErrorRate.count_of_run(&r), Some([1, 1000]));
+        assert_eq!(Metric::ErrorRate.of_run(&r), None);
+        assert!(Metric::ErrorRate.is_count() && !Metric::P99.is_count());
+        assert_eq!(Metric::P99.count_of_run(&r), None);
         assert_eq!(Metric::ClientCpu.of_run(&RunResult::default()), None);
     }
 }

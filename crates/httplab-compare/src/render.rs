@@ -20,10 +20,36 @@ fn signed(x: f64) -> String {
     }
 }
 
-/// "+18 % (95 % CI +12…+25 %)".
+/// A share of calls in percent, three significant digits without trailing zeros ("0.005").
+fn share(errors: u64, calls: u64) -> String {
+    if calls == 0 {
+        return "0".into();
+    }
+    let s = httplab_stats::format_sig3(errors as f64 / calls as f64 * 100.0);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Counts that have no finite ratio: "0 → 50 errors (0 → 0.005 % of calls)", "0 → 0 errors".
+fn counts_change(r: &Row) -> Option<String> {
+    let ([eb, cb], [en, cn]) = (r.base.errors_of_calls?, r.new.errors_of_calls?);
+    if eb == 0 && en == 0 {
+        return Some("0 → 0 errors".into());
+    }
+    Some(format!(
+        "{eb} → {en} errors ({} → {} % of calls)",
+        share(eb, cb),
+        share(en, cn)
+    ))
+}
+
+/// "+18 % (95 % CI +12…+25 %)"; errors on one side only as counts (see `counts_change`).
 fn change(r: &Row) -> String {
     let Some(x) = r.ratio else {
-        return "–".into();
+        return counts_change(r).unwrap_or_else(|| "–".into());
     };
     match r.ci95 {
         Some([lo, hi]) => {
@@ -93,10 +119,21 @@ pub fn answer(j: &Judgement) -> String {
         };
         parts.push(format!("{k} {word}{list}"));
     }
-    let no_spread = j
+    // Counts need no spread: one run a side is as good as many.
+    let no_spread = j.rows.iter().any(|r| {
+        r.verdict == Verdict::Inconclusive && !r.metric.is_count() && (r.base.n < 2 || r.new.n < 2)
+    });
+    let none: Vec<&Row> = j
         .rows
         .iter()
-        .any(|r| r.verdict == Verdict::Inconclusive && (r.base.n < 2 || r.new.n < 2));
+        .filter(|r| r.verdict == Verdict::NoErrors)
+        .collect();
+    match none.as_slice() {
+        [] => {}
+        [one] if one.cell.is_empty() => parts.push("no errors on either side".into()),
+        [one] => parts.push(format!("no errors on either side in {}", one.cell)),
+        many => parts.push(format!("no errors on either side in {} cells", many.len())),
+    }
     let mut s = format!(
         "no regression beyond {}: {}",
         pct(j.threshold),
@@ -111,16 +148,8 @@ pub fn answer(j: &Judgement) -> String {
 fn fig(f: &SideFigures) -> String {
     let n = f.n;
     if let Some([errors, calls]) = f.errors_of_calls {
-        // The plain share, not the corrected figure the ratio is taken of.
-        let share = if calls > 0 {
-            errors as f64 / calls as f64 * 100.0
-        } else {
-            0.0
-        };
-        return format!(
-            "{} ({errors} of {calls}, n={n})",
-            httplab_stats::format_sig3(share)
-        );
+        // The counts compared: errors over calls, summed over the runs.
+        return format!("{} ({errors} of {calls}, n={n})", share(errors, calls));
     }
     match f.geomean {
         Some(x) => format!("{} (n={n})", httplab_stats::format_sig3(x)),
@@ -179,6 +208,9 @@ pub fn table(j: &Judgement) -> Table {
         j.family,
         pct(j.threshold)
     )];
+    if j.rows.iter().any(|r| r.metric.is_count()) {
+        notes.push("Errors are counts: each side's errors over its calls (replies + errors), summed over the runs; NEW/BASE is the ratio of the two error rates with its exact interval, tested by the exact test of the counts in the same family. No errors on either side is not judged.".into());
+    }
     notes.extend(j.notes.iter().cloned());
     Table {
         title: format!("httplab compare: NEW against BASE ({}s)", j.kind.name()),

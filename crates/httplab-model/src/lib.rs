@@ -735,6 +735,12 @@ impl RunResult {
     pub fn run_count(&self) -> usize {
         1 + self.repeats.len()
     }
+
+    /// Calls with an outcome, the exposure of the error count: complete replies plus errors
+    /// ([`Errors::total`], every class). A run's error rate is `errors.total / calls()`.
+    pub fn calls(&self) -> u64 {
+        self.totals.replies.saturating_add(self.errors.total)
+    }
 }
 
 /// One rate stage of an `httplab load --stages` run (`RunResult::stages`).
@@ -1859,6 +1865,16 @@ mod tests {
         }
         let old: Old = serde_json::from_str(&text).unwrap();
         assert_eq!(old.label, "one");
+    }
+
+    #[test]
+    fn calls_are_replies_and_errors() {
+        let mut r = RunResult::default();
+        r.totals.replies = 990;
+        r.errors.total = 10;
+        assert_eq!(r.calls(), 1000);
+        r.errors.total = u64::MAX;
+        assert_eq!(r.calls(), u64::MAX);
     }
 
     #[test]

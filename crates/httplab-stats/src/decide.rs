@@ -14,6 +14,7 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::ContinuousCDF;
 
+use crate::counts::RateRatio;
 use crate::format::{format_p, format_sig3};
 use crate::{holm_adjust, students_t, Better};
 
@@ -533,48 +534,70 @@ pub struct Decision {
 /// Decides a family of comparisons (every comparison of a study): winners by the spent p values
 /// Holm-adjusted over the family, equivalence by spent two one-sided tests per comparison.
 pub fn decide(family: &[Comparison], opts: &DesignOptions) -> Vec<Decision> {
+    decide_family(family, &[], opts).0
+}
+
+/// A comparison's p value for the Holm adjustment (the largest of the leader's, an
+/// intersection-union test) and which of `also`, if any, set it.
+fn family_p(c: &Comparison, o: &DesignOptions) -> (f64, Option<usize>) {
+    let main = c.looks.spent(o.interim_share, LogRatios::p_two_sided);
+    let mut p = main.unwrap_or(1.0);
+    let mut by = None;
+    for (i, other) in c.also.iter().enumerate() {
+        // The leader must beat every one of them, in the same direction.
+        let same_way = other.last.mean.signum() == c.looks.last.mean.signum();
+        let q = match other.spent(o.interim_share, LogRatios::p_two_sided) {
+            Some(q) if same_way => q,
+            _ => 1.0,
+        };
+        if q > p {
+            p = q;
+            by = Some(i);
+        }
+    }
+    (if main.is_some() { p } else { 1.0 }, by)
+}
+
+/// Decides one family made of ratio comparisons and count comparisons ([`CountComparison`]:
+/// errors compared as counts by the exact test of their rate ratio): every member's p value
+/// joins one Holm adjustment, and every member is decided by the same rules (a winner is a
+/// change of at least δ, significant after the adjustment, with its 95 % interval clear of 1;
+/// equivalence is the 90 % interval inside ±δ). Returns the decisions of `family` and of
+/// `counts`, each in input order.
+pub fn decide_family(
+    family: &[Comparison],
+    counts: &[CountComparison],
+    opts: &DesignOptions,
+) -> (Vec<Decision>, Vec<Decision>) {
     let o = if opts.valid() {
         *opts
     } else {
         DesignOptions::default()
     };
-    let m = family.len().max(1);
-    // Per comparison: its p value (the largest of the leader's, an intersection-union test)
-    // and which of `also`, if any, set it.
-    let raw: Vec<(f64, Option<usize>)> = family
+    let m = (family.len() + counts.len()).max(1);
+    let raw: Vec<(f64, Option<usize>)> = family.iter().map(|c| family_p(c, &o)).collect();
+    let mut all: Vec<f64> = raw.iter().map(|r| r.0).collect();
+    all.extend(counts.iter().map(|c| c.counts.p_two_sided().unwrap_or(1.0)));
+    let adjusted = holm_adjust(&all);
+    let (ratio_p, count_p) = adjusted.split_at(family.len());
+    let ratios = family
         .iter()
-        .map(|c| {
-            let main = c.looks.spent(o.interim_share, LogRatios::p_two_sided);
-            let mut p = main.unwrap_or(1.0);
-            let mut by = None;
-            for (i, other) in c.also.iter().enumerate() {
-                // The leader must beat every one of them, in the same direction.
-                let same_way = other.last.mean.signum() == c.looks.last.mean.signum();
-                let q = match other.spent(o.interim_share, LogRatios::p_two_sided) {
-                    Some(q) if same_way => q,
-                    _ => 1.0,
-                };
-                if q > p {
-                    p = q;
-                    by = Some(i);
-                }
-            }
-            (if main.is_some() { p } else { 1.0 }, by)
-        })
-        .collect();
-    let adjusted = holm_adjust(&raw.iter().map(|r| r.0).collect::<Vec<_>>());
-    family
-        .iter()
-        .zip(adjusted)
+        .zip(ratio_p)
         .zip(raw)
-        .map(|((c, p_adj), (_, by))| {
+        .map(|((c, &p_adj), (_, by))| {
             let mut d = decide_one(c, p_adj, m, &o);
             if d.outcome == Outcome::Inconclusive {
                 d.blocked_by = by;
             }
             d
         })
-        .collect()
+        .collect();
+    let counted = counts
+        .iter()
+        .zip(count_p)
+        .map(|(c, &p_adj)| decide_count(c, p_adj, &o))
+        .collect();
+    (ratios, counted)
 }
 
 /// The power extra rounds are planned for at the interim look: higher than the power quoted
@@ -624,7 +647,6 @@ pub fn decide_interim(family: &[Comparison], opts: &DesignOptions) -> Vec<Decisi
 fn decide_one(c: &Comparison, p_adj: f64, m: usize, o: &DesignOptions) -> Decision {
     let last = &c.looks.last;
     let ratio = last.ratio();
-    let bound = 1.0 + o.delta;
     let p_eq = c.looks.spent(o.interim_share, |l| l.p_equivalent(o.delta));
     let has_p = last.n >= 2;
     let share = c.looks.last_share(o.interim_share);
@@ -645,7 +667,26 @@ fn decide_one(c: &Comparison, p_adj: f64, m: usize, o: &DesignOptions) -> Decisi
         held_back: None,
         blocked_by: None,
     };
-    let Some(r) = ratio else { return d };
+    settle(&mut d, has_p, p_adj, &c.no_winner, &c.no_equivalence, o);
+    d
+}
+
+/// The outcome by the rules every comparison shares, from the decision's ratio, intervals and
+/// p values: a winner needs a change of at least δ, p ≤ α after the adjustment and a 95 %
+/// interval clear of 1; equivalence needs its p ≤ α and the 90 % interval inside ±δ. A reason
+/// given holds the outcome back.
+fn settle(
+    d: &mut Decision,
+    has_p: bool,
+    p_adj: f64,
+    no_winner: &Option<String>,
+    no_equivalence: &Option<String>,
+    o: &DesignOptions,
+) {
+    let Some(r) = d.ratio.filter(|r| !r.is_nan()) else {
+        return;
+    };
+    let bound = 1.0 + o.delta;
     let big = r >= bound || r <= 1.0 / bound;
     // The interval printed (all rounds) must agree with the decision: a look may decide only
     // what the last look's interval still shows. Requiring both is stricter than either alone,
@@ -655,19 +696,79 @@ fn decide_one(c: &Comparison, p_adj: f64, m: usize, o: &DesignOptions) -> Decisi
         .ci90
         .is_some_and(|[lo, hi]| lo >= 1.0 / bound && hi <= bound);
     if has_p && p_adj <= o.alpha && big && clear_of_one {
-        match &c.no_winner {
+        match no_winner {
             None => {
                 d.outcome = Outcome::Winner;
                 d.winner = Some(if r > 1.0 { Side::A } else { Side::B });
             }
             Some(why) => d.held_back = Some(why.clone()),
         }
-    } else if p_eq.is_some_and(|p| p <= o.alpha) && inside_delta {
-        match &c.no_equivalence {
+    } else if d.p_equivalent.is_some_and(|p| p <= o.alpha) && inside_delta {
+        match no_equivalence {
             None => d.outcome = Outcome::Equivalent,
             Some(why) => d.held_back = Some(why.clone()),
         }
     }
+}
+
+/// Two counts of events that are bad to have (errors) compared as counts: side `a` against
+/// side `b`, each over its exposure, by the exact conditional test of the rate ratio and its
+/// exact interval ([`RateRatio`]). Fewer events per exposure is better.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountComparison {
+    /// The counts (a: the side the decision's ratio puts on top).
+    pub counts: RateRatio,
+    /// Why a winner may not be named even when the counts say so.
+    pub no_winner: Option<String>,
+    /// Why equivalence may not be claimed.
+    pub no_equivalence: Option<String>,
+}
+
+impl CountComparison {
+    /// A plain comparison of two counts.
+    pub fn new(counts: RateRatio) -> CountComparison {
+        CountComparison {
+            counts,
+            no_winner: None,
+            no_equivalence: None,
+        }
+    }
+}
+
+/// The decision on a count comparison, oriented like every decision (ratio > 1: a better, i.e.
+/// the ratio is b's rate over a's): 0 or +∞ where one side has no event. No detectable effect
+/// and no runs to settle: counts have no per-run spread to plan with. `n` is the events on
+/// both sides together.
+fn decide_count(c: &CountComparison, p_adj: f64, o: &DesignOptions) -> Decision {
+    let rr = &c.counts;
+    // Fewer events is better: a's advantage is b's rate over a's.
+    let flip = |(lo, hi): (f64, f64)| [1.0 / hi, 1.0 / lo];
+    let p_raw = rr.p_two_sided();
+    let mut d = Decision {
+        outcome: Outcome::Inconclusive,
+        winner: None,
+        n: rr
+            .total()
+            .map_or(0, |k| usize::try_from(k).unwrap_or(usize::MAX)),
+        ratio: rr.ratio().map(|x| 1.0 / x),
+        ci: rr.interval(1.0 - o.alpha).map(flip),
+        ci90: rr.interval(1.0 - 2.0 * o.alpha).map(flip),
+        p_raw,
+        p: p_raw.map(|_| p_adj),
+        p_equivalent: rr.p_equivalent(o.delta),
+        detectable: None,
+        rounds_to_settle: None,
+        held_back: None,
+        blocked_by: None,
+    };
+    settle(
+        &mut d,
+        p_raw.is_some(),
+        p_adj,
+        &c.no_winner,
+        &c.no_equivalence,
+        o,
+    );
     d
 }
 
@@ -895,6 +996,58 @@ mod unit {
         let small = lr(&[0.02, 0.021, 0.019, 0.02, 0.022]);
         let d = decide(&[Comparison::new(Looks::single(small))], &opts);
         assert_eq!(d[0].outcome, Outcome::Equivalent);
+    }
+
+    #[test]
+    fn counts_are_decided_in_the_same_family() {
+        let opts = DesignOptions::default();
+        let win = Comparison::new(Looks::single(lr(&[0.18, 0.19, 0.17, 0.185, 0.175])));
+        // a: 0 events against b's 50 over equal exposures: a is better, ratio +∞.
+        let fewer = CountComparison::new(RateRatio::new(0, 1e6, 50, 1e6));
+        let (r, c) = decide_family(std::slice::from_ref(&win), &[fewer], &opts);
+        // A member of a family of two: its detectable effect is quoted at α/2.
+        let alone = decide(std::slice::from_ref(&win), &opts);
+        assert_eq!(
+            (r[0].outcome, r[0].p_raw),
+            (alone[0].outcome, alone[0].p_raw)
+        );
+        assert!(r[0].detectable > alone[0].detectable);
+        let p_ratio = r[0].p_raw.expect("p");
+        let p_count = c[0].p_raw.expect("p");
+        assert!(p_count < p_ratio, "{p_count} {p_ratio}");
+        assert!((c[0].p.expect("p") - 2.0 * p_count).abs() < 1e-20);
+        assert_eq!(
+            r[0].p,
+            Some(p_ratio),
+            "the larger p, Holm's last step: p × 1"
+        );
+        assert_eq!(
+            (c[0].outcome, c[0].winner),
+            (Outcome::Winner, Some(Side::A))
+        );
+        assert_eq!(c[0].ratio, Some(f64::INFINITY));
+        assert_eq!(c[0].ci.expect("ci")[1], f64::INFINITY);
+        // p = 0.048 alone is a decision (b better: a has more events per exposure); beside
+        // another member of the family it is not: Holm doubles it.
+        let close = CountComparison::new(RateRatio::new(41, 28010.0, 15, 19017.0));
+        let (_, c) = decide_family(&[], std::slice::from_ref(&close), &opts);
+        assert_eq!(
+            (c[0].outcome, c[0].winner),
+            (Outcome::Winner, Some(Side::B))
+        );
+        let none = CountComparison::new(RateRatio::new(0, 1e6, 0, 2e6));
+        let (_, c) = decide_family(&[], &[close, none], &opts);
+        assert_eq!(c[0].outcome, Outcome::Inconclusive);
+        assert!((c[0].p.expect("p") - 2.0 * c[0].p_raw.expect("p")).abs() < 1e-12);
+        // No events on either side: no p value, no ratio, no outcome.
+        assert_eq!(
+            (c[1].outcome, c[1].p, c[1].ratio),
+            (Outcome::Inconclusive, None, None)
+        );
+        // Many events at one rate: equivalent within ±5 %.
+        let same = CountComparison::new(RateRatio::new(40_000, 4e7, 20_100, 2e7));
+        let (_, c) = decide_family(&[], &[same], &opts);
+        assert_eq!(c[0].outcome, Outcome::Equivalent);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! under a two-look sequential design whose extra rounds go where they decide most
 //! ([`allocate`]). Runs that share no rounds (two builds measured one after the other, as
 //! `httplab compare` sees them) are compared by the same rules on Welch's unpaired interval of
-//! the log values ([`LogRatios::unpaired`]).
+//! the log values ([`LogRatios::unpaired`]). Event counts (errors over calls) are compared as
+//! counts, by the exact conditional test of their rate ratio ([`RateRatio`]), inside the same
+//! family ([`decide_family`]).
 //!
 //! Pure library: no I/O, no dependency on other httplab crates. Every function validates its
 //! input and answers `None` (or a documented convention) instead of panicking; everything is
@@ -14,15 +16,18 @@
 
 #![forbid(unsafe_code)]
 
+mod counts;
 mod decide;
 mod describe;
 mod format;
 mod ttest;
 mod verdict;
 
+pub use counts::{binomial_tails, clopper_pearson, RateRatio};
 pub use decide::{
-    allocate, decide, decide_interim, describe as describe_decision, detectable_effect, Comparison,
-    Decision, DesignOptions, LogRatios, Looks, Need, Outcome, Side, Unpaired, MAX_ROUNDS,
+    allocate, decide, decide_family, decide_interim, describe as describe_decision,
+    detectable_effect, Comparison, CountComparison, Decision, DesignOptions, LogRatios, Looks,
+    Need, Outcome, Side, Unpaired, MAX_ROUNDS,
 };
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};

@@ -221,3 +221,231 @@ fn json_and_html_render() {
         "{html}"
     );
 }
+
+/// A cell with reply rates and errors counted over `runs` runs.
+fn with_errors(rates: &[f64], errors: u64, calls: u64, runs: usize) -> Side {
+    let mut s = side(Kind::Run, &[(Metric::ReplyRate, rates)], 0);
+    if let Some(c) = s.cells.get_mut("") {
+        c.counts.insert(
+            Metric::ErrorRate,
+            crate::input::Counted {
+                events: errors,
+                exposure: calls,
+                runs,
+            },
+        );
+    }
+    s
+}
+
+#[test]
+fn no_errors_on_either_side_is_not_judged_whatever_the_calls() {
+    // The calls of the report that failed a gate: 0 of 1 267 364 against 0 of 685 141.
+    let base = with_errors(&RATE_A, 0, 1_267_364, 5);
+    let new = with_errors(&RATE_B, 0, 685_141, 5);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, Metric::ErrorRate);
+    assert_eq!(r.verdict, Verdict::NoErrors);
+    assert!(!r.beyond_threshold);
+    assert_eq!((r.ratio, r.ci95, r.p_value), (None, None, None));
+    // Not a member of the family: only the reply rate was decided.
+    assert_eq!(j.family, 1);
+    assert!(j.regressions().is_empty(), "exit status 0");
+    let answer = render::answer(&j);
+    assert_eq!(
+        answer,
+        "no regression beyond 5 %: 1 equivalent (reply_rate), no errors on either side"
+    );
+    let text = render::text(&j);
+    assert!(text.contains("0 → 0 errors"), "{text}");
+    assert!(text.contains("0 (0 of 1267364, n=5)"), "{text}");
+    let json = render::json(&j, &base.files, &new.files).expect("json");
+    let v: serde_json::Value = serde_json::from_str(&json).expect("parse");
+    assert_eq!(v["regression"], false);
+    assert_eq!(v["rows"][1]["verdict"], "no_errors", "{v}");
+}
+
+#[test]
+fn errors_on_one_side_only_are_judged_by_the_exact_test() {
+    // None of a million calls against 50 of a million: a regression, told as counts.
+    let base = with_errors(&RATE_A, 0, 1_000_000, 5);
+    let new = with_errors(&RATE_B, 50, 1_000_000, 5);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, Metric::ErrorRate);
+    assert_eq!(r.verdict, Verdict::Regression);
+    assert!(r.beyond_threshold);
+    assert_eq!(r.ratio, None, "an infinite ratio is not printed as one");
+    assert!(r.p_value.expect("p") < 1e-10);
+    assert!(
+        r.note.starts_with("p < 0.001 (exact test on the counts"),
+        "{}",
+        r.note
+    );
+    assert_eq!(j.family, 2);
+    assert_eq!(
+        render::answer(&j),
+        "regression: errors 0 → 50 errors (0 → 0.005 % of calls)"
+    );
+    assert!(worsening(r).is_infinite());
+    // The other way round: an improvement.
+    let j = judge(&new, &base, &Options::default()).expect("judge");
+    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::Improvement);
+    assert!(j.regressions().is_empty());
+    // One error in 100 calls against none: nothing can be told from one error.
+    let base = with_errors(&RATE_A, 0, 100, 1);
+    let new = with_errors(&RATE_B, 1, 100, 1);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, Metric::ErrorRate);
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert!(
+        r.note.starts_with("not a significant change: p = 1"),
+        "{}",
+        r.note
+    );
+    // One run a side is no reason to ask for more runs: counts need no spread.
+    assert!(!render::answer(&j).contains("too few runs"));
+}
+
+#[test]
+fn the_same_error_rate_over_very_different_calls_is_no_regression() {
+    // 1 error in 10 000 calls on both sides, over 1 267 364 and 685 141 calls.
+    let base = with_errors(&RATE_A, 127, 1_267_364, 5);
+    let new = with_errors(&RATE_B, 68, 685_141, 5);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, Metric::ErrorRate);
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert!(!r.beyond_threshold && j.regressions().is_empty());
+    let x = r.ratio.expect("ratio");
+    assert!((x - (68.0 / 685_141.0) / (127.0 / 1_267_364.0)).abs() < 1e-12);
+    let [lo, hi] = r.ci95.expect("ci");
+    assert!(lo < 1.0 && hi > 1.0, "{lo} {hi}");
+    assert!(r.p_value.expect("p") > 0.5);
+    // Many more errors at one rate: equivalent.
+    let base = with_errors(&RATE_A, 126_736, 1_267_364_000, 5);
+    let new = with_errors(&RATE_B, 68_514, 685_141_000, 5);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::Equivalent);
+}
+
+#[test]
+fn error_counts_join_the_holm_family() {
+    // 41 errors in 28 010 calls against 15 in 19 017: exact p = 0.048. Alone it is a
+    // regression; beside a p99 whose p is larger, Holm doubles it.
+    let base = with_errors(&RATE_A, 15, 19_017, 5);
+    let new = with_errors(&RATE_B, 41, 28_010, 5);
+    let opts = Options {
+        metrics: vec![Metric::ErrorRate],
+        ..Options::default()
+    };
+    let j = judge(&base, &new, &opts).expect("judge");
+    let r = only(&j, Metric::ErrorRate);
+    assert_eq!((j.family, r.verdict), (1, Verdict::Regression));
+    assert!((r.p_value.expect("p") - 0.047_660_246_754_565_9).abs() < 1e-9);
+    let wide = [1.0, 1.3, 0.85, 1.15];
+    let mut base = base;
+    let mut new = new;
+    for (s, v) in [(&mut base, wide), (&mut new, [1.15, 0.85, 1.3, 1.0])] {
+        if let Some(c) = s.cells.get_mut("") {
+            c.values.insert(Metric::P99, v.to_vec());
+        }
+    }
+    let opts = Options {
+        metrics: vec![Metric::ErrorRate, Metric::P99],
+        ..Options::default()
+    };
+    let j = judge(&base, &new, &opts).expect("judge");
+    let r = only(&j, Metric::ErrorRate);
+    assert_eq!((j.family, r.verdict), (2, Verdict::Inconclusive));
+    assert!((r.p_value.expect("p") - 2.0 * 0.047_660_246_754_565_9).abs() < 1e-9);
+}
+
+#[test]
+fn a_client_bound_new_side_holds_an_errors_regression_back() {
+    let base = with_errors(&RATE_A, 0, 1_000_000, 5);
+    let mut new = with_errors(&RATE_B, 50, 1_000_000, 5);
+    if let Some(c) = new.cells.get_mut("") {
+        c.client_bound_runs = 2;
+    }
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, Metric::ErrorRate);
+    assert_eq!(r.verdict, Verdict::Inconclusive);
+    assert!(
+        r.note.starts_with("held back: 2 of NEW's runs"),
+        "{}",
+        r.note
+    );
+}
+
+/// A load result of `runs` runs: each with `calls` calls of which `errors` failed, at 1000
+/// replies a second.
+fn document(runs: &[(u64, u64)], user_s: f64) -> httplab_model::Document {
+    use httplab_model::{RunResult, RUN_SCHEMA};
+    let one = |&(calls, errors): &(u64, u64)| {
+        let mut r = RunResult {
+            schema: RUN_SCHEMA.into(),
+            ..Default::default()
+        };
+        r.totals.replies = calls - errors;
+        r.errors.total = errors;
+        r.totals.test_duration_s = r.totals.replies as f64 / 1000.0;
+        r.resources.user_s = user_s * r.totals.replies as f64 / 1e6;
+        r
+    };
+    let mut first = one(&runs[0]);
+    first.repeats = runs[1..].iter().map(one).collect();
+    httplab_model::Document::Run(Box::new(first))
+}
+
+#[test]
+fn load_results_end_to_end() {
+    use crate::input::side_of;
+    // Five runs a side, no error anywhere, very different calls: the gate passes.
+    let base_runs = [
+        (253_472, 0),
+        (253_473, 0),
+        (253_473, 0),
+        (253_473, 0),
+        (253_473, 0),
+    ];
+    let new_runs = [
+        (137_028, 0),
+        (137_028, 0),
+        (137_028, 0),
+        (137_028, 0),
+        (137_029, 0),
+    ];
+    let side = |name: &str, runs: &[(u64, u64)], cpu: f64| {
+        side_of(vec![(name.to_string(), document(runs, cpu))]).expect("side")
+    };
+    let base = side("base.json", &base_runs, 20.0);
+    let new = side("new.json", &new_runs, 20.0);
+    assert_eq!(
+        base.cells[""].counts[&Metric::ErrorRate],
+        crate::input::Counted {
+            events: 0,
+            exposure: 1_267_364,
+            runs: 5
+        }
+    );
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    assert!(j.regressions().is_empty(), "{}", render::text(&j));
+    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::NoErrors);
+    assert!(render::answer(&j).ends_with("no errors on either side"));
+    // The same NEW with 50 errors in its third run, and more CPU per reply: both regress,
+    // decided in one family.
+    let mut failing = new_runs;
+    failing[2].1 = 50;
+    let new = side("new.json", &failing, 30.0);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::Regression);
+    assert_eq!(only(&j, Metric::ClientCpu).verdict, Verdict::Regression);
+    let answer = render::answer(&j);
+    assert!(
+        answer.starts_with(
+            "regression: errors 0 → 50 errors (0 → 0.0073 % of calls); also client_cpu"
+        ),
+        "{answer}"
+    );
+    let text = render::text(&j);
+    assert!(text.contains("Errors are counts"), "{text}");
+}
