@@ -111,6 +111,7 @@ mod h2proto;
 mod h3conn;
 mod http3;
 mod live;
+mod outcome;
 mod plan;
 mod probe;
 mod record;

@@ -63,7 +63,7 @@ pub(crate) fn run_repeated(
         std::fs::write(path, text + "\n")
             .with_context(|| format!("cannot write --json file {}", path.display()))?;
     }
-    Ok(crate::command::exit_status(spec, &result.runs()))
+    Ok(crate::outcome::exit_status(spec, &result.runs()))
 }
 
 /// Replies per second of the measurement window (the study's and `httplab compare`'s
