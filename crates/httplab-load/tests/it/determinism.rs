@@ -5,7 +5,7 @@
 //! host's description are removed before comparing; everything else must
 //! be byte-identical.
 
-mod common;
+use crate::common;
 
 use common::{Mode, TestServer};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! to its `LoadLive`, and after the run the served counters are the
 //! result's. No timing assertions.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,7 +1,7 @@
 //! Property: splitting samples into N shards, recording each shard's
 //! histogram into a result and merging gives exactly the union's statistics.
 
-mod common;
+use crate::common;
 
 use common::{hist_of, named, shard};
 use httplab_merge::{merge_runs, Options};

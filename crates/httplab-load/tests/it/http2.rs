@@ -3,7 +3,7 @@
 //! connection counts, open-loop scheduling, RST_STREAM and GOAWAY counting,
 //! and the errors for targets that do not speak HTTP/2.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,7 +3,7 @@
 //! connections, bytes and every error class. Counts only; no timing.
 //! Where io_uring is unavailable the uring run must say so and run on epoll.
 
-mod common;
+use crate::common;
 
 use common::{Mode, TestServer};
 use httplab_model::RunResult;

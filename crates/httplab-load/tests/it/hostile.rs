@@ -1,7 +1,7 @@
 //! Purpose-built hostile servers: every run ends within its limits and
 //! every failure lands in a named error class.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

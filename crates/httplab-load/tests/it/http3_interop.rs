@@ -4,7 +4,7 @@
 //! (`gtlsclient`) on the same server. A missing peer makes a test fail under
 //! CI=true and skip (with the reason printed) otherwise.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -3,7 +3,7 @@
 //! nginx. nginx and httperf tests print why and pass when the peer is
 //! missing, except under CI=true, where they fail.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};

@@ -4,7 +4,7 @@
 //! ALPN, garbage instead of a ClientHello, the handshake and header
 //! deadlines, and start-up errors for unusable certificate files.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;

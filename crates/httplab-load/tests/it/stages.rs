@@ -5,7 +5,7 @@
 //! ends with a stage at rate 0 (`1s:0`), so that arrivals a slow machine
 //! starts late still start before the run's end.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -10,7 +10,7 @@
 //! skips it visibly otherwise. Every peer is stopped with its children when
 //! its test ends, also when an assertion fails.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,7 +1,7 @@
 //! `httplab report`: determinism (snapshot), XML validity of every SVG,
 //! client-bound marking, error messages.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsString;
 use std::path::Path;

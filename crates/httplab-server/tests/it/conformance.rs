@@ -3,7 +3,7 @@
 //! exchanges, run against every model and protocol mode (see
 //! `support::variants`).
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::time::Duration;

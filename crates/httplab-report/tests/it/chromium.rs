@@ -5,7 +5,7 @@
 //! message) otherwise. HTTPLAB_CHROMIUM overrides the binary;
 //! HTTPLAB_SCREENSHOT_DIR keeps a copy of the screenshot.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! Every run is bounded in count (or a sub-second duration) and by --timeout;
 //! no assertion depends on how fast the machine is.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 

@@ -5,7 +5,7 @@
 //! peer makes a test fail under CI=true and skip (with the reason printed)
 //! otherwise.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-const README: &str = include_str!("../../../README.md");
+const README: &str = include_str!("../../../../README.md");
 
 /// The long options named in `text` (`--name`, letters, digits, hyphens).
 fn long_options(text: &str) -> Vec<String> {

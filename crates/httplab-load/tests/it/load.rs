@@ -2,7 +2,7 @@
 //! Each test is small (at most a few hundred requests) and bounded by
 //! --timeout; none asserts on timing.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! garbage datagrams, a request never answered, a connection closed with an
 //! error, a stream reset) that end the run by themselves with named errors.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};

@@ -5,7 +5,7 @@
 //! speed, measured by `bench/overload-curve` (BENCHMARKS.md, "HTTPS, HTTP/2
 //! and overload"), not asserted here: timing assertions fail on a busy machine.
 
-mod common;
+use crate::common;
 
 use common::load;
 

@@ -2,7 +2,7 @@
 //! histograms and counters merged exactly, different stage lists refused,
 //! probes added.
 
-mod common;
+use crate::common;
 
 use common::{hist_of, named, shard};
 use httplab_merge::{merge_runs, MergeError, Options};

@@ -3,7 +3,7 @@
 //! httperf is missing these tests print why and pass, except under CI=true,
 //! where they fail.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};

@@ -5,7 +5,7 @@
 //! otherwise (`httplab_skip`). Every external run is bounded in count
 //! and time (coreutils `timeout` around it, fixed request counts).
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 

@@ -1,6 +1,6 @@
 //! What `httplab merge` refuses, what it warns about, and sweeps.
 
-mod common;
+use crate::common;
 
 use common::{named, shard};
 use httplab_merge::{merge_documents, merge_runs, merge_sweeps, MergeError, Options};

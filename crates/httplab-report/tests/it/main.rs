@@ -1,0 +1,8 @@
+//! Every integration test of httplab-report in one test binary: each module is one
+//! former test file (one binary per crate: each extra binary relinks the whole
+//! dependency graph). Shared helpers are modules too.
+
+mod chromium;
+mod common;
+mod csv;
+mod report;
