@@ -9,7 +9,7 @@
 //! rate (the union bound holds whatever happened between the looks). Across a study, the
 //! winners' p values are Holm-adjusted over the whole family of comparisons. Equivalence is two
 //! one-sided tests at the same spending, per comparison. `docs/statistics.md` explains the
-//! choices; the error rates are checked by simulation in `tests/simulation.rs`.
+//! choices; the error rates are checked by simulation in `tests/it/simulation.rs`.
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::ContinuousCDF;

@@ -12,7 +12,7 @@
 //! Pure library: no I/O, no dependency on other httplab crates. Every function validates its
 //! input and answers `None` (or a documented convention) instead of panicking; everything is
 //! deterministic for a given input. The rules are written down once, in `docs/statistics.md` of
-//! the workspace; the error rates are checked by simulation (`tests/simulation.rs`).
+//! the workspace; the error rates are checked by simulation (`tests/it/simulation.rs`).
 
 #![forbid(unsafe_code)]
 
