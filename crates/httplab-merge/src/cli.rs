@@ -70,7 +70,8 @@ pub fn cli_main_with(args: Vec<OsString>, analyze: Option<Analyze>) -> Result<Ex
     };
     let to_stdout = cli.output.as_os_str() == "-";
     if !to_stdout {
-        refuse_overwriting_an_input(&cli.output, &cli.inputs)?;
+        refuse_overwriting_an_input(&cli.output, &cli.inputs)
+            .map_err(|e| httplab_usage::usage(format!("{e:#}")))?;
     }
     let mut docs = Vec::with_capacity(cli.inputs.len());
     for p in &cli.inputs {

@@ -9,7 +9,6 @@
 //! under `--io uring`: the test checks that, too), and each run must leave
 //! the cleartext count at zero with every connection seen as TLS.
 
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

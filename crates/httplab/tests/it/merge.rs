@@ -81,7 +81,7 @@ fn merge_writes_the_output() {
     assert!(html.contains("Response time percentiles"));
     // Refuses to overwrite an input.
     let o = merge(&[&a, &b], &a);
-    assert!(!o.status.success());
+    assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("also an input"), "{}", stderr(&o));
 }
 
@@ -93,14 +93,14 @@ fn missing_and_overlapping_shards_fail_clearly() {
     let b2 = write(d.path(), "b2.json", &shard(1, 3, &[2000]));
     let out = d.path().join("all.json");
     let o = merge(&[&a, &b], &out);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("missing shard(s) 2/3"),
         "{}",
         stderr(&o)
     );
     let o = merge(&[&a, &b, &b2], &out);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
         e.contains("shard 1/3 given twice") && e.contains("b2.json"),
@@ -117,7 +117,7 @@ fn bad_files_fail_clearly() {
     std::fs::write(&junk, "{ not json").unwrap();
     let out = d.path().join("all.json");
     let o = merge(&[&a, &junk], &out);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("junk.json: not an httplab result"),
         "{}",
