@@ -196,7 +196,10 @@ fn phase_two(cx: &mut Execution, slots: &mut [Slot], steps: &mut [StepRun], budg
         .zip(&extra)
         .map(|(sr, &k)| {
             let slices = study.workloads[sr.wi].slice_count();
-            u64::from(k) * u64::from(slices) * sr.active_count() as u64
+            // The servers measured, and a row each for those that are not.
+            let per_round =
+                u64::from(slices) * sr.active_count() as u64 + sr.not_measured_count() as u64;
+            u64::from(k) * per_round
         })
         .sum();
     cx.emit(Event::MoreRuns { runs });

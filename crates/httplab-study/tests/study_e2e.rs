@@ -439,7 +439,15 @@ fn capacity_search_and_vary_workloads_end_to_end() {
     let s = study(&servers, workloads);
     let res = runner::run_study(&s, &Options::default()).unwrap();
     let sweeps: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.workload == "rates").collect();
-    assert_eq!(sweeps.len(), 2, "one capacity search per repetition");
+    assert_eq!(
+        sweeps.len(),
+        2,
+        "one capacity search per repetition: {:?}",
+        sweeps
+            .iter()
+            .map(|r| (r.repetition, &r.status, &r.reason))
+            .collect::<Vec<_>>()
+    );
     for sw in &sweeps {
         assert_eq!(sw.status, "ok", "{}", sw.reason);
         let t = &sw.sweep.as_ref().unwrap().targets[0];
@@ -626,5 +634,49 @@ fn max_duration_stops_a_long_run_with_the_reason() {
         first.reason.contains("max_duration_s = 0.5 s"),
         "{}",
         first.reason
+    );
+    // The second planned repetition is not measured, and says why.
+    assert_eq!(res.runs.len(), 2, "{:?}", res.runs);
+    let second = &res.runs[1];
+    assert_eq!((second.repetition, second.status.as_str()), (1, "failed"));
+    assert!(
+        second
+            .reason
+            .starts_with("not measured: round 1 of this step failed")
+            && second.reason.contains("max_duration_s = 0.5 s"),
+        "{}",
+        second.reason
+    );
+}
+
+/// A capacity search that fails in its first repetition (the server exits
+/// at its 16th request, during the search's first rate) still leaves a row
+/// for its second: every planned repetition is recorded, failed ones with
+/// the status and the reason.
+#[test]
+fn a_failed_capacity_search_leaves_a_row_for_every_planned_repetition() {
+    let _serial = serial();
+    let servers = common::helper_server_toml("brief", Some(15));
+    let w = "[[workloads]]\nname = \"rates\"\nkind = \"sweep\"\ntarget = \"/a.txt\"\nlow_rate = 200\nwindow_s = 0.2\n";
+    let s = study(&servers, w);
+    let res = runner::run_study(&s, &Options::default()).unwrap();
+    let rows: Vec<(u32, &str, &str)> = res
+        .runs
+        .iter()
+        .map(|r| (r.repetition, r.status.as_str(), r.reason.as_str()))
+        .collect();
+    assert_eq!(rows.len(), 2, "one row per planned repetition: {rows:?}");
+    assert_eq!((rows[0].0, rows[0].1), (0, "failed"), "{rows:?}");
+    assert!(
+        rows[0].2.contains("exit status 3"),
+        "the server's exit is the reason: {rows:?}"
+    );
+    assert_eq!((rows[1].0, rows[1].1), (1, "failed"), "{rows:?}");
+    assert!(
+        rows[1]
+            .2
+            .starts_with("not measured: round 1 of this step failed")
+            && rows[1].2.contains("exit status 3"),
+        "{rows:?}"
     );
 }

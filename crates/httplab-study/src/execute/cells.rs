@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use httplab_model as m;
 
+use crate::execute::slots::Down;
 use crate::spec::Metric;
 
 /// Why a cell stopped being measured (`Cell.stop` in the results).
@@ -152,6 +153,10 @@ pub struct CellData {
     /// started, cannot speak the workload's protocol, or the workload's
     /// packet loss cannot be injected); the verdicts repeat it.
     pub left_out: Option<String>,
+    /// The status and reason of the cell's rows in the rounds it is not
+    /// measured in, once it has stopped (its server down or left out, a
+    /// failed run, Ctrl-C): every round of a step has a row per server.
+    pub not_measured: Option<Down>,
 }
 
 impl CellData {

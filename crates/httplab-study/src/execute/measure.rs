@@ -180,20 +180,42 @@ fn capacity(
         }
     }
     let (steps, sat) = found.map_err(|e| err.unwrap_or_else(|| failed(format!("{e:#}"))))?;
-    let Some(value) = sat.max_sustainable_rate else {
-        return Err(failed(format!(
-            "no rate was sustained, down to {} conn/s",
-            fmt_num(cfg.start)
-        )));
-    };
     let client_bound = sat.client_bound;
-    let values = capacity_values(value, &steps, quota);
+    let values = search_values(&steps, &sat, quota)?;
     Ok(Measured {
         values,
         run: None,
         sweep: Some(search_result(cx, slot, w, steps, sat)),
         client_bound,
     })
+}
+
+/// What a finished capacity search gives its round: the values at the
+/// highest sustained rate; none when the client limited the search before
+/// any rate was sustained (nothing is known of the server: the round is a
+/// gap, not a failure); a failure when no rate was sustained, down to the
+/// lowest tried. `steps` are sorted by rate.
+fn search_values(
+    steps: &[m::SweepStep],
+    sat: &m::Saturation,
+    quota: Option<f64>,
+) -> Result<Vec<(Metric, f64)>, RunError> {
+    match sat.max_sustainable_rate {
+        Some(value) => Ok(capacity_values(value, steps, quota)),
+        None if sat.client_bound => Ok(Vec::new()),
+        None => {
+            let Some(low) = steps.first() else {
+                return Err(failed("the capacity search made no run"));
+            };
+            let r = &low.run;
+            Err(failed(format!(
+                "no rate was sustained, down to {} conn/s ({} replies, {} errors there)",
+                fmt_num(low.demanded_rate),
+                r.totals.replies,
+                r.errors.total
+            )))
+        }
+    }
 }
 
 /// The workload's CPU quota set on the server's group (None: no quota, or
@@ -505,16 +527,26 @@ fn execute_run(
             srv.log_tail()
         )));
     }
-    // Under idle connections a server that stops answering is the finding,
-    // kept as a run (reply rate 0, its errors and the holder's note).
-    if run.totals.replies == 0 && run.errors.total > 0 && w.kind != WorkloadKind::Idle {
-        let e = &run.errors;
-        return Err(failed(format!(
-            "no replies: {} errors (connrefused {}, connreset {}, client-timo {}, socket-timo {}, other {})",
-            e.total, e.connrefused, e.connreset, e.client_timo, e.socket_timo, e.other
-        )));
+    if let Some(why) = unanswered(&run, w.kind) {
+        return Err(failed(why));
     }
     Ok(run)
+}
+
+/// Why a run that got errors and no reply fails (None: it is kept). Under
+/// idle connections a server that stops answering is the finding, kept as a
+/// run (reply rate 0, its errors and the holder's note); in a capacity
+/// search it is a rate the server did not sustain, which the search judges
+/// (it goes on below it), not a failure of the whole search.
+fn unanswered(run: &m::RunResult, kind: WorkloadKind) -> Option<String> {
+    let e = &run.errors;
+    let kept = matches!(kind, WorkloadKind::Idle | WorkloadKind::Sweep);
+    (run.totals.replies == 0 && e.total > 0 && !kept).then(|| {
+        format!(
+            "no replies: {} errors (connrefused {}, connreset {}, client-timo {}, socket-timo {}, other {})",
+            e.total, e.connrefused, e.connreset, e.client_timo, e.socket_timo, e.other
+        )
+    })
 }
 
 /// `check_client = true`: the client check before a step's first-round run
@@ -576,4 +608,68 @@ fn with_client_cores<T>(cores: &[usize], f: impl FnOnce() -> T) -> Result<T> {
     let out = f();
     let _ = servers::pin_current_thread(&before);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(rate: f64, replies: u64, client_bound: bool) -> m::SweepStep {
+        let mut run = m::RunResult::default();
+        run.totals.replies = replies;
+        run.self_check.client_bound = client_bound;
+        m::SweepStep {
+            demanded_rate: rate,
+            run,
+        }
+    }
+
+    fn saturation(max: Option<f64>, client_bound: bool) -> m::Saturation {
+        m::Saturation {
+            max_sustainable_rate: max,
+            client_bound,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_search_the_client_ended_before_any_sustained_rate_is_a_gap_not_a_failure() {
+        let steps = [step(200.0, 39, true)];
+        let got = search_values(&steps, &saturation(None, true), None);
+        assert_eq!(got, Ok(Vec::new()));
+    }
+
+    #[test]
+    fn a_search_that_sustained_nothing_fails_with_the_lowest_rate_tried() {
+        let steps = [
+            step(25.0, 0, false),
+            step(50.0, 3, false),
+            step(200.0, 9, false),
+        ];
+        let Err(RunError::Failed(why)) = search_values(&steps, &saturation(None, false), None)
+        else {
+            panic!("a failure");
+        };
+        assert!(why.contains("down to 25 conn/s"), "{why}");
+    }
+
+    #[test]
+    fn a_sustained_rate_is_the_capacity() {
+        let steps = [step(200.0, 40, false), step(400.0, 80, false)];
+        let got = search_values(&steps, &saturation(Some(400.0), false), None);
+        assert_eq!(got, Ok(vec![(Metric::MaxRate, 400.0)]));
+    }
+
+    #[test]
+    fn a_capacity_probe_without_replies_is_judged_by_the_search_not_failed() {
+        let mut run = m::RunResult::default();
+        run.errors.total = 5;
+        run.errors.connreset = 5;
+        assert!(unanswered(&run, WorkloadKind::Sweep).is_none());
+        assert!(unanswered(&run, WorkloadKind::Idle).is_none());
+        let why = unanswered(&run, WorkloadKind::Load).expect("a load run fails");
+        assert!(why.contains("connreset 5"), "{why}");
+        run.totals.replies = 1;
+        assert!(unanswered(&run, WorkloadKind::Users).is_none());
+    }
 }

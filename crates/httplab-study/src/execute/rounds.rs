@@ -1,6 +1,9 @@
 //! The rounds of a step: every active server once per round, in the
 //! round's seeded random order (in ABBA slices when the workload asks), each
 //! run filed as a row and each round's value added to the server's cell.
+//! Every round of a step files a row for each of its servers: one that is
+//! not measured in it (down, left out, stopped by an earlier failure or by
+//! Ctrl-C) gets a row with the status and reason, never no row.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -13,7 +16,7 @@ use crate::execute::events::Event;
 use crate::execute::measure::{measure, usable, Measured, RunError};
 use crate::execute::packet_loss::Injector;
 use crate::execute::servers;
-use crate::execute::slots::Slot;
+use crate::execute::slots::{Down, Slot};
 use crate::keys::{RUN_PARAM, RUN_STEP};
 use crate::plan::estimate::servers_of;
 use crate::plan::rounds;
@@ -22,6 +25,9 @@ use crate::spec::{expand_servers, Metric, Workload};
 
 /// Reason of a run cut short by Ctrl-C (its partial result is kept in the JSON).
 pub const INTERRUPTED_DURING: &str = "interrupted (Ctrl-C) during the run; partial result kept";
+
+/// Reason of a run not made because of Ctrl-C.
+const INTERRUPTED: &str = "interrupted (Ctrl-C)";
 
 /// One workload step as it is measured: its servers' cells and rounds.
 pub struct StepRun {
@@ -57,6 +63,14 @@ impl StepRun {
     /// Servers still measured (not failed or interrupted).
     pub fn active_count(&self) -> usize {
         self.data.values().filter(|d| d.stop.is_none()).count()
+    }
+    /// Servers no longer measured whose rounds still file a row each (see
+    /// [`CellData::not_measured`]).
+    pub fn not_measured_count(&self) -> usize {
+        self.data
+            .values()
+            .filter(|d| d.stop.is_some() && d.not_measured.is_some())
+            .count()
     }
     /// True while at least two servers are measured (a comparison).
     pub fn active(&self) -> bool {
@@ -114,24 +128,19 @@ pub fn run_workload(
                 server: slots[i].inst.name.clone(),
                 ..Default::default()
             };
-            // Servers that never started: one row per fewest repetitions.
-            if let Some(down) = slots[i].down.clone() {
-                let row = Row::new(w, &slots[i].inst.name, &step, 0);
-                for r in 0..min_reps {
-                    Row { round: r, ..row }.file(cx, 0, down.status.clone(), &down.reason, None);
-                    cx.emit(Event::Progress { seconds: 0.0 });
-                }
+            // Servers that never started, and servers left out of this
+            // workload's comparisons: not measured, a row with the reason
+            // in every round of the step (filed by `run_rounds`).
+            let out = slots[i].down.clone().or_else(|| {
+                left_out.get(&i).map(|(status, reason)| Down {
+                    status: status.clone(),
+                    reason: reason.clone(),
+                })
+            });
+            if let Some(down) = out {
                 d.stop = Some(Stop::Failed);
                 d.left_out = Some(down.reason.clone());
-            } else if let Some((status, why)) = left_out.get(&i) {
-                // Left out of this workload's comparisons, with the reason.
-                let row = Row::new(w, &slots[i].inst.name, &step, 0);
-                for r in 0..min_reps {
-                    Row { round: r, ..row }.file(cx, 0, status.clone(), why, None);
-                    cx.emit(Event::Progress { seconds: 0.0 });
-                }
-                d.stop = Some(Stop::Failed);
-                d.left_out = Some(why.clone());
+                d.not_measured = Some(down);
             }
             data.insert(i, d);
         }
@@ -171,9 +180,11 @@ fn loss_unavailable(cx: &mut Execution, w: &Workload) -> Option<String> {
     Some(why)
 }
 
-/// Runs rounds of one step until it has `until` rounds (or every server has
-/// stopped: failed, interrupted). Every round visits every active server once
-/// in the round's seeded random order.
+/// Runs rounds of one step until it has `until` rounds (at most its cap).
+/// Every round visits every active server once in the round's seeded random
+/// order; a server no longer measured (down, left out, failed or
+/// interrupted earlier) gets a row with the reason instead, also when no
+/// server is left to measure: every planned round is recorded.
 pub fn run_rounds(
     cx: &mut Execution,
     slots: &mut [Slot],
@@ -190,17 +201,21 @@ pub fn run_rounds(
             .copied()
             .filter(|i| sr.data.get(i).is_some_and(|d| d.stop.is_none()))
             .collect();
-        if active.is_empty() {
-            break;
+        let mut made = 0;
+        let mut got = BTreeMap::new();
+        let mut order = Vec::new();
+        if !active.is_empty() {
+            order = rounds::round_order(&active, cx.proto.seed, sr.wi, sr.si, round);
+            got = run_round(cx, slots, w, sr, round, &order);
+            made = got.values().map(|v: &Vec<Outcome>| v.len() as u32).sum();
         }
-        let order = rounds::round_order(&active, cx.proto.seed, sr.wi, sr.si, round);
-        let mut got = run_round(cx, slots, w, sr, round, &order);
         let first_row = cx.runs.len();
         for &i in &order {
             let outcomes = got.remove(&i).unwrap_or_default();
             record(cx, slots, w, sr, round, i, outcomes);
         }
-        // Rows in the order the runs were made.
+        file_not_measured(cx, w, sr, round, &active, made);
+        // Rows in the order the runs were made, the servers not measured last.
         cx.runs[first_row..].sort_by_key(|r| r.position);
         round += 1;
         if round >= until || round >= sr.cap {
@@ -216,6 +231,37 @@ pub fn run_rounds(
     }
     sr.rounds = round;
     sr.spent_s += started.elapsed().as_secs_f64();
+}
+
+/// Files a row for every server of the step that this round did not
+/// measure because it had stopped before it, with its status and reason,
+/// at the positions after the round's `made` runs.
+fn file_not_measured(
+    cx: &mut Execution,
+    w: &Workload,
+    sr: &StepRun,
+    round: u32,
+    measured: &[usize],
+    made: u32,
+) {
+    let mut position = made;
+    for i in sr.mine.iter().filter(|i| !measured.contains(i)) {
+        let Some(d) = sr.data.get(i) else {
+            continue;
+        };
+        let Some(why) = d.not_measured.as_ref() else {
+            continue;
+        };
+        Row::new(w, &d.server, &sr.label, round).file(
+            cx,
+            position,
+            why.status.clone(),
+            &why.reason,
+            None,
+        );
+        cx.emit(Event::Progress { seconds: 0.0 });
+        position += 1;
+    }
 }
 
 /// The runs of one round: `slices` short runs per server, in the round's
@@ -264,7 +310,7 @@ fn run_round(
             };
             cx.announce(format!("{} · {where_}{part}", slots[i].inst.name));
             let outcome = if cx.stopped() {
-                Err(RunError::Skipped("interrupted (Ctrl-C)".to_string()))
+                Err(RunError::Skipped(INTERRUPTED.to_string()))
             } else {
                 usable(&mut slots[i]).and_then(|()| measure(cx, &mut slots[i], w, &ps, round))
             };
@@ -371,8 +417,26 @@ enum SliceValue {
     Values(BTreeMap<Metric, f64>, Vec<Metric>, bool),
     /// Nothing measured: the round is not a repetition.
     Empty,
-    /// The cell stops.
-    Stop(Stop),
+    /// The cell stops; its later rounds file rows with this status and reason.
+    Stop(Stop, Down),
+}
+
+/// The rows of a cell's rounds after `stop` ended it in round `round`
+/// (`why`: that round's reason).
+fn after_stop(stop: Stop, round: u32, why: &str) -> Down {
+    match stop {
+        Stop::Interrupted => Down {
+            status: RunStatus::Skipped,
+            reason: INTERRUPTED.to_string(),
+        },
+        _ => Down {
+            status: RunStatus::Failed,
+            reason: format!(
+                "not measured: round {} of this step failed ({why})",
+                round + 1
+            ),
+        },
+    }
 }
 
 /// Files one server's repetition (one outcome per slice): a row per run, and
@@ -400,14 +464,15 @@ fn record(
                 parts.push(all);
             }
             SliceValue::Empty => empty = true,
-            SliceValue::Stop(s) => stop = Some(s),
+            SliceValue::Stop(s, later) => stop = Some((s, later)),
         }
     }
     let Some(d) = sr.data.get_mut(&i) else {
         return;
     };
-    if stop.is_some() {
-        d.stop = stop;
+    if let Some((s, later)) = stop {
+        d.stop = Some(s);
+        d.not_measured = Some(later);
         return;
     }
     if empty {
@@ -443,15 +508,17 @@ fn file_outcome(
                 }
             }
             row.file(cx, pos, e.status(), e.reason(), None);
-            return SliceValue::Stop(match e {
+            let stop = match e {
                 RunError::Skipped(_) => Stop::Interrupted,
                 RunError::Failed(_) => Stop::Failed,
-            });
+            };
+            return SliceValue::Stop(stop, after_stop(stop, row.round, e.reason()));
         }
     };
     if m.run.as_ref().is_some_and(|r| r.interrupted) {
         row.file(cx, pos, RunStatus::Skipped, INTERRUPTED_DURING, Some(m));
-        return SliceValue::Stop(Stop::Interrupted);
+        let stop = Stop::Interrupted;
+        return SliceValue::Stop(stop, after_stop(stop, row.round, INTERRUPTED_DURING));
     }
     if m.run.as_ref().is_some_and(measured_nothing) {
         // Not a repetition: the cell gets another round (up to its cap)
@@ -467,6 +534,24 @@ fn file_outcome(
     all_m.extend(m.values.iter().copied());
     let invalid = invalid_metrics(&sr.params, m.run.as_ref());
     let has = |k: &Metric| all_m.get(k).is_some_and(|v| v.is_finite());
+    if m.sweep.is_some() && !has(&Metric::MaxRate) {
+        // The client limited the search before any rate was sustained:
+        // nothing is known of the server; the cell gets another round (up
+        // to its cap).
+        let rate = m
+            .sweep
+            .as_ref()
+            .and_then(|s| s.targets.first())
+            .and_then(|t| t.steps.first())
+            .map_or(0.0, |s| s.demanded_rate);
+        let why = format!(
+            "the client limited the capacity search at {} conn/s, before any rate was sustained \
+             (a busy machine?): no capacity this round",
+            crate::plan::text::fmt_num(rate)
+        );
+        row.file(cx, pos, RunStatus::Empty, &why, Some(m));
+        return SliceValue::Empty;
+    }
     if m.sweep.is_some() && has(&Metric::MaxRate) && !has(&metric) {
         // A search that never reached the CPU quota: no figure at
         // saturation this round; the cell gets another (up to its cap).
@@ -481,7 +566,8 @@ fn file_outcome(
             metric.key()
         );
         row.file(cx, pos, RunStatus::Failed, &why, Some(m));
-        return SliceValue::Stop(Stop::Failed);
+        let stop = Stop::Failed;
+        return SliceValue::Stop(stop, after_stop(stop, row.round, &why));
     }
     let client_bound = m.client_bound;
     row.file(cx, pos, RunStatus::Ok, "", Some(m));
