@@ -12,8 +12,13 @@
 //! tests: so `cargo test` prints it next to the test's `ok`, and
 //! `cargo test 2>&1 | grep SKIPPED` lists every skip of a run. Each line
 //! carries the count of skips so far in that test binary.
+//!
+//! [`serial`] holds the one lock by which a test binary's tests that start
+//! servers and load them take turns on the machine.
 
 #![forbid(unsafe_code)]
+
+pub mod serial;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -125,6 +125,7 @@ fn s(p: &Path) -> String {
 
 #[test]
 fn the_same_server_twice_is_equivalent_and_a_saved_baseline_gates() {
+    let _turn = httplab_skip::serial::shared("compare");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), vec![b'x'; 512]).unwrap();
     let h = httplab_server::Server::start(httplab_server::ServerConfig::for_root(dir.path()))
@@ -202,6 +203,7 @@ fn the_same_server_twice_is_equivalent_and_a_saved_baseline_gates() {
 
 #[test]
 fn a_server_doing_much_more_work_per_request_is_a_regression() {
+    let _turn = httplab_skip::serial::shared("compare");
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("fast.json");
     let new = dir.path().join("slow.json");

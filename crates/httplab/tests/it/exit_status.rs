@@ -67,6 +67,7 @@ fn usage_errors_exit_2_in_every_subcommand() {
 
 #[test]
 fn a_load_that_no_server_answered_exits_1() {
+    let _turn = httplab_skip::serial::shared("exit_status");
     // A port nothing listens on: bound, then closed.
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -90,6 +91,7 @@ fn a_load_that_no_server_answered_exits_1() {
 
 #[test]
 fn a_load_that_was_answered_exits_0_even_with_errors() {
+    let _turn = httplab_skip::serial::shared("exit_status");
     // Answers the first request of each connection, then closes: every
     // second call on a connection fails, the first is answered.
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -140,6 +140,7 @@ fn read_run(path: &Path) -> RunResult {
 
 #[test]
 fn serve_metrics_count_exactly_the_requests_served() {
+    let _turn = httplab_skip::serial::shared("live");
     let d = tempfile::tempdir().unwrap();
     let (_p, addr, m) = serve(d.path(), true);
     let m = m.unwrap();
@@ -188,6 +189,7 @@ fn serve_metrics_count_exactly_the_requests_served() {
 
 #[test]
 fn load_metrics_can_be_scraped_while_it_runs_and_series_have_a_line_per_interval() {
+    let _turn = httplab_skip::serial::shared("live");
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("www");
     std::fs::create_dir(&root).unwrap();
@@ -291,6 +293,7 @@ fn load_metrics_can_be_scraped_while_it_runs_and_series_have_a_line_per_interval
 
 #[test]
 fn check_client_records_one_client_against_two() {
+    let _turn = httplab_skip::serial::shared("live");
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("www");
     std::fs::create_dir(&root).unwrap();

@@ -171,6 +171,7 @@ fn unix_now() -> f64 {
 
 #[test]
 fn three_client_hosts_merge_to_the_one_machine_run() {
+    let _turn = httplab_skip::serial::alone();
     if !is_root() {
         return skip("needs root (network namespaces)");
     }

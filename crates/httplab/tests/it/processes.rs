@@ -31,6 +31,7 @@ fn get(addr: &str) -> String {
 
 #[test]
 fn several_processes_serve_one_port_and_stop_together() {
+    let _turn = httplab_skip::serial::shared("processes");
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), b"hello\n").unwrap();
     let mut parent = Command::new(env!("CARGO_BIN_EXE_httplab"))
@@ -99,6 +100,7 @@ fn several_processes_serve_one_port_and_stop_together() {
 
 #[test]
 fn processes_apply_to_the_event_model_only() {
+    let _turn = httplab_skip::serial::shared("processes");
     let out = Command::new(env!("CARGO_BIN_EXE_httplab"))
         .args([
             "serve",

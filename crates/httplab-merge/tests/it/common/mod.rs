@@ -1,5 +1,4 @@
 //! Builders of shard results for the merge tests.
-#![allow(dead_code)]
 
 use hdrhistogram::Histogram;
 use httplab_model::{Interval, Latency, RunResult, EXTRA_CLIENT_SHARD, EXTRA_RUN_ID, RUN_SCHEMA};

@@ -1,5 +1,4 @@
 //! Shared fixtures of the integration tests.
-#![allow(dead_code)]
 
 use httplab_model::{Document, RunResult, SweepResult};
 use httplab_report::synth::{self, SynthServer};

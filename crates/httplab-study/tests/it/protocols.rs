@@ -8,25 +8,18 @@
 //! without QUIC listed with their reason. A missing peer fails under CI=true
 //! and is a visible skip otherwise.
 
-mod common;
+use crate::common;
 
 use common::ci;
 use httplab_model as m;
 use httplab_study::runner::{self, Options};
 use httplab_study::spec;
 
-/// Not a test: the helper server entry point (see common/mod.rs).
-#[test]
-fn helper_http_server() {
-    common::maybe_serve();
-}
-
-/// Held by every test here; the packet-loss test holds it alone, as its
-/// loss on lo would reach the other tests' loopback traffic.
-static LO: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-fn shared_lo() -> std::sync::RwLockReadGuard<'static, ()> {
-    LO.read().unwrap_or_else(|p| p.into_inner())
+/// The turn of every test here: they run side by side, beside no other
+/// module's servers; the packet-loss test takes the machine alone, as its
+/// loss on lo would reach every other test's loopback traffic.
+fn shared_lo() -> httplab_skip::serial::Turn {
+    httplab_skip::serial::shared("protocols")
 }
 
 const FAST: &str = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.3\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 11\n";
@@ -320,7 +313,7 @@ fn h3_workload_against_caddy() {
 /// left without a netem qdisc and without the study's nftables table.
 #[test]
 fn packet_loss_is_injected_or_skipped_and_always_removed() {
-    let _lo = LO.write().unwrap_or_else(|p| p.into_inner());
+    let _lo = httplab_skip::serial::alone();
     if installed(&[("caddy", "kind = \"caddy\"")]).is_empty() {
         return;
     }

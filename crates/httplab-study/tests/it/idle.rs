@@ -5,7 +5,7 @@
 //! and idle timeouts are raised above the test's length so that nothing
 //! frees the pool while it runs); no sleeps, no timing assertions.
 
-mod common;
+use crate::common;
 
 use common::httplab_serving;
 use httplab_model as m;
@@ -34,6 +34,7 @@ fn extra(run: &m::RunResult, k: &str) -> u64 {
 
 #[test]
 fn event_model_keeps_serving_while_idle_connections_are_held() {
+    let _turn = httplab_skip::serial::shared("idle");
     let Some(exe) = httplab_serving("--root") else {
         return;
     };
@@ -92,6 +93,7 @@ fn event_model_keeps_serving_while_idle_connections_are_held() {
 
 #[test]
 fn threads_model_with_its_pool_held_stops_serving_and_says_so() {
+    let _turn = httplab_skip::serial::shared("idle");
     let Some(exe) = httplab_serving("--root") else {
         return;
     };
@@ -138,6 +140,7 @@ fn threads_model_with_its_pool_held_stops_serving_and_says_so() {
 
 #[test]
 fn idle_fields_are_validated() {
+    let _turn = httplab_skip::serial::shared("idle");
     let servers = "[[servers]]\nkind = \"httplab\"\n";
     let bad = |w: &str| {
         let text = format!(

@@ -7,7 +7,7 @@
 //! - `--client I/N` in a study: recorded, the schedule split, the shards'
 //!   run files merge to the whole.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -15,12 +15,6 @@ use common::{ci, httplab_serving};
 use httplab_model as m;
 use httplab_study::runner::{self, Options};
 use httplab_study::{corpus, servers, shard, spec, tls};
-
-/// Not a test: the helper server entry point (see common/mod.rs).
-#[test]
-fn helper_http_server() {
-    common::maybe_serve();
-}
 
 const FAST: &str = "[protocol]\nwarmup_s = 0.1\nwindow_s = 0.3\nmin_repetitions = 2\nmax_repetitions = 2\nseed = 7\n";
 
@@ -30,6 +24,7 @@ fn parse(text: &str) -> spec::StudyFile {
 
 #[test]
 fn tls_study_end_to_end_against_httplab() {
+    let _turn = httplab_skip::serial::shared("tls");
     let Some(exe) = httplab_serving("--tls-cert") else {
         return;
     };
@@ -245,31 +240,37 @@ fn check_load_over_tls(name: &str, server_toml: &str) {
 
 #[test]
 fn load_over_tls_against_nginx() {
+    let _turn = httplab_skip::serial::shared("tls");
     check_load_over_tls("nginx", "kind = \"nginx\"");
 }
 
 #[test]
 fn load_over_tls_against_h2o() {
+    let _turn = httplab_skip::serial::shared("tls");
     check_load_over_tls("h2o", "kind = \"h2o\"");
 }
 
 #[test]
 fn load_over_tls_against_caddy() {
+    let _turn = httplab_skip::serial::shared("tls");
     check_load_over_tls("caddy", "kind = \"caddy\"");
 }
 
 #[test]
 fn load_over_tls_against_apache() {
+    let _turn = httplab_skip::serial::shared("tls");
     check_load_over_tls("apache event", "kind = \"apache\"\nmpm = \"event\"");
 }
 
 #[test]
 fn load_over_tls_against_lighttpd() {
+    let _turn = httplab_skip::serial::shared("tls");
     check_load_over_tls("lighttpd", "kind = \"lighttpd\"");
 }
 
 #[test]
 fn peer_without_tls_module_is_unavailable_with_reason() {
+    let _turn = httplab_skip::serial::shared("tls");
     let u = servers::Unavailable::NoTls {
         module: "lighttpd's mod_openssl".into(),
         package: "lighttpd-mod-openssl".into(),
@@ -282,6 +283,7 @@ fn peer_without_tls_module_is_unavailable_with_reason() {
 
 #[test]
 fn command_servers_get_the_certificate() {
+    let _turn = httplab_skip::serial::shared("tls");
     let text = "name = \"c\"\ntls = true\n[[servers]]\nname = \"x\"\nkind = \"command\"\ncommand = [\"sh\", \"-c\", \"serve {scheme} {cert} {key} {port}\"]\n\
                 [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\n";
     let study = parse(text);
@@ -307,6 +309,7 @@ fn command_servers_get_the_certificate() {
 /// run files merge into the whole schedule.
 #[test]
 fn sharded_study_records_and_splits_the_schedule() {
+    let _turn = httplab_skip::serial::shared("tls");
     let text = format!(
         "name = \"sharded\"\n{FAST}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}]\n{}\
          [[workloads]]\nname = \"open\"\nkind = \"load\"\ntarget = \"/a.txt\"\nrate = 100\nnum_conns = 10\nmeasure = \"count\"\nwarmup_s = 0\n\

@@ -1,28 +1,23 @@
 //! End to end: tiny studies run through the real runner against servers
 //! started as separate processes, and their reports.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+use httplab_skip::serial::{self, Turn};
 
 use httplab_model as m;
 use httplab_study::runner::{self, Event, Options};
 use httplab_study::{report, spec};
 
-/// Not a test: the helper server entry point (see common/mod.rs).
-#[test]
-fn helper_http_server() {
-    common::maybe_serve();
-}
-
-/// Measuring tests of this binary take this lock, so no other test's load
-/// shares the cores while they measure: interference that lands on one
-/// server's window is what fooled an earlier A/A test.
-static MEASURING: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+/// Measuring tests here hold the machine alone, so no other test's load
+/// (of this module or another of the binary) shares the cores while they
+/// measure: interference that lands on one server's window is what fooled
+/// an earlier A/A test.
+fn serial() -> Turn {
+    serial::alone()
 }
 
 /// Short windows and two repetitions: these tests check behaviour, not speed.

@@ -1,21 +1,26 @@
 //! A peer that is not installed appears as a "not installed" row with its
 //! Debian package, in results.json and in the report; never dropped.
-//! (Its own test binary: it sets HTTPLAB_PEER_DIRS for the whole process.)
+//! It runs in a child process of the test binary, which alone has
+//! HTTPLAB_PEER_DIRS set (to an empty directory): the variable is read by
+//! every study of the process, so the other tests must not see it.
 
-mod common;
+use crate::common;
+use httplab_skip::serial;
 
 use httplab_study::runner::{self, Options};
 use httplab_study::{report, servers, spec};
 
 #[test]
-fn helper_http_server() {
-    common::maybe_serve();
-}
-
-#[test]
 fn missing_peers_are_reported_not_dropped() {
-    let empty = tempfile::tempdir().unwrap();
-    std::env::set_var(servers::ENV_PEER_DIRS, empty.path());
+    if !common::in_child() {
+        let _turn = serial::alone();
+        let empty = tempfile::tempdir().unwrap();
+        common::run_in_child(
+            "not_installed::missing_peers_are_reported_not_dropped",
+            &[(servers::ENV_PEER_DIRS, empty.path().as_os_str())],
+        );
+        return;
+    }
     let text = format!(
         "name = \"ni\"\n[protocol]\nwarmup_s = 0\nwindow_s = 0.2\nmin_repetitions = 2\nmax_repetitions = 2\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}]\n{}\
          [[servers]]\nkind = \"nginx\"\n[[servers]]\nkind = \"apache\"\nmpm = \"prefork\"\n[[servers]]\nkind = \"lighttpd\"\n[[servers]]\nkind = \"h2o\"\n\
@@ -74,5 +79,4 @@ fn missing_peers_are_reported_not_dropped() {
     let csv = std::fs::read_to_string(out.path().join("runs.csv")).unwrap();
     // 8 rows (4 peers × 2 repetitions), each with the status and the reason.
     assert_eq!(csv.matches("not installed").count(), 16, "{csv}");
-    std::env::remove_var(servers::ENV_PEER_DIRS);
 }

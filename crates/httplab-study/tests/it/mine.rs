@@ -9,14 +9,13 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Mutex, MutexGuard};
 
 use httplab_model as m;
 
-/// One study at a time in this binary (they share the machine's cores).
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// One study at a time in the test binary, beside no other test's servers
+/// (they share the machine's cores).
+fn serial() -> httplab_skip::serial::Turn {
+    httplab_skip::serial::alone()
 }
 
 fn study(args: &[&str]) -> anyhow::Result<ExitCode> {

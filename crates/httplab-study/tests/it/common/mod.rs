@@ -1,12 +1,13 @@
 //! A minimal static-file HTTP/1.1 server run as a *separate process* by the
 //! study (kind = "command"): the test binary re-executes itself with
-//! `--exact helper_http_server` and these environment variables set.
+//! `--exact helper_http_server` (the test at the binary's root, main.rs) and
+//! these environment variables set.
 
-#![allow(dead_code)]
-
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -152,4 +153,39 @@ pub fn httplab_serving(flag: &str) -> Option<PathBuf> {
         return None;
     }
     Some(exe)
+}
+
+/// Set in a child process of this test binary that runs one test with an
+/// environment of its own (see [`run_in_child`]).
+pub const ENV_CHILD: &str = "HTTPLAB_STUDY_TEST_CHILD";
+
+/// True in a child process started by [`run_in_child`].
+pub fn in_child() -> bool {
+    std::env::var_os(ENV_CHILD).is_some()
+}
+
+/// Runs the test `name` (its path in this binary, `module::test`) in a child
+/// process of this binary with `env` added to its environment, and asserts
+/// that it ran and passed. For tests that set process-wide state (an
+/// environment variable every study reads) that the binary's other tests,
+/// running meanwhile, must not see. The test calls this unless
+/// [`in_child`], and otherwise runs its body.
+pub fn run_in_child(name: &str, env: &[(&str, &OsStr)]) {
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--exact", name, "--test-threads=1"])
+        .env(ENV_CHILD, "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the test binary again");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("test result: ok. 1 passed"),
+        "{name} in a child process:\n{text}"
+    );
 }

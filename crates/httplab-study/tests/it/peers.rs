@@ -106,41 +106,49 @@ fn check_peer(server_toml: &str) {
 
 #[test]
 fn nginx_serves_files() {
+    let _turn = httplab_skip::serial::shared("peers");
     check_peer("kind = \"nginx\"\nworkers = 2");
 }
 
 #[test]
 fn apache_event_serves_files() {
+    let _turn = httplab_skip::serial::shared("peers");
     check_peer("kind = \"apache\"\nmpm = \"event\"");
 }
 
 #[test]
 fn apache_worker_serves_files() {
+    let _turn = httplab_skip::serial::shared("peers");
     check_peer("kind = \"apache\"\nmpm = \"worker\"\nworkers = 1\nthreads_per_child = 8");
 }
 
 #[test]
 fn apache_prefork_serves_files() {
+    let _turn = httplab_skip::serial::shared("peers");
     check_peer("kind = \"apache\"\nmpm = \"prefork\"\nworkers = 3");
 }
 
 #[test]
 fn lighttpd_serves_files() {
+    let _turn = httplab_skip::serial::shared("peers");
     check_peer("kind = \"lighttpd\"");
 }
 
 #[test]
 fn h2o_serves_files() {
+    let _turn = httplab_skip::serial::shared("peers");
     check_peer("kind = \"h2o\"\nworkers = 2");
 }
 
 #[test]
 fn caddy_serves_files() {
+    let _turn = httplab_skip::serial::shared("peers");
     check_peer("kind = \"caddy\"\nworkers = 2");
 }
 
 #[test]
 fn missing_peer_is_not_installed_with_package() {
+    let _turn = httplab_skip::serial::shared("peers");
     let text = "name = \"p\"\n[[servers]]\nkind = \"command\"\ncommand = [\"/nonexistent/httpd\"]\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\n";
     let study = spec::parse(text, "p.toml").unwrap();
     let inst = spec::expand_servers(&study).remove(0);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use httplab_study::spec::{self, KeyTable, ProtocolSpec};
 
-const DOC: &str = include_str!("../../../docs/study-format.md");
+const DOC: &str = include_str!("../../../../docs/study-format.md");
 
 /// One row of a key table: its keys (several when a row documents two),
 /// type and default cells.
