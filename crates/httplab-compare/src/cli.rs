@@ -10,6 +10,7 @@ use clap::Parser;
 
 use crate::judge::{judge, Options};
 use crate::metric::Metric;
+use crate::paired::{self, Request, Runner, Work};
 use crate::{baseline, input, render};
 
 const AFTER_HELP: &str = "\
@@ -25,9 +26,21 @@ rules of `httplab study` (docs/statistics.md) on an unpaired (Welch) interval. A
 needs at least 2 runs per side. Errors are compared as counts (errors over calls, summed
 over the runs, by an exact test); no errors on either side is never a regression.
 
+Paired mode (--base-cmd and --new-cmd): instead of reading saved results, httplab runs both
+servers itself, started at once and measured in alternation in one session (the study's
+rounds of random order, each visit in short A B | B A slices), at the same fixed request rate,
+and judges NEW against BASE on the server's own CPU per request by the study's rules. Runs
+made at different times share whatever else changed on the machine in between; paired runs
+do not, so far smaller changes are seen. Each command is one shell-style line with {port}
+(the port to listen on, 127.0.0.1) and {root} (the directory of files to serve); the
+servers get core 0 and the load generator core 1. It takes about two and a half minutes
+(--budget sets the time of the extra rounds). A regression is NEW costing significantly more
+CPU per request than BASE with the whole 95 % interval of NEW/BASE above 1 + --threshold
+(default 0 in this mode: any regression the interval shows).
+
 Exit status:
   0  no regression beyond --threshold
-  1  a regression beyond --threshold
+  1  a regression beyond --threshold (paired mode: also when the two could not be compared)
   2  usage or input error
 
 Examples:
@@ -35,7 +48,9 @@ Examples:
   httplab compare --save-baseline main base.json
   httplab load http://127.0.0.1:8080/ --rate 500 --duration 5s --repeat 5 --json new.json
   httplab compare --baseline main new.json          # exit status 1 on a regression
-  httplab compare base.json new.json --metric p99 --threshold 10 --html compare.html";
+  httplab compare base.json new.json --metric p99 --threshold 10 --html compare.html
+  httplab compare --base-cmd './old/my-server --port {port} --root {root}' \
+                  --new-cmd './new/my-server --port {port} --root {root}'";
 
 /// `httplab compare`: is NEW slower than BASE?
 #[derive(Parser, Debug)]
@@ -44,7 +59,7 @@ Examples:
     version,
     about = "Compare saved results: did NEW get slower than BASE? (a regression gate; runs no load)",
     after_help = AFTER_HELP,
-    override_usage = "httplab compare [OPTIONS] BASE NEW\n       httplab compare [OPTIONS] --baseline NAME NEW\n       httplab compare --save-baseline NAME FILE...",
+    override_usage = "httplab compare [OPTIONS] BASE NEW\n       httplab compare [OPTIONS] --baseline NAME NEW\n       httplab compare --save-baseline NAME FILE...\n       httplab compare [OPTIONS] --base-cmd CMD --new-cmd CMD",
     max_term_width = 100
 )]
 struct Cli {
@@ -53,9 +68,9 @@ struct Cli {
     #[arg(value_name = "BASE NEW")]
     inputs: Vec<String>,
     /// A regression counts for the exit status only when NEW is worse by more than PCT
-    /// percent.
-    #[arg(long, value_name = "PCT", default_value = "5")]
-    threshold: String,
+    /// percent [default: 5; paired mode: 0, and "worse by more" means the whole interval].
+    #[arg(long, value_name = "PCT")]
+    threshold: Option<String>,
     /// δ, the smallest change of interest: a regression or improvement is a change of at
     /// least δ, and "equivalent" means the 90 % interval lies within ±δ [default: 5, the
     /// study's].
@@ -83,6 +98,43 @@ struct Cli {
     /// Where named baselines are kept.
     #[arg(long, value_name = "DIR", default_value = baseline::DEFAULT_DIR)]
     baseline_dir: PathBuf,
+    /// Paired mode: BASE's command line ({port} and {root} are filled in).
+    #[arg(
+        long,
+        value_name = "CMD",
+        requires = "new_cmd",
+        help_heading = "Paired mode"
+    )]
+    base_cmd: Option<String>,
+    /// Paired mode: NEW's command line ({port} and {root} are filled in).
+    #[arg(
+        long,
+        value_name = "CMD",
+        requires = "base_cmd",
+        help_heading = "Paired mode"
+    )]
+    new_cmd: Option<String>,
+    /// Paired mode: the work both servers get at a fixed rate: small (87 B, 10 keep-alive
+    /// requests per connection), small-new-connection, large (2.9 MB per connection).
+    #[arg(
+        long,
+        value_name = "WORK",
+        default_value = "small",
+        help_heading = "Paired mode"
+    )]
+    work: String,
+    /// Paired mode: new connections per second [default: 1000 for small work, 20 for large].
+    #[arg(long, value_name = "N", help_heading = "Paired mode")]
+    rate: Option<f64>,
+    /// Paired mode: seconds of extra rounds after the first four [default: 120].
+    #[arg(long, value_name = "SECONDS", help_heading = "Paired mode")]
+    budget: Option<String>,
+    /// Paired mode: also write the study's report (index.html, results.json) into DIR.
+    #[arg(long, value_name = "DIR", help_heading = "Paired mode")]
+    out: Option<PathBuf>,
+    /// Paired mode: no progress bar.
+    #[arg(long, help_heading = "Paired mode")]
+    no_progress: bool,
 }
 
 /// "5", "5%", "5 %" → 0.05.
@@ -97,13 +149,22 @@ fn percent(what: &str, s: &str) -> Result<f64> {
     Ok(v / 100.0)
 }
 
-/// Entry point of `httplab compare`: `args[0]` is the program name. Errors are printed here
-/// and give exit status 2 (1 is a regression).
+/// Entry point of `httplab compare` without the paired mode (see [`cli_main_with`]).
 pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
+    cli_main_with(args, None)
+}
+
+/// Entry point of `httplab compare`: `args[0]` is the program name; `paired` runs the paired
+/// mode's study (None: the mode is refused). Errors are printed here and give exit status 2
+/// (1 is a regression), except a paired run that failed (1).
+pub fn cli_main_with(args: Vec<OsString>, paired: Option<Runner>) -> Result<ExitCode> {
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => return Ok(httplab_usage::clap_exit("compare", &e, &[])),
     };
+    if cli.base_cmd.is_some() {
+        return run_paired(&cli, paired);
+    }
     match run(&cli) {
         Ok(code) => Ok(code),
         Err(e) => {
@@ -119,7 +180,152 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     }
 }
 
+/// A usage error of the paired mode: printed, exit status 2.
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("httplab compare: error: {msg}");
+    ExitCode::from(httplab_usage::USAGE)
+}
+
+/// Splits a paired-mode command line as a POSIX shell would (quotes, backslashes; shlex) and
+/// checks its placeholders.
+fn command(flag: &str, line: &str) -> std::result::Result<Vec<String>, String> {
+    let words = shlex::split(line)
+        .ok_or_else(|| format!("{flag} '{line}': unbalanced quotes or a trailing backslash"))?;
+    if words.is_empty() {
+        return Err(format!(
+            "{flag}: empty command line; e.g. {flag} './my-server --port {{port}} --root {{root}}'"
+        ));
+    }
+    for (p, why) in [
+        (
+            "{port}",
+            "the port httplab picks for the server to listen on (127.0.0.1)",
+        ),
+        (
+            "{root}",
+            "the directory of the files it generates for the server to serve",
+        ),
+    ] {
+        if !words.iter().any(|w| w.contains(p)) {
+            return Err(format!("{flag} '{line}': the command line has no {p}, {why}; e.g. {flag} './my-server --port {{port}} --root {{root}}'"));
+        }
+    }
+    Ok(words)
+}
+
+/// The paired mode: checks its options, runs the study, prints the gate's reading.
+fn run_paired(cli: &Cli, runner: Option<Runner>) -> Result<ExitCode> {
+    let Some(runner) = runner else {
+        return Ok(usage(
+            "--base-cmd/--new-cmd: this build of httplab compare cannot run servers",
+        ));
+    };
+    let saved_only = [
+        (!cli.inputs.is_empty(), "BASE NEW files"),
+        (cli.baseline.is_some(), "--baseline"),
+        (cli.save_baseline.is_some(), "--save-baseline"),
+        (cli.list_baselines, "--list-baselines"),
+        (!cli.metric.is_empty(), "--metric"),
+        (
+            cli.html.is_some(),
+            "--html (use --out DIR for the study's report)",
+        ),
+        (cli.json, "--json (use --out DIR: its results.json)"),
+    ];
+    if let Some((_, what)) = saved_only.iter().find(|(given, _)| *given) {
+        return Ok(usage(&format!(
+            "{what} compares saved results; it does not go with --base-cmd/--new-cmd, which run the servers"
+        )));
+    }
+    let (Some(b), Some(n)) = (&cli.base_cmd, &cli.new_cmd) else {
+        return Ok(usage("give both --base-cmd and --new-cmd"));
+    };
+    let (base, new) = match (command("--base-cmd", b), command("--new-cmd", n)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (Err(e), _) | (_, Err(e)) => return Ok(usage(&e)),
+    };
+    let Some(work) = Work::parse(&cli.work) else {
+        let words: Vec<&str> = Work::ALL.iter().map(|(_, w)| *w).collect();
+        return Ok(usage(&format!(
+            "--work {}: one of {}",
+            cli.work,
+            words.join(", ")
+        )));
+    };
+    if let Some(r) = cli.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Ok(usage(&format!(
+                "--rate {r}: new connections per second, above 0"
+            )));
+        }
+    }
+    let budget_s = match &cli.budget {
+        None => None,
+        Some(t) => match t.trim().trim_end_matches('s').trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Some(x),
+            _ => return Ok(usage(&format!("--budget {t}: seconds, 0 or more"))),
+        },
+    };
+    let threshold = match &cli.threshold {
+        None => 0.0,
+        Some(t) => match percent("--threshold", t) {
+            Ok(x) => x,
+            Err(e) => return Ok(usage(&format!("{e:#}"))),
+        },
+    };
+    let delta = match &cli.delta {
+        None => 0.05,
+        Some(d) => match percent("--delta", d) {
+            Ok(x) if x > 0.0 => x,
+            Ok(_) => return Ok(usage("--delta must be above 0")),
+            Err(e) => return Ok(usage(&format!("{e:#}"))),
+        },
+    };
+    let req = Request {
+        base,
+        new,
+        work,
+        rate: cli.rate,
+        budget_s,
+        delta,
+        out: cli.out.clone(),
+        progress: !cli.no_progress,
+    };
+    let res = match runner(&req) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("httplab compare: error: {e:#}");
+            return Ok(ExitCode::from(httplab_usage::FAILED));
+        }
+    };
+    let gate = paired::decide(&res, threshold);
+    let mut stdout = std::io::stdout().lock();
+    for line in &gate.lines {
+        writeln!(stdout, "{line}")?;
+    }
+    if let Some(out) = &cli.out {
+        writeln!(stdout, "Report: {}", out.join("index.html").display())?;
+    }
+    stdout.flush()?;
+    Ok(match gate.outcome {
+        paired::Outcome::Pass => ExitCode::SUCCESS,
+        paired::Outcome::Regression | paired::Outcome::NotMeasured => {
+            ExitCode::from(httplab_usage::FAILED)
+        }
+    })
+}
+
 fn run(cli: &Cli) -> Result<ExitCode> {
+    let paired_only = [
+        (cli.work != "small", "--work"),
+        (cli.rate.is_some(), "--rate"),
+        (cli.budget.is_some(), "--budget"),
+        (cli.out.is_some(), "--out"),
+        (cli.no_progress, "--no-progress"),
+    ];
+    if let Some((_, what)) = paired_only.iter().find(|(given, _)| *given) {
+        bail!("{what} goes with --base-cmd and --new-cmd (the paired mode, which runs the servers); saved results were measured already");
+    }
     if cli.list_baselines {
         for n in baseline::list(&cli.baseline_dir)? {
             println!("{n}");
@@ -131,7 +337,7 @@ fn run(cli: &Cli) -> Result<ExitCode> {
     }
     let (base_files, new_files) = sides(cli)?;
     let mut opts = Options {
-        threshold: percent("--threshold", &cli.threshold)?,
+        threshold: percent("--threshold", cli.threshold.as_deref().unwrap_or("5"))?,
         metrics: cli.metric.iter().map(|m| Metric::parse(m)).collect(),
         ..Options::default()
     };

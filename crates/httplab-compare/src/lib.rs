@@ -30,7 +30,8 @@ mod cli;
 pub mod input;
 pub mod judge;
 pub mod metric;
+pub mod paired;
 pub mod render;
 
-pub use cli::cli_main;
+pub use cli::{cli_main, cli_main_with};
 pub use judge::{judge, Judgement, Options, Row, Verdict};

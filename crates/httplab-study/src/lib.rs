@@ -37,6 +37,7 @@ pub mod runner;
 pub mod spec;
 pub mod studies;
 
+pub use cli::gate::run_paired;
 pub use cli::{cli_main, write_run_files};
 pub use studies::{builtin, load_study, restrict_servers, BUILTINS};
 

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 
 use crate::spec;
 
+pub mod gate;
 pub mod mine;
 
 /// Built-in studies: (name, one-line summary, TOML text).

@@ -46,8 +46,8 @@ const COMMANDS: &[(&str, &str, Entry)] = &[
     ),
     (
         "compare",
-        "Compare saved results: did NEW get slower than BASE? (exit status 1 on a regression)",
-        httplab_compare::cli_main,
+        "Did NEW get slower than BASE? Saved results, or two servers run in alternation (exit status 1 on a regression)",
+        compare_main,
     ),
 ];
 
@@ -55,6 +55,12 @@ const COMMANDS: &[(&str, &str, Entry)] = &[
 /// saturation analysis (httplab-merge itself depends only on the model).
 fn merge_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     httplab_merge::cli_main_with(args, Some(httplab_report::analysis::analyze))
+}
+
+/// `httplab compare`, whose paired mode (`--base-cmd`, `--new-cmd`) runs
+/// its two servers through the study crate (httplab-compare runs no load).
+fn compare_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
+    httplab_compare::cli_main_with(args, Some(httplab_study::run_paired))
 }
 
 fn cli() -> clap::Command {

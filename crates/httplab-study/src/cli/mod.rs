@@ -2,6 +2,7 @@
 //! dry run, the run itself with its progress bar ([`progress`], a
 //! subscriber to the study's events) and the report written at the end.
 
+pub mod gate;
 mod mine;
 mod progress;
 
@@ -317,7 +318,10 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
 }
 
 /// Passes the process's Ctrl-C flag on to the study's `stop` until `done`.
-fn sigint_bridge(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+pub(crate) fn sigint_bridge(
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         while !done.load(Ordering::Relaxed) {
             if httplab_load::interrupted().load(Ordering::Relaxed) {

@@ -251,3 +251,130 @@ fn usage_and_input_errors_exit_with_2() {
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("1  a regression beyond --threshold"));
 }
+
+/// The paired mode runs both servers itself: httplab's event server against Python's
+/// http.server, which spends far more CPU per request (an interpreter against a few system
+/// calls; tens of times more), at the same low rate of new connections. NEW = Python is a
+/// regression (exit status 1); swapped, an improvement (exit status 0). The verdict line
+/// names the server CPU per request and its interval; the report is written to --out.
+#[test]
+fn the_paired_mode_runs_both_servers_and_gates_on_server_cpu() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        httplab_skip::skip("python3 is not installed (the paired-mode test's slow server)");
+        return;
+    }
+    let _turn = httplab_skip::serial::alone();
+    let exe = env!("CARGO_BIN_EXE_httplab");
+    let fast = format!("{exe} serve --workers 1 --listen 127.0.0.1:{{port}} --root {{root}}");
+    let slow = "python3 -m http.server {port} --bind 127.0.0.1 --directory {root}";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report");
+    let paired = |base: &str, new: &str, out: Option<&Path>| {
+        let mut args = vec![
+            "compare",
+            "--base-cmd",
+            base,
+            "--new-cmd",
+            new,
+            "--work",
+            "small-new-connection",
+            "--rate",
+            "50",
+            "--budget",
+            "0",
+            "--no-progress",
+        ];
+        let o = out.map(s);
+        if let Some(o) = &o {
+            args.extend(["--out", o]);
+        }
+        httplab(&args)
+    };
+    let o = paired(&fast, slow, Some(&out));
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stdout.starts_with(
+            "small-new-connection: REGRESSION: new costs more server CPU per request than base: ×"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert!(stdout.contains("95 % CI"), "{}", text(&o));
+    let results = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    assert!(results.contains("\"server_cpu_us_per_req\""));
+
+    let o = paired(slow, &fast, None);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("improvement: new costs less server CPU per request than base: ×0."),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn paired_mode_usage_errors_exit_with_2() {
+    let good = "srv --port {port} --root {root}";
+    for (args, says) in [
+        (
+            vec![
+                "compare",
+                "--base-cmd",
+                "srv --root {root}",
+                "--new-cmd",
+                good,
+            ],
+            "no {port}",
+        ),
+        (
+            vec![
+                "compare",
+                "--base-cmd",
+                good,
+                "--new-cmd",
+                "srv '{port} {root}",
+            ],
+            "unbalanced quotes",
+        ),
+        (vec!["compare", "--base-cmd", good], "--new-cmd"),
+        (
+            vec!["compare", "--base-cmd", good, "--new-cmd", good, "--json"],
+            "--json",
+        ),
+        (
+            vec![
+                "compare",
+                "--base-cmd",
+                good,
+                "--new-cmd",
+                good,
+                "--work",
+                "huge",
+            ],
+            "small, small-new-connection, large",
+        ),
+        (
+            vec![
+                "compare",
+                "--base-cmd",
+                good,
+                "--new-cmd",
+                good,
+                "--budget",
+                "soon",
+            ],
+            "--budget",
+        ),
+        (
+            vec!["compare", "a.json", "b.json", "--rate", "5"],
+            "--base-cmd",
+        ),
+    ] {
+        let o = httplab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {}", text(&o));
+    }
+}
