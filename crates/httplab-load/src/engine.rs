@@ -36,6 +36,7 @@ use crate::uring::Ring;
 use crate::worker::{LocalAddrs, Tally, Window, WorkerCtx};
 
 mod h2;
+mod h2_plan;
 mod receive;
 
 const TIMER_TOKEN: Token = Token(usize::MAX - 1);
@@ -75,7 +76,7 @@ pub(crate) struct Worker<'a> {
     /// HTTPS: this worker's TLS configuration (its own session cache).
     tls_cfg: Option<Arc<ClientConfig>>,
     /// `--http2`: the request header blocks and windows of the run.
-    h2: Option<h2::H2Plan>,
+    h2: Option<h2_plan::H2Plan>,
     /// Connections in setup now. Open-loop arrivals wait while it is at
     /// `ctx.setup_cap`: under overload the server's accept queue then never
     /// overflows (no dropped SYNs, no 1 s / 3 s retransmission stalls, no
@@ -151,7 +152,7 @@ impl<'a> Worker<'a> {
             }),
             h2: match &spec.http2 {
                 Some(h) => {
-                    Some(h2::H2Plan::new(spec, ctx.plan, h).map_err(|e| {
+                    Some(h2_plan::H2Plan::new(spec, ctx.plan, h).map_err(|e| {
                         io::Error::new(io::ErrorKind::InvalidInput, format!("{e:#}"))
                     })?)
                 }

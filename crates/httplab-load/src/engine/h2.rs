@@ -10,56 +10,11 @@ use std::time::Instant;
 use httplab_wire::response::{Framing, ResponseInfo};
 
 use crate::h1::Pending;
-use crate::h2proto::{self, reason_index, Event, H2Conn, H2Error};
-use crate::plan::Plan;
+use crate::h2proto::{self, reason_index, Event, H2Error};
 use crate::record;
-use crate::spec::{Http2Spec, LoadSpec};
 use crate::stats::ErrClass;
 
 use super::Worker;
-
-/// What every connection of the run sends: a header block per planned
-/// request (encoded once), the request body, and the windows to announce.
-pub(crate) struct H2Plan {
-    blocks: Vec<Vec<u8>>,
-    body: Option<Vec<u8>>,
-    pub spec: Http2Spec,
-    /// Events of one feed (kept for its memory).
-    events: Vec<Event>,
-    /// Calls of a connection being failed (kept for its memory).
-    calls: Vec<Pending>,
-}
-
-impl H2Plan {
-    pub fn new(spec: &LoadSpec, plan: &Plan, h: &Http2Spec) -> anyhow::Result<H2Plan> {
-        let auth = spec.authority();
-        let extra = spec.stream_header_fields()?;
-        let extra: Vec<(&str, &str)> = extra
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_str()))
-            .collect();
-        let blocks = plan
-            .requests
-            .iter()
-            .map(|r| {
-                let method = if r.is_head { "HEAD" } else { &spec.method };
-                h2proto::request_block(method, spec.tls.is_some(), &auth, &r.path, &extra)
-            })
-            .collect();
-        Ok(H2Plan {
-            blocks,
-            body: spec.body.clone(),
-            spec: h.clone(),
-            events: Vec::new(),
-            calls: Vec::new(),
-        })
-    }
-
-    /// A fresh connection machine with the run's windows.
-    pub fn conn(&self) -> H2Conn {
-        H2Conn::new(self.spec.stream_window, self.spec.conn_window)
-    }
-}
 
 impl Worker<'_> {
     /// Sends call `p` on slot `idx`'s HTTP/2 connection: a stream now, or a

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::Cli;
+use super::args::Cli;
 use crate::execute::preflight::{check_peers, Checks};
 use crate::spec::{ServerKind, StudyFile};
 use crate::studies::mine::{self, Mine};
