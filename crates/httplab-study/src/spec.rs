@@ -430,6 +430,95 @@ impl ServerKind {
     }
 }
 
+/// `httplab serve`'s concurrency model (`model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// A reactor per worker thread (`--workers`).
+    #[default]
+    Event,
+    /// Boss-worker: an acceptor and a pool of blocking threads (`--threads`).
+    Threads,
+    /// A process per connection (`--max-children`).
+    Fork,
+    /// One thread, one connection at a time.
+    Single,
+}
+
+impl Model {
+    /// The word of the study file and of `httplab serve --model`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Model::Event => "event",
+            Model::Threads => "threads",
+            Model::Fork => "fork",
+            Model::Single => "single",
+        }
+    }
+
+    /// The `httplab serve` option that `workers` sets for this model.
+    pub fn workers_flag(self) -> &'static str {
+        match self {
+            Model::Threads => "--threads",
+            Model::Fork => "--max-children",
+            Model::Event | Model::Single => "--workers",
+        }
+    }
+}
+
+/// `httplab serve`'s connection handling (`mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// A connection per request.
+    Close,
+    /// Persistent connections, one request at a time.
+    KeepAlive,
+    /// Persistent connections with pipelining.
+    Pipeline,
+}
+
+impl Mode {
+    /// The word of the study file.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Close => "close",
+            Mode::KeepAlive => "keep-alive",
+            Mode::Pipeline => "pipeline",
+        }
+    }
+}
+
+/// Apache's multi-processing module (`mpm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mpm {
+    /// Threads with an event loop for idle keep-alive connections.
+    #[default]
+    Event,
+    /// Threads, each holding its connection.
+    Worker,
+    /// A process per connection, no threads.
+    Prefork,
+}
+
+impl Mpm {
+    /// The word of the study file and of Apache's module name.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mpm::Event => "event",
+            Mpm::Worker => "worker",
+            Mpm::Prefork => "prefork",
+        }
+    }
+
+    /// Whether it runs threads (mod_http2 needs them; `threads_per_child`
+    /// sets them).
+    pub fn threaded(self) -> bool {
+        self != Mpm::Prefork
+    }
+}
+
 /// A server entry in the study file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -441,13 +530,13 @@ pub struct ServerSpec {
     pub kind: ServerKind,
     /// httplab: concurrency model (event, threads, fork, single).
     #[serde(default)]
-    pub model: Option<String>,
+    pub model: Option<Model>,
     /// httplab: connection mode (close, keep-alive, pipeline).
     #[serde(default)]
-    pub mode: Option<String>,
+    pub mode: Option<Mode>,
     /// apache: MPM (event, worker, prefork).
     #[serde(default)]
-    pub mpm: Option<String>,
+    pub mpm: Option<Mpm>,
     /// Worker processes/threads; a list expands into one server per value.
     #[serde(default)]
     pub workers: Option<OneOrMany>,
@@ -1019,34 +1108,6 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
             ServerKind::Command if sv.command.is_empty() => {
                 bail!("{at}server of kind \"command\" needs `command = [\"program\", \"arg\", …]`")
             }
-            ServerKind::Apache => {
-                if let Some(m) = &sv.mpm {
-                    if !["event", "worker", "prefork"].contains(&m.as_str()) {
-                        bail!(
-                            "{}apache mpm '{m}' unknown (event, worker or prefork)",
-                            line_of(text, m)
-                        );
-                    }
-                }
-            }
-            ServerKind::Httplab => {
-                if let Some(m) = &sv.model {
-                    if !["event", "threads", "fork", "single"].contains(&m.as_str()) {
-                        bail!(
-                            "{}httplab model '{m}' unknown (event, threads, fork or single)",
-                            line_of(text, m)
-                        );
-                    }
-                }
-                if let Some(m) = &sv.mode {
-                    if !["close", "keep-alive", "pipeline"].contains(&m.as_str()) {
-                        bail!(
-                            "{}httplab mode '{m}' unknown (close, keep-alive or pipeline)",
-                            line_of(text, m)
-                        );
-                    }
-                }
-            }
             _ => {}
         }
         if let Some(OneOrMany::Many(v)) = &sv.workers {
@@ -1407,7 +1468,7 @@ fn server_keys_take_effect(sv: &ServerSpec) -> Result<()> {
         &[Apache],
         "it sets Apache's ThreadsPerChild (kind = \"apache\" only)",
     )?;
-    if kind == Apache && sv.mpm.as_deref() == Some("prefork") && sv.threads_per_child.is_some() {
+    if kind == Apache && sv.mpm.is_some_and(|m| !m.threaded()) && sv.threads_per_child.is_some() {
         bail!("`threads_per_child` has no effect with mpm = \"prefork\" (one thread per process; `workers` sets the processes)");
     }
     for (key, given) in [
@@ -1663,13 +1724,13 @@ pub fn expand_servers(s: &StudyFile) -> Vec<ServerInstance> {
 fn default_name(sv: &ServerSpec) -> String {
     match sv.kind {
         ServerKind::Httplab => {
-            let mut n = format!("httplab {}", sv.model.as_deref().unwrap_or("event"));
-            if let Some(m) = &sv.mode {
-                n.push_str(&format!(" ({m})"));
+            let mut n = format!("httplab {}", sv.model.unwrap_or_default().word());
+            if let Some(m) = sv.mode {
+                n.push_str(&format!(" ({})", m.word()));
             }
             n
         }
-        ServerKind::Apache => format!("apache {}", sv.mpm.as_deref().unwrap_or("event")),
+        ServerKind::Apache => format!("apache {}", sv.mpm.unwrap_or_default().word()),
         ServerKind::Command => sv
             .command
             .first()

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
-use crate::spec::{Protocol, ServerInstance, ServerKind, ServerSpec};
+use crate::spec::{Mode, Mpm, Protocol, ServerInstance, ServerKind, ServerSpec};
 
 /// Where a peer lives and which Debian package provides it.
 pub struct PeerBinary {
@@ -27,36 +27,112 @@ pub struct PeerBinary {
     pub package: &'static str,
 }
 
+/// Whether a kind of server speaks a protocol here: always, never (why), or
+/// as a check of this installation says (its function).
+#[derive(Clone, Copy)]
+enum Speaks {
+    Yes,
+    No(&'static str),
+    Check(fn(&ServerInstance) -> std::result::Result<(), String>),
+}
+
+/// Everything the study knows about one kind of server, in one place: its
+/// binary and package, how its launch plan is written, which protocols it
+/// speaks, and how it tells its version.
+struct Kind {
+    /// The peer's binary (None: httplab itself and command servers).
+    binary: Option<PeerBinary>,
+    /// Writes its launch plan.
+    plan: fn(Inputs, &mut LaunchPlan) -> std::result::Result<(), Unavailable>,
+    /// HTTP/2 (over TLS by ALPN, in cleartext by prior knowledge).
+    h2: Speaks,
+    /// HTTP/3 (with TLS; without TLS nobody does).
+    h3: Speaks,
+    /// The argument that makes its binary print its version.
+    version_flag: &'static str,
+}
+
+/// The one table of server kinds.
+fn kind(k: ServerKind) -> Kind {
+    const HTTPLAB_H1: &str =
+        "httplab serve speaks HTTP/1.1 only (its TLS offers ALPN http/1.1; no HTTP/2 framing)";
+    match k {
+        ServerKind::Httplab => Kind {
+            binary: None,
+            plan: plan_httplab,
+            h2: Speaks::No(HTTPLAB_H1),
+            h3: Speaks::No("httplab serve speaks HTTP/1.1 only (no QUIC listener, no HTTP/3 framing)"),
+            version_flag: "--version",
+        },
+        ServerKind::Nginx => Kind {
+            binary: Some(PeerBinary {
+                paths: &["/usr/sbin/nginx"],
+                name: "nginx",
+                package: "nginx",
+            }),
+            plan: plan_nginx,
+            h2: Speaks::Yes,
+            h3: Speaks::No("the study's nginx has no QUIC (Debian's nginx 1.22 is built without the HTTP/3 module, which came with 1.25)"),
+            version_flag: "-v",
+        },
+        ServerKind::Apache => Kind {
+            binary: Some(PeerBinary {
+                paths: &["/usr/sbin/apache2", "/usr/sbin/httpd"],
+                name: "apache2",
+                package: "apache2",
+            }),
+            plan: plan_apache,
+            h2: Speaks::Check(|inst| apache_h2(inst.spec.mpm.unwrap_or_default())),
+            h3: Speaks::No("Apache httpd has no HTTP/3 (no QUIC module)"),
+            version_flag: "-v",
+        },
+        ServerKind::Lighttpd => Kind {
+            binary: Some(PeerBinary {
+                paths: &["/usr/sbin/lighttpd"],
+                name: "lighttpd",
+                package: "lighttpd",
+            }),
+            plan: plan_lighttpd,
+            h2: Speaks::Check(|_| lighttpd_h2()),
+            h3: Speaks::No("lighttpd has no HTTP/3 (no QUIC support)"),
+            version_flag: "-v",
+        },
+        ServerKind::H2o => Kind {
+            binary: Some(PeerBinary {
+                paths: &["/usr/bin/h2o", "/usr/sbin/h2o"],
+                name: "h2o",
+                package: "h2o",
+            }),
+            plan: plan_h2o,
+            h2: Speaks::Yes,
+            h3: Speaks::No("the study's h2o has no QUIC (Debian's h2o 2.2 predates its HTTP/3 support)"),
+            version_flag: "--version",
+        },
+        ServerKind::Caddy => Kind {
+            binary: Some(PeerBinary {
+                paths: &["/usr/bin/caddy", "/usr/sbin/caddy"],
+                name: "caddy",
+                package: "caddy",
+            }),
+            plan: plan_caddy,
+            h2: Speaks::Yes,
+            h3: Speaks::Yes,
+            version_flag: "version",
+        },
+        // A command server is taken at its word: its command is the user's.
+        ServerKind::Command => Kind {
+            binary: None,
+            plan: plan_command,
+            h2: Speaks::Yes,
+            h3: Speaks::Yes,
+            version_flag: "--version",
+        },
+    }
+}
+
 /// The binary and package of a peer kind (None for httplab and commands).
-pub fn peer_binary(kind: ServerKind) -> Option<PeerBinary> {
-    Some(match kind {
-        ServerKind::Nginx => PeerBinary {
-            paths: &["/usr/sbin/nginx"],
-            name: "nginx",
-            package: "nginx",
-        },
-        ServerKind::Apache => PeerBinary {
-            paths: &["/usr/sbin/apache2", "/usr/sbin/httpd"],
-            name: "apache2",
-            package: "apache2",
-        },
-        ServerKind::Lighttpd => PeerBinary {
-            paths: &["/usr/sbin/lighttpd"],
-            name: "lighttpd",
-            package: "lighttpd",
-        },
-        ServerKind::H2o => PeerBinary {
-            paths: &["/usr/bin/h2o", "/usr/sbin/h2o"],
-            name: "h2o",
-            package: "h2o",
-        },
-        ServerKind::Caddy => PeerBinary {
-            paths: &["/usr/bin/caddy", "/usr/sbin/caddy"],
-            name: "caddy",
-            package: "caddy",
-        },
-        ServerKind::Httplab | ServerKind::Command => return None,
-    })
+pub fn peer_binary(k: ServerKind) -> Option<PeerBinary> {
+    kind(k).binary
 }
 
 /// Finds `name` on `$PATH`.
@@ -302,15 +378,7 @@ pub fn plan(
         tls,
         bin,
     };
-    match sv.kind {
-        ServerKind::Httplab => plan_httplab(i, &mut p)?,
-        ServerKind::Nginx => plan_nginx(i, &mut p)?,
-        ServerKind::Apache => plan_apache(i, &mut p)?,
-        ServerKind::Lighttpd => plan_lighttpd(i, &mut p)?,
-        ServerKind::H2o => plan_h2o(i, &mut p)?,
-        ServerKind::Caddy => plan_caddy(i, &mut p)?,
-        ServerKind::Command => plan_command(i, &mut p)?,
-    }
+    (kind(sv.kind).plan)(i, &mut p)?;
     Ok(p)
 }
 
@@ -347,7 +415,7 @@ fn plan_httplab(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavai
             "httplab binary not found (run inside `httplab study`, or set HTTPLAB_BIN)".into(),
         )
     })?;
-    let model = sv.model.as_deref().unwrap_or("event");
+    let model = sv.model.unwrap_or_default();
     let mut argv = vec![
         exe.to_string_lossy().into_owned(),
         "serve".into(),
@@ -356,22 +424,17 @@ fn plan_httplab(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavai
         "--listen".into(),
         format!("127.0.0.1:{port}"),
         "--model".into(),
-        model.into(),
+        model.word().into(),
         "--quiet".into(),
     ];
     if let Some(w) = inst.workers {
-        let flag = match model {
-            "threads" => "--threads",
-            "fork" => "--max-children",
-            _ => "--workers",
-        };
-        argv.push(flag.into());
+        argv.push(model.workers_flag().into());
         argv.push(w.to_string());
     }
-    let (ka, pipe) = match sv.mode.as_deref() {
-        Some("close") => ("off", "off"),
-        Some("keep-alive") => ("on", "off"),
-        Some(_) => ("on", "on"),
+    let (ka, pipe) = match sv.mode {
+        Some(Mode::Close) => ("off", "off"),
+        Some(Mode::KeepAlive) => ("on", "off"),
+        Some(Mode::Pipeline) => ("on", "on"),
         None if !keep_alive => ("off", "off"),
         None => ("on", "on"),
     };
@@ -479,16 +542,16 @@ fn plan_apache(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavail
         bin,
         ..
     } = i;
-    let mpm = sv.mpm.as_deref().unwrap_or("event");
+    let mpm = sv.mpm.unwrap_or_default();
     let Some(mods) = apache_modules() else {
         return Err(Unavailable::NotInstalled {
             package: "apache2".into(),
         });
     };
     let mods = mods.to_string_lossy();
-    let workers = inst.workers.unwrap_or(if mpm == "prefork" { 8 } else { 2 });
+    let workers = inst.workers.unwrap_or(if mpm.threaded() { 2 } else { 8 });
     let tpc = sv.threads_per_child.unwrap_or(25).max(1);
-    let mpm_conf = if mpm == "prefork" {
+    let mpm_conf = if !mpm.threaded() {
         let max = workers.max(1);
         format!(
             "StartServers {w}\nMinSpareServers {w}\nMaxSpareServers {w}\nServerLimit {max}\nMaxRequestWorkers {max}\n",
@@ -510,7 +573,7 @@ fn plan_apache(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavail
     };
     let conf = format!(
         "# written by httplab study\nServerRoot \"{dir}\"\nServerName 127.0.0.1\n\
-         LoadModule mpm_{mpm}_module {mods}/mod_mpm_{mpm}.so\n\
+         LoadModule mpm_{m}_module {mods}/mod_mpm_{m}.so\n\
          LoadModule authz_core_module {mods}/mod_authz_core.so\n\
          LoadModule mime_module {mods}/mod_mime.so\n\
          {user}Listen 127.0.0.1:{port}\nListenBacklog 4096\nPidFile \"{dir}/apache.pid\"\n\
@@ -519,6 +582,7 @@ fn plan_apache(i: Inputs, p: &mut LaunchPlan) -> std::result::Result<(), Unavail
          <Directory \"{root}\">\n  Require all granted\n  AllowOverride None\n</Directory>\n\
          TypesConfig \"{dir}/mime.types\"\nAddType text/html .html\nAddType text/plain .txt\nAddType image/gif .gif\nAddType image/jpeg .jpg\n\
          KeepAlive {ka}\nMaxKeepAliveRequests 0\nKeepAliveTimeout 5\nEnableSendfile {sf}\n{mpm_conf}",
+        m = mpm.word(),
         ka = if keep_alive { "On" } else { "Off" },
         sf = if sendfile { "On" } else { "Off" },
     );
@@ -750,62 +814,43 @@ fn caddyfile(
 }
 
 /// Why a server cannot speak `protocol` in this study (Ok: it can). Over
-/// TLS h2 is negotiated by ALPN, in cleartext it is h2c by prior knowledge.
-/// A `command` server is taken at its word: its command is the user's.
+/// TLS h2 is negotiated by ALPN, in cleartext it is h2c by prior knowledge;
+/// HTTP/3 needs TLS.
 pub fn speaks(
     inst: &ServerInstance,
     protocol: Protocol,
     tls: bool,
 ) -> std::result::Result<(), String> {
-    let kind = inst.spec.kind;
-    match protocol {
-        Protocol::H1 => Ok(()),
-        Protocol::H2 => match kind {
-            ServerKind::Httplab => Err(
-                "httplab serve speaks HTTP/1.1 only (its TLS offers ALPN http/1.1; no HTTP/2 framing)"
-                    .into(),
-            ),
-            ServerKind::Apache => apache_h2(inst.spec.mpm.as_deref().unwrap_or("event")),
-            ServerKind::Lighttpd => match lighttpd_version() {
-                Some(v) if v < (1, 4, 59) => Err(format!(
-                    "lighttpd {}.{}.{} has no HTTP/2 (mod_h2 is built in from 1.4.59)",
-                    v.0, v.1, v.2
-                )),
-                _ => Ok(()),
-            },
-            ServerKind::Nginx | ServerKind::H2o | ServerKind::Caddy | ServerKind::Command => Ok(()),
-        },
-        Protocol::H3 => h3(kind, tls),
+    let k = kind(inst.spec.kind);
+    let how = match protocol {
+        Protocol::H1 => return Ok(()),
+        Protocol::H2 => k.h2,
+        Protocol::H3 if !tls => {
+            return Err("HTTP/3 needs TLS (QUIC is always encrypted)".into());
+        }
+        Protocol::H3 => k.h3,
+    };
+    match how {
+        Speaks::Yes => Ok(()),
+        Speaks::No(why) => Err(why.into()),
+        Speaks::Check(check) => check(inst),
     }
 }
 
-/// Why a server kind cannot speak HTTP/3 here (Ok: it can): Caddy serves it
-/// next to HTTPS on the same port number over UDP; the Debian builds of the
-/// other peers have no QUIC.
-fn h3(kind: ServerKind, tls: bool) -> std::result::Result<(), String> {
-    if !tls {
-        return Err("HTTP/3 needs TLS (QUIC is always encrypted)".into());
-    }
-    match kind {
-        ServerKind::Caddy | ServerKind::Command => Ok(()),
-        ServerKind::Httplab => Err(
-            "httplab serve speaks HTTP/1.1 only (no QUIC listener, no HTTP/3 framing)".into(),
-        ),
-        ServerKind::Nginx => Err(
-            "the study's nginx has no QUIC (Debian's nginx 1.22 is built without the HTTP/3 module, which came with 1.25)"
-                .into(),
-        ),
-        ServerKind::Apache => Err("Apache httpd has no HTTP/3 (no QUIC module)".into()),
-        ServerKind::Lighttpd => Err("lighttpd has no HTTP/3 (no QUIC support)".into()),
-        ServerKind::H2o => Err(
-            "the study's h2o has no QUIC (Debian's h2o 2.2 predates its HTTP/3 support)".into(),
-        ),
+/// Whether this lighttpd serves HTTP/2 (mod_h2 is built in from 1.4.59).
+fn lighttpd_h2() -> std::result::Result<(), String> {
+    match lighttpd_version() {
+        Some(v) if v < (1, 4, 59) => Err(format!(
+            "lighttpd {}.{}.{} has no HTTP/2 (mod_h2 is built in from 1.4.59)",
+            v.0, v.1, v.2
+        )),
+        _ => Ok(()),
     }
 }
 
 /// Whether this Apache can serve HTTP/2 with `mpm`.
-fn apache_h2(mpm: &str) -> std::result::Result<(), String> {
-    if mpm == "prefork" {
+fn apache_h2(mpm: Mpm) -> std::result::Result<(), String> {
+    if !mpm.threaded() {
         return Err(
             "Apache's prefork MPM cannot serve HTTP/2 (mod_http2 needs a threaded MPM: event or worker)"
                 .into(),
@@ -1118,14 +1163,12 @@ pub fn version(inst: &ServerInstance, httplab_exe: Option<&Path>) -> Option<Stri
             (first.clone(), rest.to_vec())
         }
         k => {
-            let b = peer_binary(k)?;
-            let path = find_peer(&b)?;
-            let flag = match k {
-                ServerKind::H2o => "--version",
-                ServerKind::Caddy => "version",
-                _ => "-v",
-            };
-            (path.to_string_lossy().into_owned(), vec![flag.into()])
+            let facts = kind(k);
+            let path = find_peer(&facts.binary?)?;
+            (
+                path.to_string_lossy().into_owned(),
+                vec![facts.version_flag.into()],
+            )
         }
     };
     let out = Command::new(prog)
