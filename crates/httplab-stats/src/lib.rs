@@ -20,6 +20,7 @@ mod counts;
 mod decide;
 mod describe;
 mod format;
+mod rule;
 mod ttest;
 mod verdict;
 
@@ -27,7 +28,7 @@ pub use counts::{binomial_tails, clopper_pearson, RateRatio};
 pub use decide::{
     allocate, decide, decide_family, decide_interim, describe as describe_decision,
     detectable_effect, Comparison, CountComparison, Decision, DesignOptions, LogRatios, Looks,
-    Need, Outcome, Side, Unpaired, MAX_ROUNDS,
+    Need, Outcome, Side, Stages, Unpaired, MAX_ROUNDS, PLANNING_POWER,
 };
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};
