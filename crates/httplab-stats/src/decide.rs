@@ -632,7 +632,7 @@ pub fn decide_family(
         DesignOptions::default()
     };
     let m = (family.len() + counts.len()).max(1);
-    let ratios = family.iter().map(|c| decide_one(c, m, &o)).collect();
+    let ratios = family.iter().map(|c| decide_one(c, m, &o, true)).collect();
     let counted = counts.iter().map(|c| decide_count(c, m, &o)).collect();
     (ratios, counted)
 }
@@ -670,11 +670,13 @@ pub fn decide_interim(family: &[Comparison], opts: &DesignOptions) -> Vec<Decisi
                 also: c.also.iter().map(staged).collect(),
                 ..c.clone()
             };
-            let mut d = decide_one(&now, m, &o);
+            let mut d = decide_one(&now, m, &o, false);
             d.detectable = None;
             d.rounds_to_settle = match c.looks.first_weight {
-                Some(w) => plan_stage_two(&c.looks.last, w, a, &o),
-                None => None,
+                Some(w) if d.outcome == Outcome::Inconclusive => {
+                    plan_stage_two(&c.looks.last, w, a, &o)
+                }
+                _ => None,
             };
             d
         })
@@ -714,7 +716,7 @@ fn plan_stage_two(first: &LogRatios, w1sq: f64, a: f64, o: &DesignOptions) -> Op
     let k_win = first.mean.abs() / sd;
     let (k_lo, k_hi) = ((first.mean + b) / sd, (b - first.mean) / sd);
     let settles = |n2: usize| -> bool {
-        let cp = |z: f64, k: f64| crate::rule::conditional_power(&rule, z, n2, k).unwrap_or(0.0);
+        let cp = |z: f64, k: f64| crate::rule::conditional_power(&rule, z, n2, k);
         let win = cp(z_win, k_win);
         let eq = cp(z_lo, k_lo) + cp(z_hi, k_hi) - 1.0;
         win.max(eq) >= target
@@ -784,6 +786,29 @@ fn detectable_of(looks: &Looks, a: f64, o: &DesignOptions) -> Option<f64> {
         }
     };
     Some(k.exp() - 1.0)
+}
+
+/// The smallest relative effect (ratio − 1) the decision rule names a winner for with the
+/// design's power, for comparison `c` as a member of a family of `family` comparisons, at the
+/// spread observed: the figure an inconclusive decision prints, for any comparison.
+pub fn detectable(c: &Comparison, family: usize, opts: &DesignOptions) -> Option<f64> {
+    let o = if opts.valid() {
+        *opts
+    } else {
+        DesignOptions::default()
+    };
+    detectable_of(&c.looks, per_tail(&o, family), &o)
+}
+
+/// Rounds in one look that would settle comparison `c` (a winner or equivalent) with the
+/// design's power, as a member of a family of `family`, if effect and spread are as observed.
+pub fn rounds_to_settle(c: &Comparison, family: usize, opts: &DesignOptions) -> Option<u32> {
+    let o = if opts.valid() {
+        *opts
+    } else {
+        DesignOptions::default()
+    };
+    rounds_one_look(&c.looks.last, per_tail(&o, family), &o)
 }
 
 /// Rounds in one look that would settle the comparison (a winner or equivalent by the rule at
@@ -857,7 +882,7 @@ fn cached(key: DesignKey, f: impl FnOnce() -> Option<f64>) -> Option<f64> {
     v
 }
 
-fn decide_one(c: &Comparison, m: usize, o: &DesignOptions) -> Decision {
+fn decide_one(c: &Comparison, m: usize, o: &DesignOptions, figures: bool) -> Decision {
     let last = &c.looks.last;
     let a = per_tail(o, m);
     let share = o.interim_share;
@@ -882,16 +907,15 @@ fn decide_one(c: &Comparison, m: usize, o: &DesignOptions) -> Decision {
             p = q;
             by = Some(i);
         }
-        let clear = other.interval(a, share).is_some_and(|(lo, hi)| {
-            if up {
-                lo > 0.0
-            } else {
-                hi < 0.0
-            }
-        });
+        let clear = other
+            .interval(a, share)
+            .is_some_and(|(lo, hi)| if up { lo > 0.0 } else { hi < 0.0 });
         others_clear &= clear;
     }
-    let p_eq = match (c.looks.p_tail(share, -b, true), c.looks.p_tail(share, b, false)) {
+    let p_eq = match (
+        c.looks.p_tail(share, -b, true),
+        c.looks.p_tail(share, b, false),
+    ) {
         (Some(x), Some(y)) => Some(x.max(y)),
         _ => None,
     };
@@ -906,12 +930,17 @@ fn decide_one(c: &Comparison, m: usize, o: &DesignOptions) -> Decision {
         p_raw: last.p_two_sided(),
         p: adjust(main.map(|_| p)),
         p_equivalent: adjust(p_eq),
-        detectable: detectable_of(&c.looks, a, o),
-        rounds_to_settle: rounds_one_look(last, a, o),
+        detectable: None,
+        rounds_to_settle: None,
         held_back: None,
         blocked_by: None,
     };
     settle(&mut d, others_clear, &c.no_winner, &c.no_equivalence, o);
+    // What it would take is told where nothing was decided.
+    if d.outcome == Outcome::Inconclusive && figures {
+        d.detectable = detectable_of(&c.looks, a, o);
+        d.rounds_to_settle = rounds_one_look(last, a, o);
+    }
     if d.outcome == Outcome::Inconclusive && !others_clear {
         d.blocked_by = by;
     }
@@ -1159,7 +1188,10 @@ pub fn allocate(needs: &[Need], budget_s: f64) -> Vec<u32> {
         .filter(|&i| needs[i].to_settle.is_some() && needs[i].rounds < needs[i].cap)
         .collect();
     let want = |n: &Need| {
-        match n.to_settle.map_or(0, |t| t.min(n.cap).saturating_sub(n.rounds)) {
+        match n
+            .to_settle
+            .map_or(0, |t| t.min(n.cap).saturating_sub(n.rounds))
+        {
             // A stage of one round cannot be judged: two at least.
             1 if n.rounds + 2 <= n.cap => 2,
             1 => 0,
@@ -1284,7 +1316,10 @@ mod unit {
         assert_eq!(d[0].outcome, Outcome::Winner);
         let text = describe(&d[0], "x", "y", "reply_rate", Better::Higher, &opts);
         assert!(text.contains("(less than 5 %)"), "{text}");
-        assert!(text.contains("x beats y on reply_rate (higher is better) by 1."), "{text}");
+        assert!(
+            text.contains("x beats y on reply_rate (higher is better) by 1."),
+            "{text}"
+        );
     }
 
     #[test]
@@ -1374,7 +1409,11 @@ mod unit {
     fn two_stages_are_judged_each_on_its_own_rounds() {
         let opts = DesignOptions::default();
         // Stage 1 wide, stage 2 clear: the combination decides.
-        let looks = staged(&[0.3, -0.1, 0.2, 0.0], &[0.1, 0.11, 0.09, 0.1, 0.105, 0.095], 10);
+        let looks = staged(
+            &[0.3, -0.1, 0.2, 0.0],
+            &[0.1, 0.11, 0.09, 0.1, 0.105, 0.095],
+            10,
+        );
         let d = decide(&[Comparison::new(looks)], &opts);
         assert_eq!(d[0].outcome, Outcome::Winner, "{d:?}");
         assert!((d[0].p.expect("p") <= 0.05) == (d[0].ci.expect("ci")[0] > 1.0));

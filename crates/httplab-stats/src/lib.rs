@@ -27,8 +27,9 @@ mod verdict;
 pub use counts::{binomial_tails, clopper_pearson, RateRatio};
 pub use decide::{
     allocate, decide, decide_family, decide_interim, describe as describe_decision,
-    detectable_effect, Comparison, CountComparison, Decision, DesignOptions, LogRatios, Looks,
-    Need, Outcome, Side, Stages, Unpaired, MAX_ROUNDS, PLANNING_POWER,
+    detectable as rule_detectable, detectable_effect, rounds_to_settle as rule_rounds_to_settle,
+    Comparison, CountComparison, Decision, DesignOptions, LogRatios, Looks, Need, Outcome, Side,
+    Stages, Unpaired, MAX_ROUNDS, PLANNING_POWER,
 };
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};

@@ -38,6 +38,28 @@ fn t_dist(df: f64) -> Option<StudentsT> {
     crate::students_t(df)
 }
 
+/// The t quantile F_ν⁻¹(p), remembered: the rule asks for the same few levels again and again.
+fn t_quantile(df: f64, p: f64) -> Option<f64> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static CACHE: RefCell<HashMap<(u64, u64), f64>> = RefCell::new(HashMap::new());
+    }
+    let key = (df.to_bits(), p.to_bits());
+    if let Some(q) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return Some(q);
+    }
+    let q = t_dist(df)?.inverse_cdf(p);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() > 65536 {
+            c.clear();
+        }
+        c.insert(key, q);
+    });
+    Some(q)
+}
+
 /// Upper-tail normal score of a t statistic: Φ⁻¹(F_ν(t)), computed from the nearer tail.
 fn score(t: f64, df: f64) -> Option<f64> {
     let d = t_dist(df)?;
@@ -77,7 +99,7 @@ impl Stage {
 
     /// One-sided t interval bounds at per-tail level `a`.
     fn bounds(&self, a: f64) -> Option<(f64, f64)> {
-        let t = t_dist(self.df)?.inverse_cdf(1.0 - a);
+        let t = t_quantile(self.df, 1.0 - a)?;
         Some((self.mean - t * self.se, self.mean + t * self.se))
     }
 }
@@ -128,9 +150,7 @@ impl Rule {
         let (w1, w2) = self.w();
         let c = self.c();
         // The combination's bounds: where w1 z1(θ) + w2 z2(θ) = ±c (decreasing in θ).
-        let comb = |th: f64| -> Option<f64> {
-            Some(w1 * one.z_above(th)? + w2 * two.z_above(th)?)
-        };
+        let comb = |th: f64| -> Option<f64> { Some(w1 * one.z_above(th)? + w2 * two.z_above(th)?) };
         let span = 60.0 * (one.se + two.se).max(1e-9) + (one.mean - two.mean).abs();
         let centre = 0.5 * (one.mean + two.mean);
         let solve = |target: f64| -> Option<f64> {
@@ -160,7 +180,10 @@ impl Rule {
 /// E[f(S)] for S = √(V/ν), V chi-squared with ν degrees of freedom (Simpson's rule).
 pub(crate) fn expect_chi(df: f64, f: impl Fn(f64) -> f64) -> f64 {
     let spread = 10.0 / (2.0 * df).sqrt();
-    let (lo, hi) = ((1.0 - spread).max(0.0), 1.0 + spread.max(0.0) + spread.min(6.0));
+    let (lo, hi) = (
+        (1.0 - spread).max(0.0),
+        1.0 + spread.max(0.0) + spread.min(6.0),
+    );
     let k = 240usize;
     let h = (hi - lo) / k as f64;
     let ln_norm = -(df / 2.0) * 2f64.ln() - statrs::function::gamma::ln_gamma(df / 2.0);
@@ -200,7 +223,7 @@ pub(crate) fn nct_sf(q: f64, df: f64, ncp: f64) -> f64 {
 /// Power of one look (either tail) for a true log ratio of `k` standard errors: the chance the
 /// interval at per-tail `a` leaves 0 out.
 pub(crate) fn power_one_look(k: f64, df: f64, a: f64) -> Option<f64> {
-    let t = t_dist(df)?.inverse_cdf(1.0 - a);
+    let t = t_quantile(df, 1.0 - a)?;
     Some(expect_chi(df, |s| phi(k - t * s) + phi(-k - t * s)).clamp(0.0, 1.0))
 }
 
@@ -210,7 +233,7 @@ pub(crate) fn power_equivalent(theta: f64, b: f64, se: f64, df: f64, a: f64) -> 
     if se <= 0.0 {
         return Some(if theta.abs() < b { 1.0 } else { 0.0 });
     }
-    let t = t_dist(df)?.inverse_cdf(1.0 - a);
+    let t = t_quantile(df, 1.0 - a)?;
     Some(
         expect_chi(df, |s| {
             (phi((b - theta) / se - t * s) - phi((-b - theta) / se + t * s)).max(0.0)
@@ -313,19 +336,20 @@ pub(crate) fn solve_effect(target: f64, power: impl Fn(f64) -> Option<f64>) -> O
 }
 
 /// Chance that stage 2 of `n2` new rounds makes the combination reject θ₀ (upper tail), given
-/// stage 1's score `z1` at θ₀ and a true excess over θ₀ of `k` per-round spreads.
-pub(crate) fn conditional_power(rule: &Rule, z1: f64, n2: usize, k: f64) -> Option<f64> {
+/// stage 1's score `z1` at θ₀ and a true excess over θ₀ of `k` per-round spreads. For planning
+/// only (how the rounds are handed out does not touch the error rate), so it uses the usual
+/// normal approximations: the t quantile t ≈ z·(1 + (z² + 1)/4ν) and P(T ≥ q) ≈
+/// Φ((λ − q)/√(1 + q²/2ν)) for a noncentral T.
+pub(crate) fn conditional_power(rule: &Rule, z1: f64, n2: usize, k: f64) -> f64 {
     if n2 < 2 {
-        return Some(0.0);
+        return 0.0;
     }
     let (w1, w2) = rule.w();
     let r = (rule.c() - w1 * z1) / w2;
-    if r > 8.0 {
-        return Some(0.0);
-    }
     let df2 = n2 as f64 - 1.0;
-    let q2 = t_dist(df2)?.inverse_cdf(phi(r));
-    Some(nct_sf(q2, df2, k * (n2 as f64).sqrt()))
+    let q = r * (1.0 + (r * r + 1.0) / (4.0 * df2));
+    let lambda = k * (n2 as f64).sqrt();
+    phi((lambda - q) / (1.0 + q * q / (2.0 * df2)).sqrt())
 }
 
 /// Stage 1's score at θ₀ (upper tail), for planning.
