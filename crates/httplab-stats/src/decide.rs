@@ -1334,7 +1334,7 @@ mod unit {
         assert_eq!(r[0].outcome, alone[0].outcome);
         assert_eq!(r[0].ci_level, Some(0.975));
         assert_eq!(alone[0].ci_level, Some(0.95));
-        assert!(r[0].detectable > alone[0].detectable);
+        assert!(detectable(&win, 2, &opts) > detectable(&win, 1, &opts));
         let p_count = c[0].p_raw.expect("p");
         assert!((c[0].p.expect("p") - 2.0 * p_count).abs() < 1e-20);
         assert_eq!(
