@@ -20,7 +20,7 @@ FILE, a comma-separated list FILE,FILE,..., or a directory (its *.json files).
 Per metric (reply rate, p50, p99, p99.9, errors, client CPU per reply, server CPU per reply
 where the results have it; for studies per workload step and server, for sweeps per step
 and the highest sustained rate) it prints NEW/BASE as a ratio of geometric means with its
-95 % interval and a verdict: regression, improvement, equivalent or inconclusive, by the
+interval and a verdict: regression, improvement, equivalent or inconclusive, by the
 rules of `httplab study` (docs/statistics.md) on an unpaired (Welch) interval. A verdict
 needs at least 2 runs per side. Errors are compared as counts (errors over calls, summed
 over the runs, by an exact test); no errors on either side is never a regression.
@@ -56,9 +56,8 @@ struct Cli {
     /// percent.
     #[arg(long, value_name = "PCT", default_value = "5")]
     threshold: String,
-    /// δ, the smallest change of interest: a regression or improvement is a change of at
-    /// least δ, and "equivalent" means the 90 % interval lies within ±δ [default: 5, the
-    /// study's].
+    /// δ, the smallest change of interest: "equivalent" means the verdict's interval lies
+    /// within ±δ [default: 5, the study's].
     #[arg(long, value_name = "PCT")]
     delta: Option<String>,
     /// Only these metrics (repeatable or comma-separated): reply_rate, p50, p99, p99.9,
