@@ -890,9 +890,14 @@ fn decide_one(c: &Comparison, m: usize, o: &DesignOptions, figures: bool) -> Dec
     let adjust = |p: Option<f64>| p.map(|p| (p * scale).min(1.0));
     let b = (1.0 + o.delta).ln();
     let interval = c.looks.interval(a, share);
-    // p of a difference in the direction of the data; a leader must be clear of every other
-    // server in the same direction (an intersection–union test: the largest p).
-    let up = last.mean >= 0.0;
+    // p of a difference in the direction the interval shows (else the data's); a leader must
+    // be clear of every other server in the same direction (an intersection–union test: the
+    // largest p).
+    let up = match interval {
+        Some((_, hi)) if hi < 0.0 => false,
+        Some((lo, _)) if lo > 0.0 => true,
+        _ => last.mean >= 0.0,
+    };
     let main = c.looks.p_tail(share, 0.0, up);
     let mut p = main.unwrap_or(1.0);
     let mut by = None;

@@ -184,7 +184,8 @@ pub(crate) fn expect_chi(df: f64, f: impl Fn(f64) -> f64) -> f64 {
         (1.0 - spread).max(0.0),
         1.0 + spread.max(0.0) + spread.min(6.0),
     );
-    let k = 240usize;
+    // Few degrees of freedom have a long, skewed density; many a narrow window.
+    let k = if df < 10.0 { 240usize } else { 120 };
     let h = (hi - lo) / k as f64;
     let ln_norm = -(df / 2.0) * 2f64.ln() - statrs::function::gamma::ln_gamma(df / 2.0);
     let dens = |s: f64| -> f64 {
@@ -324,7 +325,7 @@ pub(crate) fn solve_effect(target: f64, power: impl Fn(f64) -> Option<f64>) -> O
         }
     }
     let mut lo = 0.0;
-    for _ in 0..40 {
+    for _ in 0..30 {
         let mid = 0.5 * (lo + hi);
         if power(mid)? >= target {
             hi = mid;

@@ -142,3 +142,39 @@ pub fn compare(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equivalent_to_a_seeds_better_is_a_smaller_difference_not_a_contradiction() {
+        let text = "name = \"t\"\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
+                    [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n\
+                    [[questions]]\nask = \"Is a better?\"\nevidence = [ { workload = \"w\", server = \"a\", versus = \"b\", seed_says = \"better\" } ]\n";
+        let study = crate::spec::parse(text, "t.toml").expect("study");
+        let mut res = m::StudyResult::default();
+        res.cells.push(m::Cell {
+            workload: "w".into(),
+            server: "a".into(),
+            ..m::Cell::default()
+        });
+        res.verdicts.push(m::StudyVerdict {
+            workload: "w".into(),
+            metric: "p50_ms".into(),
+            outcome: Some(m::VerdictOutcome::Equivalent),
+            leader: Some("a".into()),
+            runner_up: Some("b".into()),
+            note: "a and b are equivalent".into(),
+            ..m::StudyVerdict::default()
+        });
+        let a = &answer_all(&study, &res)[0];
+        assert!(
+            a.versus_seed.contains(
+                "confirms 0, contradicts 0, finds 1 smaller than the seed's difference"
+            ),
+            "{}",
+            a.versus_seed
+        );
+    }
+}
