@@ -827,10 +827,43 @@ fn rounds_one_look(l: &LogRatios, a: f64, o: &DesignOptions) -> Option<u32> {
         let eq = crate::rule::power_equivalent(l.mean, b, se, df, a).unwrap_or(0.0);
         win.max(eq) >= o.power
     };
-    if !settles(MAX_ROUNDS) {
-        return None;
+    // Start from the normal approximation, then bracket the exact answer around it.
+    let z = |p: f64| -crate::rule::phi_inv(p);
+    let zp = z(1.0 - o.power);
+    let (theta, sd) = (l.mean.abs(), l.sd);
+    let win = ((z(a) + zp) * sd / theta.max(1e-12)).powi(2);
+    let eq = ((z(a) + z((1.0 - o.power) / 2.0)) * sd / (b - theta).max(1e-12)).powi(2);
+    let guess = win.min(eq).clamp(2.0, f64::from(MAX_ROUNDS)) as u32;
+    let (mut lo, mut hi) = if settles(guess) {
+        // Settles at the guess: walk down to the first that does not.
+        let mut step = 1;
+        let mut hi = guess;
+        loop {
+            let lo = hi.saturating_sub(step).max(2);
+            if lo == hi || !settles(lo) {
+                break (lo, hi);
+            }
+            hi = lo;
+            step *= 2;
+        }
+    } else {
+        let mut step = 1;
+        let mut lo = guess;
+        loop {
+            let hi = (lo + step).min(MAX_ROUNDS);
+            if settles(hi) {
+                break (lo, hi);
+            }
+            if hi == MAX_ROUNDS {
+                return None;
+            }
+            lo = hi;
+            step *= 2;
+        }
+    };
+    if lo == hi {
+        return Some(hi);
     }
-    let (mut lo, mut hi) = (2u32, MAX_ROUNDS);
     if settles(lo) {
         return Some(lo);
     }

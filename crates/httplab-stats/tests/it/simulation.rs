@@ -415,7 +415,7 @@ fn power(seed: u64, studies: usize, effect: f64, noise: Noise, design: Design) -
 #[test]
 fn a_5_percent_difference_on_a_noisy_2_core_machine() {
     // The wider goal: per-round spread of 3 %, one round in ten disturbed by 15–60 %, the
-    // default study's shape, one two-server step with a true 5 % difference. 1 000 studies per
+    // default study's shape, one two-server step with a true 5 % difference. 500 studies per
     // design; each power is printed with its standard error (the goal of 80 % is not met: the
     // disturbed rounds make the spread of a round's log difference about 10 %, which the t
     // statistics of the rule take at face value). The wrong server is never named.
@@ -430,7 +430,7 @@ fn a_5_percent_difference_on_a_noisy_2_core_machine() {
             "cap 20, budget 12",
         ),
     ] {
-        let studies = 1000;
+        let studies = 500;
         let noise = Noise {
             sd: 0.03,
             tails: Tails::Contaminated,
