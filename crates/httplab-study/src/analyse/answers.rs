@@ -170,9 +170,8 @@ mod tests {
         });
         let a = &answer_all(&study, &res)[0];
         assert!(
-            a.versus_seed.contains(
-                "confirms 0, contradicts 0, finds 1 smaller than the seed's difference"
-            ),
+            a.versus_seed
+                .contains("confirms 0, contradicts 0, finds 1 smaller than the seed's difference"),
             "{}",
             a.versus_seed
         );
