@@ -363,7 +363,9 @@ fn an_adversarial_continuation_rule_keeps_the_false_winner_rate() {
     // winners (± 0.19 %, 20 000 comparisons) under (b) at a spread of 0.3: it fails here.
     let reps = 2000;
     let mut seed = 300;
-    let rules: [(&str, fn(f64) -> bool); 2] = [
+    /// An adversary: its name, and whether it extends a comparison of this interim p value.
+    type Adversary = (&'static str, fn(f64) -> bool);
+    let rules: [Adversary; 2] = [
         ("extend if p < 0.2", |p| p < 0.2),
         ("stop if p ≤ 0.045", |p| p > 0.045),
     ];
