@@ -1169,8 +1169,9 @@ pub fn describe(
             )
         }
         Outcome::Equivalent => format!(
-            "{a} and {b} are equivalent on {metric} (within ±{delta}): ratio {}",
-            stats
+            "{a} and {b} are equivalent on {metric} (within ±{delta}): ratio {} ({ci}), n = {}",
+            format_sig3(r),
+            d.n
         ),
         Outcome::Inconclusive => {
             let see = match d.detectable {
