@@ -62,7 +62,7 @@ pub struct DesignOptions {
     /// Power at which the detectable effect is quoted (default 0.8).
     pub power: f64,
     /// Share of each comparison's level that stage 1 alone may spend, when the design has two
-    /// stages (default 0.25; the combination of both stages spends the rest).
+    /// stages (default 0.1; the combination of both stages spends the rest).
     pub interim_share: f64,
 }
 
@@ -72,7 +72,7 @@ impl Default for DesignOptions {
             alpha: 0.05,
             delta: 0.05,
             power: 0.8,
-            interim_share: 0.25,
+            interim_share: 0.1,
         }
     }
 }
