@@ -21,7 +21,7 @@ FILE, a comma-separated list FILE,FILE,..., or a directory (its *.json files).
 Per metric (reply rate, p50, p99, p99.9, errors, client CPU per reply, server CPU per reply
 where the results have it; for studies per workload step and server, for sweeps per step
 and the highest sustained rate) it prints NEW/BASE as a ratio of geometric means with its
-95 % interval and a verdict: regression, improvement, equivalent or inconclusive, by the
+interval and a verdict: regression, improvement, equivalent or inconclusive, by the
 rules of `httplab study` (docs/statistics.md) on an unpaired (Welch) interval. A verdict
 needs at least 2 runs per side. Errors are compared as counts (errors over calls, summed
 over the runs, by an exact test); no errors on either side is never a regression.
@@ -35,8 +35,9 @@ do not, so far smaller changes are seen. Each command is one shell-style line wi
 (the port to listen on, 127.0.0.1) and {root} (the directory of files to serve); the
 servers get core 0 and the load generator core 1. It takes about two and a half minutes
 (--budget sets the time of the extra rounds). A regression is NEW costing significantly more
-CPU per request than BASE with the whole 95 % interval of NEW/BASE above 1 + --threshold
-(default 0 in this mode: any regression the interval shows).
+CPU per request than BASE with the whole interval of NEW/BASE (the decision's, at the
+level of the study's family) above 1 + --threshold (default 0 in this mode: any regression
+the interval shows).
 
 Exit status:
   0  no regression beyond --threshold
@@ -71,9 +72,8 @@ struct Cli {
     /// percent [default: 5; paired mode: 0, and "worse by more" means the whole interval].
     #[arg(long, value_name = "PCT")]
     threshold: Option<String>,
-    /// δ, the smallest change of interest: a regression or improvement is a change of at
-    /// least δ, and "equivalent" means the 90 % interval lies within ±δ [default: 5, the
-    /// study's].
+    /// δ, the smallest change of interest: "equivalent" means the verdict's interval lies
+    /// within ±δ [default: 5, the study's].
     #[arg(long, value_name = "PCT")]
     delta: Option<String>,
     /// Only these metrics (repeatable or comma-separated): reply_rate, p50, p99, p99.9,

@@ -1,7 +1,8 @@
 //! The verdicts: every (cell, metric) present on both sides is one comparison of NEW against
 //! BASE, and the whole set is decided as one family by the study's own rules
-//! (`httplab_stats::decide_family`: Holm over the family for a difference, two one-sided tests
-//! for equivalence), on the unpaired Welch interval of the log values
+//! (`httplab_stats::decide_family`: every claim read off one interval per comparison at the
+//! family's level, 1 − α/m, so that all of them hold together), on the unpaired Welch interval
+//! of the log values
 //! (`httplab_stats::LogRatios::unpaired`): runs of two builds share no rounds. Count metrics
 //! (the errors) are compared as counts instead, by the exact test of the two sides' rates
 //! (`httplab_stats::RateRatio`: errors summed over the runs, calls as the exposure), in the same
@@ -49,11 +50,11 @@ impl Default for Options {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
-    /// NEW is worse by at least δ, significantly after the correction over every comparison.
+    /// NEW is worse: the decision's interval (at the family's level) is clear of 1.
     Regression,
-    /// NEW is better by at least δ, likewise.
+    /// NEW is better, likewise.
     Improvement,
-    /// The 90 % interval of NEW/BASE lies inside ±δ.
+    /// The decision's interval of NEW/BASE lies inside ±δ.
     Equivalent,
     /// Neither; the row says what the runs could have seen, or why there is no spread.
     Inconclusive,
@@ -112,21 +113,26 @@ pub struct Row {
     /// absent when a side has no error (the ratio would be 0 or infinite).
     pub ratio: Option<f64>,
     /// 95 % Welch interval of `ratio` (errors: the exact interval of the rate ratio, absent
-    /// when it is open on one side).
+    /// when it is open on one side); descriptive.
     pub ci95: Option<[f64; 2]>,
-    /// 90 % interval (the one the equivalence rule reads).
+    /// 90 % interval; descriptive.
     pub ci90: Option<[f64; 2]>,
+    /// The interval the verdict reads, at level `ci_level` (1 − α/m over the m comparisons).
+    pub ci: Option<[f64; 2]>,
+    /// Confidence level of `ci`.
+    pub ci_level: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
     /// A regression worse than `--threshold`: it sets the exit code.
     pub beyond_threshold: bool,
-    /// p value of a difference after Holm over every comparison.
+    /// p value of a difference, adjusted over every comparison (≤ α exactly when `ci` is clear
+    /// of 1).
     pub p_value: Option<f64>,
-    /// p value of equivalence (two one-sided tests).
+    /// p value of equivalence (two one-sided tests), adjusted likewise.
     pub p_equivalent: Option<f64>,
-    /// Smallest change (ratio − 1) these runs would have found with 80 % power.
+    /// Smallest change (ratio − 1) the rule finds with 80 % power with these runs.
     pub detectable: Option<f64>,
-    /// Runs per side that would settle ±δ if the data stay as they are.
+    /// Runs per side that would settle ±δ with 80 % power if the data stay as they are.
     pub runs_to_settle: Option<u32>,
     /// One sentence on the verdict.
     pub note: String,
@@ -139,7 +145,7 @@ pub struct Judgement {
     pub kind: Kind,
     /// The rows, cells in name order, metrics in table order.
     pub rows: Vec<Row>,
-    /// Comparisons decided together (the family of the Holm correction).
+    /// Comparisons decided together (the family the level of every interval is set by).
     pub family: usize,
     /// Things the reader should know (different loads, cells on one side only, …).
     pub notes: Vec<String>,
@@ -356,7 +362,16 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
             };
             let none = matches!(t, Some(Test::NoEvents));
             let (b, n) = (&base.cells[cell], &new.cells[cell]);
-            row(cell, m, (b, n), d.as_ref(), none, opts)
+            let mut r = row(cell, m, (b, n), d.as_ref(), none, opts);
+            // The plain 95 % interval, descriptive, beside the decision's.
+            let plain = match t {
+                Some(Test::Ratio(c)) => c.looks.last.interval(0.95).map(|(a, b)| [a, b]),
+                Some(Test::Counts(c)) => c.counts.interval(0.95).map(|(a, b)| [1.0 / b, 1.0 / a]),
+                _ => None,
+            };
+            let finite = |x: &f64| x.is_finite() && *x > 0.0;
+            r.ci95 = raw_ci(m.better(), plain).filter(|c| c.iter().all(finite));
+            r
         })
         .collect();
     Ok(Judgement {
@@ -402,6 +417,8 @@ fn row(
         ratio: None,
         ci95: None,
         ci90: None,
+        ci: None,
+        ci_level: None,
         verdict: Verdict::Missing,
         beyond_threshold: false,
         p_value: None,
@@ -423,7 +440,8 @@ fn row(
     // A rate ratio of 0 or ∞ (errors on one side only) is told as counts, not as a ratio.
     let finite = |x: &f64| x.is_finite() && *x > 0.0;
     r.ratio = d.ratio.map(|x| raw(better, x)).filter(finite);
-    r.ci95 = raw_ci(better, d.ci).filter(|c| c.iter().all(finite));
+    r.ci = raw_ci(better, d.ci).filter(|c| c.iter().all(finite));
+    r.ci_level = d.ci_level;
     r.ci90 = raw_ci(better, d.ci90).filter(|c| c.iter().all(finite));
     r.p_value = d.p;
     r.p_equivalent = d.p_equivalent;
@@ -438,6 +456,12 @@ fn row(
     r.beyond_threshold = r.verdict == Verdict::Regression && worsening(&r) > opts.threshold;
     r.note = note(&r, d, opts);
     r
+}
+
+/// A confidence level: "95 %", "97.5 %".
+pub fn level_text(level: f64) -> String {
+    let s = format!("{:.2}", level * 100.0);
+    format!("{} %", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// "5 %", "2.5 %".
@@ -457,10 +481,11 @@ fn note(r: &Row, d: &Decision, opts: &Options) -> String {
     }
     let counts = r.metric.is_count();
     let test = if counts {
-        "exact test on the counts, Holm over the comparisons"
+        "exact test on the counts, adjusted over the comparisons"
     } else {
-        "Holm over the comparisons"
+        "adjusted over the comparisons"
     };
+    let level = level_text(d.ci_level.unwrap_or(1.0 - opts.alpha));
     // "p = 0.03", "p < 0.001".
     let p = d.p.map(|p| {
         let s = httplab_stats::format_p(p);
@@ -472,14 +497,14 @@ fn note(r: &Row, d: &Decision, opts: &Options) -> String {
     });
     match r.verdict {
         Verdict::Regression if !r.beyond_threshold => format!(
-            "worse by at least δ = {delta} but not beyond the threshold of {}",
+            "significantly worse, but not beyond the threshold of {}",
             pct(opts.threshold)
         ),
         Verdict::Regression | Verdict::Improvement => match p {
             Some(p) => format!("{p} ({test})"),
             None => String::new(),
         },
-        Verdict::Equivalent => format!("90 % CI inside ±{delta}"),
+        Verdict::Equivalent => format!("{level} CI inside ±{delta}"),
         Verdict::Missing | Verdict::NoErrors => String::new(),
         Verdict::Inconclusive if counts => match (p, d.p.is_some_and(|x| x <= opts.alpha)) {
             (Some(p), true) => format!("a change smaller than δ = {delta} ({p}, {test})"),

@@ -9,9 +9,9 @@
 //! means with Welch's interval on the log values (the runs of two builds share no rounds, so
 //! they are not paired), or for the errors the exact test of the two error rates (no errors on
 //! either side is not judged at all). All are decided as one family by the study's own rules
-//! in `httplab-stats` — regression or improvement (a change of at least δ, significant after
-//! Holm's correction over every comparison of the invocation), equivalent (two one-sided tests
-//! within ±δ) or inconclusive (with the change these runs could have seen, or "no spread" with
+//! in `httplab-stats` (docs/statistics.md) — regression or improvement (the interval at the
+//! level of every comparison of the invocation together is clear of 1), equivalent (that
+//! interval within ±δ) or inconclusive (with the change these runs could have seen, or "no spread" with
 //! fewer than two runs on a side) ([`judge`]). The answer comes first, then a table
 //! ([`render`], through httplab-report's tables and charts); a regression worse than
 //! `--threshold` gives exit status 1. Named baselines are kept in a directory ([`baseline`]).

@@ -126,18 +126,21 @@ fn new_over_base(v: &StudyVerdict) -> Option<(f64, Option<[f64; 2]>)> {
     Some((to_cost(r), ci))
 }
 
-/// "×1.07 (95 % CI 1.03–1.11)".
-fn ratio_text(x: f64, ci: Option<[f64; 2]>) -> String {
+/// "×1.07 (97.5 % CI 1.03–1.11)": the decision's interval at its level.
+fn ratio_text(x: f64, ci: Option<[f64; 2]>, level: f64) -> String {
     match ci {
-        Some([lo, hi]) => format!("×{x:.3} (95 % CI {lo:.3}–{hi:.3})"),
+        Some([lo, hi]) => format!(
+            "×{x:.3} ({} CI {lo:.3}–{hi:.3})",
+            httplab_stats::level_text(level)
+        ),
         None => format!("×{x:.3}"),
     }
 }
 
 /// The gate's reading of the paired study: a regression is the study naming BASE the winner
-/// on server CPU per request (NEW costlier, significantly after the study's correction) with
-/// the whole 95 % interval of NEW/BASE above 1 + `threshold` (with `threshold` 0: any
-/// regression the interval shows).
+/// on server CPU per request (NEW costlier: the decision's interval, at the level of the
+/// study's family, leaves 1 out) with that whole interval of NEW/BASE above 1 + `threshold`
+/// (with `threshold` 0: any regression the interval shows).
 pub fn decide(res: &StudyResult, threshold: f64) -> Gate {
     let verdicts: Vec<&StudyVerdict> = res
         .verdicts
@@ -171,7 +174,7 @@ pub fn decide(res: &StudyResult, threshold: f64) -> Gate {
             lines.push(format!("{at}: NOT MEASURED: {}", v.note));
             continue;
         };
-        let figure = ratio_text(x, ci);
+        let figure = ratio_text(x, ci, v.ratio_ci_level.unwrap_or(0.95));
         let line = match (v.outcome(), v.winner.as_deref()) {
             (VerdictOutcome::Winner, Some(BASE)) => {
                 let lo = ci.map_or(x, |c| c[0]);
@@ -227,6 +230,7 @@ mod tests {
             runner_up: Some(other.into()),
             ratio: Some(ratio),
             ratio_ci: Some(ci),
+            ratio_ci_level: Some(0.95),
             significant: outcome == VerdictOutcome::Winner,
             delta: Some(0.05),
             detectable: Some(0.04),

@@ -46,17 +46,19 @@ fn counts_change(r: &Row) -> Option<String> {
     ))
 }
 
-/// "+18 % (95 % CI +12…+25 %)"; errors on one side only as counts (see `counts_change`).
+/// "+18 % (97.5 % CI +12…+25 %)", with the interval the verdict reads at its level; errors on
+/// one side only as counts (see `counts_change`).
 fn change(r: &Row) -> String {
     let Some(x) = r.ratio else {
         return counts_change(r).unwrap_or_else(|| "–".into());
     };
-    match r.ci95 {
+    match r.ci {
         Some([lo, hi]) => {
             let (a, b) = (signed(lo - 1.0), signed(hi - 1.0));
             format!(
-                "{} (95 % CI {}…{})",
+                "{} ({} CI {}…{})",
                 signed(x - 1.0),
+                crate::judge::level_text(r.ci_level.unwrap_or(0.95)),
                 a.trim_end_matches(" %"),
                 b
             )
@@ -203,7 +205,7 @@ pub fn table(j: &Judgement) -> Table {
         .map(|(i, _)| i)
         .collect();
     let mut notes = vec![format!(
-        "Geometric means over runs; NEW/BASE with its 95 % Welch interval on the log values (the runs of the two sides are not paired). δ = {}: a regression or improvement is a change of at least δ, significant after Holm's correction over all {} comparisons; equivalent: the 90 % interval inside ±δ (docs/statistics.md). ✗: a regression beyond the threshold of {} (exit code 1).",
+        "Geometric means over runs; NEW/BASE with the Welch interval on the log values (the runs of the two sides are not paired) at the level of all {1} comparisons together (1 − α/{1}, α = 5 %), the interval each verdict reads. δ = {0}: a regression or improvement is an interval clear of 1; equivalent: the interval inside ±δ (docs/statistics.md). ✗: a regression beyond the threshold of {2} (exit code 1).",
         pct(j.delta),
         j.family,
         pct(j.threshold)
@@ -279,7 +281,7 @@ pub fn html(j: &Judgement, base: &[String], new: &[String]) -> String {
         h.push_str("<figure>");
         // The chart as an element of the page: from its <svg> tag on (no XML declaration).
         h.push_str(svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]));
-        h.push_str("<figcaption>NEW/BASE per comparison (1 = no change), whisker: 95 % interval.</figcaption></figure>\n");
+        h.push_str("<figcaption>NEW/BASE per comparison (1 = no change), whisker: the interval each verdict reads.</figcaption></figure>\n");
     }
     h.push_str(&table(j).to_html());
     h.push_str("</body></html>\n");
@@ -294,7 +296,7 @@ fn chart(j: &Judgement) -> Option<String> {
             Some(httplab_report::charts::EstimateBar {
                 label: what(r),
                 mean: r.ratio?,
-                ci: r.ci95.map(|[a, b]| (a, b)),
+                ci: r.ci.map(|[a, b]| (a, b)),
                 client_bound: false,
             })
         })
@@ -335,6 +337,8 @@ mod tests {
             ratio: Some(1.2),
             ci95: Some([1.1, 1.3]),
             ci90: None,
+            ci: Some([1.1, 1.3]),
+            ci_level: Some(0.95),
             verdict: Verdict::Regression,
             beyond_threshold: true,
             p_value: None,

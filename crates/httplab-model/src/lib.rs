@@ -1533,17 +1533,27 @@ pub struct StudyVerdict {
     /// Geometric-mean ratio leader/runner-up in the better direction (> 1:
     /// the leader is better). Version 2: ratio of arithmetic means.
     pub ratio: Option<f64>,
-    /// 95 % CI of `ratio` (version 3: t interval on paired log differences;
-    /// version 2: bootstrap).
+    /// The decision's interval of `ratio`, at level `ratio_ci_level` when that
+    /// is recorded: 1 − α/m over the study's m comparisons, the interim look's
+    /// and the extra rounds combined (docs/statistics.md); every outcome is
+    /// read off it. Without `ratio_ci_level`: a 95 % CI (version 3 before the
+    /// level was recorded: t interval on paired log differences; version 2:
+    /// bootstrap).
     pub ratio_ci: Option<[f64; 2]>,
-    /// 90 % CI of `ratio`: the one the equivalence rule reads (version 3).
+    /// Confidence level of `ratio_ci` (absent: 95 %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_ci_level: Option<f64>,
+    /// Plain 90 % t interval of `ratio` over every round (version 3; before
+    /// `ratio_ci_level` was recorded, the one the equivalence rule read).
     #[serde(default)]
     pub ratio_ci90: Option<[f64; 2]>,
-    /// p value of a difference, adjusted over the study's family (version 3:
-    /// alpha spending over the looks and Holm over every comparison; version 2:
-    /// Holm within the step).
+    /// p value of a difference by the study's rule, adjusted over the study's
+    /// family (≤ α exactly when `ratio_ci` leaves 1 out; earlier version 3
+    /// documents: alpha spending over the looks and Holm; version 2: Holm
+    /// within the step).
     pub p_value: Option<f64>,
-    /// p value of equivalence (two one-sided tests), version 3.
+    /// p value of equivalence (two one-sided tests), adjusted like `p_value`
+    /// when `ratio_ci_level` is recorded; version 3.
     #[serde(default)]
     pub p_equivalent: Option<f64>,
     /// Whether there is a winner.
@@ -1560,7 +1570,8 @@ pub struct StudyVerdict {
     /// (version 3).
     #[serde(default)]
     pub detectable: Option<f64>,
-    /// Rounds in all that would settle the comparison at ±δ (version 3).
+    /// Rounds that would settle the comparison at ±δ (version 3; with
+    /// `ratio_ci_level`: rounds of a study with one look).
     #[serde(default)]
     pub rounds_to_settle: Option<u32>,
     /// δ in force (version 3).

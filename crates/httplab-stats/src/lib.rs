@@ -16,24 +16,29 @@
 
 #![forbid(unsafe_code)]
 
+mod better;
 mod counts;
 mod decide;
 mod describe;
 mod format;
+mod rule;
 mod ttest;
 mod verdict;
 
+pub use better::Better;
 pub use counts::{binomial_tails, clopper_pearson, RateRatio};
 pub use decide::{
     allocate, decide, decide_family, decide_interim, describe as describe_decision,
-    detectable_effect, Comparison, CountComparison, Decision, DesignOptions, LogRatios, Looks,
-    Need, Outcome, Side, Unpaired, MAX_ROUNDS,
+    detectable as rule_detectable, detectable_effect, level_text,
+    rounds_to_settle as rule_rounds_to_settle, Comparison, CountComparison, Decision,
+    DesignOptions, LogRatios, Looks, Need, Outcome, Side, Stages, Unpaired, MAX_ROUNDS,
+    PLANNING_POWER,
 };
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};
 pub use ttest::{holm_adjust, paired_t_test, welch_t_test, TTest};
 pub use verdict::{
-    finish, geometric_mean, matchup, matchup_pair, Better, Matchup, Measured, Sample, Verdict,
+    finish, geometric_mean, matchup, matchup_pair, Matchup, Measured, Sample, Verdict,
 };
 
 /// Mean of a non-empty slice (callers check emptiness).

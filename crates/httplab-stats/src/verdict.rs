@@ -29,17 +29,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decide::{describe, Comparison, Decision, DesignOptions, LogRatios, Looks, Outcome};
-
-/// Which direction of a metric is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    /// Smaller is better (latency, CPU per request).
-    Lower,
-    /// Larger is better (reply rate, throughput).
-    Higher,
-}
+use crate::better::Better;
+use crate::decide::{
+    describe, Comparison, Decision, DesignOptions, LogRatios, Looks, Outcome, Stages,
+};
 
 /// Who measured a metric: the client (its figures can be bounds when the client was the limit)
 /// or the server's own accounting (CPU, memory: no client bound applies).
@@ -112,14 +105,14 @@ pub struct Matchup {
 }
 
 /// Ranks the step's servers by geometric mean and sets up the leader against the runner-up
-/// (the leader must also beat every other server). `interim_rounds`: the first rounds formed
-/// an interim look of a two-look design.
+/// (the leader must also beat every other server). `stages`: the rounds were planned in two
+/// stages, the first ones forming an interim look.
 pub fn matchup(
     metric: &str,
     better: Better,
     samples: &[Sample],
     measured: Measured,
-    interim_rounds: Option<usize>,
+    stages: Option<Stages>,
 ) -> Matchup {
     let mut ranked: Vec<(&Sample, f64)> = samples
         .iter()
@@ -142,10 +135,10 @@ pub fn matchup(
             ));
         }
         [leader, runner, rest @ ..] => {
-            let mut c = pair_comparison(leader, runner, better, measured, interim_rounds);
+            let mut c = pair_comparison(leader, runner, better, measured, stages);
             c.also = rest
                 .iter()
-                .map(|o| looks(leader, o, better, interim_rounds))
+                .map(|o| looks(leader, o, better, stages))
                 .collect();
             if measured == Measured::ByClient {
                 let bound: Vec<&str> = rest
@@ -173,12 +166,12 @@ pub fn matchup_pair(
     a: &Sample,
     b: &Sample,
     measured: Measured,
-    interim_rounds: Option<usize>,
+    stages: Option<Stages>,
 ) -> Matchup {
     let mut m = base(metric, better, &[*a, *b], measured);
     m.a = Some(a.name.to_string());
     m.b = Some(b.name.to_string());
-    m.comparison = Some(pair_comparison(a, b, better, measured, interim_rounds));
+    m.comparison = Some(pair_comparison(a, b, better, measured, stages));
     m
 }
 
@@ -208,13 +201,21 @@ fn base(metric: &str, better: Better, samples: &[Sample], measured: Measured) ->
     }
 }
 
-fn looks(a: &Sample, b: &Sample, better: Better, interim_rounds: Option<usize>) -> Looks {
+fn looks(a: &Sample, b: &Sample, better: Better, stages: Option<Stages>) -> Looks {
     let last = LogRatios::paired(a.values, b.values, better);
-    let interim = interim_rounds.map(|k| {
-        let k = k.min(a.values.len()).min(b.values.len());
-        LogRatios::paired(&a.values[..k], &b.values[..k], better)
-    });
-    Looks { interim, last }
+    let Some((st, w)) = stages.and_then(|s| Some((s, s.first_weight()?))) else {
+        return Looks::single(last);
+    };
+    let len = a.values.len().min(b.values.len());
+    let k = st.first.min(len);
+    let interim = LogRatios::paired(&a.values[..k], &b.values[..k], better);
+    let later = LogRatios::paired(&a.values[k..len], &b.values[k..len], better);
+    Looks {
+        interim: Some(interim),
+        later: (later.n > 0).then_some(later),
+        last,
+        first_weight: Some(w),
+    }
 }
 
 fn bound_text(names: &[&str], better: Better) -> String {
@@ -240,9 +241,9 @@ fn pair_comparison(
     b: &Sample,
     better: Better,
     measured: Measured,
-    interim_rounds: Option<usize>,
+    stages: Option<Stages>,
 ) -> Comparison {
-    let mut c = Comparison::new(looks(a, b, better, interim_rounds));
+    let mut c = Comparison::new(looks(a, b, better, stages));
     if measured == Measured::ByClient {
         let loser = if c.looks.last.mean >= 0.0 { b } else { a };
         if loser.client_bound {
@@ -288,13 +289,20 @@ pub struct Verdict {
     pub runner_up: Option<String>,
     /// Geometric-mean ratio leader/runner-up in the better direction (> 1: leader better).
     pub ratio: Option<f64>,
-    /// 95 % t interval of the ratio (paired log differences).
+    /// The decision's interval of the ratio, at level `ratio_ci_level` (1 − α/m over a family
+    /// of m comparisons; two stages combined when the design had an interim look).
     pub ratio_ci: Option<[f64; 2]>,
-    /// 90 % t interval of the ratio (the equivalence rule's).
+    /// Confidence level of `ratio_ci` (absent in documents written before it was recorded,
+    /// whose `ratio_ci` was a 95 % interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_ci_level: Option<f64>,
+    /// Plain 90 % t interval of the ratio over every round (descriptive).
     pub ratio_ci90: Option<[f64; 2]>,
-    /// p value of a difference, after alpha spending and Holm over the study's family.
+    /// p value of a difference by the rule, adjusted over the family (≤ alpha exactly when
+    /// `ratio_ci` leaves 1 out).
     pub p_value: Option<f64>,
-    /// p value of equivalence (two one-sided tests, after alpha spending).
+    /// p value of equivalence by the rule, adjusted over the family (≤ alpha exactly when
+    /// `ratio_ci` lies inside ±δ).
     pub p_equivalent: Option<f64>,
     /// True exactly when there is a winner.
     pub significant: bool,
@@ -304,9 +312,11 @@ pub struct Verdict {
     pub pairs: usize,
     /// Servers whose figures are only bounds (client-measured metrics).
     pub client_bound: Vec<String>,
-    /// Smallest effect (ratio − 1) this run would have found with 80 % power.
+    /// Smallest effect (ratio − 1) the rule, with these rounds and spread, names a winner for
+    /// with 80 % power.
     pub detectable: Option<f64>,
-    /// Rounds in all that would settle the comparison at ±δ if the data stay as they are.
+    /// Rounds in one look that would settle the comparison with 80 % power if effect and
+    /// spread are as observed.
     pub rounds_to_settle: Option<u32>,
     /// The δ in force.
     pub delta: f64,
@@ -326,6 +336,7 @@ pub fn finish(m: &Matchup, d: Option<&Decision>, opts: &DesignOptions) -> Verdic
         runner_up: m.b.clone(),
         ratio: None,
         ratio_ci: None,
+        ratio_ci_level: None,
         ratio_ci90: None,
         p_value: None,
         p_equivalent: None,
@@ -356,6 +367,7 @@ pub fn finish(m: &Matchup, d: Option<&Decision>, opts: &DesignOptions) -> Verdic
     v.significant = v.winner.is_some();
     v.ratio = d.ratio;
     v.ratio_ci = d.ci;
+    v.ratio_ci_level = d.ci_level;
     v.ratio_ci90 = d.ci90;
     v.p_value = d.p;
     v.p_equivalent = d.p_equivalent;

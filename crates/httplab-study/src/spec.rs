@@ -166,13 +166,14 @@ pub struct ProtocolSpec {
     /// Most repetitions per cell (10).
     #[serde(default = "d_max_reps")]
     pub max_repetitions: u32,
-    /// Significance level after Holm–Bonferroni (0.05).
+    /// The chance that any claim of the study is false (0.05;
+    /// docs/statistics.md).
     #[serde(default = "d_alpha")]
     pub alpha: f64,
     /// δ, the smallest relative effect of interest (0.05), written `delta`
-    /// (or `min_effect`, the older name): a winner needs a ratio of at least
-    /// 1 + δ, and two servers are "equivalent" when the 90 % interval of
-    /// their ratio lies inside [1/(1+δ), 1+δ]. A fraction in (0, 1).
+    /// (or `min_effect`, the older name): two servers are "equivalent" when
+    /// the decision's interval of their ratio lies inside [1/(1+δ), 1+δ]
+    /// (docs/statistics.md). A fraction in (0, 1).
     #[serde(rename = "delta", alias = "min_effect", default = "d_delta")]
     pub min_effect: f64,
     /// Study-wide time budget, seconds, for the rounds beyond

@@ -54,7 +54,7 @@ fn equal_rates_are_equivalent_and_slower_p99_is_a_regression() {
     assert!(lo > 1.4 && hi < 1.65 && (p99.ratio.expect("ratio") - 1.5045).abs() < 0.001);
     let answer = render::answer(&j);
     assert!(
-        answer.starts_with("regression: p99 +50 % (95 % CI +"),
+        answer.starts_with("regression: p99 +50 % (97.5 % CI +"),
         "{answer}"
     );
     assert_eq!(j.regressions().len(), 1);
@@ -328,9 +328,9 @@ fn the_same_error_rate_over_very_different_calls_is_no_regression() {
 }
 
 #[test]
-fn error_counts_join_the_holm_family() {
+fn error_counts_join_the_family() {
     // 41 errors in 28 010 calls against 15 in 19 017: exact p = 0.048. Alone it is a
-    // regression; beside a p99 whose p is larger, Holm doubles it.
+    // regression; beside a p99 it is one of a family of two, its level halved.
     let base = with_errors(&RATE_A, 15, 19_017, 5);
     let new = with_errors(&RATE_B, 41, 28_010, 5);
     let opts = Options {

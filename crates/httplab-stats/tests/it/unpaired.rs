@@ -124,10 +124,13 @@ fn the_study_rules_decide_unpaired_comparisons() {
         (ds[2].outcome, ds[2].winner),
         (Outcome::Winner, Some(Side::B))
     );
-    // The decision's interval is the Welch one.
+    // The decision's interval is the Welch one (checked against SciPy above) at the family's
+    // level: 1 − α/3 for a family of three.
     let [lo, hi] = ds[0].ci.expect("ci");
-    assert_close!(lo, 1.1665401733557637, 1e-10);
-    assert_close!(hi, 1.2342623459653437, 1e-10);
+    let (want_lo, want_hi) = win.interval(1.0 - 0.05 / 3.0).expect("interval");
+    assert_close!(lo, want_lo, 1e-10);
+    assert_close!(hi, want_hi, 1e-10);
+    assert_eq!(ds[0].ci_level, Some(1.0 - 0.05 / 3.0));
 }
 
 #[test]

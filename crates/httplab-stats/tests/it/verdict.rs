@@ -134,7 +134,11 @@ fn inconclusive_says_what_it_could_have_seen() {
     assert_eq!(v.outcome, Outcome::Inconclusive);
     assert!(v.note.contains("no decision"), "{}", v.note);
     assert!(v.note.contains("this run could see ≥"), "{}", v.note);
-    assert!(v.note.contains("rounds would settle ±5 %"), "{}", v.note);
+    assert!(
+        v.note.contains("rounds in one look would settle ±5 %"),
+        "{}",
+        v.note
+    );
     assert!(v.detectable.unwrap() > 0.05);
     assert!(v.rounds_to_settle.unwrap() > 5);
 }
@@ -247,7 +251,7 @@ fn zero_and_non_finite_values_do_not_panic() {
 }
 
 #[test]
-fn holm_over_the_family_makes_winners_harder() {
+fn the_family_correction_makes_winners_harder() {
     // p ≈ 0.01 alone is a winner; in a family of 20 it is not.
     let d = [0.10, 0.16, 0.04, 0.12, 0.07];
     let l = LogRatios::of_differences(&d);

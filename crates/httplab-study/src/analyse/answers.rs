@@ -39,6 +39,7 @@ fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
     let mut text = String::new();
     let mut agree = 0;
     let mut contradict = 0;
+    let mut smaller = 0;
     let mut unclear = 0;
     for e in &q.evidence {
         for (step, outcome, note) in compare(study, res, e) {
@@ -54,7 +55,9 @@ fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
                 }
                 (Some("same"), Outcome::Same) => agree += 1,
                 (Some("same"), Outcome::Better | Outcome::Worse) => contradict += 1,
-                (Some("better" | "worse"), Outcome::Same) => contradict += 1,
+                // Equivalent within ±δ does not say the seed's direction is wrong: the
+                // difference is smaller than the seed's.
+                (Some("better" | "worse"), Outcome::Same) => smaller += 1,
                 (Some(_), Outcome::Unclear) => unclear += 1,
                 _ => {}
             }
@@ -64,14 +67,19 @@ fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
     if !q.seed_answer.is_empty() {
         let _ = write!(versus, "The seed concluded: {} ", q.seed_answer.trim());
     }
-    let judged = agree + contradict + unclear;
+    let judged = agree + contradict + smaller + unclear;
     if judged > 0 {
+        let smaller = if smaller > 0 {
+            format!(", finds {smaller} smaller than the seed's difference (equivalent within ±δ)")
+        } else {
+            String::new()
+        };
         let _ = write!(
             versus,
-            "Of {judged} comparison(s) the seed made a claim about, this run confirms {agree}, contradicts {contradict} and does not settle {unclear} (inconclusive: each says how large a difference it could have seen)."
+            "Of {judged} comparison(s) the seed made a claim about, this run confirms {agree}, contradicts {contradict}{smaller} and does not settle {unclear} (inconclusive: each says how large a difference it could have seen)."
         );
     }
-    if contradict + unclear > 0 && !q.why_differ.is_empty() {
+    if contradict + smaller + unclear > 0 && !q.why_differ.is_empty() {
         let _ = write!(
             versus,
             " Why the answers can differ: {}",
@@ -133,4 +141,39 @@ pub fn compare(
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equivalent_to_a_seeds_better_is_a_smaller_difference_not_a_contradiction() {
+        let text = "name = \"t\"\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
+                    [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n\
+                    [[questions]]\nask = \"Is a better?\"\nevidence = [ { workload = \"w\", server = \"a\", versus = \"b\", seed_says = \"better\" } ]\n";
+        let study = crate::spec::parse(text, "t.toml").expect("study");
+        let mut res = m::StudyResult::default();
+        res.cells.push(m::Cell {
+            workload: "w".into(),
+            server: "a".into(),
+            ..m::Cell::default()
+        });
+        res.verdicts.push(m::StudyVerdict {
+            workload: "w".into(),
+            metric: "p50_ms".into(),
+            outcome: Some(m::VerdictOutcome::Equivalent),
+            leader: Some("a".into()),
+            runner_up: Some("b".into()),
+            note: "a and b are equivalent".into(),
+            ..m::StudyVerdict::default()
+        });
+        let a = &answer_all(&study, &res)[0];
+        assert!(
+            a.versus_seed
+                .contains("confirms 0, contradicts 0, finds 1 smaller than the seed's difference"),
+            "{}",
+            a.versus_seed
+        );
+    }
 }

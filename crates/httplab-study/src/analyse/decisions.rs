@@ -9,8 +9,9 @@
 //! fixed-rate load steps (the server's own accounting, valid whoever the
 //! client was); each server against `[compare] baseline` (on the workload's
 //! metric, and on fixed-rate load steps on server CPU per request too); and each question's
-//! evidence that is not already one of those. Winners are corrected across
-//! the whole family (`httplab_stats::decide`).
+//! evidence that is not already one of those. Every claim is read off an
+//! interval at the whole family's level (`httplab_stats::decide`,
+//! docs/statistics.md).
 
 use httplab_model as m;
 use httplab_stats as st;
@@ -31,8 +32,9 @@ pub struct StepView<'a> {
     pub server_cost: bool,
     /// Cells of the step, one per server.
     pub cells: Vec<CellData>,
-    /// Rounds of the interim look, when the design had one.
-    pub interim: Option<usize>,
+    /// The two stages the rounds were planned in (the interim look's rounds
+    /// and the cap), when the design had an interim look.
+    pub interim: Option<st::Stages>,
 }
 
 /// One comparison of the family, before its decision.
@@ -298,6 +300,7 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
         runner_up: v.runner_up,
         ratio: v.ratio,
         ratio_ci: v.ratio_ci,
+        ratio_ci_level: v.ratio_ci_level,
         ratio_ci90: v.ratio_ci90,
         p_value: v.p_value,
         p_equivalent: v.p_equivalent,

@@ -27,7 +27,10 @@ pub fn step_views<'a>(
                 server_cost: matches!(w.kind, WorkloadKind::Load | WorkloadKind::Users)
                     && sr.params.fixed_rate(),
                 cells: sr.cells(),
-                interim: interim.then_some(sr.first_rounds as usize),
+                interim: interim.then_some(httplab_stats::Stages {
+                    first: sr.first_rounds as usize,
+                    planned: sr.cap as usize,
+                }),
             }
         })
         .collect()
@@ -43,7 +46,9 @@ pub fn extra_rounds(
     budget_s: f64,
 ) -> Vec<u32> {
     let opts = decisions::design_options(proto);
-    let views = step_views(study, steps, false);
+    // The stages as planned: the interim look reads the weights the final
+    // look will combine the stages with.
+    let views = step_views(study, steps, true);
     let planned = decisions::plan(study, &views);
     let interim = decisions::interim(&planned, &opts);
     let settle = decisions::to_settle(&planned, &interim, steps.len());

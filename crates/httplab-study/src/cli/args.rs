@@ -54,8 +54,8 @@ pub struct Cli {
     /// phase took]
     #[arg(long, value_name = "SECONDS")]
     pub budget: Option<f64>,
-    /// Smallest effect of interest δ as a fraction: a winner is better by at least 1+δ, and
-    /// "equivalent" means the 90 % interval of the ratio is inside ±δ [default: the study's, 0.05]
+    /// Smallest effect of interest δ as a fraction: "equivalent" means the decision's interval
+    /// of the ratio is inside ±δ (docs/statistics.md) [default: the study's, 0.05]
     #[arg(long, value_name = "FRACTION")]
     pub delta: Option<f64>,
     /// Seconds of load before each measurement window, discarded [default: the study's, 1]

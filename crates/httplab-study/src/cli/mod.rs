@@ -270,6 +270,8 @@ fn apply_overrides(study: &mut spec::StudyFile, cli: &Cli) -> Result<()> {
         if !(x >= 0.0 && x.is_finite()) {
             anyhow::bail!("--budget {x}: seconds, 0 or more");
         }
+        // The budget in force, so that the plan (`--dry-run`) shows it.
+        p.budget_s = Some(x);
     }
     if let Some(x) = cli.warmup {
         if !(0.0..=600.0).contains(&x) {

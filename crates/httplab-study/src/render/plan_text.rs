@@ -93,15 +93,22 @@ fn protocol_line(o: &mut String, s: &StudyFile) {
     let proto = rounds::protocol(s, false);
     let _ = writeln!(
         o,
-        "protocol: warm-up {} s, window {} s, {} rounds of random order per step, then {} of extra rounds (up to {} a step) for the comparisons nearest a decision; δ {} %, alpha {}{}",
+        "protocol: warm-up {} s, window {} s, {} rounds of random order per step, then {}; δ {} %, alpha {}{}",
         fmt_num(proto.warmup_s),
         fmt_num(proto.window_s),
         proto.min_repetitions,
         match s.protocol.budget_s {
-            Some(b) => format!("{} s", fmt_num(b)),
-            None => "as long as the first rounds took".into(),
+            Some(b) if b <= 0.0 => "no extra rounds (no budget: one look)".to_string(),
+            Some(b) => format!(
+                "{} s of extra rounds (up to {} a step) for the comparisons nearest a decision",
+                fmt_num(b),
+                proto.max_repetitions
+            ),
+            None => format!(
+                "extra rounds for as long as the first rounds took (up to {} a step) for the comparisons nearest a decision",
+                proto.max_repetitions
+            ),
         },
-        proto.max_repetitions,
         fmt_num(proto.min_effect * 100.0),
         proto.alpha,
         match s.protocol.seed {
@@ -195,5 +202,23 @@ fn dry_context(tls: bool) -> servers::Context {
             key: PathBuf::from("/nonexistent/key.pem"),
         }),
         http2: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_plan_shows_the_budget_in_force() {
+        let text = "name = \"t\"\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
+                    [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\n";
+        let mut s = crate::spec::parse(text, "t.toml").expect("study");
+        s.protocol.budget_s = Some(123.0);
+        let mut o = String::new();
+        super::protocol_line(&mut o, &s);
+        assert!(o.contains("then 123 s of extra rounds"), "{o}");
+        s.protocol.budget_s = Some(0.0);
+        let mut o = String::new();
+        super::protocol_line(&mut o, &s);
+        assert!(o.contains("no extra rounds"), "{o}");
     }
 }

@@ -374,8 +374,9 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
         "leader",
         "runner_up",
         "ratio",
-        "ratio_ci95_low",
-        "ratio_ci95_high",
+        "ratio_ci_low",
+        "ratio_ci_high",
+        "ratio_ci_level",
         "ratio_ci90_low",
         "ratio_ci90_high",
         "p_value",
@@ -406,6 +407,7 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
             f(v.ratio),
             f(v.ratio_ci.map(|c| c[0])),
             f(v.ratio_ci.map(|c| c[1])),
+            f(v.ratio_ci_level.or(v.ratio_ci.map(|_| 0.95))),
             f(v.ratio_ci90.map(|c| c[0])),
             f(v.ratio_ci90.map(|c| c[1])),
             f(v.p_value),
@@ -491,7 +493,7 @@ fn html_intro(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, i
     if let Some(p) = &res.protocol {
         let design = match (p.interim_rounds, p.budget_s) {
             (Some(k), Some(b)) => format!(
-                "at least {k} rounds of every step, an interim look, then {} s of a {} s budget of extra rounds handed to the comparisons nearest a decision (at most {} rounds a step); alpha spent 10 % at the interim look and 90 % at the end",
+                "at least {k} rounds of every step, an interim look, then {} s of a {} s budget of extra rounds handed to the comparisons nearest a decision (at most {} rounds a step); the first rounds and the extra ones, each judged on its own rounds, combined by an inverse-normal test with weights fixed in advance",
                 fmt_num(p.budget_used_s.unwrap_or(0.0).round()),
                 fmt_num(b.round()),
                 p.max_repetitions
@@ -503,11 +505,10 @@ fn html_intro(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, i
         } else {
             0.05
         };
-        let _ = writeln!(h, "<p>Protocol: every run discards a {} s warm-up and measures a {} s window (or the workload's own counts); each workload step runs in rounds, each round visiting every server once in a fresh random order (seed <code>{}</code>; rerun with <code>--seed {}</code> for the same orders): {design}. Every comparison is a geometric-mean ratio with a t interval on the paired per-round log differences, and ends as a <i>winner</i> (better by at least {} %, significant after Holm's correction over all {} comparisons of the study, α = {}), <i>equivalent</i> (90 % interval inside ±{} %) or <i>inconclusive</i> (with the smallest effect the run could have seen and the rounds that would settle it); see docs/statistics.md. Server CPU per request is the server's own nanosecond accounting over each run's window, compared on fixed-rate steps (same work for every server); the client was <code>httplab load</code>, and on loopback part of each side's network work is billed to the other side, so the figure depends on the client.{}</p>",
+        let _ = writeln!(h, "<p>Protocol: every run discards a {} s warm-up and measures a {} s window (or the workload's own counts); each workload step runs in rounds, each round visiting every server once in a fresh random order (seed <code>{}</code>; rerun with <code>--seed {}</code> for the same orders): {design}. Every comparison is a geometric-mean ratio with a t interval on the paired per-round log differences, and an interval at the level of the whole study (1 − α/m over its m = {m} comparisons, α = {alpha}: all of them hold together with probability 1 − α), and ends as a <i>winner</i> (the interval leaves 1 out), <i>equivalent</i> (the interval lies inside ±{pct_delta} %) or <i>inconclusive</i> (with the smallest effect the rule could have seen and the rounds that would settle it); see docs/statistics.md. Server CPU per request is the server's own nanosecond accounting over each run's window, compared on fixed-rate steps (same work for every server); the client was <code>httplab load</code>, and on loopback part of each side's network work is billed to the other side, so the figure depends on the client.{}</p>",
             fmt_num(p.warmup_s), fmt_num(p.window_s), p.seed, p.seed,
-            fmt_num(delta * 100.0), res.verdicts.len(), p.alpha,
-            fmt_num(delta * 100.0),
-            if p.quick { " <b>--quick</b>: fewer rounds and shorter windows, so fewer comparisons are decided." } else { "" });
+            if p.quick { " <b>--quick</b>: fewer rounds and shorter windows, so fewer comparisons are decided." } else { "" },
+            m = res.verdicts.len(), alpha = p.alpha, pct_delta = fmt_num(delta * 100.0));
     }
 }
 

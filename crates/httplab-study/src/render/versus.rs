@@ -177,6 +177,12 @@ pub fn raw_ratio(v: &m::StudyVerdict, a: &str) -> Option<(f64, Option<[f64; 2]>)
     Some((r, ci))
 }
 
+/// A confidence level as httplab-stats writes it: "95 %", "99.72 %".
+fn level_text(level: f64) -> String {
+    let s = format!("{:.2}", level * 100.0);
+    format!("{} %", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// A fraction as a percentage, written as httplab-stats writes its notes.
 fn pct(x: f64) -> String {
     let v = x * 100.0;
@@ -210,8 +216,9 @@ fn item(v: &m::StudyVerdict, a: &str, b: &str, res: &m::StudyResult) -> String {
             v.pairs
         );
     }
+    let level = level_text(v.ratio_ci_level.unwrap_or(0.95));
     let ci = ci.map_or_else(String::new, |[l, h]| {
-        format!(" (95 % CI {}–{}×)", sig3(l), sig3(h))
+        format!(" ({level} CI {}–{}×)", sig3(l), sig3(h))
     });
     let delta = v
         .delta
@@ -249,7 +256,7 @@ fn inconclusive(v: &m::StudyVerdict, delta: f64) -> String {
     };
     if let Some(n) = v.rounds_to_settle.filter(|&n| n > v.pairs) {
         s.push_str(&format!(
-            "; about {n} rounds would settle it at ±{}",
+            "; about {n} rounds in one look would settle it at ±{}",
             pct(delta)
         ));
     }
@@ -259,7 +266,7 @@ fn inconclusive(v: &m::StudyVerdict, delta: f64) -> String {
 /// The heading of a pair's answer.
 pub fn heading(p: &PairAnswer) -> String {
     format!(
-        "{} vs {} ({}'s figure over {}'s, 95 % CI):",
+        "{} vs {} ({}'s figure over {}'s, with the interval each decision reads):",
         p.subject, p.versus, p.subject, p.versus
     )
 }
@@ -268,9 +275,9 @@ pub fn heading(p: &PairAnswer) -> String {
 pub fn footnote(res: &m::StudyResult) -> String {
     let delta = res.protocol.as_ref().map_or(0.05, |p| p.min_effect);
     format!(
-        "(decided: better by at least {} and significant after the correction over all {} comparisons of the study; each 95 % CI is the comparison's own, so one that excludes 1× can still be inconclusive; docs/statistics.md)",
+        "(each interval is at the level of the whole study's {n} comparisons, so that all of them hold together with 95 % confidence: decided when it leaves 1× out, equivalent when it lies within ±{}; docs/statistics.md)",
         pct(delta),
-        res.verdicts.len()
+        n = res.verdicts.len()
     )
 }
 
@@ -354,6 +361,7 @@ mod tests {
             runner_up: Some(runner_up.into()),
             ratio: Some(1.25),
             ratio_ci: Some([1.1, 1.6]),
+            ratio_ci_level: None,
             ratio_ci90: None,
             p_value: Some(0.01),
             p_equivalent: None,
@@ -429,14 +437,17 @@ mod tests {
         v.rounds_to_settle = Some(9);
         res.verdicts.push(v);
         let l = lines(&res, None);
-        assert_eq!(l[0], "mine vs nginx (mine's figure over nginx's, 95 % CI):");
+        assert_eq!(
+            l[0],
+            "mine vs nginx (mine's figure over nginx's, with the interval each decision reads):"
+        );
         assert_eq!(
             l[1],
             "  w: mine serves 1.25× the requests per second of nginx (95 % CI 1.10–1.60×): decided: mine is faster"
         );
         assert_eq!(
             l[2],
-            "  w: mine costs 1.25× the server CPU per request of nginx (95 % CI 1.10–1.60×): inconclusive: the run could have seen a difference of ≥ 8 %; about 9 rounds would settle it at ±5 %"
+            "  w: mine costs 1.25× the server CPU per request of nginx (95 % CI 1.10–1.60×): inconclusive: the run could have seen a difference of ≥ 8 %; about 9 rounds in one look would settle it at ±5 %"
         );
     }
 }

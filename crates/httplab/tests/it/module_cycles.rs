@@ -67,14 +67,51 @@ fn modules(src: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-/// The source up to the first `#[cfg(test)]`, with `//` comments removed.
+/// The source without `//` comments and without the items behind a
+/// `#[cfg(test)]` (each such item is cut out up to its end, the `;` or the
+/// brace that closes it; the code after it is kept).
 fn production_code(text: &str) -> String {
-    let cut = text.find("#[cfg(test)]").unwrap_or(text.len());
-    text[..cut]
+    let code = text
         .lines()
         .map(|l| l.split("//").next().unwrap_or(""))
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        rest = &after[item_end(after)..];
+    }
+    out.push_str(rest);
+    out.trim_end().to_string()
+}
+
+/// Where the item at the start of `s` ends: after its `;` when one comes
+/// before any `{`, else after the brace matching its first `{`.
+fn item_end(s: &str) -> usize {
+    let semi = s.find(';');
+    let brace = s.find('{');
+    match (semi, brace) {
+        (Some(i), b) if b.map_or(true, |b| i < b) => i + 1,
+        (_, Some(b)) => {
+            let mut depth = 0usize;
+            for (i, c) in s[b..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return b + i + 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            s.len()
+        }
+        _ => s.len(),
+    }
 }
 
 fn ident_len(s: &str) -> usize {
@@ -128,9 +165,16 @@ fn parse_tree(s: &str, mut i: usize, prefix: &[String], out: &mut Vec<Vec<String
     }
 }
 
-/// The module paths a piece of code (of module `me`) names through `crate::`
-/// and `super::` paths, as segment lists (not yet resolved to modules).
-fn crate_refs(code: &str, me: &str) -> Vec<Vec<String>> {
+/// The paths a piece of code of module `me` names, as segment lists from the
+/// crate root (not yet resolved to modules): `crate::…`, `super::…`,
+/// `self::…`, and `child::…` for a module `child` declared by `me` (the
+/// crate root is `me = ""`).
+fn crate_refs(code: &str, me: &str, names: &BTreeSet<String>) -> Vec<Vec<String>> {
+    let here: Vec<String> = me
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
     let mut out = Vec::new();
     for (i, _) in code.match_indices("::") {
         let head_start = code[..i]
@@ -138,21 +182,35 @@ fn crate_refs(code: &str, me: &str) -> Vec<Vec<String>> {
             .map_or(0, |k| k + 1);
         let head = &code[head_start..i];
         let preceded = code[..head_start].ends_with([':', '$']);
-        if preceded || (head != "crate" && head != "super") {
+        let child = {
+            let mut c = here.clone();
+            c.push(head.to_string());
+            names.contains(&c.join("/"))
+        };
+        if preceded || !(matches!(head, "crate" | "super" | "self") || child) {
             continue;
         }
         let mut paths = Vec::new();
         parse_tree(code, i + 2, &[], &mut paths);
         for mut p in paths {
-            let mut base: Vec<String> = Vec::new();
-            if head == "super" {
-                base = me.split('/').map(str::to_string).collect();
-                base.pop();
-                while p.first().is_some_and(|s| s == "super") {
-                    base.pop();
-                    p.remove(0);
+            let mut base: Vec<String> = match head {
+                "crate" => Vec::new(),
+                "super" => {
+                    let mut b = here.clone();
+                    b.pop();
+                    while p.first().is_some_and(|s| s == "super") {
+                        b.pop();
+                        p.remove(0);
+                    }
+                    b
                 }
-            }
+                "self" => here.clone(),
+                _ => {
+                    let mut b = here.clone();
+                    b.push(head.to_string());
+                    b
+                }
+            };
             base.extend(p.into_iter().filter(|s| s != "self" && s != "*"));
             out.push(base);
         }
@@ -160,23 +218,101 @@ fn crate_refs(code: &str, me: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// Module → the modules it uses. A path resolves to the longest prefix that
-/// is a module; a module's use of its own ancestors is left out (a parent
-/// module holds what its children share, and declares them).
+/// The `pub use` and `pub(crate) use` statements of a piece of code, and the
+/// code without them (a re-export is a name for another module's item, not
+/// a use of it).
+fn split_reexports(code: &str) -> (Vec<String>, String) {
+    let mut stmts = Vec::new();
+    let mut rest_code = String::with_capacity(code.len());
+    let mut rest = code;
+    loop {
+        let at = ["pub use ", "pub(crate) use ", "pub(super) use "]
+            .iter()
+            .filter_map(|k| rest.find(k))
+            .min();
+        let Some(at) = at else { break };
+        rest_code.push_str(&rest[..at]);
+        let end = rest[at..].find(';').map_or(rest.len(), |e| at + e + 1);
+        stmts.push(rest[at..end].to_string());
+        rest = &rest[end..];
+    }
+    rest_code.push_str(rest);
+    (stmts, rest_code)
+}
+
+/// (module, name) → the path of the item a module re-exports under that name.
+type Reexports = BTreeMap<(String, String), Vec<String>>;
+
+/// The module a path from the crate root reaches: the longest prefix that is
+/// a module, following re-exports (`crate::Better` where the root has `pub
+/// use verdict::Better` reaches `verdict`). None: the crate root's own items.
+fn resolve(segs: &[String], names: &BTreeSet<String>, re: &Reexports) -> Option<String> {
+    let mut segs = segs.to_vec();
+    for _ in 0..16 {
+        let k = (1..=segs.len())
+            .rev()
+            .find(|&k| names.contains(&segs[..k].join("/")))
+            .unwrap_or(0);
+        let module = segs[..k].join("/");
+        if let Some(next) = segs.get(k) {
+            if let Some(target) = re.get(&(module.clone(), next.clone())) {
+                let mut n = target.clone();
+                n.extend(segs[k + 1..].iter().cloned());
+                if n != segs {
+                    segs = n;
+                    continue;
+                }
+            }
+        }
+        return (k > 0).then_some(module);
+    }
+    None
+}
+
+/// Module → the modules it uses. A path resolves to the module that holds
+/// the item, through re-exports; a child's use of what its parent defines
+/// is an edge like any other, and so is a parent's use of its child (its
+/// `mod` declarations and re-exports are not).
 fn graph_of(src: &Path) -> Graph {
     let mods = modules(src);
     let names: BTreeSet<String> = mods.iter().map(|(n, _)| n.clone()).collect();
+    let root = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| src.join(f))
+        .find(|p| p.is_file());
+    let mut texts: Vec<(String, String)> = mods
+        .iter()
+        .map(|(n, p)| {
+            let text = fs::read_to_string(p).expect("read module");
+            (n.clone(), production_code(&text))
+        })
+        .collect();
+    if let Some(r) = root {
+        let text = fs::read_to_string(r).expect("read crate root");
+        texts.push((String::new(), production_code(&text)));
+    }
+    let mut re = Reexports::new();
+    let mut uses = Vec::new();
+    for (me, code) in &texts {
+        let (stmts, rest) = split_reexports(code);
+        for st in stmts {
+            for path in crate_refs(&st, me, &names) {
+                if let Some(name) = path.last() {
+                    re.insert((me.clone(), name.clone()), path.clone());
+                }
+            }
+        }
+        uses.push((me.clone(), rest));
+    }
     let mut g = Graph::new();
-    for (me, path) in &mods {
-        let text = fs::read_to_string(path).expect("read module");
+    for (me, code) in &uses {
+        if me.is_empty() {
+            continue;
+        }
         let edges = g.entry(me.clone()).or_default();
-        for segs in crate_refs(&production_code(&text), me) {
-            let target = (1..=segs.len())
-                .rev()
-                .map(|k| segs[..k].join("/"))
-                .find(|c| names.contains(c));
-            if let Some(t) = target {
-                if &t != me && !me.starts_with(&format!("{t}/")) {
+        for segs in crate_refs(code, me, &names) {
+            if let Some(t) = resolve(&segs, &names, &re) {
+                if &t != me {
                     edges.insert(t);
                 }
             }
@@ -251,18 +387,70 @@ fn cycles(g: &Graph) -> Vec<Vec<String>> {
 
 #[test]
 fn the_scan_sees_plain_grouped_nested_and_relative_paths() {
-    let code = "use crate::a::X;\nuse crate::{b, c::{D, e::F}, self};\nfn f() { crate::d::g(); }\nlet s = \"$crate::z\";\nuse super::h::I;";
-    let refs = crate_refs(code, "p/q");
-    let got: BTreeSet<String> = refs.iter().map(|r| r.join("/")).collect();
-    let want: BTreeSet<String> = ["a/X", "b", "c/D", "c/e/F", "", "d/g", "p/h/I"]
+    let code = "use crate::a::X;\nuse crate::{b, c::{D, e::F}, self};\nfn f() { crate::d::g(); }\nlet s = \"$crate::z\";\nuse super::h::I;\nfn k() { kid::run(); self::kid::Y; other::Z; }";
+    let names: BTreeSet<String> = ["p", "p/q", "p/q/kid"]
         .iter()
         .map(|s| s.to_string())
         .collect();
+    let refs = crate_refs(code, "p/q", &names);
+    let got: BTreeSet<String> = refs.iter().map(|r| r.join("/")).collect();
+    let want: BTreeSet<String> = [
+        "a/X",
+        "b",
+        "c/D",
+        "c/e/F",
+        "",
+        "d/g",
+        "p/h/I",
+        "p/q/kid/run",
+        "p/q/kid/Y",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     assert_eq!(got, want);
     assert_eq!(
         production_code("use crate::a;\n#[cfg(test)]\nmod tests { use crate::b; }"),
         "use crate::a;"
     );
+    // Only the item behind `#[cfg(test)]` is cut: code after it is scanned.
+    assert_eq!(
+        production_code(
+            "use crate::a;\n#[cfg(test)]\nuse crate::t;\n#[cfg(test)]\nfn h() { if x { crate::u(); } }\nfn g() { crate::b::f(); } // crate::c"
+        ),
+        "use crate::a;\n\n\nfn g() { crate::b::f(); }"
+    );
+}
+
+#[test]
+fn re_exports_lead_to_the_module_that_defines_the_item() {
+    let names: BTreeSet<String> = ["verdict", "decide", "a", "a/b"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut re = Reexports::new();
+    let (stmts, rest) = split_reexports("pub use verdict::{Better, Verdict};\nuse decide::x;");
+    assert_eq!(rest.trim(), "use decide::x;");
+    for st in stmts {
+        for path in crate_refs(&st, "", &names) {
+            re.insert((String::new(), path.last().unwrap().clone()), path);
+        }
+    }
+    let (stmts, _) = split_reexports("pub(crate) use self::b::Inner;");
+    for st in stmts {
+        for path in crate_refs(&st, "a", &names) {
+            re.insert(("a".into(), path.last().unwrap().clone()), path);
+        }
+    }
+    let r = |p: &str| {
+        let segs: Vec<String> = p.split('/').map(str::to_string).collect();
+        resolve(&segs, &names, &re)
+    };
+    assert_eq!(r("Better").as_deref(), Some("verdict"));
+    assert_eq!(r("decide/f").as_deref(), Some("decide"));
+    assert_eq!(r("a/Inner").as_deref(), Some("a/b"));
+    assert_eq!(r("a/own").as_deref(), Some("a"));
+    assert_eq!(r("RootItem"), None);
 }
 
 #[test]
