@@ -4,14 +4,11 @@
 //! report written when the request asks. The compare crate reads the
 //! verdict; the binary hands this function to it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use anyhow::{bail, Result};
 use httplab_compare::paired::Request;
 use httplab_model::StudyResult;
 
-use super::{progress, sigint_bridge};
+use super::{progress, run_interruptible};
 use crate::execute::options::Options;
 use crate::execute::preflight::Checks;
 use crate::execute::servers::find_httplab_exe;
@@ -27,14 +24,8 @@ pub fn run_paired(req: &Request) -> Result<StudyResult> {
     let checks = Checks::new(&study, false, exe.clone())?;
     eprintln!("httplab compare: checking that base and new start …");
     checks.commands_start(&study)?;
-    httplab_load::install_sigint();
-    let _ = httplab_sys::limits::raise_nofile_limit();
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    let bridge = sigint_bridge(Arc::clone(&stop), Arc::clone(&done));
     let opts = Options {
         httplab_exe: exe,
-        stop: Arc::clone(&stop),
         on_event: req.progress.then(progress::bar),
         budget_s: Some(req.budget_s.unwrap_or(gate::DEFAULT_BUDGET_S)),
         ..Options::default()
@@ -45,11 +36,7 @@ pub fn run_paired(req: &Request) -> Result<StudyResult> {
         human_secs(estimate_seconds(&study)),
         opts.budget_s.unwrap_or(0.0)
     );
-    let result = crate::runner::run_study(&study, &opts);
-    done.store(true, Ordering::Relaxed);
-    let _ = bridge.join();
-    let result = result?;
-    let interrupted = stop.load(Ordering::Relaxed);
+    let (result, interrupted) = run_interruptible(&study, &opts)?;
     if let Some(out) = &req.out {
         report::write_all(&result, Some(&study), out, interrupted)?;
     }

@@ -134,18 +134,11 @@ fn shard_of(cli: &Cli, study: &mut spec::StudyFile) -> Result<Option<shard::Shar
 /// Runs the study (Ctrl-C stops it and keeps what ran), then writes the
 /// report, the shard's run files and the summary.
 fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Result<ExitCode> {
-    httplab_load::install_sigint();
-    // Servers inherit the limit: workloads with hundreds of users need more
-    // than the usual 1024 open files.
-    let _ = httplab_sys::limits::raise_nofile_limit();
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicBool::new(false));
-    let bridge = sigint_bridge(Arc::clone(&stop), Arc::clone(&done));
     let served = cli.prometheus.map(httplab_live::serve_load).transpose()?;
     let live = served.as_ref().map(|(l, _)| l.clone());
     let opts = Options {
         httplab_exe: cli.httplab_bin.clone().or_else(find_httplab_exe),
-        stop: Arc::clone(&stop),
+        stop: Arc::new(AtomicBool::new(false)),
         on_event: (!cli.no_progress).then(progress::bar),
         work_dir: None,
         quick: cli.quick,
@@ -165,11 +158,7 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
         human_secs(estimate_seconds(study)),
         cli.out.display()
     );
-    let result = crate::runner::run_study(study, &opts);
-    done.store(true, Ordering::Relaxed);
-    let _ = bridge.join();
-    let result = result?;
-    let interrupted = stop.load(Ordering::Relaxed);
+    let (result, interrupted) = run_interruptible(study, &opts)?;
     report::write_all(&result, Some(study), &cli.out, interrupted)?;
     // The answer first: "mine vs nginx: …" (studies with a baseline).
     for line in crate::render::versus::lines(&result, Some(study)) {
@@ -197,11 +186,26 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
     })
 }
 
+/// Runs `study` while Ctrl-C sets `opts.stop` (finished runs are kept):
+/// the result and whether it was interrupted. Servers inherit the raised
+/// open-files limit: workloads with hundreds of users need more than the
+/// usual 1024.
+pub(crate) fn run_interruptible(
+    study: &spec::StudyFile,
+    opts: &Options,
+) -> Result<(httplab_model::StudyResult, bool)> {
+    httplab_load::install_sigint();
+    let _ = httplab_sys::limits::raise_nofile_limit();
+    let done = Arc::new(AtomicBool::new(false));
+    let bridge = sigint_bridge(Arc::clone(&opts.stop), Arc::clone(&done));
+    let result = crate::runner::run_study(study, opts);
+    done.store(true, Ordering::Relaxed);
+    let _ = bridge.join();
+    Ok((result?, opts.stop.load(Ordering::Relaxed)))
+}
+
 /// Passes the process's Ctrl-C flag on to the study's `stop` until `done`.
-pub(crate) fn sigint_bridge(
-    stop: Arc<AtomicBool>,
-    done: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<()> {
+fn sigint_bridge(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         while !done.load(Ordering::Relaxed) {
             if httplab_load::interrupted().load(Ordering::Relaxed) {
