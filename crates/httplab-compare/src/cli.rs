@@ -23,7 +23,10 @@ where the results have it; for studies per workload step and server, for sweeps 
 and the highest sustained rate) it prints NEW/BASE as a ratio of geometric means with its
 interval and a verdict: regression, improvement, equivalent or inconclusive, by the
 rules of `httplab study` (docs/statistics.md) on an unpaired (Welch) interval. A verdict
-needs at least 2 runs per side. Errors are compared as counts (errors over calls, summed
+needs at least 2 runs per side. Each result file is one session: where a side has several
+(a baseline saved from separate runs), sessions are compared, not runs, and no change
+within the spread between sessions is called; with one session a side the output says that
+this spread was not measured. Errors are compared as counts (errors over calls, summed
 over the runs, by an exact test); no errors on either side is never a regression.
 
 Paired mode (--base-cmd and --new-cmd): instead of reading saved results, httplab runs both

@@ -51,6 +51,9 @@ pub struct Counted {
 pub struct CellValues {
     /// Values by metric.
     pub values: BTreeMap<Metric, Vec<f64>>,
+    /// The session of each value in `values` (the index of the result file it came from: a
+    /// file is one session, `--repeat` runs included), in the same order.
+    pub sessions: BTreeMap<Metric, Vec<u32>>,
     /// Count metrics ([`Metric::is_count`]): events and exposure over every run.
     pub counts: BTreeMap<Metric, Counted>,
     /// Runs the load generator limited (their client figures are bounds).
@@ -62,14 +65,35 @@ pub struct CellValues {
 }
 
 impl CellValues {
-    fn push_run(&mut self, r: &RunResult) {
+    fn push_value(&mut self, m: Metric, v: f64, session: u32) {
+        self.sessions.entry(m.clone()).or_default().push(session);
+        self.values.entry(m).or_default().push(v);
+    }
+
+    /// One metric's values grouped by session, sessions in file order (values without a
+    /// recorded session are one session).
+    pub fn by_session(&self, m: &Metric) -> Vec<Vec<f64>> {
+        let Some(v) = self.values.get(m) else {
+            return Vec::new();
+        };
+        let Some(s) = self.sessions.get(m).filter(|s| s.len() == v.len()) else {
+            return vec![v.clone()];
+        };
+        let mut groups: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+        for (x, k) in v.iter().zip(s) {
+            groups.entry(*k).or_default().push(*x);
+        }
+        groups.into_values().collect()
+    }
+
+    fn push_run(&mut self, r: &RunResult, session: u32) {
         self.runs += 1;
         if r.self_check.client_bound {
             self.client_bound_runs += 1;
         }
         for m in RUN_METRICS {
             if let Some(v) = m.of_run(r) {
-                self.values.entry(m.clone()).or_default().push(v);
+                self.push_value(m.clone(), v, session);
             }
             if let Some([events, exposure]) = m.count_of_run(r) {
                 let c = self.counts.entry(m).or_default();
@@ -179,7 +203,7 @@ pub fn side_of(docs: Vec<(String, Document)>) -> Result<Side> {
         order: Vec::new(),
         shapes: Vec::new(),
     };
-    for (name, d) in &docs {
+    for (session, (name, d)) in (0u32..).zip(&docs) {
         if kind_of(d) != kind {
             bail!(
                 "{name} is a {} but {} is a {}: give one kind of result per side",
@@ -190,9 +214,9 @@ pub fn side_of(docs: Vec<(String, Document)>) -> Result<Side> {
         }
         s.files.push(name.clone());
         match d {
-            Document::Run(r) => add_run(&mut s, r),
-            Document::Sweep(w) => add_sweep(&mut s, w),
-            Document::Study(st) => add_study(&mut s, st),
+            Document::Run(r) => add_run(&mut s, r, session),
+            Document::Sweep(w) => add_sweep(&mut s, w, session),
+            Document::Study(st) => add_study(&mut s, st, session),
         }
     }
     Ok(s)
@@ -206,9 +230,9 @@ fn shape(r: &RunResult) -> String {
     format!("{:?}, {rate}", r.config.mode).to_lowercase()
 }
 
-fn add_run(s: &mut Side, r: &RunResult) {
+fn add_run(s: &mut Side, r: &RunResult, session: u32) {
     for run in r.runs() {
-        s.cell("").push_run(run);
+        s.cell("").push_run(run, session);
         let sh = shape(run);
         if !s.shapes.contains(&sh) {
             s.shapes.push(sh);
@@ -218,11 +242,11 @@ fn add_run(s: &mut Side, r: &RunResult) {
 
 /// Sweep cells: "TARGET @ RATE/s" per step (one value per sweep file), and "TARGET" for the
 /// highest sustained rate of the target's saturation analysis.
-fn add_sweep(s: &mut Side, w: &SweepResult) {
+fn add_sweep(s: &mut Side, w: &SweepResult, session: u32) {
     for t in &w.targets {
         for step in &t.steps {
             let key = format!("{} @ {}/s", t.label, step.demanded_rate);
-            s.cell(&key).push_run(&step.run);
+            s.cell(&key).push_run(&step.run, session);
         }
         let rates: Vec<f64> = t.steps.iter().map(|x| x.demanded_rate).collect();
         let cell = s.cell(&t.label);
@@ -231,10 +255,7 @@ fn add_sweep(s: &mut Side, w: &SweepResult) {
             if let Some(step) = grid_step(&rates, max) {
                 cell.resolution = Some(cell.resolution.map_or(step, |r: f64| r.max(step)));
             }
-            cell.values
-                .entry(Metric::MaxSustainable)
-                .or_default()
-                .push(max);
+            cell.push_value(Metric::MaxSustainable, max, session);
             cell.runs += 1;
             if t.saturation.client_bound {
                 cell.client_bound_runs += 1;
@@ -256,7 +277,7 @@ fn grid_step(rates: &[f64], x: f64) -> Option<f64> {
 /// Study cells: "WORKLOAD[/STEP] SERVER", values from the study's load runs in round order;
 /// a cell without load runs (a capacity search) takes its per-round values from the study's
 /// own cell (`Cell::values`).
-fn add_study(s: &mut Side, st: &StudyResult) {
+fn add_study(s: &mut Side, st: &StudyResult, session: u32) {
     let name = |w: &str, step: &Option<String>, server: &str| match step {
         Some(p) => format!("{w}/{p} {server}"),
         None => format!("{w} {server}"),
@@ -271,7 +292,7 @@ fn add_study(s: &mut Side, st: &StudyResult) {
     for r in runs {
         if let Some(run) = &r.run {
             let key = name(&r.workload, &r.step, &r.server);
-            s.cell(&key).push_run(run);
+            s.cell(&key).push_run(run, session);
             from_runs.insert(key);
         }
     }
@@ -282,10 +303,9 @@ fn add_study(s: &mut Side, st: &StudyResult) {
         }
         let cell = s.cell(&key);
         for (k, vs) in &c.values {
-            cell.values
-                .entry(Metric::from_study_key(k))
-                .or_default()
-                .extend(vs.iter().copied());
+            for v in vs {
+                cell.push_value(Metric::from_study_key(k), *v, session);
+            }
         }
         cell.runs += c.n as usize;
         cell.client_bound_runs += c.client_bound_runs as usize;

@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 
 use anyhow::{bail, Result};
 use httplab_stats::{
-    decide_family, Better, Comparison, CountComparison, Decision, DesignOptions, LogRatios, Looks,
-    Measured, Outcome, RateRatio, Side as Which,
+    by_sessions, decide_family, Better, Comparison, CountComparison, Decision, DesignOptions,
+    Looks, Measured, Outcome, RateRatio, SessionRatios, SessionUnit, Side as Which,
 };
 use serde::Serialize;
 
@@ -132,8 +132,16 @@ pub struct Row {
     pub p_equivalent: Option<f64>,
     /// Smallest change (ratio − 1) the rule finds with 80 % power with these runs.
     pub detectable: Option<f64>,
-    /// Runs per side that would settle ±δ with 80 % power if the data stay as they are.
+    /// Runs per side that would settle ±δ with 80 % power if the data stay as they are
+    /// (sessions per side where sessions are the unit).
     pub runs_to_settle: Option<u32>,
+    /// Sessions (result files) with a value, BASE's and NEW's; a comparison with two or more
+    /// on a side compares session means.
+    pub sessions: [usize; 2],
+    /// The spread between sessions (relative, one standard deviation of a session's level),
+    /// estimated where a side has two sessions or more: no change smaller is called.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_spread: Option<f64>,
     /// One sentence on the verdict.
     pub note: String,
 }
@@ -225,10 +233,10 @@ fn bounds(base: &CellValues, new: &CellValues, m: &Metric) -> (Option<String>, O
 
 /// The comparison of NEW (side A) against BASE (side B), with client bounds holding back what
 /// they could change.
-fn comparison(base: &CellValues, new: &CellValues, m: &Metric) -> Comparison {
-    let get = |c: &CellValues| c.values.get(m).cloned().unwrap_or_default();
-    let l = LogRatios::unpaired(&get(new), &get(base), m.better());
-    let mut c = Comparison::new(Looks::single(l));
+fn comparison(base: &CellValues, new: &CellValues, m: &Metric) -> (Comparison, SessionRatios) {
+    // A result file is one session; with several on a side, sessions are the unit.
+    let s = by_sessions(&new.by_session(m), &base.by_session(m), m.better());
+    let mut c = Comparison::new(Looks::single(s.ratios));
     // Values on a grid (a sweep's highest sustained rate) get the spread the grid allows.
     if let Some(step) = base
         .resolution
@@ -239,16 +247,21 @@ fn comparison(base: &CellValues, new: &CellValues, m: &Metric) -> Comparison {
         c = c.with_resolution(step);
     }
     let (b, n) = bounds(base, new, m);
-    c.no_winner = if l.mean >= 0.0 { b.clone() } else { n.clone() };
+    c.no_winner = if s.ratios.mean >= 0.0 {
+        b.clone()
+    } else {
+        n.clone()
+    };
     c.no_equivalence = b.or(n);
-    c
+    (c, s)
 }
 
 /// How one (cell, metric) is judged.
 #[derive(Clone, Debug)]
 enum Test {
-    /// Values per run: the unpaired ratio of geometric means.
-    Ratio(Comparison),
+    /// Values per run: the unpaired ratio of geometric means (of session means where a side
+    /// has several sessions).
+    Ratio(Comparison, SessionRatios),
     /// A count metric: NEW's errors (side A) against BASE's, as counts.
     Counts(CountComparison),
     /// A count metric without an event on either side: not a comparison.
@@ -258,7 +271,8 @@ enum Test {
 /// The test of a metric both sides have.
 fn test(base: &CellValues, new: &CellValues, m: &Metric) -> Test {
     let (Some(b), Some(n)) = (base.counts.get(m), new.counts.get(m)) else {
-        return Test::Ratio(comparison(base, new, m));
+        let (c, s) = comparison(base, new, m);
+        return Test::Ratio(c, s);
     };
     if b.events == 0 && n.events == 0 {
         return Test::NoEvents;
@@ -340,7 +354,7 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
     let mut counts = Vec::new();
     for (_, _, t) in &pairs {
         match t {
-            Some(Test::Ratio(c)) => ratios.push(c.clone()),
+            Some(Test::Ratio(c, _)) => ratios.push(c.clone()),
             Some(Test::Counts(c)) => counts.push(c.clone()),
             Some(Test::NoEvents) | None => {}
         }
@@ -356,16 +370,20 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
         .iter()
         .map(|(cell, m, t)| {
             let d = match t {
-                Some(Test::Ratio(_)) => by_ratio.next(),
+                Some(Test::Ratio(..)) => by_ratio.next(),
                 Some(Test::Counts(_)) => by_count.next(),
                 Some(Test::NoEvents) | None => None,
             };
             let none = matches!(t, Some(Test::NoEvents));
             let (b, n) = (&base.cells[cell], &new.cells[cell]);
-            let mut r = row(cell, m, (b, n), d.as_ref(), none, opts);
+            let sessions = match t {
+                Some(Test::Ratio(_, s)) => Some(s),
+                _ => None,
+            };
+            let mut r = row(cell, m, (b, n), (d.as_ref(), sessions), none, opts);
             // The plain 95 % interval, descriptive, beside the decision's.
             let plain = match t {
-                Some(Test::Ratio(c)) => c.looks.last.interval(0.95).map(|(a, b)| [a, b]),
+                Some(Test::Ratio(c, _)) => c.looks.last.interval(0.95).map(|(a, b)| [a, b]),
                 Some(Test::Counts(c)) => c.counts.interval(0.95).map(|(a, b)| [1.0 / b, 1.0 / a]),
                 _ => None,
             };
@@ -373,7 +391,8 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
             r.ci95 = raw_ci(m.better(), plain).filter(|c| c.iter().all(finite));
             r
         })
-        .collect();
+        .collect::<Vec<Row>>();
+    notes.extend(session_notes(&rows));
     Ok(Judgement {
         kind: base.kind,
         rows,
@@ -403,7 +422,7 @@ fn row(
     cell: &str,
     m: &Metric,
     (b, n): (&CellValues, &CellValues),
-    d: Option<&Decision>,
+    (d, sessions): (Option<&Decision>, Option<&SessionRatios>),
     no_events: bool,
     opts: &Options,
 ) -> Row {
@@ -425,6 +444,8 @@ fn row(
         p_equivalent: None,
         detectable: None,
         runs_to_settle: None,
+        sessions: sessions.map_or([0, 0], |s| [s.sessions[1], s.sessions[0]]),
+        session_spread: sessions.and_then(|s| s.spread).map(f64::exp_m1),
         note: String::new(),
     };
     if no_events {
@@ -453,9 +474,33 @@ fn row(
         (Outcome::Equivalent, _) => Verdict::Equivalent,
         (Outcome::Inconclusive, _) => Verdict::Inconclusive,
     };
+    if let Some(spread) = within_spread(d, sessions) {
+        r.verdict = Verdict::Inconclusive;
+        r.beyond_threshold = false;
+        r.note = format!(
+            "a change within the spread between sessions (±{}): not told apart from a session's own",
+            pct(spread)
+        );
+        return r;
+    }
     r.beyond_threshold = r.verdict == Verdict::Regression && worsening(&r) > opts.threshold;
     r.note = note(&r, d, opts);
     r
+}
+
+/// A winner whose interval does not clear the spread between sessions (where it is known):
+/// a change that small could be one session's level, so it is not called. Returns the
+/// spread (relative).
+fn within_spread(d: &Decision, sessions: Option<&SessionRatios>) -> Option<f64> {
+    let sigma = sessions
+        .filter(|s| s.unit == SessionUnit::Sessions)?
+        .spread?;
+    let [lo, hi] = d.ci?;
+    let near = match d.winner? {
+        Which::A => lo.ln(),
+        Which::B => -hi.ln(),
+    };
+    (d.outcome == Outcome::Winner && near <= sigma).then(|| sigma.exp_m1())
 }
 
 /// A confidence level: "95 %", "97.5 %".
@@ -472,6 +517,48 @@ pub fn pct(x: f64) -> String {
     } else {
         format!("{v:.1} %")
     }
+}
+
+/// Whether a row compared session means (some side has two sessions or more).
+fn by_sessions_unit(r: &Row) -> bool {
+    !r.metric.is_count() && r.sessions.iter().any(|&k| k >= 2)
+}
+
+/// What the reader must know about the sessions behind the verdicts: one session a side
+/// (the spread between sessions unmeasured), or how many and how far apart they were.
+fn session_notes(rows: &[Row]) -> Vec<String> {
+    let ratio_rows: Vec<&Row> = rows
+        .iter()
+        .filter(|r| !r.metric.is_count() && r.sessions[0] > 0 && r.sessions[1] > 0)
+        .collect();
+    let Some(first) = ratio_rows.first() else {
+        return Vec::new();
+    };
+    if ratio_rows.iter().all(|r| r.sessions == [1, 1]) {
+        let see = ratio_rows
+            .iter()
+            .filter_map(|r| r.detectable)
+            .filter(|e| e.is_finite())
+            .reduce(f64::min);
+        return vec![format!(
+            "BASE and NEW are one session each (one result file a side): the intervals hold the spread of runs within a session, not the spread between sessions, which on a shared machine is often larger, so a difference between the two sessions reads as the builds'{}. To see less, give BASE several sessions (result files of separate runs, e.g. --save-baseline NAME a.json b.json c.json), or run both builds in one session (--base-cmd, --new-cmd)",
+            see.map_or(String::new(), |e| format!(
+                "; within that, these runs could see changes of ≥ {}",
+                pct(e)
+            ))
+        )];
+    }
+    let spread = ratio_rows
+        .iter()
+        .filter_map(|r| r.session_spread)
+        .reduce(f64::max);
+    vec![format!(
+        "compared by session (a result file is one session): BASE {} session{}, NEW {}; the levels of sessions differ by about {} (largest of the metrics' estimates), and no change within that spread is called",
+        first.sessions[0],
+        if first.sessions[0] == 1 { "" } else { "s" },
+        first.sessions[1],
+        spread.map_or_else(|| "an unknown amount".to_string(), pct)
+    )]
 }
 
 fn note(r: &Row, d: &Decision, opts: &Options) -> String {
@@ -511,20 +598,30 @@ fn note(r: &Row, d: &Decision, opts: &Options) -> String {
             (Some(p), false) => format!("not a significant change: {p} ({test})"),
             (None, _) => String::new(),
         },
-        Verdict::Inconclusive if r.base.n < 2 || r.new.n < 2 => format!(
+        Verdict::Inconclusive if !by_sessions_unit(r) && (r.base.n < 2 || r.new.n < 2) => format!(
             "no spread: BASE has {} run{}, NEW {}; a verdict needs at least 2 runs per side (httplab load --repeat 5)",
             r.base.n,
             if r.base.n == 1 { "" } else { "s" },
             r.new.n
         ),
         Verdict::Inconclusive => {
+            let unit = if by_sessions_unit(r) {
+                "sessions"
+            } else {
+                "runs"
+            };
             let see = match d.detectable {
-                Some(e) if e.is_finite() && e < 9.0 => format!("these runs could see ≥ {}", pct(e)),
-                _ => "these runs could see only differences of 10× or more".into(),
+                Some(e) if e.is_finite() && e < 9.0 => format!("these {unit} could see ≥ {}", pct(e)),
+                _ => format!("these {unit} could see only differences of 10× or more"),
+            };
+            let have = if by_sessions_unit(r) {
+                r.sessions[0].min(r.sessions[1])
+            } else {
+                r.base.n.min(r.new.n)
             };
             let settle = match d.rounds_to_settle {
-                Some(k) if (k as usize) > r.base.n.min(r.new.n) => {
-                    format!("; ≈ {k} runs per side would settle ±{delta}")
+                Some(k) if (k as usize) > have => {
+                    format!("; ≈ {k} {unit} per side would settle ±{delta}")
                 }
                 Some(_) => String::new(),
                 None => format!("; no number of runs would settle ±{delta} at this change"),

@@ -345,6 +345,8 @@ mod tests {
             p_equivalent: None,
             detectable: None,
             runs_to_settle: None,
+            sessions: [1, 1],
+            session_spread: None,
             note: String::new(),
         };
         assert!((worsening(&r) - 0.2).abs() < 1e-12);

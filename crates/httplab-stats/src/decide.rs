@@ -127,6 +127,11 @@ pub struct Unpaired {
     pub sd_a: f64,
     /// Standard deviation of ln(b) (0 when n_b < 2).
     pub sd_b: f64,
+    /// Degrees of freedom when they are not Welch–Satterthwaite's: both sides' spread is one
+    /// pooled estimate (`crate::sessions`, a side of one session), with its own degrees of
+    /// freedom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
 }
 
 impl Unpaired {
@@ -139,6 +144,9 @@ impl Unpaired {
 
     /// Welch–Satterthwaite degrees of freedom; n_a + n_b − 2 when neither side has a spread.
     fn df(&self) -> f64 {
+        if let Some(df) = self.df {
+            return df;
+        }
         let (qa, qb) = self.var_means();
         let se2 = qa + qb;
         if se2 == 0.0 {
@@ -217,6 +225,7 @@ impl LogRatios {
             n_b: lb.len(),
             sd_a: la.first().map_or(0.0, |_| spread(&la, crate::mean(&la))),
             sd_b: lb.first().map_or(0.0, |_| spread(&lb, crate::mean(&lb))),
+            df: None,
         };
         if la.is_empty() || lb.is_empty() {
             return LogRatios {

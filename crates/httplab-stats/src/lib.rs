@@ -5,7 +5,8 @@
 //! under a two-look sequential design whose extra rounds go where they decide most
 //! ([`allocate`]). Runs that share no rounds (two builds measured one after the other, as
 //! `httplab compare` sees them) are compared by the same rules on Welch's unpaired interval of
-//! the log values ([`LogRatios::unpaired`]). Event counts (errors over calls) are compared as
+//! the log values ([`LogRatios::unpaired`]), with the session as the unit where a side was
+//! saved from several sessions ([`by_sessions`]). Event counts (errors over calls) are compared as
 //! counts, by the exact conditional test of their rate ratio ([`RateRatio`]), inside the same
 //! family ([`decide_family`]).
 //!
@@ -22,6 +23,7 @@ mod decide;
 mod describe;
 mod format;
 mod rule;
+mod sessions;
 mod ttest;
 mod verdict;
 
@@ -36,6 +38,7 @@ pub use decide::{
 };
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};
+pub use sessions::{by_sessions, SessionRatios, Unit as SessionUnit};
 pub use ttest::{holm_adjust, paired_t_test, welch_t_test, TTest};
 pub use verdict::{
     finish, geometric_mean, matchup, matchup_pair, Matchup, Measured, Sample, Verdict,

@@ -449,3 +449,91 @@ fn load_results_end_to_end() {
     let text = render::text(&j);
     assert!(text.contains("Errors are counts"), "{text}");
 }
+
+/// A side whose runs of `m` come from several sessions (result files).
+fn sessions_side(m: &Metric, sessions: &[&[f64]]) -> Side {
+    let mut s = side(Kind::Run, &[], 0);
+    let c = s.cells.get_mut("").expect("cell");
+    for (k, runs) in (0u32..).zip(sessions) {
+        for v in runs.iter() {
+            c.values.entry(m.clone()).or_default().push(*v);
+            c.sessions.entry(m.clone()).or_default().push(k);
+        }
+        c.runs += runs.len();
+    }
+    s.files = (0..sessions.len()).map(|k| format!("{k}.json")).collect();
+    s
+}
+
+#[test]
+fn one_session_a_side_says_the_spread_between_sessions_was_not_measured() {
+    let base = side(Kind::Run, &[(Metric::ReplyRate, &RATE_A)], 0);
+    let new = side(Kind::Run, &[(Metric::ReplyRate, &RATE_B)], 0);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, Metric::ReplyRate);
+    assert_eq!(r.sessions, [1, 1]);
+    assert!(r.session_spread.is_none());
+    assert!(
+        j.notes
+            .iter()
+            .any(|n| n.starts_with("BASE and NEW are one session each")),
+        "{:?}",
+        j.notes
+    );
+}
+
+#[test]
+fn a_baseline_of_several_sessions_is_compared_by_session() {
+    // Each session's runs agree within 0.2 %; the sessions differ by about 3 %. NEW's one
+    // session is 2.5 % below BASE's mean: by runs a clear regression, by sessions not.
+    let m = Metric::ReplyRate;
+    let base = sessions_side(
+        &m,
+        &[
+            &[1000.0, 1001.0, 999.0],
+            &[1040.0, 1041.0, 1039.0],
+            &[970.0, 971.0, 969.0],
+            &[1020.0, 1021.0, 1019.0],
+        ],
+    );
+    let new = sessions_side(&m, &[&[982.0, 983.0, 981.0]]);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, m.clone());
+    assert_eq!(r.sessions, [4, 1]);
+    assert_eq!(r.verdict, Verdict::Inconclusive, "{r:?}");
+    assert!(!r.beyond_threshold);
+    let spread = r.session_spread.expect("spread");
+    assert!(spread > 0.02 && spread < 0.04, "{spread}");
+    assert!(r.note.contains("sessions could see"), "{}", r.note);
+    assert!(
+        j.notes.iter().any(|n| n.contains("BASE 4 sessions, NEW 1")),
+        "{:?}",
+        j.notes
+    );
+    // The same values as one session each side: the runs call it.
+    let flat: Vec<f64> = base.cells[""].values[&m].clone();
+    let one = side(Kind::Run, &[(m.clone(), &flat)], 0);
+    let new_one = side(Kind::Run, &[(m.clone(), &[982.0, 983.0, 981.0])], 0);
+    let j1 = judge(&one, &new_one, &Options::default()).expect("judge");
+    assert_eq!(only(&j1, m).verdict, Verdict::Regression);
+}
+
+#[test]
+fn a_change_far_beyond_the_spread_between_sessions_is_called() {
+    let m = Metric::ReplyRate;
+    let base = sessions_side(
+        &m,
+        &[
+            &[1000.0, 1001.0, 999.0],
+            &[1010.0, 1011.0, 1009.0],
+            &[990.0, 991.0, 989.0],
+            &[1005.0, 1006.0, 1004.0],
+            &[995.0, 996.0, 994.0],
+        ],
+    );
+    let new = sessions_side(&m, &[&[800.0, 801.0, 799.0]]);
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, m);
+    assert_eq!(r.verdict, Verdict::Regression, "{r:?}");
+    assert!(r.beyond_threshold);
+}

@@ -4,6 +4,7 @@
 
 mod counts;
 mod reference;
+mod session_simulation;
 mod simulation;
 mod unpaired;
 mod unpaired_simulation;
