@@ -189,33 +189,6 @@ fn usage(msg: &str) -> ExitCode {
     ExitCode::from(httplab_usage::USAGE)
 }
 
-/// Splits a paired-mode command line as a POSIX shell would (quotes, backslashes; shlex) and
-/// checks its placeholders.
-fn command(flag: &str, line: &str) -> std::result::Result<Vec<String>, String> {
-    let words = shlex::split(line)
-        .ok_or_else(|| format!("{flag} '{line}': unbalanced quotes or a trailing backslash"))?;
-    if words.is_empty() {
-        return Err(format!(
-            "{flag}: empty command line; e.g. {flag} './my-server --port {{port}} --root {{root}}'"
-        ));
-    }
-    for (p, why) in [
-        (
-            "{port}",
-            "the port httplab picks for the server to listen on (127.0.0.1)",
-        ),
-        (
-            "{root}",
-            "the directory of the files it generates for the server to serve",
-        ),
-    ] {
-        if !words.iter().any(|w| w.contains(p)) {
-            return Err(format!("{flag} '{line}': the command line has no {p}, {why}; e.g. {flag} './my-server --port {{port}} --root {{root}}'"));
-        }
-    }
-    Ok(words)
-}
-
 /// The paired mode: checks its options, runs the study, prints the gate's reading.
 fn run_paired(cli: &Cli, runner: Option<Runner>) -> Result<ExitCode> {
     let Some(runner) = runner else {
@@ -243,9 +216,10 @@ fn run_paired(cli: &Cli, runner: Option<Runner>) -> Result<ExitCode> {
     let (Some(b), Some(n)) = (&cli.base_cmd, &cli.new_cmd) else {
         return Ok(usage("give both --base-cmd and --new-cmd"));
     };
+    let command = |flag: &str, line: &str| httplab_usage::server_command(flag, line, &[]);
     let (base, new) = match (command("--base-cmd", b), command("--new-cmd", n)) {
         (Ok(b), Ok(n)) => (b, n),
-        (Err(e), _) | (_, Err(e)) => return Ok(usage(&e)),
+        (Err(e), _) | (_, Err(e)) => return Ok(usage(&e.0)),
     };
     let Some(work) = Work::parse(&cli.work) else {
         let words: Vec<&str> = Work::ALL.iter().map(|(_, w)| *w).collect();

@@ -1577,8 +1577,28 @@ pub struct StudyVerdict {
     /// δ in force (version 3).
     #[serde(default)]
     pub delta: Option<f64>,
+    /// Where the spread of the compared log ratio lives, for steps measured in slices
+    /// (absent otherwise and in older documents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseComponents>,
     /// One sentence saying all of the above.
     pub note: String,
+}
+
+/// The spread of a comparison's log ratio split into its parts: between the slices of one
+/// round (seconds apart) and between rounds (the rest of the study apart), estimated by one-way
+/// random effects on the slices' paired log ratios.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct NoiseComponents {
+    /// Rounds with every slice of both servers.
+    pub rounds: u32,
+    /// Slices per round.
+    pub slices: u32,
+    /// Standard deviation of one slice's log ratio around its round's mean.
+    pub between_slices: f64,
+    /// Standard deviation of a round's true log ratio from round to round (what more slices
+    /// per round cannot remove).
+    pub between_rounds: f64,
 }
 
 impl StudyVerdict {

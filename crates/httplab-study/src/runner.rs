@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 use httplab_load::calibration_cache::CalibrationCache;
 use httplab_model as m;
 
-use crate::analyse::{answers, design, facts};
+use crate::analyse::{answers, design, facts, noise};
 use crate::execute::context::Execution;
 use crate::execute::corpus::{self, CorpusIndex};
 use crate::execute::rounds::{run_rounds, run_workload, StepRun};
@@ -115,6 +115,7 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         verdicts,
         answers: Vec::new(),
     };
+    noise::annotate(&mut res);
     res.answers = answers::answer_all(study, &res);
     Ok(res)
 }

@@ -16,6 +16,9 @@
 
 #![forbid(unsafe_code)]
 
+mod command;
+pub use command::server_command;
+
 use std::fmt;
 use std::process::ExitCode;
 

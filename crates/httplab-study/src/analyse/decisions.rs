@@ -311,6 +311,7 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
         detectable: v.detectable,
         rounds_to_settle: v.rounds_to_settle,
         delta: Some(v.delta),
+        noise: None,
         note: v.note,
     }
 }

@@ -2,10 +2,12 @@
 //! findings, without I/O. The cell records ([`cells`]), the family of
 //! comparisons and its decisions ([`decisions`]), the sequential design's
 //! interim look and final verdicts over the measured steps ([`design`]) and
-//! the written answers to the study's questions ([`answers`]).
+//! the written answers to the study's questions ([`answers`]), and where each comparison's
+//! noise lives, between slices or between rounds ([`noise`]).
 
 pub mod answers;
 pub mod cells;
 pub mod decisions;
 pub mod design;
 pub mod facts;
+pub mod noise;

@@ -270,6 +270,32 @@ pub fn markdown(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bo
     for line in summary(res, study) {
         let _ = writeln!(o, "- {line}");
     }
+    let noise: Vec<String> = res
+        .verdicts
+        .iter()
+        .filter_map(|v| {
+            let n = v.noise.as_ref()?;
+            let step = v.step.as_ref().map_or(String::new(), |s| format!(" [{s}]"));
+            Some(format!(
+                "- {}{step}, {} vs {} on {}: {}",
+                v.workload,
+                v.leader.as_deref().unwrap_or("?"),
+                v.runner_up.as_deref().unwrap_or("?"),
+                v.metric,
+                crate::analyse::noise::text(n)
+            ))
+        })
+        .collect();
+    if !noise.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n## Where the noise lives\n\nThe spread of each compared log ratio, between the slices of a round and between rounds \
+             (more slices per round shrink only the first):\n"
+        );
+        for line in noise {
+            let _ = writeln!(o, "{line}");
+        }
+    }
     o
 }
 

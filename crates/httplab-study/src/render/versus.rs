@@ -372,6 +372,7 @@ mod tests {
             detectable: Some(0.08),
             rounds_to_settle: None,
             delta: Some(0.05),
+            noise: None,
             note: String::new(),
         }
     }

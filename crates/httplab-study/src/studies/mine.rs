@@ -96,23 +96,8 @@ impl Mine {
 /// and backslashes; no variables, globs or pipes: shlex, not hand-written)
 /// and checks its placeholders.
 pub fn split_command(line: &str) -> Result<Vec<String>> {
-    let words = shlex::split(line)
-        .with_context(|| format!("--mine '{line}': unbalanced quotes or a trailing backslash"))?;
-    if words.is_empty() {
-        bail!("--mine: empty command line; give your server's command, e.g. --mine './my-server --port {{port}} --root {{root}}'");
-    }
-    for (p, why) in [
-        ("{port}", "the study picks a free port for every server, and yours must listen on it (127.0.0.1)"),
-        ("{root}", "the study generates the files to serve into a temporary directory, and yours must serve that directory"),
-    ] {
-        if !words.iter().any(|w| w.contains(p)) {
-            bail!(
-                "--mine '{line}': the command line has no {p}: {why}; e.g. --mine './my-server --port {{port}} --root {{root}}' (placeholders: {})",
-                PLACEHOLDERS.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", ")
-            );
-        }
-    }
-    Ok(words)
+    let more: Vec<&str> = PLACEHOLDERS.iter().map(|(p, _)| *p).skip(2).collect();
+    Ok(httplab_usage::server_command("--mine", line, &more)?)
 }
 
 /// `--against`'s peers (comma-separated or repeated), checked, each once, in
