@@ -261,7 +261,7 @@ fn comparison(base: &CellValues, new: &CellValues, m: &Metric) -> (Comparison, S
 enum Test {
     /// Values per run: the unpaired ratio of geometric means (of session means where a side
     /// has several sessions).
-    Ratio(Comparison, SessionRatios),
+    Ratio(Box<Comparison>, SessionRatios),
     /// A count metric: NEW's errors (side A) against BASE's, as counts.
     Counts(CountComparison),
     /// A count metric without an event on either side: not a comparison.
@@ -272,7 +272,7 @@ enum Test {
 fn test(base: &CellValues, new: &CellValues, m: &Metric) -> Test {
     let (Some(b), Some(n)) = (base.counts.get(m), new.counts.get(m)) else {
         let (c, s) = comparison(base, new, m);
-        return Test::Ratio(c, s);
+        return Test::Ratio(Box::new(c), s);
     };
     if b.events == 0 && n.events == 0 {
         return Test::NoEvents;
@@ -354,7 +354,7 @@ pub fn judge(base: &Side, new: &Side, opts: &Options) -> Result<Judgement> {
     let mut counts = Vec::new();
     for (_, _, t) in &pairs {
         match t {
-            Some(Test::Ratio(c, _)) => ratios.push(c.clone()),
+            Some(Test::Ratio(c, _)) => ratios.push((**c).clone()),
             Some(Test::Counts(c)) => counts.push(c.clone()),
             Some(Test::NoEvents) | None => {}
         }
