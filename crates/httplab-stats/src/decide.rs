@@ -206,13 +206,7 @@ impl LogRatios {
     /// Welch's standard error √(s_a²/n_a + s_b²/n_b) and Welch–Satterthwaite degrees of freedom
     /// on the log values. Values that are missing, not finite or not positive are left out.
     pub fn unpaired(a: &[f64], b: &[f64], better: Better) -> LogRatios {
-        let logs = |xs: &[f64]| -> Vec<f64> {
-            xs.iter()
-                .filter(|v| v.is_finite() && **v > 0.0)
-                .map(|v| v.ln())
-                .collect()
-        };
-        let (la, lb) = (logs(a), logs(b));
+        let (la, lb) = (crate::logs(a), crate::logs(b));
         let spread = |l: &[f64], m: f64| {
             if l.len() >= 2 {
                 crate::sample_variance(l, m).sqrt()

@@ -44,6 +44,14 @@ pub use verdict::{
     finish, geometric_mean, matchup, matchup_pair, Matchup, Measured, Sample, Verdict,
 };
 
+/// The logs of the positive finite values of `xs` (the others left out).
+fn logs(xs: &[f64]) -> Vec<f64> {
+    xs.iter()
+        .filter(|v| v.is_finite() && **v > 0.0)
+        .map(|v| v.ln())
+        .collect()
+}
+
 /// Mean of a non-empty slice (callers check emptiness).
 fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64

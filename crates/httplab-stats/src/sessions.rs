@@ -45,13 +45,6 @@ pub struct SessionRatios {
     pub spread: Option<f64>,
 }
 
-fn logs(xs: &[f64]) -> Vec<f64> {
-    xs.iter()
-        .filter(|v| v.is_finite() && **v > 0.0)
-        .map(|v| v.ln())
-        .collect()
-}
-
 /// Session means of one side and the within-session sums (sum of squares, degrees of
 /// freedom, values).
 fn side(sessions: &[Vec<f64>]) -> (Vec<f64>, f64, f64, Vec<usize>) {
@@ -59,7 +52,7 @@ fn side(sessions: &[Vec<f64>]) -> (Vec<f64>, f64, f64, Vec<usize>) {
     let (mut ss, mut df) = (0.0, 0.0);
     let mut sizes = Vec::new();
     for s in sessions {
-        let l = logs(s);
+        let l = crate::logs(s);
         if l.is_empty() {
             continue;
         }

@@ -3,6 +3,7 @@
 //! dependency graph). Shared helpers are modules too.
 
 mod counts;
+mod draws;
 mod reference;
 mod session_simulation;
 mod simulation;

@@ -14,16 +14,12 @@ use httplab_stats::{
 };
 use rand::{Rng, SeedableRng};
 
+use crate::draws::normal;
+
 const RUNS: usize = 5;
 const SESSION_SD: f64 = 0.03;
 const RUN_SD: f64 = 0.03;
 const TRIALS: usize = 4000;
-
-fn normal(rng: &mut impl Rng) -> f64 {
-    let u1: f64 = rng.random_range(f64::EPSILON..1.0);
-    let u2: f64 = rng.random_range(0.0..1.0);
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
 
 /// `k` sessions of a build whose true log level is `level`.
 fn sessions(rng: &mut impl Rng, k: usize, level: f64) -> Vec<Vec<f64>> {

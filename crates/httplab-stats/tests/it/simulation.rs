@@ -25,6 +25,8 @@ use httplab_stats::{
 };
 use rand::{Rng, SeedableRng};
 
+use crate::draws::normal;
+
 const N0: usize = 4;
 const CAP: usize = 10;
 const STAGES: Stages = Stages {
@@ -45,13 +47,6 @@ const DEFAULT: Design = Design {
     cap: CAP,
     budget_rounds: N0 as f64,
 };
-
-/// One standard normal draw (Box–Muller).
-fn normal(rng: &mut impl Rng) -> f64 {
-    let u1: f64 = rng.random_range(f64::EPSILON..1.0);
-    let u2: f64 = rng.random_range(0.0..1.0);
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
 
 /// The shape of the per-run noise.
 #[derive(Clone, Copy, Debug)]

@@ -11,16 +11,12 @@
 use httplab_stats::{decide, Better, Comparison, DesignOptions, LogRatios, Looks, Outcome, Side};
 use rand::{Rng, SeedableRng};
 
+use crate::draws::normal;
+
 const RUNS: usize = 5;
 const SD_A: f64 = 0.05;
 const SD_B: f64 = 0.08;
 const TRIALS: usize = 4000;
-
-fn normal(rng: &mut impl Rng) -> f64 {
-    let u1: f64 = rng.random_range(f64::EPSILON..1.0);
-    let u2: f64 = rng.random_range(0.0..1.0);
-    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-}
 
 /// One comparison of `a` (true log advantage `effect`) against `b`.
 fn draw(rng: &mut impl Rng, effect: f64) -> LogRatios {
