@@ -1248,6 +1248,10 @@ pub struct StudyRun {
     /// Place of this server in its round's random order, from 0.
     #[serde(default)]
     pub position: u32,
+    /// Which start of the server process this run measured, from 0: every server is
+    /// restarted once per study, before its extra rounds (0 in older documents).
+    #[serde(default)]
+    pub start: u32,
     /// What became of the run: "ok", "failed", "not installed", "skipped", "empty".
     pub status: RunStatus,
     /// Why, when not ok.
@@ -1586,19 +1590,33 @@ pub struct StudyVerdict {
 }
 
 /// The spread of a comparison's log ratio split into its parts: between the slices of one
-/// round (seconds apart) and between rounds (the rest of the study apart), estimated by one-way
-/// random effects on the slices' paired log ratios.
+/// round (seconds apart), between rounds of one start of the servers, and between the starts
+/// (each server is restarted once, before the extra rounds), estimated by one-way random
+/// effects on the paired log ratios, level by level.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct NoiseComponents {
     /// Rounds with every slice of both servers.
     pub rounds: u32,
     /// Slices per round.
     pub slices: u32,
-    /// Standard deviation of one slice's log ratio around its round's mean.
-    pub between_slices: f64,
-    /// Standard deviation of a round's true log ratio from round to round (what more slices
-    /// per round cannot remove).
+    /// Standard deviation of one slice's log ratio around its round's mean (absent with one
+    /// slice per round: it is then part of `between_rounds`).
+    #[serde(default)]
+    pub between_slices: Option<f64>,
+    /// Standard deviation of a round's true log ratio from round to round within one start
+    /// (what more slices per round cannot remove).
     pub between_rounds: f64,
+    /// Starts of the servers the rounds came from (0 in older documents).
+    #[serde(default)]
+    pub starts: u32,
+    /// Standard deviation of the true log ratio from one start of the servers to the next
+    /// (what more rounds of one start cannot remove); absent with one start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_starts: Option<f64>,
+    /// p value of "every start has the same true ratio" (one-way F test on the round means);
+    /// absent with one start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starts_p: Option<f64>,
 }
 
 impl StudyVerdict {

@@ -22,6 +22,7 @@ mod counts;
 mod decide;
 mod describe;
 mod format;
+mod oneway;
 mod rule;
 mod sessions;
 mod ttest;
@@ -38,6 +39,7 @@ pub use decide::{
 };
 pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};
+pub use oneway::{harmonic as harmonic_size, pooled as pooled_within, OneWay};
 pub use sessions::{by_sessions, SessionRatios, Unit as SessionUnit};
 pub use ttest::{holm_adjust, paired_t_test, welch_t_test, TTest};
 pub use verdict::{

@@ -14,11 +14,12 @@
 //!
 //! The spread between sessions is also estimated on its own ([`SessionRatios::spread`]): the
 //! variance of the session means less the part the runs' own spread explains (one-way random
-//! effects, method of moments).
+//! effects, method of moments: [`OneWay`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::decide::{LogRatios, Unpaired};
+use crate::oneway::{self, OneWay};
 use crate::Better;
 
 /// What one comparison's unit was.
@@ -45,33 +46,18 @@ pub struct SessionRatios {
     pub spread: Option<f64>,
 }
 
-/// Session means of one side and the within-session sums (sum of squares, degrees of
-/// freedom, values).
-fn side(sessions: &[Vec<f64>]) -> (Vec<f64>, f64, f64, Vec<usize>) {
-    let mut means = Vec::new();
-    let (mut ss, mut df) = (0.0, 0.0);
-    let mut sizes = Vec::new();
-    for s in sessions {
-        let l = crate::logs(s);
-        if l.is_empty() {
-            continue;
-        }
-        let m = crate::mean(&l);
-        ss += l.iter().map(|x| (x - m) * (x - m)).sum::<f64>();
-        df += (l.len() - 1) as f64;
-        means.push(m);
-        sizes.push(l.len());
-    }
-    (means, ss, df, sizes)
+/// One side's sessions: the logs of each session's usable values.
+fn side(sessions: &[Vec<f64>]) -> OneWay {
+    let logs: Vec<Vec<f64>> = sessions.iter().map(|s| crate::logs(s)).collect();
+    OneWay::of(&logs)
 }
 
 /// Compares side `a` against side `b`, each given as its sessions' values (positive log
 /// differences: `a` better, as [`LogRatios::unpaired`]). Values that are missing, not finite
 /// or not positive are left out; a session without a value is no session.
 pub fn by_sessions(a: &[Vec<f64>], b: &[Vec<f64>], better: Better) -> SessionRatios {
-    let (ma, ssa, dfa, na) = side(a);
-    let (mb, ssb, dfb, nb) = side(b);
-    let (ka, kb) = (ma.len(), mb.len());
+    let (sa, sb) = (side(a), side(b));
+    let (ka, kb) = (sa.means.len(), sb.means.len());
     let flat = |s: &[Vec<f64>]| -> Vec<f64> { s.iter().flatten().copied().collect() };
     if ka <= 1 && kb <= 1 {
         return SessionRatios {
@@ -82,27 +68,16 @@ pub fn by_sessions(a: &[Vec<f64>], b: &[Vec<f64>], better: Better) -> SessionRat
         };
     }
     // The variance of the session means, pooled over the sides that have one.
-    let var = |m: &[f64]| {
-        if m.len() >= 2 {
-            crate::sample_variance(m, crate::mean(m))
-        } else {
-            0.0
-        }
-    };
-    let (va, vb) = (var(&ma), var(&mb));
+    let (va, vb) = (sa.means_var(), sb.means_var());
     let between_df = ka.saturating_sub(1) as f64 + kb.saturating_sub(1) as f64;
-    let pooled =
+    let pooled_means =
         (ka.saturating_sub(1) as f64 * va + kb.saturating_sub(1) as f64 * vb) / between_df.max(1.0);
     // What the runs' own spread contributes to a session mean: s_w² / (harmonic mean size).
-    let within = if dfa + dfb > 0.0 {
-        (ssa + ssb) / (dfa + dfb)
-    } else {
-        0.0
-    };
-    let sizes: Vec<f64> = na.iter().chain(&nb).map(|&n| n as f64).collect();
-    let harmonic = sizes.len() as f64 / sizes.iter().map(|n| 1.0 / n).sum::<f64>();
-    let spread = Some((pooled - within / harmonic).max(0.0).sqrt());
-    let diff = crate::mean(&ma) - crate::mean(&mb);
+    let within = oneway::pooled(&[&sa, &sb]);
+    let harmonic = oneway::harmonic(&[&sa, &sb]);
+    let spread = Some((pooled_means - within / harmonic).max(0.0).sqrt());
+    let (ma, mb) = (&sa.means, &sb.means);
+    let diff = crate::mean(ma) - crate::mean(mb);
     let mean = match better {
         Better::Higher => diff,
         Better::Lower => -diff,
@@ -121,8 +96,8 @@ pub fn by_sessions(a: &[Vec<f64>], b: &[Vec<f64>], better: Better) -> SessionRat
         let u = Unpaired {
             n_a: ka,
             n_b: kb,
-            sd_a: pooled.sqrt(),
-            sd_b: pooled.sqrt(),
+            sd_a: pooled_means.sqrt(),
+            sd_b: pooled_means.sqrt(),
             df: Some(between_df),
         };
         (u, ka.max(kb))

@@ -57,6 +57,9 @@ pub enum EnvKey<'a> {
     Note(usize),
     /// A server's version (or why it is not available).
     Version(&'a str),
+    /// Why a step's extra rounds had another window than its first ones
+    /// (keyed by the workload and step).
+    ExtraRounds(&'a str),
     /// What a server's TLS readiness probe negotiated.
     TlsOf(&'a str),
     /// Where server CPU time was read from.
@@ -81,6 +84,7 @@ impl EnvKey<'_> {
             EnvKey::Corpus => "corpus".into(),
             EnvKey::Note(i) => format!("note_{i}").into(),
             EnvKey::Version(server) => format!("version: {server}").into(),
+            EnvKey::ExtraRounds(step) => format!("extra rounds: {step}").into(),
             EnvKey::TlsOf(server) => format!("tls: {server}").into(),
             EnvKey::ServerCpuSource => "server_cpu_source".into(),
             EnvKey::StudySeconds => "study_seconds".into(),

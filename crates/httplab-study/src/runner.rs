@@ -15,7 +15,7 @@ use crate::analyse::{answers, design, facts, noise};
 use crate::execute::context::Execution;
 use crate::execute::corpus::{self, CorpusIndex};
 use crate::execute::rounds::{run_rounds, run_workload, StepRun};
-use crate::execute::slots::{start_servers, Slot};
+use crate::execute::slots::{restart_servers, start_servers, Placement, Slot};
 use crate::execute::{env, tls};
 use crate::keys::EnvKey;
 use crate::plan::pinning::resolve_pinning;
@@ -83,15 +83,21 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
         calibrations: CalibrationCache::new(),
         lists,
         packet_loss: None,
+        start: 0,
     };
     let started = Instant::now();
     cx.emit(Event::Planned {
         runs: count_runs(study),
         seconds: estimate_seconds(study),
     });
-    let mut slots = start_servers(&mut cx, &base, &root, &server_cores, &mut env);
+    let at = Placement {
+        base: &base,
+        root: &root,
+        server_cores: &server_cores,
+    };
+    let mut slots = start_servers(&mut cx, at, &mut env);
     record_servers(&mut env, &slots);
-    let (steps, sequential) = measure(&mut cx, &mut slots);
+    let (steps, sequential) = measure(&mut cx, &mut slots, at, &mut env);
     let (cells, verdicts) = design::conclude(study, &cx.proto, &steps, sequential);
     if cx.tls.is_some() {
         EnvKey::TlsSeen.set(&mut env, facts::tls_seen(&cx.runs));
@@ -162,9 +168,15 @@ fn record_servers(env: &mut m::Environment, slots: &[Slot]) {
 }
 
 /// Phase one (every step's fewest rounds), then, with a budget, the interim
-/// look and phase two (the extra rounds). Returns the measured steps and
-/// whether the design had an interim look.
-fn measure(cx: &mut Execution, slots: &mut [Slot]) -> (Vec<StepRun>, bool) {
+/// look, a restart of every server, and phase two (the extra rounds) on the
+/// second start. Returns the measured steps and whether the design had an
+/// interim look.
+fn measure(
+    cx: &mut Execution,
+    slots: &mut [Slot],
+    at: Placement,
+    env: &mut m::Environment,
+) -> (Vec<StepRun>, bool) {
     let study = cx.study;
     let phase_one = Instant::now();
     let mut steps: Vec<StepRun> = Vec::new();
@@ -180,7 +192,8 @@ fn measure(cx: &mut Execution, slots: &mut [Slot]) -> (Vec<StepRun>, bool) {
     if sequential {
         cx.proto.interim_rounds = steps.iter().map(|s| s.first_rounds).min();
         cx.proto.budget_s = Some(budget);
-        let spent = phase_two(cx, slots, &mut steps, budget);
+        restart_servers(cx, slots, at, env);
+        let spent = phase_two(cx, slots, &mut steps, budget, env);
         cx.proto.budget_used_s = Some(spent);
     }
     (steps, sequential)
@@ -188,27 +201,44 @@ fn measure(cx: &mut Execution, slots: &mut [Slot]) -> (Vec<StepRun>, bool) {
 
 /// The sequential design's second phase: the extra rounds the interim look
 /// hands out ([`design::extra_rounds`]), run. Returns the seconds spent.
-fn phase_two(cx: &mut Execution, slots: &mut [Slot], steps: &mut [StepRun], budget: f64) -> f64 {
+fn phase_two(
+    cx: &mut Execution,
+    slots: &mut [Slot],
+    steps: &mut [StepRun],
+    budget: f64,
+    env: &mut m::Environment,
+) -> f64 {
     let started = Instant::now();
     let study = cx.study;
-    let extra = design::extra_rounds(study, &cx.proto, steps, budget);
+    let extra = design::extra_rounds(study, &cx.proto, steps, budget, &cx.runs);
     let runs: u64 = steps
         .iter()
         .zip(&extra)
-        .map(|(sr, &k)| {
+        .map(|(sr, e)| {
             let slices = study.workloads[sr.wi].slice_count();
             // The servers measured, and a row each for those that are not.
             let per_round =
                 u64::from(slices) * sr.active_count() as u64 + sr.not_measured_count() as u64;
-            u64::from(k) * per_round
+            u64::from(e.rounds) * per_round
         })
         .sum();
     cx.emit(Event::MoreRuns { runs });
-    for (sr, k) in steps.iter_mut().zip(extra) {
-        if k == 0 || cx.stopped() {
+    for (sr, e) in steps.iter_mut().zip(extra) {
+        if e.rounds == 0 || cx.stopped() {
             continue;
         }
-        let until = sr.rounds + k;
+        if let (Some(w), Some(why)) = (e.window_s, &e.why) {
+            sr.params.window = Some(std::time::Duration::from_secs_f64(w));
+            let step = sr
+                .label
+                .as_deref()
+                .map(|s| format!(" [{s}]"))
+                .unwrap_or_default();
+            let name = format!("{}{step}", study.workloads[sr.wi].name);
+            cx.announce(format!("extra rounds of {name}: {why}"));
+            EnvKey::ExtraRounds(&name).set(env, why.clone());
+        }
+        let until = sr.rounds + e.rounds;
         run_rounds(cx, slots, &study.workloads[sr.wi], sr, until);
     }
     started.elapsed().as_secs_f64()

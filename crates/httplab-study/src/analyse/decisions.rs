@@ -241,23 +241,25 @@ pub fn interim(planned: &[Planned], opts: &st::DesignOptions) -> Vec<Option<st::
     out
 }
 
-/// Rounds each step would need to settle its nearest undecided comparison
-/// (None when every comparison is decided or none can be), from the interim
-/// decisions.
+/// Rounds each step would need to settle its nearest undecided comparison,
+/// with that comparison's index in `planned` (None when every comparison is
+/// decided or none can be), from the interim decisions.
 pub fn to_settle(
     planned: &[Planned],
     decisions: &[Option<st::Decision>],
     steps: usize,
-) -> Vec<Option<u32>> {
-    let mut out: Vec<Option<u32>> = vec![None; steps];
-    for (p, d) in planned.iter().zip(decisions) {
+) -> Vec<Option<(u32, usize)>> {
+    let mut out: Vec<Option<(u32, usize)>> = vec![None; steps];
+    for (i, (p, d)) in planned.iter().zip(decisions).enumerate() {
         let Some(d) = d else { continue };
         if d.outcome != st::Outcome::Inconclusive || d.held_back.is_some() {
             continue;
         }
         let want = d.rounds_to_settle.unwrap_or(st::MAX_ROUNDS);
         let slot = &mut out[p.step_index];
-        *slot = Some(slot.map_or(want, |x| x.min(want)));
+        if slot.map_or(true, |(x, _)| want < x) {
+            *slot = Some((want, i));
+        }
     }
     out
 }

@@ -1,81 +1,126 @@
 //! Where the noise of a comparison lives. A step measured in slices (A B | B A …) gives, per
 //! round, one paired log ratio per slice: slice j of the leader against slice j of the
 //! runner-up, seconds apart. Their spread around the round's mean is the noise between slices;
-//! what the round means spread beyond that is the noise between rounds (one-way random effects,
-//! method of moments). More slices per round shrink only the first; more rounds shrink both.
+//! what the round means spread, within one start of the servers, beyond that is the noise
+//! between rounds; what the starts' means spread beyond what their rounds explain is the noise
+//! between starts (every server is restarted once, before the extra rounds). One-way random
+//! effects by moments, level by level ([`OneWay`]). More slices per round shrink only the
+//! first; more rounds of one start shrink the first two; only more starts shrink the third.
 //! No I/O: it reads the rows of a finished study.
 
 use std::collections::BTreeMap;
 
 use httplab_model as m;
+use httplab_stats::OneWay;
 
 use crate::execute::cells::metrics_of;
+use crate::spec::Metric;
 
-/// One server's slice values of `metric` on a step, by round, in the order they ran.
-fn slices_of(runs: &[m::StudyRun], v: &m::StudyVerdict, server: &str) -> BTreeMap<u32, Vec<f64>> {
-    let mut by_round: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| {
-        r.workload == v.workload && r.step == v.step && r.server == server && r.status.is_ok()
-    }) {
-        let Some(run) = &r.run else { continue };
-        let value = metrics_of(run)
-            .into_iter()
-            .find(|(k, _)| k.key() == v.metric)
-            .map(|(_, x)| x)
-            .filter(|x| x.is_finite() && *x > 0.0);
-        if let Some(x) = value {
-            by_round.entry(r.repetition).or_default().push(x);
-        }
-    }
-    by_round
+/// A start's p value below which the report says the starts differ.
+const STARTS_DIFFER_P: f64 = 0.01;
+
+/// The study's rows with each run's metrics read once.
+struct Rows<'a> {
+    runs: &'a [m::StudyRun],
+    metrics: Vec<BTreeMap<Metric, f64>>,
 }
 
-/// The components of one verdict's log ratio, when its step was measured in two or more
-/// slices per round and at least two rounds have every slice of both servers.
+impl<'a> Rows<'a> {
+    fn new(runs: &'a [m::StudyRun]) -> Rows<'a> {
+        let metrics = runs
+            .iter()
+            .map(|r| match (&r.run, r.status.is_ok()) {
+                (Some(run), true) => metrics_of(run),
+                _ => BTreeMap::new(),
+            })
+            .collect();
+        Rows { runs, metrics }
+    }
+
+    /// One server's slice values of the verdict's metric on its step, by round (with the
+    /// round's start), in the order they ran.
+    fn slices_of(&self, v: &m::StudyVerdict, server: &str) -> BTreeMap<u32, (u32, Vec<f64>)> {
+        let mut by_round: BTreeMap<u32, (u32, Vec<f64>)> = BTreeMap::new();
+        for (r, metrics) in self.runs.iter().zip(&self.metrics) {
+            if r.workload != v.workload || r.step != v.step || r.server != server {
+                continue;
+            }
+            let value = metrics
+                .iter()
+                .find(|(k, _)| k.key() == v.metric)
+                .map(|(_, &x)| x)
+                .filter(|x| x.is_finite() && *x > 0.0);
+            if let Some(x) = value {
+                by_round
+                    .entry(r.repetition)
+                    .or_insert((r.start, Vec::new()))
+                    .1
+                    .push(x);
+            }
+        }
+        by_round
+    }
+
+    /// The components of one verdict's log ratio, when there is something to split: two or
+    /// more slices per round, or rounds from two or more starts of the servers (and a start
+    /// with two rounds).
+    fn components(&self, v: &m::StudyVerdict) -> Option<m::NoiseComponents> {
+        let (a, b) = (v.leader.as_deref()?, v.runner_up.as_deref()?);
+        let (sa, sb) = (self.slices_of(v, a), self.slices_of(v, b));
+        let slices = sa.values().map(|(_, x)| x.len()).max()?;
+        // Each complete round's slice log ratios, grouped by round; the rounds by start.
+        let mut by_round: Vec<Vec<f64>> = Vec::new();
+        let mut by_start: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+        for (round, (start, xa)) in &sa {
+            let Some((_, xb)) = sb.get(round) else {
+                continue;
+            };
+            if xa.len() != slices || xb.len() != slices {
+                continue;
+            }
+            let d: Vec<f64> = xa.iter().zip(xb).map(|(x, y)| x.ln() - y.ln()).collect();
+            by_start
+                .entry(*start)
+                .or_default()
+                .push(d.iter().sum::<f64>() / d.len() as f64);
+            by_round.push(d);
+        }
+        let rounds = OneWay::of(&by_round);
+        let starts = OneWay::of(&by_start.into_values().collect::<Vec<_>>());
+        let several_starts = starts.means.len() >= 2;
+        if rounds.means.len() < 2 || (slices < 2 && !several_starts) || starts.within_df < 1.0 {
+            return None;
+        }
+        let slice_var = (slices >= 2).then(|| rounds.within_var());
+        // A round mean's variance within a start: its true level's plus its slices' share.
+        let round_var = starts.within_var() - slice_var.unwrap_or(0.0) / slices as f64;
+        Some(m::NoiseComponents {
+            rounds: rounds.means.len() as u32,
+            slices: slices as u32,
+            between_slices: slice_var.map(f64::sqrt),
+            between_rounds: round_var.max(0.0).sqrt(),
+            starts: starts.means.len() as u32,
+            between_starts: starts.between_var().map(f64::sqrt),
+            starts_p: starts.p_levels_equal(),
+        })
+    }
+}
+
+/// The components of one verdict's log ratio (see [`m::NoiseComponents`]).
 pub fn components(runs: &[m::StudyRun], v: &m::StudyVerdict) -> Option<m::NoiseComponents> {
-    let (a, b) = (v.leader.as_deref()?, v.runner_up.as_deref()?);
-    let (sa, sb) = (slices_of(runs, v, a), slices_of(runs, v, b));
-    let slices = sa.values().map(Vec::len).max()?;
-    if slices < 2 {
-        return None;
-    }
-    let (mut ss, mut df) = (0.0, 0.0);
-    let mut means = Vec::new();
-    for (round, xa) in &sa {
-        let Some(xb) = sb.get(round) else { continue };
-        if xa.len() != slices || xb.len() != slices {
-            continue;
-        }
-        let d: Vec<f64> = xa.iter().zip(xb).map(|(x, y)| x.ln() - y.ln()).collect();
-        let mean = d.iter().sum::<f64>() / d.len() as f64;
-        ss += d.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
-        df += (d.len() - 1) as f64;
-        means.push(mean);
-    }
-    if means.len() < 2 || df == 0.0 {
-        return None;
-    }
-    let within = ss / df;
-    let k = means.len() as f64;
-    let grand = means.iter().sum::<f64>() / k;
-    let var_means = means.iter().map(|x| (x - grand) * (x - grand)).sum::<f64>() / (k - 1.0);
-    Some(m::NoiseComponents {
-        rounds: means.len() as u32,
-        slices: slices as u32,
-        between_slices: within.sqrt(),
-        between_rounds: (var_means - within / slices as f64).max(0.0).sqrt(),
-    })
+    Rows::new(runs).components(v)
 }
 
-/// Fills every verdict's noise components from the study's rows.
+/// Fills every verdict's noise components from the study's rows (each run's metrics read once).
 pub fn annotate(res: &mut m::StudyResult) {
-    let runs = &res.runs;
+    let rows = Rows::new(&res.runs);
     for v in &mut res.verdicts {
-        v.noise = components(runs, v);
+        v.noise = rows.components(v);
     }
 }
 
-/// "±2.1 % between slices, ±0.8 % between rounds (12 rounds of 4 slices)".
+/// "±2.1 % between slices, ±0.8 % between rounds, ±0.5 % between starts (12 rounds of 4
+/// slices, 2 starts)", and a warning when the starts differ beyond what their rounds explain.
 pub fn text(n: &m::NoiseComponents) -> String {
     let pct = |x: f64| {
         let p = x.exp_m1() * 100.0;
@@ -85,13 +130,44 @@ pub fn text(n: &m::NoiseComponents) -> String {
             format!("{p:.1} %")
         }
     };
-    format!(
-        "±{} between slices, ±{} between rounds ({} rounds of {} slices)",
-        pct(n.between_slices),
+    let mut parts = Vec::new();
+    if let Some(s) = n.between_slices {
+        parts.push(format!("±{} between slices", pct(s)));
+    }
+    parts.push(format!(
+        "±{} between rounds{}",
         pct(n.between_rounds),
-        n.rounds,
-        n.slices
-    )
+        if n.between_slices.is_none() {
+            " (slices included)"
+        } else {
+            ""
+        }
+    ));
+    if let Some(s) = n.between_starts {
+        parts.push(format!("±{} between starts of the servers", pct(s)));
+    }
+    let shape = if n.starts >= 2 {
+        format!(
+            "{} rounds of {} slices, {} starts",
+            n.rounds, n.slices, n.starts
+        )
+    } else {
+        format!("{} rounds of {} slices, one start", n.rounds, n.slices)
+    };
+    let mut t = format!("{} ({shape})", parts.join(", "));
+    if let Some(p) = n.starts_p.filter(|&p| p < STARTS_DIFFER_P) {
+        let p = httplab_stats::format_p(p);
+        let p = if p.starts_with('<') {
+            format!("p {p}")
+        } else {
+            format!("p = {p}")
+        };
+        t.push_str(&format!(
+            "; the starts differ ({p}): the verdict holds for the starts measured, and a \
+             rerun's may land elsewhere"
+        ));
+    }
+    t
 }
 
 #[cfg(test)]
@@ -99,6 +175,10 @@ mod tests {
     use super::*;
 
     fn run(server: &str, round: u32, cpu_us: f64) -> m::StudyRun {
+        started(server, round, 0, cpu_us)
+    }
+
+    fn started(server: &str, round: u32, start: u32, cpu_us: f64) -> m::StudyRun {
         let mut r = m::RunResult::default();
         r.totals.replies = 1_000_000;
         r.server = Some(m::ServerCost {
@@ -110,6 +190,7 @@ mod tests {
             workload: "w".into(),
             server: server.into(),
             repetition: round,
+            start,
             run: Some(r),
             ..Default::default()
         }
@@ -140,10 +221,65 @@ mod tests {
         let n = components(&runs, &verdict()).expect("components");
         assert_eq!((n.rounds, n.slices), (3, 4));
         // The slices' log ratios are 0 and ln 1.02 alternately: sd ≈ 0.0114.
-        assert!((n.between_slices - 0.011_433).abs() < 1e-4, "{n:?}");
+        let slices = n.between_slices.unwrap_or(0.0);
+        assert!((slices - 0.011_433).abs() < 1e-4, "{n:?}");
         // Every round has the same mean ratio: nothing between rounds.
         assert!(n.between_rounds < 1e-9, "{n:?}");
         assert!(text(&n).starts_with("±1.1 % between slices, ±0.0 % between rounds"));
+        assert!(
+            text(&n).ends_with("(3 rounds of 4 slices, one start)"),
+            "{}",
+            text(&n)
+        );
+        assert_eq!((n.starts, n.between_starts), (1, None));
+    }
+
+    #[test]
+    fn a_second_start_that_shifts_the_ratio_is_its_own_component() {
+        // Start 0: a is 10 % dearer than b in every round, with a ±1 % wobble between rounds;
+        // start 1: 20 % dearer. Slices agree within a round.
+        let mut runs = Vec::new();
+        for (round, start, ratio) in [
+            (0u32, 0u32, 1.10),
+            (1, 0, 1.11),
+            (2, 0, 1.09),
+            (3, 1, 1.20),
+            (4, 1, 1.21),
+            (5, 1, 1.19),
+        ] {
+            for _ in 0..2 {
+                runs.push(started("a", round, start, 10.0 * ratio));
+                runs.push(started("b", round, start, 10.0));
+            }
+        }
+        let n = components(&runs, &verdict()).expect("components");
+        assert_eq!((n.rounds, n.slices, n.starts), (6, 2, 2));
+        assert!(n.between_slices.unwrap_or(1.0) < 1e-9, "{n:?}");
+        assert!((n.between_rounds - 0.0087).abs() < 1e-3, "{n:?}");
+        // ln(1.2/1.1) = 0.087 between the two starts' means: sd of two means ≈ 0.0615.
+        let starts = n.between_starts.unwrap_or(0.0);
+        assert!((starts - 0.061).abs() < 2e-3, "{n:?}");
+        assert!(n.starts_p.unwrap_or(1.0) < 0.001, "{n:?}");
+        let t = text(&n);
+        assert!(
+            t.contains("between starts of the servers (6 rounds of 2 slices, 2 starts)"),
+            "{t}"
+        );
+        assert!(t.contains("the starts differ (p < 0.001)"), "{t}");
+    }
+
+    #[test]
+    fn rounds_of_two_starts_without_slices_are_split_too() {
+        let mut runs = Vec::new();
+        for (round, start, ratio) in [(0u32, 0u32, 1.10), (1, 0, 1.12), (2, 1, 1.11), (3, 1, 1.09)]
+        {
+            runs.push(started("a", round, start, 10.0 * ratio));
+            runs.push(started("b", round, start, 10.0));
+        }
+        let n = components(&runs, &verdict()).expect("components");
+        assert_eq!((n.slices, n.starts, n.between_slices), (1, 2, None));
+        assert!(text(&n).contains("between rounds (slices included)"));
+        assert!(n.starts_p.unwrap_or(0.0) > 0.5, "{n:?}");
     }
 
     #[test]

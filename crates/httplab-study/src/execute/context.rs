@@ -38,6 +38,9 @@ pub struct Execution<'a> {
     /// Packet loss (`loss_pct`): `tc` once a workload asked for it, or why
     /// the study cannot inject loss (None: not asked yet).
     pub packet_loss: Option<Result<Injector, String>>,
+    /// Which start of the servers is being measured, from 0 (every row
+    /// carries it; see [`crate::execute::slots::restart_servers`]).
+    pub start: u32,
 }
 
 impl Execution<'_> {

@@ -402,6 +402,7 @@ impl<'a> Row<'a> {
             repetition: self.round,
             step: self.step.clone(),
             position,
+            start: cx.start,
             status,
             reason: reason.into(),
             run,

@@ -62,18 +62,28 @@ impl Slot {
     }
 }
 
+/// Where the study's servers run: the same for every start.
+#[derive(Clone, Copy)]
+pub struct Placement<'a> {
+    /// The study's work directory (each server's files under `server-<i>`).
+    pub base: &'a Path,
+    /// The document root (the corpus).
+    pub root: &'a Path,
+    /// The cores the servers are pinned to.
+    pub server_cores: &'a [usize],
+}
+
+impl Placement<'_> {
+    fn work(&self, i: usize) -> std::path::PathBuf {
+        self.base.join(format!("server-{i}"))
+    }
+}
+
 /// Starts every server of the study, each on its own port, pinned, in its
 /// own process group and CPU-accounting group. Servers that cannot start
 /// get the reason in their slot (their rows are filed with each step).
-pub fn start_servers(
-    cx: &mut Execution,
-    base: &Path,
-    root: &Path,
-    server_cores: &[usize],
-    env: &mut m::Environment,
-) -> Vec<Slot> {
+pub fn start_servers(cx: &mut Execution, at: Placement, env: &mut m::Environment) -> Vec<Slot> {
     let mut slots = Vec::new();
-    let wants_quota = cx.study.workloads.iter().any(|w| w.cpu_quota.is_some());
     for (i, inst) in expand_servers(cx.study).into_iter().enumerate() {
         if let Some(v) = servers::version(&inst, cx.opts.httplab_exe.as_deref()) {
             EnvKey::Version(&inst.name).set(env, v);
@@ -85,39 +95,53 @@ pub fn start_servers(
                 reason: "interrupted (Ctrl-C) before this server ran".into(),
             });
         } else {
-            let work = base.join(format!("server-{i}"));
-            start_one(
-                cx,
-                &mut slot,
-                i,
-                &work,
-                root,
-                server_cores,
-                wants_quota,
-                env,
-            );
+            start_one(cx, &mut slot, i, at, env);
         }
         slots.push(slot);
     }
     slots
 }
 
+/// Stops every running server and starts it again (a new process, port and
+/// accounting group; the same configuration and cores), so that the rounds
+/// after it measure a second start of each server and the study can tell how
+/// much its servers differ from one start to the next. Rows filed from here
+/// on carry the new start's number. A server that does not come back is
+/// down, with the reason, for the rest of the study.
+pub fn restart_servers(
+    cx: &mut Execution,
+    slots: &mut [Slot],
+    at: Placement,
+    env: &mut m::Environment,
+) {
+    cx.start += 1;
+    for (i, slot) in slots.iter_mut().enumerate() {
+        if cx.stopped() || slot.down.is_some() || slot.running.is_none() {
+            continue;
+        }
+        cx.announce(format!("restarting {}", slot.inst.name));
+        slot.stop();
+        slot.running = None;
+        slot.cpu = None;
+        slot.limit = None;
+        start_one(cx, slot, i, at, env);
+    }
+}
+
 /// Starts one server: two attempts, since the free port may be taken
 /// between choosing and binding.
-#[allow(clippy::too_many_arguments)]
 fn start_one(
     cx: &mut Execution,
     slot: &mut Slot,
     i: usize,
-    work: &Path,
-    root: &Path,
-    server_cores: &[usize],
-    wants_quota: bool,
+    at: Placement,
     env: &mut m::Environment,
 ) {
+    let wants_quota = cx.study.workloads.iter().any(|w| w.cpu_quota.is_some());
+    let work = at.work(i);
     let ctx = servers::Context {
-        root: root.to_path_buf(),
-        work: work.to_path_buf(),
+        root: at.root.to_path_buf(),
+        work: work.clone(),
         httplab_exe: cx.opts.httplab_exe.clone(),
         probe_path: cx.corpus.probe_path(),
         tls: cx.tls.clone(),
@@ -153,11 +177,11 @@ fn start_one(
                 return;
             }
         };
-        let group = format!("httplab-{}-{i}", std::process::id());
+        let group = format!("httplab-{}-{i}-{}", std::process::id(), cx.start);
         let cpu = CpuSource::create(&group);
         let limit = wants_quota.then(|| CpuLimit::create(&group, &cpu));
         let procs = cpu.procs_files(limit.as_ref());
-        match servers::start(&plan, work, server_cores, procs) {
+        match servers::start(&plan, &work, at.server_cores, procs) {
             Ok(r) => {
                 cx.emit(Event::ServerStarted {
                     server: slot.inst.name.clone(),

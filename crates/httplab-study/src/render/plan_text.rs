@@ -100,12 +100,12 @@ fn protocol_line(o: &mut String, s: &StudyFile) {
         match s.protocol.budget_s {
             Some(b) if b <= 0.0 => "no extra rounds (no budget: one look)".to_string(),
             Some(b) => format!(
-                "{} s of extra rounds (up to {} a step) for the comparisons nearest a decision",
+                "every server restarted, {} s of extra rounds (up to {} a step) for the comparisons nearest a decision",
                 fmt_num(b),
                 proto.max_repetitions
             ),
             None => format!(
-                "extra rounds for as long as the first rounds took (up to {} a step) for the comparisons nearest a decision",
+                "every server restarted, extra rounds for as long as the first rounds took (up to {} a step) for the comparisons nearest a decision",
                 proto.max_repetitions
             ),
         },
@@ -215,7 +215,10 @@ mod tests {
         s.protocol.budget_s = Some(123.0);
         let mut o = String::new();
         super::protocol_line(&mut o, &s);
-        assert!(o.contains("then 123 s of extra rounds"), "{o}");
+        assert!(
+            o.contains("then every server restarted, 123 s of extra rounds"),
+            "{o}"
+        );
         s.protocol.budget_s = Some(0.0);
         let mut o = String::new();
         super::protocol_line(&mut o, &s);

@@ -30,6 +30,8 @@ pub struct Row {
     pub repetition: u32,
     /// Place in the round's random order.
     pub position: u32,
+    /// Which start of the server it measured, from 0.
+    pub start: u32,
     /// Ok, failed, not installed, skipped, empty.
     pub status: m::RunStatus,
     /// Why not ok.
@@ -54,6 +56,7 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
             step,
             repetition: r.repetition,
             position: r.position,
+            start: r.start,
             status: r.status.clone(),
             reason: r.reason.clone(),
             metrics: run.map(metrics_of).unwrap_or_default(),
@@ -289,8 +292,9 @@ pub fn markdown(res: &m::StudyResult, study: Option<&StudyFile>, interrupted: bo
     if !noise.is_empty() {
         let _ = writeln!(
             o,
-            "\n## Where the noise lives\n\nThe spread of each compared log ratio, between the slices of a round and between rounds \
-             (more slices per round shrink only the first):\n"
+            "\n## Where the noise lives\n\nThe spread of each compared log ratio, between the slices of a round, between rounds \
+             of one start of the servers, and between their starts (every server is restarted once, before the extra rounds). \
+             More slices per round shrink only the first; more rounds of one start, the first two; only more starts, the third:\n"
         );
         for line in noise {
             let _ = writeln!(o, "{line}");
@@ -308,6 +312,7 @@ fn write_csv(rows: &[Row], path: &Path) -> Result<()> {
         "step",
         "repetition",
         "position",
+        "start",
         "status",
         "reason",
         "replies",
@@ -323,6 +328,7 @@ fn write_csv(rows: &[Row], path: &Path) -> Result<()> {
             r.step.clone(),
             r.repetition.to_string(),
             r.position.to_string(),
+            r.start.to_string(),
             r.status.to_string(),
             r.reason.clone(),
             r.replies.to_string(),
