@@ -1617,6 +1617,10 @@ pub struct NoiseComponents {
     /// absent with one start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starts_p: Option<f64>,
+    /// The later start's rounds ran another window (the budget chose it), so the starts are
+    /// not told apart: `between_starts` and `starts_p` are absent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub window_changed: bool,
 }
 
 impl StudyVerdict {

@@ -171,7 +171,7 @@ const MIN_SLICE_S: f64 = 0.2;
 /// counting noise) and σ_r the spread between rounds (what a longer window
 /// cannot remove); it costs the first rounds' seconds plus the servers'
 /// extra window time. `extra` rounds were needed at W₁; the rounds needed
-/// at W scale with the variance (two at least). Candidates are W₁/2, W₁,
+/// at W scale with the variance (at least four, or as many as at W₁ if fewer). Candidates are W₁/2, W₁,
 /// 2·W₁ and 4·W₁ (no slice shorter than 0.2 s); W₁ stays unless another
 /// saves a tenth of the seconds. Changing the second stage's window keeps
 /// the error rate: it is chosen from the first stage's data only, and the
@@ -191,7 +191,9 @@ pub fn round_window(shape: &RoundShape, noise: &m::NoiseComponents, extra: u32) 
         } else {
             f64::from(extra)
         };
-        (k.min(f64::from(u32::MAX)) as u32).max(2)
+        // Never fewer rounds than four (or than needed at W₁): a stage of two or three rounds
+        // has too few degrees of freedom for the variance scaling to mean anything.
+        (k.min(f64::from(u32::MAX)) as u32).max(extra.min(4)).max(2)
     };
     let seconds = |(_, k, c): (f64, u32, f64)| f64::from(k) * c;
     let first = (w1, rounds_at(w1), cost(w1));

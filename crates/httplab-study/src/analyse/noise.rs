@@ -19,6 +19,13 @@ use crate::spec::Metric;
 /// A start's p value below which the report says the starts differ.
 const STARTS_DIFFER_P: f64 = 0.01;
 
+/// Where a round belongs: the servers' start, and the planned window of its runs.
+#[derive(Clone, Copy)]
+struct Round {
+    start: u32,
+    window_ms: Option<u64>,
+}
+
 /// The study's rows with each run's metrics read once.
 struct Rows<'a> {
     runs: &'a [m::StudyRun],
@@ -38,9 +45,9 @@ impl<'a> Rows<'a> {
     }
 
     /// One server's slice values of the verdict's metric on its step, by round (with the
-    /// round's start), in the order they ran.
-    fn slices_of(&self, v: &m::StudyVerdict, server: &str) -> BTreeMap<u32, (u32, Vec<f64>)> {
-        let mut by_round: BTreeMap<u32, (u32, Vec<f64>)> = BTreeMap::new();
+    /// round's start and its slices' planned length in milliseconds), in the order they ran.
+    fn slices_of(&self, v: &m::StudyVerdict, server: &str) -> BTreeMap<u32, (Round, Vec<f64>)> {
+        let mut by_round: BTreeMap<u32, (Round, Vec<f64>)> = BTreeMap::new();
         for (r, metrics) in self.runs.iter().zip(&self.metrics) {
             if r.workload != v.workload || r.step != v.step || r.server != server {
                 continue;
@@ -51,9 +58,18 @@ impl<'a> Rows<'a> {
                 .map(|(_, &x)| x)
                 .filter(|x| x.is_finite() && *x > 0.0);
             if let Some(x) = value {
+                let window_ms = r
+                    .run
+                    .as_ref()
+                    .and_then(|run| run.config.duration_s)
+                    .map(|d| (d * 1000.0).round() as u64);
+                let round = Round {
+                    start: r.start,
+                    window_ms,
+                };
                 by_round
                     .entry(r.repetition)
-                    .or_insert((r.start, Vec::new()))
+                    .or_insert((round, Vec::new()))
                     .1
                     .push(x);
             }
@@ -71,7 +87,8 @@ impl<'a> Rows<'a> {
         // Each complete round's slice log ratios, grouped by round; the rounds by start.
         let mut by_round: Vec<Vec<f64>> = Vec::new();
         let mut by_start: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-        for (round, (start, xa)) in &sa {
+        let mut windows: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+        for (round, (shape, xa)) in &sa {
             let Some((_, xb)) = sb.get(round) else {
                 continue;
             };
@@ -79,8 +96,9 @@ impl<'a> Rows<'a> {
                 continue;
             }
             let d: Vec<f64> = xa.iter().zip(xb).map(|(x, y)| x.ln() - y.ln()).collect();
+            windows.entry(shape.start).or_insert(shape.window_ms);
             by_start
-                .entry(*start)
+                .entry(shape.start)
                 .or_default()
                 .push(d.iter().sum::<f64>() / d.len() as f64);
             by_round.push(d);
@@ -94,14 +112,21 @@ impl<'a> Rows<'a> {
         let slice_var = (slices >= 2).then(|| rounds.within_var());
         // A round mean's variance within a start: its true level's plus its slices' share.
         let round_var = starts.within_var() - slice_var.unwrap_or(0.0) / slices as f64;
+        // A start whose rounds had another window than the first start's: what differs between
+        // the starts is not the start alone.
+        let mut w = windows.values();
+        let first = w.next().copied().flatten();
+        let window_changed = w.any(|x| *x != first);
+        let apart = |x: Option<f64>| x.filter(|_| !window_changed);
         Some(m::NoiseComponents {
             rounds: rounds.means.len() as u32,
             slices: slices as u32,
             between_slices: slice_var.map(f64::sqrt),
             between_rounds: round_var.max(0.0).sqrt(),
             starts: starts.means.len() as u32,
-            between_starts: starts.between_var().map(f64::sqrt),
-            starts_p: starts.p_levels_equal(),
+            between_starts: apart(starts.between_var().map(f64::sqrt)),
+            starts_p: apart(starts.p_levels_equal()),
+            window_changed,
         })
     }
 }
@@ -145,6 +170,8 @@ pub fn text(n: &m::NoiseComponents) -> String {
     ));
     if let Some(s) = n.between_starts {
         parts.push(format!("±{} between starts of the servers", pct(s)));
+    } else if n.window_changed {
+        parts.push("starts not told apart (the extra rounds ran another window)".into());
     }
     let shape = if n.starts >= 2 {
         format!(
@@ -266,6 +293,30 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("the starts differ (p < 0.001)"), "{t}");
+    }
+
+    #[test]
+    fn starts_that_ran_other_windows_are_not_told_apart() {
+        let mut runs = Vec::new();
+        for (round, start, ratio) in [(0u32, 0u32, 1.10), (1, 0, 1.12), (2, 1, 1.21), (3, 1, 1.19)]
+        {
+            for server in ["a", "b"] {
+                let mut r = started(
+                    server,
+                    round,
+                    start,
+                    if server == "a" { 10.0 * ratio } else { 10.0 },
+                );
+                if let Some(run) = &mut r.run {
+                    run.config.duration_s = Some(if start == 0 { 1.0 } else { 4.0 });
+                }
+                runs.push(r);
+            }
+        }
+        let n = components(&runs, &verdict()).expect("components");
+        assert!(n.window_changed);
+        assert_eq!((n.starts, n.between_starts, n.starts_p), (2, None, None));
+        assert!(text(&n).contains("starts not told apart"), "{}", text(&n));
     }
 
     #[test]
