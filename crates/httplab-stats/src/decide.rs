@@ -1,6 +1,6 @@
-//! Decisions on ratios: every comparison of two servers is a geometric-mean ratio with an
-//! interval on the paired per-round log differences, and ends in one of three outcomes — a
-//! winner, equivalent, or inconclusive with the effect this run could have seen.
+//! Decisions on ratios: every comparison of two servers is a ratio with an interval on the
+//! paired per-round log differences (Yuen's trimmed t: `trim.rs`), and ends in one of three
+//! outcomes — a winner, equivalent, or inconclusive with the effect this run could have seen.
 //!
 //! Every claim is read off one interval per comparison at the level of the whole family
 //! (1 − α/m for m comparisons, Bonferroni), so the chance that any claim of a study is false is
@@ -93,7 +93,10 @@ impl DesignOptions {
 }
 
 /// Paired per-round log ratios of two servers at one look: d_i = ln(a_i / b_i) oriented so that
-/// a positive value means `a` was better in round i.
+/// a positive value means `a` was better in round i, summarised by Yuen's trimmed t
+/// (`trim.rs`): k = ⌊g·n⌋ rounds trimmed from each end ([`crate::TRIM`]), the trimmed mean as
+/// the estimate, the winsorized spread for its standard error, n − 2k − 1 degrees of freedom.
+/// With k = 0 (fewer than 1/g rounds) that is the plain paired t.
 ///
 /// Or, built by [`LogRatios::unpaired`], the difference of the mean logs of two independent
 /// samples (runs of two builds that were not measured in shared rounds): then `unpaired` holds
@@ -105,11 +108,19 @@ pub struct LogRatios {
     /// Rounds where both servers have a positive finite value (unpaired: the smaller side's
     /// count, so that "n < 2" means "a side without a spread estimate").
     pub n: usize,
-    /// Mean of the log differences (the log of the geometric-mean ratio).
+    /// The estimate of the log ratio: the trimmed mean of the log differences (the plain mean
+    /// when `trimmed` is 0), the log of the trimmed geometric-mean ratio. Unpaired: the
+    /// difference of the two sides' mean logs.
     pub mean: f64,
-    /// Sample standard deviation of the log differences (0 when n < 2). Unpaired: the spread
-    /// of one run's log against one run of the other side, √(s_a² + s_b²).
+    /// The per-round spread the standard error is made of, se = sd/√n: the sample standard
+    /// deviation of the winsorized log differences over 1 − 2k/n (the plain sample standard
+    /// deviation when `trimmed` is 0; 0 when n < 2). Unpaired: the spread of one run's log
+    /// against one run of the other side, √(s_a² + s_b²).
     pub sd: f64,
+    /// Rounds trimmed from each end, k (paired; 0: the plain t, and always 0 unpaired). The t
+    /// quantities have n − 2k − 1 degrees of freedom.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trimmed: usize,
     /// The two independent samples, for an unpaired comparison (`None`: paired).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unpaired: Option<Unpaired>,
@@ -158,6 +169,10 @@ impl Unpaired {
     }
 }
 
+fn is_zero(k: &usize) -> bool {
+    *k == 0
+}
+
 fn usable(x: Option<f64>) -> Option<f64> {
     x.filter(|v| v.is_finite() && *v > 0.0)
 }
@@ -180,23 +195,18 @@ impl LogRatios {
         LogRatios::of_differences(&d)
     }
 
-    /// From log differences directly.
+    /// From log differences directly (values that are not finite are left out): Yuen's trimmed
+    /// statistic of them.
     pub fn of_differences(d: &[f64]) -> LogRatios {
         let d: Vec<f64> = d.iter().copied().filter(|x| x.is_finite()).collect();
-        let n = d.len();
-        if n == 0 {
+        let Some(t) = crate::trim::trimmed(&d) else {
             return LogRatios::default();
-        }
-        let mean = crate::mean(&d);
-        let sd = if n >= 2 {
-            crate::sample_variance(&d, mean).sqrt()
-        } else {
-            0.0
         };
         LogRatios {
-            n,
-            mean,
-            sd,
+            n: d.len(),
+            mean: t.mean,
+            sd: t.spread,
+            trimmed: t.k,
             unpaired: None,
         }
     }
@@ -235,24 +245,29 @@ impl LogRatios {
                 Better::Lower => -diff,
             },
             sd: (side.sd_a * side.sd_a + side.sd_b * side.sd_b).sqrt(),
+            trimmed: 0,
             unpaired: Some(side),
         }
     }
 
-    /// Degrees of freedom of the t quantities: n − 1 paired, Welch–Satterthwaite unpaired.
+    /// Degrees of freedom of the t quantities: n − 2k − 1 paired (k rounds trimmed from each
+    /// end; n − 1 without trimming), Welch–Satterthwaite unpaired.
     pub fn df(&self) -> f64 {
         match &self.unpaired {
             Some(u) => u.df(),
-            None => self.n as f64 - 1.0,
+            None => self.n as f64 - 2.0 * self.trimmed as f64 - 1.0,
         }
     }
 
-    /// The geometric-mean ratio (a over b, > 1 when a is better); `None` without pairs.
+    /// The ratio (a over b, > 1 when a is better): exp(`mean`), paired the trimmed
+    /// geometric-mean ratio (the geometric-mean ratio of the rounds left after trimming),
+    /// unpaired the ratio of the two geometric means; `None` without pairs.
     pub fn ratio(&self) -> Option<f64> {
         (self.n >= 1).then(|| self.mean.exp())
     }
 
-    /// Standard error of `mean`: s/√n paired, √(s_a²/n_a + s_b²/n_b) unpaired.
+    /// Standard error of `mean`: sd/√n paired (Yuen's s_w / ((1 − 2k/n)·√n); s/√n without
+    /// trimming), √(s_a²/n_a + s_b²/n_b) unpaired.
     pub fn se(&self) -> f64 {
         match &self.unpaired {
             Some(u) => {
@@ -263,7 +278,8 @@ impl LogRatios {
         }
     }
 
-    /// Two-sided t interval of the ratio at confidence `level`; `None` when n < 2.
+    /// Two-sided t interval of the ratio at confidence `level` (paired: Yuen's trimmed t);
+    /// `None` when n < 2.
     pub fn interval(&self, level: f64) -> Option<(f64, f64)> {
         if self.n < 2 {
             return None;
@@ -273,7 +289,8 @@ impl LogRatios {
         Some(((self.mean - h).exp(), (self.mean + h).exp()))
     }
 
-    /// Two-sided p value of "the ratio is 1" (paired t test on the log differences).
+    /// Two-sided p value of "the ratio is 1" (paired: Yuen's trimmed t test on the log
+    /// differences, the paired t test when nothing is trimmed).
     pub fn p_two_sided(&self) -> Option<f64> {
         if self.n < 2 {
             return None;
@@ -301,13 +318,11 @@ impl LogRatios {
     }
 
     /// The smallest relative effect (ratio - 1) a two-sided test at `alpha` finds with
-    /// probability `power` with this many rounds and this spread; `None` when n < 2.
+    /// probability `power` with this many rounds and this spread: [`detectable_effect`]'s rule
+    /// on this statistic's standard error and degrees of freedom (Yuen's paired, Welch's
+    /// unpaired); `None` when n < 2.
     pub fn detectable(&self, alpha: f64, power: f64) -> Option<f64> {
-        if self.unpaired.is_none() {
-            return detectable_effect(self.n, self.sd, alpha, power);
-        }
-        // The same rule on Welch's standard error and degrees of freedom.
-        if self.n < 2 {
+        if self.n < 2 || !self.sd.is_finite() || self.sd < 0.0 {
             return None;
         }
         let ta = crate::t_critical(self.df(), 1.0 - alpha)?;
@@ -316,7 +331,7 @@ impl LogRatios {
     }
 
     /// Standard error and degrees of freedom with `k` rounds (unpaired: `k` runs per side) at
-    /// the spread observed.
+    /// the spread observed: paired, the trimmed rule's at k rounds (sd/√k, k − 2⌊g·k⌋ − 1).
     fn se_df_at(&self, k: u32) -> (f64, f64) {
         let kf = f64::from(k);
         match &self.unpaired {
@@ -329,7 +344,7 @@ impl LogRatios {
                 };
                 (((va + vb) / kf).sqrt(), df)
             }
-            None => (self.sd / kf.sqrt(), kf - 1.0),
+            None => (self.sd / kf.sqrt(), crate::trim::df(k as usize)),
         }
     }
 
@@ -337,10 +352,10 @@ impl LogRatios {
     /// spread are the ones observed, the comparison would be settled at ±`delta` with
     /// probability `power`: a winner when the observed effect is at least δ (a two-sided test
     /// at `alpha_sup`), equivalent otherwise (two one-sided tests at `alpha_eq`). The usual
-    /// sample-size rule n ≥ ((t_α + t_power) · s / gap)², with t quantiles at n - 1 degrees of
-    /// freedom. `None` when it would take more than [`MAX_ROUNDS`] (an effect on the edge of
-    /// δ) or there is no spread estimate. Unpaired: runs per side, with Welch's degrees of
-    /// freedom.
+    /// sample-size rule n ≥ ((t_α + t_power) · s / gap)², with s the spread the standard error
+    /// is made of and t quantiles at the trimmed rule's n − 2⌊g·n⌋ − 1 degrees of freedom.
+    /// `None` when it would take more than [`MAX_ROUNDS`] (an effect on the edge of δ) or there
+    /// is no spread estimate. Unpaired: runs per side, with Welch's degrees of freedom.
     pub fn rounds_to_settle(
         &self,
         delta: f64,
@@ -382,7 +397,8 @@ pub const MAX_ROUNDS: u32 = 1000;
 
 /// The smallest relative effect (ratio - 1) that a two-sided paired t test at `alpha` finds with
 /// probability `power`, with `n` rounds whose log differences spread by `sd`:
-/// exp((t_{1-alpha/2} + t_power) · sd / √n) - 1, with n - 1 degrees of freedom.
+/// exp((t_{1-alpha/2} + t_power) · sd / √n) - 1, with n - 1 degrees of freedom. The plain t's
+/// formula, nothing trimmed; [`LogRatios::detectable`] applies it to the trimmed statistic.
 pub fn detectable_effect(n: usize, sd: f64, alpha: f64, power: f64) -> Option<f64> {
     if n < 2 || !sd.is_finite() || sd < 0.0 {
         return None;
@@ -574,7 +590,9 @@ pub struct Decision {
     pub winner: Option<Side>,
     /// Rounds paired at the last look.
     pub n: usize,
-    /// Geometric-mean ratio a/b (> 1: a better) over every round.
+    /// Ratio a/b (> 1: a better) over every round: exp of the trimmed mean of the paired log
+    /// differences (the trimmed geometric-mean ratio; the geometric-mean ratio when nothing is
+    /// trimmed or unpaired).
     pub ratio: Option<f64>,
     /// The decision's interval of the ratio, at level `ci_level` (1 − α/m for a family of m):
     /// every claim is read off it.
@@ -582,7 +600,8 @@ pub struct Decision {
     /// Confidence level of `ci`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci_level: Option<f64>,
-    /// The plain 90 % t interval over every round (descriptive: no decision reads it).
+    /// The 90 % interval over every round by the same statistic (Yuen's trimmed t paired,
+    /// Welch's unpaired; descriptive: no decision reads it).
     pub ci90: Option<[f64; 2]>,
     /// Two-sided p value at the last look, before any adjustment (descriptive).
     pub p_raw: Option<f64>,
@@ -754,7 +773,7 @@ fn detectable_of(looks: &Looks, a: f64, o: &DesignOptions) -> Option<f64> {
         return None;
     }
     let staged = looks.first_weight.zip(looks.interim.as_ref());
-    let n2 = looks.later.as_ref().map_or(0, |l| l.n);
+    let (n2, df2) = looks.later.as_ref().map_or((0, 0.0), |l| (l.n, l.df()));
     let k = match staged {
         Some((w, first)) if n2 >= 2 && first.unpaired.is_none() => {
             let rule = Rule {
@@ -762,9 +781,10 @@ fn detectable_of(looks: &Looks, a: f64, o: &DesignOptions) -> Option<f64> {
                 share: o.interim_share,
                 w1sq: w,
             };
-            let key = DesignKey::new(first.n, n2, a, o.interim_share, w, o.power);
+            let df1 = first.df();
+            let key = DesignKey::new(first.n, n2, a, o.interim_share, w, o.power).with_df(df1, df2);
             let k = cached(key, || {
-                let grid = crate::rule::TwoStageGrid::new(&rule, first.n, n2)?;
+                let grid = crate::rule::TwoStageGrid::new(&rule, (first.n, df1), (n2, df2))?;
                 solve_effect(o.power, |k| Some(grid.power(k)))
             })?;
             k * last.sd
@@ -884,7 +904,7 @@ fn rounds_one_look(l: &LogRatios, a: f64, o: &DesignOptions) -> Option<u32> {
 
 /// A design's identity for the detectable-effect cache.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct DesignKey([u64; 6]);
+struct DesignKey([u64; 8]);
 
 impl DesignKey {
     fn new(n1: usize, n2: usize, a: f64, x: f64, w: f64, power: f64) -> DesignKey {
@@ -895,7 +915,16 @@ impl DesignKey {
             x.to_bits(),
             w.to_bits(),
             power.to_bits(),
+            0,
+            0,
         ])
+    }
+
+    /// The stages' degrees of freedom (two stages: they depend on the rounds trimmed).
+    fn with_df(mut self, df1: f64, df2: f64) -> DesignKey {
+        self.0[6] = df1.to_bits();
+        self.0[7] = df2.to_bits();
+        self
     }
 }
 
@@ -1318,6 +1347,38 @@ mod unit {
         let h = 4.302_652_729_911_275 * sd / 3f64.sqrt();
         assert!((lo - (m - h).exp()).abs() < 1e-9 && (hi - (m + h).exp()).abs() < 1e-9);
         assert!((l.ratio().expect("ratio") - m.exp()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn paired_rounds_are_read_by_yuens_trimmed_t() {
+        // Ten rounds, two of them disturbed: g = 0.15 trims one a side. Worked by hand (the
+        // Python in `trim.rs`, k = 1; the t distribution with 7 degrees of freedom in closed
+        // form, A(t) = (2/π)(θ + sin θ (cos θ + 2/3 cos³θ + 8/15 cos⁵θ)), θ = atan(t/√7)):
+        // trimmed mean 0.022, se 0.008536685539481935, t = 2.57711261569266, two-sided
+        // p = 1 − A(t) = 0.03662612686799671, t(0.975, 7) = 2.364624251592783, 95 % interval
+        // exp(0.022 ± 2.364624 · se) = 1.001815592541011–1.043088531131707. The plain t of the
+        // same rounds: p = 0.61.
+        let d = [
+            0.031, -0.012, 0.048, 0.022, 0.410, 0.019, -0.300, 0.027, 0.035, 0.006,
+        ];
+        let l = lr(&d);
+        assert_eq!((l.n, l.trimmed, l.df()), (10, 1, 7.0));
+        assert!((l.ratio().expect("ratio") - 0.022f64.exp()).abs() < 1e-15);
+        assert!((l.se() - 0.008_536_685_539_481_935).abs() < 1e-15);
+        let p = l.p_two_sided().expect("p");
+        assert!((p - 0.036_626_126_867_996_71).abs() < 1e-9, "{p}");
+        let (lo, hi) = l.interval(0.95).expect("interval");
+        assert!((lo - 1.001_815_592_541_011).abs() < 1e-9, "{lo}");
+        assert!((hi - 1.043_088_531_131_707).abs() < 1e-9, "{hi}");
+        // Serialized with the rounds trimmed; documents without the field read as untrimmed.
+        let json = serde_json::to_string(&l).expect("json");
+        assert!(json.contains("\"trimmed\":1"), "{json}");
+        assert_eq!(serde_json::from_str::<LogRatios>(&json).ok(), Some(l));
+        let old: LogRatios = serde_json::from_str(r#"{"n":3,"mean":0.1,"sd":0.02}"#).expect("old");
+        assert_eq!((old.trimmed, old.df()), (0, 2.0));
+        // Fewer than 7 rounds: nothing trimmed, the plain paired t.
+        let short = lr(&d[..6]);
+        assert_eq!((short.trimmed, short.df()), (0, 5.0));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Statistics for httplab studies: descriptive estimates with t intervals, two-sample and paired
 //! t tests, the Holm–Bonferroni adjustment, and the decisions of a study: every comparison is a
-//! geometric-mean ratio with a t interval on paired per-round log differences, decided as a
+//! ratio with Yuen's trimmed t interval on paired per-round log differences ([`TRIM`]), decided as a
 //! winner, equivalent, or inconclusive with the effect the run could have seen ([`decide`]),
 //! under a two-look sequential design whose extra rounds go where they decide most
 //! ([`allocate`]). Runs that share no rounds (two builds measured one after the other, as
@@ -25,6 +25,7 @@ mod format;
 mod oneway;
 mod rule;
 mod sessions;
+mod trim;
 mod ttest;
 mod verdict;
 
@@ -41,6 +42,7 @@ pub use describe::{precise_enough, t_interval, Estimate};
 pub use format::{format_p, format_sig3};
 pub use oneway::{harmonic as harmonic_size, pooled as pooled_within, OneWay};
 pub use sessions::{by_sessions, SessionRatios, Unit as SessionUnit};
+pub use trim::TRIM;
 pub use ttest::{holm_adjust, paired_t_test, welch_t_test, TTest};
 pub use verdict::{
     finish, geometric_mean, matchup, matchup_pair, Matchup, Measured, Sample, Verdict,

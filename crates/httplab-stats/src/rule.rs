@@ -6,7 +6,12 @@
 //! of the interval misses the true ratio with probability at most `a` (a = α / 2m for a family
 //! of m comparisons, Bonferroni), so all m intervals hold together with probability ≥ 1 − α.
 //!
-//! **One look** (n rounds): the Student t interval d̄ ± t₁₋ₐ,ₙ₋₁ · s/√n.
+//! Each stage is summarised by Yuen's trimmed t of its paired log differences (`trim.rs`): the
+//! trimmed mean d̄ₜ, its standard error s_w / ((1 − 2k/n)·√n) and n − 2k − 1 degrees of
+//! freedom (k rounds trimmed from each end; with k = 0 the plain t). Welch's t for unpaired
+//! comparisons. Below, "t test" and "t interval" mean that statistic.
+//!
+//! **One look** (n rounds): the t interval d̄ₜ ± t₁₋ₐ,ᵥ · se, ν its degrees of freedom.
 //!
 //! **Two stages** (n₁ first rounds, then n₂ new rounds; the rounds of stage 2 are only the new
 //! ones): for a hypothesised log ratio θ₀ each stage gives a one-sided t test of its own rounds,
@@ -256,11 +261,16 @@ pub(crate) struct TwoStageGrid {
 }
 
 impl TwoStageGrid {
-    pub fn new(rule: &Rule, n1: usize, n2: usize) -> Option<TwoStageGrid> {
-        if n1 < 2 || n2 < 2 {
+    /// The grid of a design of `n1` then `n2` rounds, each stage's t with its own degrees of
+    /// freedom (n − 2k − 1 for Yuen's trimmed t, n − 1 without trimming).
+    pub fn new(
+        rule: &Rule,
+        (n1, df1): (usize, f64),
+        (n2, df2): (usize, f64),
+    ) -> Option<TwoStageGrid> {
+        if n1 < 2 || n2 < 2 || !(df1 > 0.0 && df2 > 0.0) {
             return None;
         }
-        let (df1, df2) = (n1 as f64 - 1.0, n2 as f64 - 1.0);
         let (d1, d2) = (t_dist(df1)?, t_dist(df2)?);
         let u1 = rule.u1();
         let c = rule.c();
@@ -337,17 +347,18 @@ pub(crate) fn solve_effect(target: f64, power: impl Fn(f64) -> Option<f64>) -> O
 }
 
 /// Chance that stage 2 of `n2` new rounds makes the combination reject θ₀ (upper tail), given
-/// stage 1's score `z1` at θ₀ and a true excess over θ₀ of `k` per-round spreads. For planning
-/// only (how the rounds are handed out does not touch the error rate), so it uses the usual
-/// normal approximations: the t quantile t ≈ z·(1 + (z² + 1)/4ν) and P(T ≥ q) ≈
-/// Φ((λ − q)/√(1 + q²/2ν)) for a noncentral T.
+/// stage 1's score `z1` at θ₀ and a true excess over θ₀ of `k` per-round spreads (the spread of
+/// the trimmed rule), with stage 2's t at the trimmed rule's ν = n₂ − 2⌊g·n₂⌋ − 1 degrees of
+/// freedom. For planning only (how the rounds are handed out does not touch the error rate),
+/// so it uses the usual normal approximations: the t quantile t ≈ z·(1 + (z² + 1)/4ν) and
+/// P(T ≥ q) ≈ Φ((λ − q)/√(1 + q²/2ν)) for a noncentral T.
 pub(crate) fn conditional_power(rule: &Rule, z1: f64, n2: usize, k: f64) -> f64 {
     if n2 < 2 {
         return 0.0;
     }
     let (w1, w2) = rule.w();
     let r = (rule.c() - w1 * z1) / w2;
-    let df2 = n2 as f64 - 1.0;
+    let df2 = crate::trim::df(n2);
     let q = r * (1.0 + (r * r + 1.0) / (4.0 * df2));
     let lambda = k * (n2 as f64).sqrt();
     phi((lambda - q) / (1.0 + q * q / (2.0 * df2)).sqrt())

@@ -107,6 +107,7 @@ pub fn by_sessions(a: &[Vec<f64>], b: &[Vec<f64>], better: Better) -> SessionRat
             n,
             mean,
             sd: (u.sd_a * u.sd_a + u.sd_b * u.sd_b).sqrt(),
+            trimmed: 0,
             unpaired: Some(u),
         },
         sessions: [ka, kb],
