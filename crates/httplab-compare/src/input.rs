@@ -49,11 +49,8 @@ pub struct Counted {
 /// The values of one cell: per metric, one value per run, or the counts summed over the runs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellValues {
-    /// Values by metric.
-    pub values: BTreeMap<Metric, Vec<f64>>,
-    /// The session of each value in `values` (the index of the result file it came from: a
-    /// file is one session, `--repeat` runs included), in the same order.
-    pub sessions: BTreeMap<Metric, Vec<u32>>,
+    /// Values by metric, each with its session.
+    pub values: BTreeMap<Metric, Vec<Valued>>,
     /// Count metrics ([`Metric::is_count`]): events and exposure over every run.
     pub counts: BTreeMap<Metric, Counted>,
     /// Runs the load generator limited (their client figures are bounds).
@@ -64,24 +61,37 @@ pub struct CellValues {
     pub resolution: Option<f64>,
 }
 
+/// One value of a metric and the session it was measured in: the index of the result file it
+/// came from (a file is one session, `--repeat` runs included).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Valued {
+    /// The session.
+    pub session: u32,
+    /// The value.
+    pub value: f64,
+}
+
 impl CellValues {
-    fn push_value(&mut self, m: Metric, v: f64, session: u32) {
-        self.sessions.entry(m.clone()).or_default().push(session);
-        self.values.entry(m).or_default().push(v);
+    /// Adds one value of `m` measured in `session`.
+    pub fn push_value(&mut self, m: Metric, value: f64, session: u32) {
+        self.values
+            .entry(m)
+            .or_default()
+            .push(Valued { session, value });
     }
 
-    /// One metric's values grouped by session, sessions in file order (values without a
-    /// recorded session are one session).
+    /// One metric's values, in the order they were read.
+    pub fn values_of(&self, m: &Metric) -> Vec<f64> {
+        self.values
+            .get(m)
+            .map_or_else(Vec::new, |v| v.iter().map(|x| x.value).collect())
+    }
+
+    /// One metric's values grouped by session, sessions in file order.
     pub fn by_session(&self, m: &Metric) -> Vec<Vec<f64>> {
-        let Some(v) = self.values.get(m) else {
-            return Vec::new();
-        };
-        let Some(s) = self.sessions.get(m).filter(|s| s.len() == v.len()) else {
-            return vec![v.clone()];
-        };
         let mut groups: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-        for (x, k) in v.iter().zip(s) {
-            groups.entry(*k).or_default().push(*x);
+        for x in self.values.get(m).into_iter().flatten() {
+            groups.entry(x.session).or_default().push(x.value);
         }
         groups.into_values().collect()
     }
@@ -377,7 +387,7 @@ mod tests {
         let c = &s.cells[""];
         assert_eq!(c.runs, 4);
         assert_eq!(
-            c.values[&Metric::ReplyRate],
+            c.values_of(&Metric::ReplyRate),
             vec![100.0, 110.0, 120.0, 90.0]
         );
         // No latency histogram: no p50 values rather than zeros.
@@ -428,10 +438,10 @@ mod tests {
         .expect("side");
         assert_eq!(s.kind, Kind::Study);
         let load = &s.cells["static/rate=100 httplab"];
-        assert_eq!(load.values[&Metric::ReplyRate], vec![100.0, 101.0, 99.0]);
+        assert_eq!(load.values_of(&Metric::ReplyRate), vec![100.0, 101.0, 99.0]);
         let cap = &s.cells["capacity httplab"];
         assert_eq!(
-            cap.values[&Metric::Study("max_rate".into())],
+            cap.values_of(&Metric::Study("max_rate".into())),
             vec![5000.0, 5100.0]
         );
     }
@@ -473,11 +483,11 @@ mod tests {
         let base = side_of(docs("old")).expect("base");
         let mut new = side_of(docs("new")).expect("new");
         assert_eq!(
-            base.cells["old @ 200/s"].values[&Metric::ReplyRate],
+            base.cells["old @ 200/s"].values_of(&Metric::ReplyRate),
             vec![200.0, 200.0]
         );
         assert_eq!(
-            base.cells["old"].values[&Metric::MaxSustainable],
+            base.cells["old"].values_of(&Metric::MaxSustainable),
             vec![900.0, 950.0]
         );
         let note = align_single_targets(&base, &mut new).expect("aligned");

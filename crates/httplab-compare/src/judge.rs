@@ -195,10 +195,9 @@ fn figures(c: &CellValues, m: &Metric) -> SideFigures {
             errors_of_calls: Some([k.events, k.exposure]),
         };
     }
-    let v = c.values.get(m).map_or(&[][..], Vec::as_slice);
-    let usable: Vec<f64> = v
-        .iter()
-        .copied()
+    let usable: Vec<f64> = c
+        .values_of(m)
+        .into_iter()
         .filter(|x| x.is_finite() && *x > 0.0)
         .collect();
     SideFigures {

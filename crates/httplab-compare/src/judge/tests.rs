@@ -11,7 +11,9 @@ fn side(kind: Kind, values: &[(Metric, &[f64])], client_bound_runs: usize) -> Si
         ..Default::default()
     };
     for (m, v) in values {
-        c.values.insert(m.clone(), v.to_vec());
+        for &x in v.iter() {
+            c.push_value(m.clone(), x, 0);
+        }
         c.runs = c.runs.max(v.len());
     }
     Side {
@@ -346,7 +348,10 @@ fn error_counts_join_the_family() {
     let mut new = new;
     for (s, v) in [(&mut base, wide), (&mut new, [1.15, 0.85, 1.3, 1.0])] {
         if let Some(c) = s.cells.get_mut("") {
-            c.values.insert(Metric::P99, v.to_vec());
+            c.values.remove(&Metric::P99);
+            for x in v {
+                c.push_value(Metric::P99, x, 0);
+            }
         }
     }
     let opts = Options {
@@ -456,8 +461,7 @@ fn sessions_side(m: &Metric, sessions: &[&[f64]]) -> Side {
     let c = s.cells.get_mut("").expect("cell");
     for (k, runs) in (0u32..).zip(sessions) {
         for v in runs.iter() {
-            c.values.entry(m.clone()).or_default().push(*v);
-            c.sessions.entry(m.clone()).or_default().push(k);
+            c.push_value(m.clone(), *v, k);
         }
         c.runs += runs.len();
     }
@@ -511,7 +515,7 @@ fn a_baseline_of_several_sessions_is_compared_by_session() {
         j.notes
     );
     // The same values as one session each side: the runs call it.
-    let flat: Vec<f64> = base.cells[""].values[&m].clone();
+    let flat: Vec<f64> = base.cells[""].values_of(&m);
     let one = side(Kind::Run, &[(m.clone(), &flat)], 0);
     let new_one = side(Kind::Run, &[(m.clone(), &[982.0, 983.0, 981.0])], 0);
     let j1 = judge(&one, &new_one, &Options::default()).expect("judge");

@@ -11,8 +11,8 @@ use clap::Parser;
     about = "Run a whole server comparison (httplab's models, nginx, Apache, lighttpd, h2o, Caddy) and write its report",
     long_about = "Runs a study: generates the corpus, starts every server at once, each on its own free loopback \
                   port (writing peers' configurations itself), runs every workload in rounds that visit the \
-                  servers in a random order, then gives a budget of extra rounds to the comparisons nearest a \
-                  decision, and writes index.html, results.json and CSVs. Every comparison ends as a winner, \
+                  servers in a random order, then restarts every server and gives a budget of extra rounds to the \
+                  comparisons nearest a decision (their window chosen from where the noise lives), and writes index.html, results.json and CSVs. Every comparison ends as a winner, \
                   equivalent or inconclusive (with the difference the run could have seen); see docs/statistics.md. \
                   Peers that are not installed appear in the report as \"not installed\". \
                   Ctrl-C stops the run in progress, keeps the finished ones and still writes the report. \
@@ -50,7 +50,7 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub max_reps: Option<u32>,
     /// Seconds of extra rounds after the first ones, handed to the comparisons nearest a
-    /// decision (0: no second phase) [default: the study's budget_s, else as long as the first
+    /// decision, on a second start of every server (0: no second phase, one start) [default: the study's budget_s, else as long as the first
     /// phase took]
     #[arg(long, value_name = "SECONDS")]
     pub budget: Option<f64>,
