@@ -110,7 +110,7 @@ pub struct Gate {
 /// interval). The verdict's ratio is oriented towards its first server being better.
 fn new_over_base(v: &StudyVerdict) -> Option<(f64, Option<[f64; 2]>)> {
     let r = v.ratio?;
-    let lower_better = v.better == "lower";
+    let lower_better = v.better == httplab_model::Direction::Lower;
     // ratio > 1: `leader` better. For a lower-is-better metric the ratio is
     // runner_up / leader; its CI is in the same orientation.
     let leader_is_new = v.leader.as_deref() == Some(NEW);
@@ -223,7 +223,7 @@ mod tests {
         StudyVerdict {
             workload: "small".into(),
             metric: METRIC.into(),
-            better: "lower".into(),
+            better: httplab_model::Direction::Lower,
             outcome: Some(outcome),
             winner: (outcome == VerdictOutcome::Winner).then(|| leader.to_string()),
             leader: Some(leader.into()),

@@ -1503,6 +1503,47 @@ pub enum VerdictKind {
     Pair,
 }
 
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Higher is better (rates, throughput).
+    #[default]
+    Higher,
+    /// Lower is better (times, costs).
+    Lower,
+}
+
+impl Direction {
+    /// "higher" or "lower", as documents write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Direction::Higher => "higher",
+            Direction::Lower => "lower",
+        }
+    }
+}
+
+/// Who measured a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MeasuredBy {
+    /// The load generator.
+    Client,
+    /// The server's own CPU or memory accounting.
+    Server,
+}
+
+impl MeasuredBy {
+    /// "client" or "server", as documents write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            MeasuredBy::Client => "client",
+            MeasuredBy::Server => "server",
+        }
+    }
+}
+
 /// The verdict of one comparison on one workload step and metric: who is
 /// better, whether they are equivalent, or how large a difference the run
 /// could have seen.
@@ -1514,8 +1555,8 @@ pub struct StudyVerdict {
     pub step: Option<String>,
     /// Metric key compared.
     pub metric: String,
-    /// "lower" or "higher".
-    pub better: String,
+    /// Which way the metric is better.
+    pub better: Direction,
     /// Winner, equivalent or inconclusive (None in version 1 and 2
     /// documents: see [`StudyVerdict::outcome`]).
     #[serde(default)]
@@ -1523,10 +1564,9 @@ pub struct StudyVerdict {
     /// Step comparison or comparison with the baseline.
     #[serde(default)]
     pub kind: VerdictKind,
-    /// "client" (the load generator measured it) or "server" (the server's
-    /// own CPU or memory accounting); empty in older documents.
+    /// Who measured the metric (absent in older documents).
     #[serde(default)]
-    pub measured_by: String,
+    pub measured_by: Option<MeasuredBy>,
     /// The better server when the outcome is a winner.
     pub winner: Option<String>,
     /// First server: the step's leader (best geometric mean), or the server

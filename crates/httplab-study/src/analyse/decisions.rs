@@ -284,8 +284,8 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
         step: p.step.clone(),
         metric: v.metric,
         better: match v.better {
-            st::Better::Lower => "lower".into(),
-            st::Better::Higher => "higher".into(),
+            st::Better::Lower => m::Direction::Lower,
+            st::Better::Higher => m::Direction::Higher,
         },
         outcome: Some(match v.outcome {
             st::Outcome::Winner => m::VerdictOutcome::Winner,
@@ -293,10 +293,10 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
             st::Outcome::Inconclusive => m::VerdictOutcome::Inconclusive,
         }),
         kind: p.kind,
-        measured_by: match v.measured {
-            st::Measured::ByClient => "client".into(),
-            st::Measured::ByServer => "server".into(),
-        },
+        measured_by: Some(match v.measured {
+            st::Measured::ByClient => m::MeasuredBy::Client,
+            st::Measured::ByServer => m::MeasuredBy::Server,
+        }),
         winner: v.winner,
         leader: v.leader,
         runner_up: v.runner_up,

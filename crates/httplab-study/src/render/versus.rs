@@ -171,7 +171,7 @@ pub fn raw_ratio(v: &m::StudyVerdict, a: &str) -> Option<(f64, Option<[f64; 2]>)
     if v.leader.as_deref() != Some(a) {
         (r, ci) = flip(r, ci);
     }
-    if v.better == "lower" {
+    if v.better == m::Direction::Lower {
         (r, ci) = flip(r, ci);
     }
     Some((r, ci))
@@ -347,15 +347,20 @@ pub fn html(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>) {
 mod tests {
     use super::*;
 
-    fn verdict(leader: &str, runner_up: &str, metric: &str, better: &str) -> m::StudyVerdict {
+    fn verdict(
+        leader: &str,
+        runner_up: &str,
+        metric: &str,
+        better: m::Direction,
+    ) -> m::StudyVerdict {
         m::StudyVerdict {
             workload: "w".into(),
             step: None,
             metric: metric.into(),
-            better: better.into(),
+            better,
             outcome: Some(m::VerdictOutcome::Winner),
             kind: m::VerdictKind::Pair,
-            measured_by: String::new(),
+            measured_by: None,
             winner: Some(leader.into()),
             leader: Some(leader.into()),
             runner_up: Some(runner_up.into()),
@@ -407,7 +412,7 @@ mod tests {
     #[test]
     fn ratios_are_turned_to_the_pairs_direction_and_the_raw_figure() {
         // Higher is better, mine leads: mine's figure is 1.25× nginx's.
-        let v = verdict("mine", "nginx", "reply_rate", "higher");
+        let v = verdict("mine", "nginx", "reply_rate", m::Direction::Higher);
         let (r, ci) = raw_ratio(&v, "mine").unwrap();
         assert!(close(r, 1.25));
         assert_eq!(ci, Some([1.1, 1.6]));
@@ -417,11 +422,21 @@ mod tests {
         let [l, h] = ci.unwrap();
         assert!(close(l, 1.0 / 1.6) && close(h, 1.0 / 1.1));
         // Lower is better (CPU per request), mine leads by 1.25: mine costs 0.8×.
-        let v = verdict("mine", "nginx", "server_cpu_us_per_req", "lower");
+        let v = verdict(
+            "mine",
+            "nginx",
+            "server_cpu_us_per_req",
+            m::Direction::Lower,
+        );
         let (r, _) = raw_ratio(&v, "mine").unwrap();
         assert!(close(r, 0.8));
         // Lower is better and nginx leads: mine costs 1.25× nginx's.
-        let v = verdict("nginx", "mine", "server_cpu_us_per_req", "lower");
+        let v = verdict(
+            "nginx",
+            "mine",
+            "server_cpu_us_per_req",
+            m::Direction::Lower,
+        );
         let (r, ci) = raw_ratio(&v, "mine").unwrap();
         assert!(close(r, 1.25));
         assert_eq!(ci, Some([1.1, 1.6]));
@@ -431,8 +446,13 @@ mod tests {
     fn a_sentence_names_both_servers_the_figure_and_the_outcome() {
         let mut res = m::StudyResult::default();
         res.verdicts
-            .push(verdict("mine", "nginx", "reply_rate", "higher"));
-        let mut v = verdict("nginx", "mine", "server_cpu_us_per_req", "lower");
+            .push(verdict("mine", "nginx", "reply_rate", m::Direction::Higher));
+        let mut v = verdict(
+            "nginx",
+            "mine",
+            "server_cpu_us_per_req",
+            m::Direction::Lower,
+        );
         v.outcome = Some(m::VerdictOutcome::Inconclusive);
         v.winner = None;
         v.rounds_to_settle = Some(9);

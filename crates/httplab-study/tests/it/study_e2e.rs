@@ -122,8 +122,8 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         .collect();
     assert_eq!(cpu.len(), 1);
     assert_eq!(
-        (cpu[0].workload.as_str(), cpu[0].measured_by.as_str()),
-        ("short-load", "server")
+        (cpu[0].workload.as_str(), cpu[0].measured_by),
+        ("short-load", Some(httplab_model::MeasuredBy::Server))
     );
     for v in &res.verdicts {
         assert!(v.outcome.is_some() && v.delta == Some(0.05), "{v:?}");
@@ -272,7 +272,7 @@ fn a_b_study_names_the_faster_server() {
         ratio > 2.0 && ci[0] > 1.0 && ci[0] <= ratio && ratio <= ci[1],
         "{v:?}"
     );
-    assert_eq!(v.better, "lower");
+    assert_eq!(v.better, httplab_model::Direction::Lower);
     let html = report::html(&res, Some(&s), false);
     assert!(html.contains("fast"), "verdict in the report");
 }
