@@ -456,6 +456,26 @@ fn power(seed: u64, studies: usize, effect: f64, noise: Noise, design: Design) -
     (found, wrong)
 }
 
+/// One two-server step with a true 5 % difference at a per-round spread of 3 %, under each
+/// (seed, design, studies, target power, label): the power found must reach each target less
+/// three standard errors, and the wrong server is never named.
+fn five_percent_power(tails: Tails, cases: [(u64, Design, usize, f64, &str); 2]) {
+    let mut low = Vec::new();
+    for (seed, design, studies, target, label) in cases {
+        let noise = Noise { sd: 0.03, tails };
+        let (found, wrong) = power(seed, studies, 1.05f64.ln(), noise, design);
+        let (p, se) = rate(found, studies);
+        eprintln!(
+            "5 % at a 3 % spread, {tails:?}, {label}: found in {found} of {studies} studies ({:.1} % ± {:.1} %), wrong winner {wrong}",
+            100.0 * p,
+            100.0 * se
+        );
+        low.extend((p < at_least(target, studies)).then(|| format!("{label}: power {p}")));
+        assert_eq!(wrong, 0);
+    }
+    assert!(low.is_empty(), "{low:?}");
+}
+
 #[test]
 fn a_5_percent_difference_on_a_noisy_2_core_machine() {
     // The wider goal: per-round spread of 3 %, one round in ten disturbed by 15–60 %, the
@@ -468,32 +488,19 @@ fn a_5_percent_difference_on_a_noisy_2_core_machine() {
     // 84.7 % ± 1.1 % (the plain t: 45.2 % ± 1.6 %). 2 000 studies, default design: target 40 %,
     // bound 40 % − 3 standard errors (1.1 %) = 36.7 %. 1 000 studies, cap 20: target 82 %,
     // bound 78.4 %. The wrong server is never named.
-    let mut low = Vec::new();
-    for (seed, design, studies, target, label) in [
-        (
-            400,
-            DEFAULT,
-            2000,
-            0.40,
-            "default design (4 + budget 4, cap 10)",
-        ),
-        (401, LONGER, 1000, 0.82, "cap 20, budget 12"),
-    ] {
-        let noise = Noise {
-            sd: 0.03,
-            tails: Tails::Contaminated,
-        };
-        let (found, wrong) = power(seed, studies, 1.05f64.ln(), noise, design);
-        let (p, se) = rate(found, studies);
-        eprintln!(
-            "5 % at a 3 % spread, contaminated, {label}: found in {found} of {studies} studies ({:.1} % ± {:.1} %), wrong winner {wrong}",
-            100.0 * p,
-            100.0 * se
-        );
-        low.extend((p < at_least(target, studies)).then(|| format!("{label}: power {p}")));
-        assert_eq!(wrong, 0);
-    }
-    assert!(low.is_empty(), "{low:?}");
+    five_percent_power(
+        Tails::Contaminated,
+        [
+            (
+                400,
+                DEFAULT,
+                2000,
+                0.40,
+                "default design (4 + budget 4, cap 10)",
+            ),
+            (401, LONGER, 1000, 0.82, "cap 20, budget 12"),
+        ],
+    );
 }
 
 #[test]
@@ -503,32 +510,19 @@ fn a_5_percent_difference_under_normal_noise_loses_little_to_the_trimming() {
     // 85.2 % ± 0.8 % (2 000 studies), as the plain t. Cap 20, budget 12: 98.2 % ± 0.4 % (1 000
     // studies; the plain t 98.9 % ± 0.3 %). Targets 82 % and 97 %, bounds 82 % − 3 standard
     // errors (0.9 %) = 79.4 % and 97 % − 1.6 % = 95.4 %.
-    let mut low = Vec::new();
-    for (seed, design, studies, target, label) in [
-        (
-            410,
-            DEFAULT,
-            2000,
-            0.82,
-            "default design (4 + budget 4, cap 10)",
-        ),
-        (411, LONGER, 1000, 0.97, "cap 20, budget 12"),
-    ] {
-        let noise = Noise {
-            sd: 0.03,
-            tails: Tails::Normal,
-        };
-        let (found, wrong) = power(seed, studies, 1.05f64.ln(), noise, design);
-        let (p, se) = rate(found, studies);
-        eprintln!(
-            "5 % at a 3 % spread, normal, {label}: found in {found} of {studies} studies ({:.1} % ± {:.1} %), wrong winner {wrong}",
-            100.0 * p,
-            100.0 * se
-        );
-        low.extend((p < at_least(target, studies)).then(|| format!("{label}: power {p}")));
-        assert_eq!(wrong, 0);
-    }
-    assert!(low.is_empty(), "{low:?}");
+    five_percent_power(
+        Tails::Normal,
+        [
+            (
+                410,
+                DEFAULT,
+                2000,
+                0.82,
+                "default design (4 + budget 4, cap 10)",
+            ),
+            (411, LONGER, 1000, 0.97, "cap 20, budget 12"),
+        ],
+    );
 }
 
 #[test]

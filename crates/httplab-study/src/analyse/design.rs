@@ -67,6 +67,7 @@ pub fn extra_rounds(
     let planned = decisions::plan(study, &views);
     let interim = decisions::interim(&planned, &opts);
     let settle = decisions::to_settle(&planned, &interim, steps.len());
+    let rows = noise::Rows::new(runs);
     let mut windows: Vec<Option<Window>> = Vec::with_capacity(steps.len());
     let needs: Vec<httplab_stats::Need> = steps
         .iter()
@@ -78,7 +79,7 @@ pub fn extra_rounds(
                 f64::INFINITY
             };
             let chosen = t.and_then(|(want, i)| {
-                let noise = noise::components(runs, &nearest(&planned[i]))?;
+                let noise = rows.components(&nearest(&planned[i]))?;
                 let w = &study.workloads[sr.wi];
                 let window_s = sr.params.window?.as_secs_f64();
                 let fits = matches!(w.kind, WorkloadKind::Load | WorkloadKind::Users);

@@ -27,13 +27,14 @@ struct Round {
 }
 
 /// The study's rows with each run's metrics read once.
-struct Rows<'a> {
+pub struct Rows<'a> {
     runs: &'a [m::StudyRun],
     metrics: Vec<BTreeMap<Metric, f64>>,
 }
 
 impl<'a> Rows<'a> {
-    fn new(runs: &'a [m::StudyRun]) -> Rows<'a> {
+    /// Reads every run's metrics once.
+    pub fn new(runs: &'a [m::StudyRun]) -> Rows<'a> {
         let metrics = runs
             .iter()
             .map(|r| match (&r.run, r.status.is_ok()) {
@@ -80,7 +81,7 @@ impl<'a> Rows<'a> {
     /// The components of one verdict's log ratio, when there is something to split: two or
     /// more slices per round, or rounds from two or more starts of the servers (and a start
     /// with two rounds).
-    fn components(&self, v: &m::StudyVerdict) -> Option<m::NoiseComponents> {
+    pub fn components(&self, v: &m::StudyVerdict) -> Option<m::NoiseComponents> {
         let (a, b) = (v.leader.as_deref()?, v.runner_up.as_deref()?);
         let (sa, sb) = (self.slices_of(v, a), self.slices_of(v, b));
         let slices = sa.values().map(|(_, x)| x.len()).max()?;
