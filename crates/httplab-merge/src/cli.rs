@@ -6,12 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use httplab_model::{Document, Saturation, SweepStep};
+use httplab_model::Document;
 
-use crate::{merge_documents, Options};
-
-/// Recomputes a sweep target's saturation from its steps and SLO (ms).
-pub type Analyze = fn(&[SweepStep], f64) -> Saturation;
+use crate::documents::merge_documents;
+use crate::sweep::Analyze;
+use crate::Options;
 
 #[derive(Parser, Debug)]
 #[command(

@@ -7,7 +7,10 @@ use httplab_model::{
 };
 
 use crate::run::{merge_run_refs, parse_time};
-use crate::{Analyze, MergeError, Merged, Options};
+use crate::{MergeError, Merged, Options};
+
+/// Recomputes a sweep target's saturation from its steps and SLO (ms).
+pub type Analyze = fn(&[SweepStep], f64) -> Saturation;
 
 /// Whether two demanded rates are the same step.
 fn same_rate(a: f64, b: f64) -> bool {

@@ -368,7 +368,8 @@ const SERVE_HINTS: &[httplab_usage::Hint] = &[
     ("--docroot", "--root DIR"),
 ];
 
-/// Runs `httplab serve` in the foreground until SIGINT or SIGTERM.
+/// Entry point of `httplab serve`: `args[0]` is the program name. Runs the
+/// server in the foreground until SIGINT or SIGTERM.
 pub fn main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
     run(args, &mut |_| {})
 }

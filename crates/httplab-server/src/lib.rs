@@ -61,10 +61,8 @@ mod tickets;
 mod tls;
 mod uring;
 
-use std::ffi::OsString;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -72,6 +70,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+pub use cli::main as cli_main;
 pub use config::{
     AccessLog, CacheFiles, CacheRule, Coding, FileIo, IoEngine, Limits, Model, ServerConfig,
     TlsFiles,
@@ -89,11 +88,6 @@ use stats::SharedStats;
 /// cheaper; see BENCHMARKS.md, "io_uring in httplab serve" and "Server cost
 /// per request against every peer".
 const AUTO_PREFERS_URING: bool = false;
-
-/// Entry point of `httplab serve`: `args[0]` is the program name.
-pub fn cli_main(args: Vec<OsString>) -> anyhow::Result<ExitCode> {
-    cli::main(args)
-}
 
 /// A way to start a server.
 #[derive(Debug)]

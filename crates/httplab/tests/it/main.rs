@@ -16,3 +16,4 @@ mod module_cycles;
 mod netns;
 mod processes;
 mod readme_options;
+mod source_scan;

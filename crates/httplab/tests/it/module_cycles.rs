@@ -1,19 +1,47 @@
 //! Layers import one way only: no crate of the workspace has two modules that
-//! reach each other through `crate::` or `super::` paths, directly or through
-//! other modules.
+//! reach each other, directly or through other modules.
 //!
 //! Written by hand because no maintained library answers "which modules of
 //! this crate import each other" from source text without compiling it
 //! (cargo-modules is a cargo plugin with its own rustc driver, not a library).
-//! The scan is textual: every `crate::…` and `super::…` path and use-tree in a
-//! module's non-test code names the longest module its path starts with; that
-//! is an edge. A module's use of its own ancestors is not counted (the parent
-//! declares its children and holds what they share). Unit tests
-//! (`#[cfg(test)]` onward) are left out: a test may look anywhere.
+//!
+//! The modules of a crate are its root (`lib.rs` or `main.rs`) and every file
+//! module under `src/` compiled outside tests (a module declared behind
+//! `#[cfg(test)]`, or a file under `#![cfg(test)]`, is left out with its
+//! children; an inline `mod x { … }` counts as part of its file). Module A
+//! uses module B, an edge A → B, when A's production code names an item that
+//! B defines: by a path that starts with `crate::`, `super::`, `self::` or the
+//! name of a module A declares, in a `use` or anywhere in the code, or by a
+//! name that A re-exports (`pub use b::Item;` and `Item` in A's own code). A
+//! path that reaches an item through a re-export (or an import) of another
+//! module leads on to the module that defines the item: `crate::Better`,
+//! where the root has `pub use better::Better`, is a use of `better`.
+//! Parents and children are modules like any other: a child naming what its
+//! parent defines is an edge child → parent, a parent naming what its child
+//! defines is an edge parent → child, and both together are a cycle.
+//!
+//! Two things are not uses. Declaring `mod x;` is how the module tree is
+//! built: every module is declared by its parent, so counting it would make a
+//! cycle of every child that names anything of its parent (the crate root's
+//! shared helpers first of all), though the parent's code needs nothing of
+//! the child. A re-export `pub use x::Item;` only gives the item a second
+//! name: the code that depends on `x` is the code naming `Item`, which this
+//! checker follows to `x`; counting the re-export would make a cycle of every
+//! child that names the crate's public façade, though nothing in the root
+//! runs on it. Once the re-exporting module names `Item` in its own code, it
+//! does use `x`.
+//!
+//! The scan is textual: comments and the contents of string and character
+//! literals are blanked, the items behind `#[cfg(test)]` (or
+//! `#[cfg(all(test, …))]`) are cut out up to their end and the code after
+//! them is scanned (`source_scan.rs`, shared with `function_length.rs`). A
+//! cycle is a strongly connected component of more than one module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use crate::source_scan::{code_only, drop_test_items, find, is_ident};
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -33,7 +61,8 @@ fn workspace_crates() -> Vec<PathBuf> {
 
 /// Every `.rs` file under `src` with its module path: `src/a.rs` and
 /// `src/a/mod.rs` are `a`, `src/a/b.rs` is `a/b`; `lib.rs`/`main.rs` (the
-/// crate root, which declares the modules) are left out.
+/// crate root, added by [`sources`]) and `src/bin/` (other crates) are left
+/// out.
 fn modules(src: &Path) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     let mut stack = vec![src.to_path_buf()];
@@ -67,51 +96,46 @@ fn modules(src: &Path) -> Vec<(String, PathBuf)> {
     out
 }
 
-/// The source without `//` comments and without the items behind a
-/// `#[cfg(test)]` (each such item is cut out up to its end, the `;` or the
-/// brace that closes it; the code after it is kept).
-fn production_code(text: &str) -> String {
-    let code = text
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code.as_str();
-    while let Some(at) = rest.find("#[cfg(test)]") {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + "#[cfg(test)]".len()..];
-        rest = &after[item_end(after)..];
-    }
-    out.push_str(rest);
-    out.trim_end().to_string()
+/// A module's code as the scan reads it.
+struct Source {
+    /// Comments, literals and test items blanked.
+    code: String,
+    /// The modules it declares behind `#[cfg(test)]` (`mod tests;`).
+    test_children: Vec<String>,
+    /// The whole file is test code (`#![cfg(test)]`).
+    test_only: bool,
 }
 
-/// Where the item at the start of `s` ends: after its `;` when one comes
-/// before any `{`, else after the brace matching its first `{`.
-fn item_end(s: &str) -> usize {
-    let semi = s.find(';');
-    let brace = s.find('{');
-    match (semi, brace) {
-        (Some(i), b) if b.map_or(true, |b| i < b) => i + 1,
-        (_, Some(b)) => {
-            let mut depth = 0usize;
-            for (i, c) in s[b..].char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return b + i + 1;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            s.len()
-        }
-        _ => s.len(),
+fn production_code(text: &str) -> Source {
+    let mut code = code_only(text);
+    let test_only = find(&code, b"#![cfg(test)]", 0).is_some();
+    let test_children = drop_test_items(&mut code)
+        .iter()
+        .filter_map(|item| declared_module(item))
+        .collect();
+    Source {
+        code: String::from_utf8_lossy(&code).into_owned(),
+        test_children,
+        test_only,
     }
+}
+
+/// The name `x` when `item` (attributes and visibility aside) is `mod x;`.
+fn declared_module(item: &str) -> Option<String> {
+    let mut s = item.trim_start();
+    while s.starts_with("#[") {
+        s = s[s.find(']')? + 1..].trim_start();
+    }
+    if let Some(r) = s.strip_prefix("pub") {
+        s = r.trim_start();
+        if s.starts_with('(') {
+            s = s[s.find(')')? + 1..].trim_start();
+        }
+    }
+    let s = s.strip_prefix("mod")?;
+    let s = s.strip_prefix(|c: char| c.is_whitespace())?.trim_start();
+    let n = ident_len(s);
+    (n > 0 && s[n..].trim_start().starts_with(';')).then(|| s[..n].to_string())
 }
 
 fn ident_len(s: &str) -> usize {
@@ -126,9 +150,13 @@ fn skip_space(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// A path a use-tree names, with the name it binds (`as` renames; `None` for
+/// a glob or `as _`).
+type Named = (Vec<String>, Option<String>);
+
 /// Parses the use-tree or path at `s[i..]` (after `crate::`), appending every
 /// full path it names to `out`; returns where it ended.
-fn parse_tree(s: &str, mut i: usize, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+fn parse_tree(s: &str, mut i: usize, prefix: &[String], out: &mut Vec<Named>) -> usize {
     let mut segs = prefix.to_vec();
     loop {
         i = skip_space(s, i);
@@ -151,7 +179,7 @@ fn parse_tree(s: &str, mut i: usize, prefix: &[String], out: &mut Vec<Vec<String
         }
         let n = ident_len(&s[i..]);
         if n == 0 {
-            out.push(segs);
+            out.push((segs, None));
             return i;
         }
         segs.push(s[i..i + n].to_string());
@@ -160,16 +188,29 @@ fn parse_tree(s: &str, mut i: usize, prefix: &[String], out: &mut Vec<Vec<String
             i += 2;
             continue;
         }
-        out.push(segs);
+        let rename = s[i..]
+            .strip_prefix("as")
+            .filter(|r| r.starts_with(char::is_whitespace));
+        if rename.is_some() {
+            let at = skip_space(s, i + 2);
+            let n = ident_len(&s[at..]);
+            out.push((segs, Some(s[at..at + n].to_string())));
+            return at + n;
+        }
+        out.push((segs, None));
         return i;
     }
 }
 
 /// The paths a piece of code of module `me` names, as segment lists from the
-/// crate root (not yet resolved to modules): `crate::…`, `super::…`,
-/// `self::…`, and `child::…` for a module `child` declared by `me` (the
-/// crate root is `me = ""`).
-fn crate_refs(code: &str, me: &str, names: &BTreeSet<String>) -> Vec<Vec<String>> {
+/// crate root (not yet resolved to modules), each with the name it binds in
+/// a `use`: `crate::…`, `super::…`, `self::…`, and `child::…` for a module
+/// `child` declared by `me` (the crate root is `me = ""`).
+fn named_refs(
+    code: &str,
+    me: &str,
+    names: &BTreeSet<String>,
+) -> Vec<(Vec<String>, Option<String>)> {
     let here: Vec<String> = me
         .split('/')
         .filter(|s| !s.is_empty())
@@ -192,7 +233,8 @@ fn crate_refs(code: &str, me: &str, names: &BTreeSet<String>) -> Vec<Vec<String>
         }
         let mut paths = Vec::new();
         parse_tree(code, i + 2, &[], &mut paths);
-        for mut p in paths {
+        for (mut p, rename) in paths {
+            let glob = p.last().is_some_and(|s| s == "*");
             let mut base: Vec<String> = match head {
                 "crate" => Vec::new(),
                 "super" => {
@@ -212,113 +254,199 @@ fn crate_refs(code: &str, me: &str, names: &BTreeSet<String>) -> Vec<Vec<String>
                 }
             };
             base.extend(p.into_iter().filter(|s| s != "self" && s != "*"));
-            out.push(base);
+            let bound = match rename {
+                Some(r) => (r != "_").then_some(r),
+                None => (!glob).then(|| base.last().cloned()).flatten(),
+            };
+            out.push((base, bound));
         }
     }
     out
 }
 
-/// The `pub use` and `pub(crate) use` statements of a piece of code, and the
-/// code without them (a re-export is a name for another module's item, not
-/// a use of it).
-fn split_reexports(code: &str) -> (Vec<String>, String) {
-    let mut stmts = Vec::new();
-    let mut rest_code = String::with_capacity(code.len());
-    let mut rest = code;
-    loop {
-        let at = ["pub use ", "pub(crate) use ", "pub(super) use "]
-            .iter()
-            .filter_map(|k| rest.find(k))
-            .min();
-        let Some(at) = at else { break };
-        rest_code.push_str(&rest[..at]);
-        let end = rest[at..].find(';').map_or(rest.len(), |e| at + e + 1);
-        stmts.push(rest[at..end].to_string());
-        rest = &rest[end..];
-    }
-    rest_code.push_str(rest);
-    (stmts, rest_code)
+/// The paths a piece of code of module `me` names (see [`named_refs`]).
+fn crate_refs(code: &str, me: &str, names: &BTreeSet<String>) -> Vec<Vec<String>> {
+    named_refs(code, me, names)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
 }
 
-/// (module, name) → the path of the item a module re-exports under that name.
-type Reexports = BTreeMap<(String, String), Vec<String>>;
+/// The `use` statements of a piece of code, each with whether it is a
+/// re-export (`pub use`, `pub(crate) use`, …), and the code without the
+/// re-exports (a re-export is a second name for an item, not a use of it;
+/// a private `use` stays: it is a use).
+fn use_statements(code: &str) -> (Vec<(String, bool)>, String) {
+    let bytes = code.as_bytes();
+    let mut stmts = Vec::new();
+    let mut kept = String::with_capacity(code.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(k) = code[from..].find("use") {
+        let at = from + k;
+        from = at + 3;
+        let word = (at == 0 || !is_ident(bytes[at - 1]))
+            && code[at + 3..].starts_with(|c: char| c.is_whitespace() || c == '{');
+        if !word {
+            continue;
+        }
+        let end = code[at..].find(';').map_or(code.len(), |e| at + e + 1);
+        match reexport_start(&code[..at]) {
+            Some(start) if start >= copied => {
+                kept.push_str(&code[copied..start]);
+                stmts.push((code[start..end].to_string(), true));
+                copied = end;
+            }
+            _ => stmts.push((code[at..end].to_string(), false)),
+        }
+        from = end;
+    }
+    kept.push_str(&code[copied..]);
+    (stmts, kept)
+}
+
+/// Where the visibility before a `use` starts (`head` is the code up to the
+/// `use`), if it has one.
+fn reexport_start(head: &str) -> Option<usize> {
+    let h = head.trim_end();
+    let start = if h.ends_with(')') {
+        let open = h.rfind("pub(")?;
+        if h[open + 4..h.len() - 1].contains(['(', ')']) {
+            return None;
+        }
+        open
+    } else {
+        h.strip_suffix("pub")?.len()
+    };
+    let word = start == 0 || !is_ident(h.as_bytes()[start - 1]);
+    word.then_some(start)
+}
+
+/// (module, name) → the path of the item a module binds to that name by a
+/// `use` (a re-export or an import; descendants may name both).
+type Bindings = BTreeMap<(String, String), Vec<String>>;
 
 /// The module a path from the crate root reaches: the longest prefix that is
-/// a module, following re-exports (`crate::Better` where the root has `pub
-/// use verdict::Better` reaches `verdict`). None: the crate root's own items.
-fn resolve(segs: &[String], names: &BTreeSet<String>, re: &Reexports) -> Option<String> {
+/// a module, following that module's bindings (`crate::Better` where the root
+/// has `pub use better::Better` reaches `better`). `""` is the crate root.
+fn resolve(segs: &[String], names: &BTreeSet<String>, b: &Bindings) -> String {
     let mut segs = segs.to_vec();
+    let mut module = String::new();
     for _ in 0..16 {
         let k = (1..=segs.len())
             .rev()
             .find(|&k| names.contains(&segs[..k].join("/")))
             .unwrap_or(0);
-        let module = segs[..k].join("/");
-        if let Some(next) = segs.get(k) {
-            if let Some(target) = re.get(&(module.clone(), next.clone())) {
-                let mut n = target.clone();
-                n.extend(segs[k + 1..].iter().cloned());
-                if n != segs {
-                    segs = n;
-                    continue;
-                }
-            }
+        module = segs[..k].join("/");
+        let Some(next) = segs.get(k) else { break };
+        let Some(target) = b.get(&(module.clone(), next.clone())) else {
+            break;
+        };
+        let mut n = target.clone();
+        n.extend(segs[k + 1..].iter().cloned());
+        if n == segs {
+            break;
         }
-        return (k > 0).then_some(module);
+        segs = n;
     }
-    None
+    module
 }
 
-/// Module → the modules it uses. A path resolves to the module that holds
-/// the item, through re-exports; a child's use of what its parent defines
-/// is an edge like any other, and so is a parent's use of its child (its
-/// `mod` declarations and re-exports are not).
-fn graph_of(src: &Path) -> Graph {
-    let mods = modules(src);
-    let names: BTreeSet<String> = mods.iter().map(|(n, _)| n.clone()).collect();
-    let root = ["lib.rs", "main.rs"]
+/// Whether `code` names `name` other than as the tail of a path or a field
+/// (`x::name`, `x.name`) or in a module declaration (`mod name;`).
+fn mentions(code: &str, name: &str) -> bool {
+    let bytes = code.as_bytes();
+    code.match_indices(name).any(|(at, _)| {
+        let end = at + name.len();
+        let head = code[..at].trim_end();
+        let declared = head.ends_with("mod")
+            && (head.len() == 3 || !is_ident(head.as_bytes()[head.len() - 4]));
+        let before_ok =
+            at == 0 || !(is_ident(bytes[at - 1]) || matches!(bytes[at - 1], b':' | b'.'));
+        before_ok && !declared && bytes.get(end).map_or(true, |&b| !is_ident(b))
+    })
+}
+
+/// Every module of the crate under `src` with its production code, the root
+/// as `""`; test modules left out.
+fn sources(src: &Path) -> BTreeMap<String, String> {
+    let mut files = modules(src);
+    if let Some(root) = ["lib.rs", "main.rs"]
         .iter()
         .map(|f| src.join(f))
-        .find(|p| p.is_file());
-    let mut texts: Vec<(String, String)> = mods
-        .iter()
-        .map(|(n, p)| {
-            let text = fs::read_to_string(p).expect("read module");
-            (n.clone(), production_code(&text))
-        })
-        .collect();
-    if let Some(r) = root {
-        let text = fs::read_to_string(r).expect("read crate root");
-        texts.push((String::new(), production_code(&text)));
+        .find(|p| p.is_file())
+    {
+        files.push((String::new(), root));
     }
-    let mut re = Reexports::new();
-    let mut uses = Vec::new();
+    let mut test_mods = BTreeSet::new();
+    let mut out = BTreeMap::new();
+    for (name, path) in files {
+        let s = production_code(&fs::read_to_string(&path).expect("read module"));
+        for child in &s.test_children {
+            test_mods.insert(if name.is_empty() {
+                child.clone()
+            } else {
+                format!("{name}/{child}")
+            });
+        }
+        if s.test_only {
+            test_mods.insert(name.clone());
+        }
+        out.insert(name, s.code);
+    }
+    out.retain(|name, _| {
+        !test_mods
+            .iter()
+            .any(|t| name == t || name.starts_with(&format!("{t}/")))
+    });
+    out
+}
+
+/// Module → the modules it uses (see the rule at the top; `""` is the root).
+fn graph_of(src: &Path) -> Graph {
+    let texts = sources(src);
+    let names: BTreeSet<String> = texts.keys().filter(|n| !n.is_empty()).cloned().collect();
+    let mut bindings = Bindings::new();
+    let mut split = Vec::new();
     for (me, code) in &texts {
-        let (stmts, rest) = split_reexports(code);
-        for st in stmts {
-            for path in crate_refs(&st, me, &names) {
-                if let Some(name) = path.last() {
-                    re.insert((me.clone(), name.clone()), path.clone());
+        let (stmts, kept) = use_statements(code);
+        for (st, _) in &stmts {
+            for (path, bound) in named_refs(st, me, &names) {
+                if let Some(name) = bound {
+                    bindings.insert((me.clone(), name), path);
                 }
             }
         }
-        uses.push((me.clone(), rest));
+        split.push((me, stmts, kept));
     }
     let mut g = Graph::new();
-    for (me, code) in &uses {
-        if me.is_empty() {
-            continue;
+    for (me, stmts, kept) in split {
+        let mut targets: Vec<Vec<String>> = crate_refs(&kept, me, &names);
+        for (st, _) in stmts.iter().filter(|(_, reexport)| *reexport) {
+            for (path, bound) in named_refs(st, me, &names) {
+                if bound.is_some_and(|name| mentions(&kept, &name)) {
+                    targets.push(path);
+                }
+            }
         }
         let edges = g.entry(me.clone()).or_default();
-        for segs in crate_refs(code, me, &names) {
-            if let Some(t) = resolve(&segs, &names, &re) {
-                if &t != me {
-                    edges.insert(t);
-                }
+        for segs in targets {
+            let t = resolve(&segs, &names, &bindings);
+            if &t != me {
+                edges.insert(t);
             }
         }
     }
     g
+}
+
+/// How a module is named in a report.
+fn shown(module: &str) -> &str {
+    if module.is_empty() {
+        "(crate root)"
+    } else {
+        module
+    }
 }
 
 /// The strongly connected components with more than one module (Tarjan).
@@ -386,71 +514,177 @@ fn cycles(g: &Graph) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn the_scan_sees_plain_grouped_nested_and_relative_paths() {
-    let code = "use crate::a::X;\nuse crate::{b, c::{D, e::F}, self};\nfn f() { crate::d::g(); }\nlet s = \"$crate::z\";\nuse super::h::I;\nfn k() { kid::run(); self::kid::Y; other::Z; }";
+fn the_scan_sees_plain_grouped_nested_renamed_and_relative_paths() {
+    let code = "use crate::a::X;\nuse crate::{b, c::{D, e::F as G}, self};\nfn f() { crate::d::g(); }\nlet s = \"$crate::z\";\nuse super::h::I;\nfn k() { kid::run(); self::kid::Y; other::Z; }";
     let names: BTreeSet<String> = ["p", "p/q", "p/q/kid"]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let refs = crate_refs(code, "p/q", &names);
-    let got: BTreeSet<String> = refs.iter().map(|r| r.join("/")).collect();
+    let code = production_code(code).code;
+    let got: BTreeSet<String> = named_refs(&code, "p/q", &names)
+        .iter()
+        .map(|(p, bound)| format!("{} {}", p.join("/"), bound.as_deref().unwrap_or("-")))
+        .collect();
     let want: BTreeSet<String> = [
-        "a/X",
-        "b",
-        "c/D",
-        "c/e/F",
-        "",
-        "d/g",
-        "p/h/I",
-        "p/q/kid/run",
-        "p/q/kid/Y",
+        "a/X X",
+        "b b",
+        "c/D D",
+        "c/e/F G",
+        " -",
+        "d/g g",
+        "p/h/I I",
+        "p/q/kid/run run",
+        "p/q/kid/Y Y",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
     assert_eq!(got, want);
+    let (stmts, kept) =
+        use_statements("pub use a::B;\npub(crate) use c::{D, E};\nuse f::G;\nfn reuse() {}");
     assert_eq!(
-        production_code("use crate::a;\n#[cfg(test)]\nmod tests { use crate::b; }"),
-        "use crate::a;"
+        stmts,
+        vec![
+            ("pub use a::B;".to_string(), true),
+            ("pub(crate) use c::{D, E};".to_string(), true),
+            ("use f::G;".to_string(), false)
+        ]
     );
-    // Only the item behind `#[cfg(test)]` is cut: code after it is scanned.
+    assert_eq!(kept, "\n\nuse f::G;\nfn reuse() {}");
     assert_eq!(
-        production_code(
-            "use crate::a;\n#[cfg(test)]\nuse crate::t;\n#[cfg(test)]\nfn h() { if x { crate::u(); } }\nfn g() { crate::b::f(); } // crate::c"
-        ),
-        "use crate::a;\n\n\nfn g() { crate::b::f(); }"
+        declared_module(" #[allow(x)]\npub(crate) mod tests ;"),
+        Some("tests".into())
     );
+    assert_eq!(declared_module(" mod tests { }"), None);
 }
 
+/// The cycles of a synthetic crate: `files` are (path under `src/`, text).
+fn cycles_of(files: &[(&str, &str)]) -> Vec<Vec<String>> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (path, text) in files {
+        let p = dir.path().join(path);
+        fs::create_dir_all(p.parent().expect("a parent")).expect("create dirs");
+        fs::write(&p, text).expect("write source");
+    }
+    cycles(&graph_of(dir.path()))
+}
+
+fn cycle(modules: &[&str]) -> Vec<Vec<String>> {
+    vec![modules.iter().map(|m| m.to_string()).collect()]
+}
+
+/// Gap: the scan stopped at a file's first `#[cfg(test)]`, so a test item
+/// early in a file (as in `h2proto.rs`) hid the production code after it.
 #[test]
-fn re_exports_lead_to_the_module_that_defines_the_item() {
-    let names: BTreeSet<String> = ["verdict", "decide", "a", "a/b"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut re = Reexports::new();
-    let (stmts, rest) = split_reexports("pub use verdict::{Better, Verdict};\nuse decide::x;");
-    assert_eq!(rest.trim(), "use decide::x;");
-    for st in stmts {
-        for path in crate_refs(&st, "", &names) {
-            re.insert((String::new(), path.last().unwrap().clone()), path);
-        }
+fn code_after_an_early_test_item_is_scanned() {
+    let a = "#[cfg(test)]\nconst WINDOW: u32 = 1;\n#[cfg(test)]\nmod tests;\n\npub fn f() { crate::b::g(); }\n";
+    let b = "pub fn g() {\n    let open = '{';\n    let s = \"}\";\n    crate::a::f();\n}\n#[cfg(test)]\nmod tests {\n    fn t() { crate::a::f(); }\n}\n";
+    let tests = "use super::*;\nfn t() { crate::b::g(); }\n";
+    let files = [
+        ("lib.rs", "mod a;\nmod b;\n"),
+        ("a.rs", a),
+        ("a/tests.rs", tests),
+        ("b.rs", b),
+    ];
+    assert_eq!(cycles_of(&files), cycle(&["a", "b"]));
+    // Test code alone makes no edge: the test module file is no module of
+    // the graph, and the test items of `b` are cut out.
+    let dir = tempfile::tempdir().expect("temp dir");
+    fs::create_dir_all(dir.path().join("a")).expect("create dirs");
+    for (path, text) in [
+        ("lib.rs", "mod a;\nmod b;\n"),
+        ("a.rs", "#[cfg(test)]\nmod tests;\npub fn f() {}\n"),
+        ("a/tests.rs", tests),
+        ("b.rs", b),
+    ] {
+        fs::write(dir.path().join(path), text).expect("write source");
     }
-    let (stmts, _) = split_reexports("pub(crate) use self::b::Inner;");
-    for st in stmts {
-        for path in crate_refs(&st, "a", &names) {
-            re.insert(("a".into(), path.last().unwrap().clone()), path);
+    let g = graph_of(dir.path());
+    assert!(!g.contains_key("a/tests"), "{g:?}");
+    assert_eq!(g["a"], BTreeSet::new());
+    assert_eq!(g["b"], ["a".to_string()].into());
+}
+
+/// Gap: a name reached through a re-export (`crate::Better` where the root
+/// has `pub use verdict::Better`) led to the crate root, which was no module
+/// of the graph, so the edge to the module that defines the item was lost.
+#[test]
+fn a_re_exported_name_leads_to_the_module_that_defines_it() {
+    let verdict = "pub enum Better { Lower }\npub struct Verdict;\npub fn v() { crate::decide::decide(Better::Lower); }\n";
+    let files = [
+        (
+            "lib.rs",
+            "mod decide;\nmod verdict;\npub use verdict::{Better as Direction, Verdict};\n",
+        ),
+        (
+            "decide.rs",
+            "use crate::Direction;\npub fn decide(d: Direction) {}\n",
+        ),
+        ("verdict.rs", verdict),
+    ];
+    assert_eq!(cycles_of(&files), cycle(&["decide", "verdict"]));
+    // Through two re-exports, and through a module's private import that its
+    // child names: still the module that defines the item.
+    let files = [
+        ("lib.rs", "mod stats;\nmod verdict;\npub use stats::Better;\n"),
+        ("stats.rs", "mod decide;\npub(crate) use crate::verdict::Better;\n"),
+        ("stats/decide.rs", "pub fn decide(d: super::Better) {}\n"),
+        ("verdict.rs", "pub enum Better { Lower }\npub fn v() { crate::stats::decide::decide(crate::Better::Lower); }\n"),
+    ];
+    let g = {
+        let dir = tempfile::tempdir().expect("temp dir");
+        fs::create_dir_all(dir.path().join("stats")).expect("create dirs");
+        for (path, text) in files {
+            fs::write(dir.path().join(path), text).expect("write source");
         }
-    }
-    let r = |p: &str| {
-        let segs: Vec<String> = p.split('/').map(str::to_string).collect();
-        resolve(&segs, &names, &re)
+        graph_of(dir.path())
     };
-    assert_eq!(r("Better").as_deref(), Some("verdict"));
-    assert_eq!(r("decide/f").as_deref(), Some("decide"));
-    assert_eq!(r("a/Inner").as_deref(), Some("a/b"));
-    assert_eq!(r("a/own").as_deref(), Some("a"));
-    assert_eq!(r("RootItem"), None);
+    assert_eq!(g["stats/decide"], ["verdict".to_string()].into());
+    assert_eq!(g["verdict"], ["stats/decide".to_string()].into());
+    assert_eq!(cycles(&g), cycle(&["stats/decide", "verdict"]));
+}
+
+/// Gap: a child's use of its parent was exempt, so a parent and a child
+/// that use each other's items (the crate root included) passed.
+#[test]
+fn a_parent_and_a_child_that_use_each_other_are_a_cycle() {
+    let receive = "use super::Slot;\npub fn read(s: &Slot) {}\n";
+    let files = [
+        ("lib.rs", "mod engine;\n"),
+        (
+            "engine.rs",
+            "mod receive;\npub struct Slot;\npub fn run(s: &Slot) { receive::read(s); }\n",
+        ),
+        ("engine/receive.rs", receive),
+    ];
+    assert_eq!(cycles_of(&files), cycle(&["engine", "engine/receive"]));
+    // The root is a module too: its code runs the child, the child reads the
+    // root's constant.
+    let files = [
+        (
+            "main.rs",
+            "mod cli;\npub const VERSION: &str = \"1\";\nfn main() { cli::run(); }\n",
+        ),
+        ("cli.rs", "pub fn run() { let _ = crate::VERSION; }\n"),
+    ];
+    assert_eq!(cycles_of(&files), cycle(&["", "cli"]));
+    // A re-export the parent's own code names is a use of the child.
+    let files = [
+        (
+            "lib.rs",
+            "mod kid;\npub use kid::Thing;\npub fn helper() {}\npub fn make() -> Thing { Thing }\n",
+        ),
+        ("kid.rs", "pub struct Thing;\nfn f() { crate::helper(); }\n"),
+    ];
+    assert_eq!(cycles_of(&files), cycle(&["", "kid"]));
+    // Declaring a child and re-exporting its items is not a use of it.
+    let files = [
+        ("lib.rs", "mod run;\nmod engine;\npub use engine::Slot;\npub use run::run;\npub fn helper() {}\n"),
+        ("engine.rs", "mod receive;\npub use receive::read;\npub struct Slot;\npub fn run() { crate::helper(); }\n"),
+        ("engine/receive.rs", receive),
+        ("run.rs", "pub fn run() { crate::helper(); }\n"),
+    ];
+    assert_eq!(cycles_of(&files), Vec::<Vec<String>>::new());
 }
 
 #[test]
@@ -483,12 +717,12 @@ fn no_crate_has_modules_that_import_each_other() {
                 .flat_map(|a| {
                     g[a].iter()
                         .filter(|b| comp.contains(b))
-                        .map(move |b| format!("{a} → {b}"))
+                        .map(move |b| format!("{} → {}", shown(a), shown(b)))
                 })
                 .collect();
             found.push(format!(
                 "{name}: {} ({})",
-                comp.join(", "),
+                comp.iter().map(|m| shown(m)).collect::<Vec<_>>().join(", "),
                 edges.join("; ")
             ));
         }
