@@ -178,7 +178,7 @@ fn apache_h2(mpm: Mpm) -> std::result::Result<(), String> {
 mod tests {
     use crate::execute::peers::speaks;
     use crate::execute::peers::testing::{file, inst, plan_of};
-    use crate::spec::Protocol;
+    use crate::spec::{Mpm, Protocol};
 
     #[test]
     fn apache_loads_mod_http2_with_a_threaded_mpm_only() {
@@ -209,5 +209,71 @@ mod tests {
         )
         .unwrap_err();
         assert!(why.contains("prefork MPM cannot serve HTTP/2"), "{why}");
+    }
+
+    #[test]
+    fn each_mpm_gets_its_module_and_its_limits() {
+        let Some(p) = plan_of(
+            "kind = \"apache\"\nmpm = \"prefork\"\nworkers = 5",
+            false,
+            false,
+        ) else {
+            return;
+        };
+        let conf = file(&p, "apache.conf");
+        assert!(conf.contains("/mod_mpm_prefork.so\n"), "{conf}");
+        assert!(
+            conf.contains("StartServers 5\nMinSpareServers 5\nMaxSpareServers 5\nServerLimit 5\nMaxRequestWorkers 5\n"),
+            "{conf}"
+        );
+        let Some(p) = plan_of(
+            "kind = \"apache\"\nmpm = \"worker\"\nworkers = 3\nthreads_per_child = 8\nkeep_alive = false\nsendfile = false",
+            false,
+            false,
+        ) else {
+            return;
+        };
+        let conf = file(&p, "apache.conf");
+        for want in [
+            "/mod_mpm_worker.so\n",
+            "StartServers 3\nServerLimit 3\nThreadLimit 8\nThreadsPerChild 8\nMinSpareThreads 8\nMaxSpareThreads 24\nMaxRequestWorkers 24\n",
+            "KeepAlive Off\n",
+            "EnableSendfile Off\n",
+            "Listen 127.0.0.1:8443\n",
+            "DocumentRoot \"/srv/root\"\n",
+        ] {
+            assert!(conf.contains(want), "{want:?} in\n{conf}");
+        }
+        assert!(!conf.contains("SSLEngine"), "{conf}");
+        assert!(file(&p, "mime.types").starts_with("# types are set with AddType"));
+        assert!(p.argv.ends_with(&[
+            "-d".to_string(),
+            "/srv/work".into(),
+            "-f".into(),
+            "/srv/work/apache.conf".into(),
+            "-DFOREGROUND".into()
+        ]));
+    }
+
+    #[test]
+    fn the_mpm_is_read_once_from_the_study_file_and_others_are_refused() {
+        for (word, mpm) in [
+            ("event", Mpm::Event),
+            ("worker", Mpm::Worker),
+            ("prefork", Mpm::Prefork),
+        ] {
+            let i = inst(&format!("kind = \"apache\"\nmpm = \"{word}\""));
+            assert_eq!(i.spec.mpm, Some(mpm));
+            assert_eq!(mpm.word(), word);
+        }
+        let text = "name = \"t\"\n[[servers]]\nkind = \"apache\"\nmpm = \"fork\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a\"\n";
+        let why = format!(
+            "{:#}",
+            crate::spec::parse(text, "t.toml").expect_err("mpm = \"fork\" is no MPM")
+        );
+        assert!(
+            why.contains("fork") && why.contains("event") && why.contains("prefork"),
+            "{why}"
+        );
     }
 }

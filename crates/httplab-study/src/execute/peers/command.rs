@@ -81,3 +81,41 @@ fn subst(s: &str, port: u16, ctx: &Context, workers: u32) -> String {
         .replace("{key}", &key)
         .replace("{scheme}", if ctx.tls.is_some() { "https" } else { "http" })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::execute::peers::plan;
+    use crate::execute::peers::testing::{ctx, inst, plan_of};
+
+    #[test]
+    fn placeholders_are_filled_in_argv_and_env() {
+        let p = plan_of(
+            "kind = \"command\"\ncommand = [\"sh\", \"-c\", \"{scheme}://127.0.0.1:{port} {root} {dir} {workers} {cert} {key}\"]\nenv = { PORT = \"{port}\" }\nworkers = 3",
+            true,
+            false,
+        )
+        .expect("a command server needs no package");
+        assert_eq!(
+            p.argv,
+            [
+                "sh".to_string(),
+                "-c".into(),
+                "https://127.0.0.1:8443 /srv/root /srv/work 3 /srv/tls/cert.pem /srv/tls/key.pem"
+                    .into()
+            ]
+        );
+        assert_eq!(p.env, [("PORT".to_string(), "8443".to_string())]);
+        assert_eq!(p.error_log, None);
+        assert_eq!(p.cwd, std::env::current_dir().ok());
+        let why = plan(
+            &inst("kind = \"command\"\ncommand = [\"no-such-program-of-httplab\"]"),
+            &ctx(false, false),
+            1,
+        )
+        .expect_err("not on $PATH");
+        assert_eq!(
+            why.reason(),
+            "command 'no-such-program-of-httplab' not found"
+        );
+    }
+}

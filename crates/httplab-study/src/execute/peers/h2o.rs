@@ -81,4 +81,26 @@ mod tests {
         );
         assert!(speaks(&inst("kind = \"h2o\""), Protocol::H2, false).is_ok());
     }
+
+    #[test]
+    fn workers_and_keep_alive_reach_h2o_conf() {
+        let Some(p) = plan_of(
+            "kind = \"h2o\"\nworkers = 2\nkeep_alive = false\nextra_config = \"k: v\"",
+            false,
+            false,
+        ) else {
+            return;
+        };
+        let conf = file(&p, "h2o.conf");
+        for want in [
+            "listen:\n  host: 127.0.0.1\n  port: 8443\nnum-threads: 2\n",
+            "pid-file: /srv/work/h2o.pid\n",
+            "k: v\nhosts:\n",
+            "        file.dir: /srv/root\n        header.set: \"Connection: close\"\n",
+        ] {
+            assert!(conf.contains(want), "{want:?} in\n{conf}");
+        }
+        assert!(!conf.contains("ssl:"), "{conf}");
+        assert_eq!(p.argv[1..], ["-c".to_string(), "/srv/work/h2o.conf".into()]);
+    }
 }

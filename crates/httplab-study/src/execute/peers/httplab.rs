@@ -93,3 +93,63 @@ impl Peer for Httplab {
         httplab_exe.map(|_| format!("httplab {}", env!("CARGO_PKG_VERSION")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::execute::peers::plan;
+    use crate::execute::peers::testing::{ctx, inst, plan_of};
+
+    #[test]
+    fn serve_gets_the_model_workers_mode_and_tls() {
+        let p = plan_of(
+            "kind = \"httplab\"\nmodel = \"threads\"\nworkers = 4\nmode = \"keep-alive\"\nargs = [\"--x\"]",
+            true,
+            false,
+        )
+        .expect("httplab needs no installed binary");
+        let want: Vec<String> = [
+            "/bin/httplab",
+            "serve",
+            "--root",
+            "/srv/root",
+            "--listen",
+            "127.0.0.1:8443",
+            "--model",
+            "threads",
+            "--quiet",
+            "--threads",
+            "4",
+            "--keep-alive",
+            "on",
+            "--pipelining",
+            "off",
+            "--tls-cert",
+            "/srv/tls/cert.pem",
+            "--tls-key",
+            "/srv/tls/key.pem",
+            "--x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(p.argv, want);
+        assert_eq!(p.error_log, None);
+        assert!(p.files.is_empty());
+        let p = plan_of("kind = \"httplab\"\nkeep_alive = false", false, false)
+            .expect("httplab needs no installed binary");
+        assert!(p.argv.ends_with(&[
+            "--keep-alive".to_string(),
+            "off".into(),
+            "--pipelining".into(),
+            "off".into()
+        ]));
+        let mut c = ctx(false, false);
+        c.httplab_exe = None;
+        let why = plan(&inst("kind = \"httplab\""), &c, 1).expect_err("no binary");
+        assert!(
+            why.reason().contains("httplab binary not found"),
+            "{}",
+            why.reason()
+        );
+    }
+}

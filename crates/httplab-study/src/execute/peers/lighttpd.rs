@@ -167,4 +167,46 @@ mod tests {
         );
         assert_eq!(parse_lighttpd_version("nginx/1.22.1"), None);
     }
+
+    #[test]
+    fn workers_tls_and_switches_reach_lighttpd_conf() {
+        let Some(p) = plan_of(
+            "kind = \"lighttpd\"\nworkers = 3\nkeep_alive = false\nsendfile = false",
+            true,
+            false,
+        ) else {
+            return;
+        };
+        let conf = file(&p, "lighttpd.conf");
+        for want in [
+            "server.document-root = \"/srv/root\"\n",
+            "server.port = 8443\n",
+            "server.max-keep-alive-requests = 0\n",
+            "server.network-backend = \"writev\"\n",
+            "server.max-worker = 3\n",
+            "ssl.pemfile = \"/srv/tls/cert.pem\"\nssl.privkey = \"/srv/tls/key.pem\"\n",
+        ] {
+            assert!(conf.contains(want), "{want:?} in\n{conf}");
+        }
+        assert_eq!(
+            p.argv[1..],
+            [
+                "-D".to_string(),
+                "-f".into(),
+                "/srv/work/lighttpd.conf".into()
+            ]
+        );
+        let Some(p) = plan_of("kind = \"lighttpd\"", false, false) else {
+            return;
+        };
+        let conf = file(&p, "lighttpd.conf");
+        assert!(
+            !conf.contains("max-worker") && !conf.contains("ssl."),
+            "{conf}"
+        );
+        assert!(
+            conf.contains("server.network-backend = \"sendfile\"\n"),
+            "{conf}"
+        );
+    }
 }

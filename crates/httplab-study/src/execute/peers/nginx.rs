@@ -131,4 +131,37 @@ mod tests {
         };
         assert!(!file(&p, "nginx.conf").contains("http2"));
     }
+
+    #[test]
+    fn workers_keep_alive_sendfile_and_extra_config_reach_nginx_conf() {
+        let Some(p) = plan_of(
+            "kind = \"nginx\"\nworkers = 3\nkeep_alive = false\nsendfile = false\nextra_config = \"gzip on;\"",
+            false,
+            false,
+        ) else {
+            return;
+        };
+        let conf = file(&p, "nginx.conf");
+        for want in [
+            "daemon off;\nmaster_process on;\n",
+            "worker_processes 3;\n",
+            "pid /srv/work/nginx.pid;\nerror_log /srv/work/error.log warn;\n",
+            "  sendfile off;\n",
+            "  keepalive_timeout 0;\n",
+            "    listen 127.0.0.1:8443 backlog=4096;\n    root /srv/root;\n",
+            "  gzip on;\n}\n",
+        ] {
+            assert!(conf.contains(want), "{want:?} in\n{conf}");
+        }
+        assert!(!conf.contains("ssl"), "{conf}");
+        assert!(p.argv.ends_with(&[
+            "-p".to_string(),
+            "/srv/work/".into(),
+            "-c".into(),
+            "/srv/work/nginx.conf".into(),
+            "-e".into(),
+            "/srv/work/error.log".into()
+        ]));
+        assert_eq!(p.error_log.as_deref(), Some("error.log"));
+    }
 }
