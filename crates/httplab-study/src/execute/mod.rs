@@ -18,6 +18,7 @@ pub mod idle;
 pub mod measure;
 pub mod options;
 pub mod packet_loss;
+pub mod peers;
 pub mod preflight;
 pub mod rounds;
 pub mod sampler;

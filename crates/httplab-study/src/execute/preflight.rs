@@ -9,7 +9,7 @@
 use anyhow::{anyhow, bail, Context as _, Result};
 
 use crate::execute::{corpus, servers, tls};
-use crate::spec::{self, ServerKind, StudyFile};
+use crate::spec::{self, StudyFile};
 
 /// Where the check starts its servers.
 pub struct Checks {
@@ -63,7 +63,7 @@ impl Checks {
     /// cannot start is the error.
     pub fn commands_start(&self, study: &StudyFile) -> Result<()> {
         for inst in spec::expand_servers(study) {
-            if inst.spec.kind != ServerKind::Command {
+            if !servers::checked_by_starting(&inst) {
                 continue;
             }
             let port = servers::free_port()?;
@@ -96,7 +96,7 @@ impl Checks {
 pub fn check_peers(study: &StudyFile, missing: &[(String, String)]) -> Result<Vec<String>> {
     let peers: Vec<String> = spec::expand_servers(study)
         .into_iter()
-        .filter(|i| i.spec.kind != ServerKind::Command)
+        .filter(|i| !servers::checked_by_starting(i))
         .map(|i| i.name)
         .collect();
     let lines: Vec<String> = missing

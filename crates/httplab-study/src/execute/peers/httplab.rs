@@ -1,0 +1,155 @@
+//! `httplab serve` itself, started as a separate process like any peer,
+//! with the study's model, workers, keep-alive and pipelining.
+
+use std::path::Path;
+
+use super::{Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use crate::spec::{Mode, ServerInstance};
+
+/// `httplab serve` (`kind = "httplab"`).
+pub struct Httplab;
+
+impl Peer for Httplab {
+    fn binary(&self) -> Option<PeerBinary> {
+        None
+    }
+
+    /// `httplab serve` with the study's model, workers and keep-alive.
+    fn plan(&self, i: Inputs, p: &mut LaunchPlan) -> Result<(), Unavailable> {
+        let Inputs {
+            inst,
+            sv,
+            ctx,
+            port,
+            root,
+            keep_alive,
+            tls,
+            ..
+        } = i;
+        let exe = ctx.httplab_exe.as_ref().ok_or_else(|| {
+            Unavailable::Other(
+                "httplab binary not found (run inside `httplab study`, or set HTTPLAB_BIN)".into(),
+            )
+        })?;
+        let model = sv.model.unwrap_or_default();
+        let mut argv = vec![
+            exe.to_string_lossy().into_owned(),
+            "serve".into(),
+            "--root".into(),
+            root.clone(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--model".into(),
+            model.word().into(),
+            "--quiet".into(),
+        ];
+        if let Some(w) = inst.workers {
+            argv.push(model.workers_flag().into());
+            argv.push(w.to_string());
+        }
+        let (ka, pipe) = match sv.mode {
+            Some(Mode::Close) => ("off", "off"),
+            Some(Mode::KeepAlive) => ("on", "off"),
+            Some(Mode::Pipeline) => ("on", "on"),
+            None if !keep_alive => ("off", "off"),
+            None => ("on", "on"),
+        };
+        argv.extend([
+            "--keep-alive".to_string(),
+            ka.into(),
+            "--pipelining".into(),
+            pipe.into(),
+        ]);
+        if let Some((cert, key)) = &tls {
+            argv.extend([
+                "--tls-cert".to_string(),
+                cert.clone(),
+                "--tls-key".into(),
+                key.clone(),
+            ]);
+        }
+        argv.extend(sv.args.iter().cloned());
+        p.argv = argv;
+        Ok(())
+    }
+
+    fn error_log(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn h2(&self, _inst: &ServerInstance) -> Result<(), String> {
+        Err(
+            "httplab serve speaks HTTP/1.1 only (its TLS offers ALPN http/1.1; no HTTP/2 framing)"
+                .into(),
+        )
+    }
+
+    fn h3(&self, _inst: &ServerInstance) -> Result<(), String> {
+        Err("httplab serve speaks HTTP/1.1 only (no QUIC listener, no HTTP/3 framing)".into())
+    }
+
+    /// This build's version, when the httplab binary was found.
+    fn version(&self, _inst: &ServerInstance, httplab_exe: Option<&Path>) -> Option<String> {
+        httplab_exe.map(|_| format!("httplab {}", env!("CARGO_PKG_VERSION")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::execute::peers::plan;
+    use crate::execute::peers::testing::{ctx, inst, plan_of};
+
+    #[test]
+    fn serve_gets_the_model_workers_mode_and_tls() {
+        let p = plan_of(
+            "kind = \"httplab\"\nmodel = \"threads\"\nworkers = 4\nmode = \"keep-alive\"\nargs = [\"--x\"]",
+            true,
+            false,
+        )
+        .expect("httplab needs no installed binary");
+        let want: Vec<String> = [
+            "/bin/httplab",
+            "serve",
+            "--root",
+            "/srv/root",
+            "--listen",
+            "127.0.0.1:8443",
+            "--model",
+            "threads",
+            "--quiet",
+            "--threads",
+            "4",
+            "--keep-alive",
+            "on",
+            "--pipelining",
+            "off",
+            "--tls-cert",
+            "/srv/tls/cert.pem",
+            "--tls-key",
+            "/srv/tls/key.pem",
+            "--x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(p.argv, want);
+        assert_eq!(p.error_log, None);
+        assert!(p.files.is_empty());
+        let p = plan_of("kind = \"httplab\"\nkeep_alive = false", false, false)
+            .expect("httplab needs no installed binary");
+        assert!(p.argv.ends_with(&[
+            "--keep-alive".to_string(),
+            "off".into(),
+            "--pipelining".into(),
+            "off".into()
+        ]));
+        let mut c = ctx(false, false);
+        c.httplab_exe = None;
+        let why = plan(&inst("kind = \"httplab\""), &c, 1).expect_err("no binary");
+        assert!(
+            why.reason().contains("httplab binary not found"),
+            "{}",
+            why.reason()
+        );
+    }
+}
