@@ -24,6 +24,7 @@ impl Shape {
     pub fn of(spec: &LoadSpec) -> Shape {
         let mut s = spec.clone();
         s.command_line.clear();
+        s.uri_list = None;
         s.server.clear();
         s.port = 0;
         s.label.clear();

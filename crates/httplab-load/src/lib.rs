@@ -47,15 +47,28 @@
 //! Other crates (sweep, study) call the generator in process:
 //!
 //! ```no_run
-//! let spec = httplab_load::parse_args(["--server", "127.0.0.1", "--port", "8080",
+//! use httplab_load::{Length, Load, LoadSpec, Offer};
+//! let mut spec = LoadSpec::target("127.0.0.1", 8080, "/")
+//!     .with_load(Load::new(Offer::Rate(100.0), Length::Count(500)));
+//! spec.timeout = Some(5.0);
+//! let spec = spec.checked()?;  // validated; `command_line` is its `to_args()`
+//! // The same value as the command line:
+//! let parsed = httplab_load::parse_args(["--server", "127.0.0.1", "--port", "8080",
 //!     "--rate", "100", "--num-conns", "500", "--timeout", "5"])?;
+//! assert_eq!(parsed.workload, spec.workload);
 //! let result = httplab_load::run(&spec, false)?;          // never prints
 //! print!("{}", httplab_load::render_httperf_report(&result));
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 //!
+//! - [`LoadSpec::target`] starts a typed spec with the command line's defaults;
+//!   [`LoadSpec::with_load`] ([`Load`], [`Offer`], [`Length`]),
+//!   [`LoadSpec::with_protocol`], [`LoadSpec::with_tls`], [`LoadSpec::with_shard`],
+//!   [`LoadSpec::with_uri_list`] set what the matching options set; other
+//!   options are public fields. [`LoadSpec::checked`] validates it and records
+//!   [`LoadSpec::to_args`], the command line that parses back to it.
 //! - [`parse_args`] parses httperf-style arguments (without the program name) into a [`LoadSpec`].
-//! - [`LoadSpec::new`] builds a spec directly (httperf defaults); fill its public fields.
+//! - [`LoadSpec::new`] builds a spec with httperf's defaults (its own seed, 1).
 //! - [`run`] runs it and returns an [`httplab_model::RunResult`]; [`run_with_stop`]
 //!   takes a flag that ends the run early (the result then has `interrupted: true`).
 //! - [`render_httperf_report`] renders a result (also one read back from JSON).
@@ -98,7 +111,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod args;
 mod arrivals;
+mod build;
 mod calibrate;
 pub mod calibration_cache;
 mod cli;
@@ -133,6 +148,7 @@ mod worker;
 /// the first SIGINT sets [`interrupted`], a second exits at once (status 130).
 pub use sys::{install_sigint, interrupted};
 
+pub use build::{Length, Load, Offer, Protocol};
 pub use calibrate::{
     calibrate, CALIBRATION_WARMUP_S, CALIBRATION_WINDOW_S, DEFAULT_CALIBRATION_CONNS,
     DEFAULT_CALIBRATION_SIZE,
@@ -158,7 +174,8 @@ pub use run::{
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,
     Dist, Http2Spec, Http3Spec, IoEngine, LoadSpec, LogBurst, LogCall, LogSession, PrintWhat,
-    ProbeSpec, Workload, DEFAULT_H2_WINDOW, DEFAULT_MAX_CONNECTING, MAX_PROBE_RATE,
+    ProbeSpec, Workload, DEFAULT_H2_WINDOW, DEFAULT_LAG_THRESHOLD, DEFAULT_MAX_CONNECTING,
+    DEFAULT_SEED, MAX_PROBE_RATE,
 };
 pub use stages::{parse_stages, Stage, MAX_STAGES};
 pub use stats::SessionStats;

@@ -1,4 +1,8 @@
-//! What a run should do: [`LoadSpec`], built by [`crate::parse_args`] or by hand.
+//! What a run should do: [`LoadSpec`], parsed from a command line by
+//! [`crate::parse_args`] or built as a typed value (the constructors of
+//! `build.rs`: [`LoadSpec::target`], [`LoadSpec::with_load`], ...); either
+//! way [`LoadSpec::validate`] checks it, and [`LoadSpec::to_args`] writes
+//! it back as a command line.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -274,6 +278,10 @@ pub struct LoadSpec {
     /// path in rotation instead of `uri` (each worker thread keeps its own
     /// rotation, starting at its share of the list).
     pub uris: Vec<String>,
+    /// The `--uri-list` file `uris` were read from (set with `uris` by the
+    /// command line and by [`LoadSpec::with_uri_list`]); the command line of
+    /// [`LoadSpec::to_args`] names it. None: `uris` were given directly.
+    pub uri_list: Option<PathBuf>,
     /// Method.
     pub method: String,
     /// "1.1" or "1.0".
@@ -416,6 +424,13 @@ pub struct LoadSpec {
     pub live: crate::live::LiveSpec,
 }
 
+/// Default of [`LoadSpec::lag_threshold`], seconds.
+pub const DEFAULT_LAG_THRESHOLD: f64 = 0.002;
+
+/// The schedule seed of a command line without `--seed` (and of
+/// [`LoadSpec::target`]); [`LoadSpec::new`] keeps its own seed, 1.
+pub const DEFAULT_SEED: u64 = 0x5eed_0000_0000_0000;
+
 /// Default of [`LoadSpec::max_connecting`]: below nginx's default listen
 /// backlog (511) and Linux's somaxconn (4096), so a server that falls behind
 /// never has SYNs dropped from its accept queue by this client; a remote
@@ -489,6 +504,7 @@ impl LoadSpec {
             host_header: None,
             uri: "/".into(),
             uris: Vec::new(),
+            uri_list: None,
             method: "GET".into(),
             http_version: "1.1".into(),
             no_host_hdr: false,
@@ -520,7 +536,7 @@ impl LoadSpec {
             sample_interval: 1.0,
             local_addrs: Vec::new(),
             verify_root: None,
-            lag_threshold: 0.002,
+            lag_threshold: DEFAULT_LAG_THRESHOLD,
             label: String::new(),
             json: None,
             csv: None,
@@ -699,6 +715,8 @@ impl LoadSpec {
         if self.uri.is_empty() || self.uri.bytes().any(|b| b.is_ascii_whitespace()) {
             bail!("--uri must be non-empty and contain no spaces");
         }
+        self.validate_request()?;
+        self.validate_arrival()?;
         for u in &self.uris {
             if u.is_empty() || u.bytes().any(|b| b.is_ascii_whitespace()) {
                 bail!("--uri-list path '{u}' must be non-empty and contain no spaces");
@@ -741,6 +759,45 @@ impl LoadSpec {
         if let Some((n, x)) = self.wset {
             if n == 0 || !(0.0..=1.0).contains(&x) {
                 bail!("--wset N,X needs N >= 1 and 0 <= X <= 1");
+            }
+        }
+        Ok(())
+    }
+
+    /// The request's version, headers and the sessions' pipelining.
+    fn validate_request(&self) -> Result<()> {
+        if self.http_version != "1.0" && self.http_version != "1.1" {
+            bail!("--http-version must be 1.0 or 1.1");
+        }
+        for line in &self.headers {
+            if !line.contains(':') {
+                bail!("--add-header '{line}' is not a 'Name: value' header");
+            }
+        }
+        if self.max_piped_calls == Some(0) {
+            bail!("--max-piped-calls must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The schedule: positive finite gaps, at least one session at once.
+    fn validate_arrival(&self) -> Result<()> {
+        let pace = match &self.workload {
+            Workload::Users { pace, .. } => *pace,
+            _ => None,
+        };
+        let open = match self.arrival {
+            Arrival::Open(d) => Some(d),
+            Arrival::Concurrent(0) => bail!("at least one connection, session or user at once"),
+            Arrival::Concurrent(_) => None,
+        };
+        for d in open.into_iter().chain(pace) {
+            let ok = match d {
+                Dist::Deterministic(p) | Dist::Exponential(p) => p.is_finite() && p > 0.0,
+                Dist::Uniform(a, b) => a.is_finite() && b.is_finite() && 0.0 <= a && a < b,
+            };
+            if !ok {
+                bail!("--rate must be a positive number (--period: positive gaps)");
             }
         }
         Ok(())

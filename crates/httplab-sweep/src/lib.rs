@@ -38,7 +38,7 @@ pub use plan::{
     StepSize, SweepPlan, Target, CALIBRATION_SLOT_S, DEFAULT_STEP_SECONDS, DEFAULT_WARMUP_SECONDS,
 };
 pub use run::{
-    args_runner, install_sigint, load_runner, load_runner_live, run_load, run_sweep, stop_flag,
+    install_sigint, load_runner, load_runner_live, run_load, run_sweep, spec_runner, stop_flag,
     was_interrupted,
 };
 pub use saturation_search::{find_max, FindMax, FIND_MAX_PRECISION};
@@ -61,7 +61,7 @@ pub fn sweep_main(args: Vec<OsString>) -> Result<ExitCode> {
     let result = if plan.staged {
         // One staged run per target.
         staged::check(&plan)?;
-        execute(&plan, staged::runner(&plan, args_runner(&plan)))?
+        execute(&plan, staged::runner(&plan, spec_runner(&plan)))?
     } else {
         execute(&plan, run::load_runner_live(&plan, live))?
     };

@@ -342,6 +342,15 @@ mod tests {
         v.iter().map(OsString::from).collect()
     }
 
+    /// The first target's step at `rate` is the spec `legacy`, the command
+    /// line the sweep wrote for it before it built specs, parsed to.
+    fn same_as(p: &SweepPlan, rate: f64, legacy: &str) {
+        let spec = p.load_spec(&p.targets[0], rate).expect("valid");
+        let mut old = httplab_load::parse_args(legacy.split_whitespace()).expect("parse");
+        old.command_line = spec.command_line.clone();
+        assert_eq!(spec, old);
+    }
+
     #[test]
     fn prometheus_and_check_client_are_the_sweeps_not_passed_to_load() {
         let p = parse_plan(&os(&[
@@ -404,11 +413,13 @@ mod tests {
         assert_eq!(p.passthrough, vec!["--hog".to_string()]);
         // The default 1 s warm-up opens 20 more connections first and leaves
         // them out (--warmup), so 200 are still measured.
-        let a = p.load_args(&p.targets[0], 20.0);
-        assert_eq!(
-            a[1..].join(" "),
-            "--server www.example.com --port 80 --uri / --rate 20 --num-conns 220 --num-calls 1 --timeout 60 --warmup 1 --hog"
+        same_as(
+            &p,
+            20.0,
+            "--server www.example.com --port 80 --uri / --rate 20 --num-conns 220 --num-calls 1 --timeout 60 --warmup 1 --hog",
         );
+        let spec = p.load_spec(&p.targets[0], 20.0).expect("valid");
+        assert_eq!(spec.command_line.last().map(String::as_str), Some("--hog"));
         // --warmup and --no-calibrate are the sweep's own options, never
         // passed through to httplab load.
         let (mine, pass) = split_args(&[
@@ -421,9 +432,10 @@ mod tests {
         assert_eq!(pass, ["--hog"]);
         let mut p0 = p.clone();
         p0.warmup_s = 0.0;
-        assert_eq!(
-            p0.load_args(&p0.targets[0], 20.0)[1..].join(" "),
-            "--server www.example.com --port 80 --uri / --rate 20 --num-conns 200 --num-calls 1 --timeout 60 --hog"
+        same_as(
+            &p0,
+            20.0,
+            "--server www.example.com --port 80 --uri / --rate 20 --num-conns 200 --num-calls 1 --timeout 60 --hog",
         );
     }
 
@@ -470,12 +482,29 @@ mod tests {
         let s1 = 1000.0 + CALIBRATION_SLOT_S;
         assert_eq!(p.step_start(t, 100.0), Some(s1));
         assert_eq!(p.step_start(t, 200.0), Some(s1 + 4.0 + 2.0));
-        let a = p.load_args(t, 200.0)[1..].join(" ");
+        let spec = p
+            .load_spec(t, 200.0)
+            .expect("every step is a valid load spec");
+        assert_eq!(spec.client, (1, 3));
+        assert_eq!(spec.run_id.as_deref(), Some("r1"));
+        assert_eq!(spec.start_at, Some(s1 + 6.0));
+        let a = spec.command_line.join(" ");
         assert!(a.contains("--client 1/3"), "{a}");
         assert!(a.contains("--run-id r1"), "{a}");
-        assert!(a.contains(&format!("--start-at {:.6}", s1 + 6.0)), "{a}");
-        // Every step parses as a load spec.
-        assert!(httplab_load::parse_args(p.load_args(t, 200.0).iter().skip(1)).is_ok());
+        // The spec the step's command line gave before (its start written
+        // to the microsecond).
+        let mut legacy = httplab_load::parse_args(
+            format!(
+                "--server 127.0.0.1 --port 8080 --uri / --rate 200 --num-conns 500 --num-calls 1 --timeout 5 --warmup 1 --client 1/3 --run-id r1 --start-at {:.6}",
+                s1 + 6.0
+            )
+            .split_whitespace(),
+        )
+        .expect("parse");
+        legacy.command_line = spec.command_line.clone();
+        assert!((legacy.start_at.unwrap_or(0.0) - (s1 + 6.0)).abs() < 1e-6);
+        legacy.start_at = spec.start_at;
+        assert_eq!(spec, legacy);
         // Sharded sweeps need a shared start and fixed steps.
         assert!(args(&["--client", "1/3"]).is_err());
         assert!(args(&["--client", "1/3", "--start-at", "1000", "--find-max"]).is_err());

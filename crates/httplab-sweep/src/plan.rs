@@ -1,7 +1,8 @@
 //! A resolved sweep: its targets, rates, step size and outputs
-//! ([`SweepPlan`]), and the `httplab load` arguments of each step.
+//! ([`SweepPlan`]), and the load spec of each step.
 
 use anyhow::{anyhow, bail, Context, Result};
+use httplab_load::{Length, Load, LoadSpec, Offer};
 use httplab_report::csv::{self as abcsv, Format};
 use std::path::PathBuf;
 
@@ -111,7 +112,8 @@ pub struct SweepPlan {
     pub warmup_s: f64,
     /// Calibrate the generator once per shape of run (targets of one shape share it) and pass its ceiling to every step.
     pub calibrate: bool,
-    /// Options passed to every load run.
+    /// `httplab load` options the user gave for every load run (the
+    /// command line's, the config file's), applied after the sweep's own.
     pub passthrough: Vec<String>,
     /// CSV destination (None: stdout).
     pub file: Option<PathBuf>,
@@ -162,58 +164,34 @@ impl SweepPlan {
         }
     }
 
-    /// The `httplab load` arguments of one step (httperf spelling, as autobench
-    /// builds them). With a warm-up, the step first opens `rate × warm-up`
-    /// connections that `--warmup` leaves out of every figure, so the
-    /// measured connections are still `conns_at(rate)`.
-    pub fn load_args(&self, t: &Target, rate: f64) -> Vec<String> {
+    /// The load spec of one step (what autobench's httperf command line
+    /// asked for): `conns_at(rate)` connections at `rate`. With a warm-up,
+    /// the step first opens `rate × warm-up` connections that the warm-up
+    /// leaves out of every figure, so the measured connections are still
+    /// `conns_at(rate)`. The pass-through options come last, as the user
+    /// gave them.
+    pub fn load_spec(&self, t: &Target, rate: f64) -> Result<LoadSpec> {
         let warm = (rate * self.warmup_s).ceil() as u64;
-        let mut a = self.run_args(
-            t,
-            [
-                "--rate".into(),
-                fmt_rate(rate),
-                "--num-conns".into(),
-                (self.conns_at(rate) + warm).to_string(),
-            ],
-        );
+        let count = Length::Count(self.conns_at(rate) + warm);
+        let mut s = self.run_spec(t, Load::new(Offer::Rate(rate), count));
         if warm > 0 {
-            a.extend(["--warmup".into(), abcsv::perl_number(self.warmup_s)]);
+            s.warmup = self.warmup_s;
         }
-        a.extend(self.passthrough.iter().cloned());
         if let Some((i, n)) = self.client {
-            a.extend(["--client".into(), format!("{i}/{n}")]);
+            s.client = (i, n);
         }
-        if let Some(id) = &self.run_id {
-            a.extend(["--run-id".into(), id.clone()]);
-        }
-        if let Some(at) = self.step_start(t, rate) {
-            a.extend(["--start-at".into(), format!("{at:.6}")]);
-        }
-        a
+        s.run_id = self.run_id.clone();
+        s.start_at = self.step_start(t, rate);
+        s.with_options(&self.passthrough)
     }
 
-    /// The arguments every run of the sweep against `t` has: the target,
-    /// then `offer` (how the load is offered: a rate and a connection count,
-    /// or stages), then the calls per connection and the timeout.
-    pub fn run_args<const N: usize>(&self, t: &Target, offer: [String; N]) -> Vec<String> {
-        let mut a = vec![
-            "httplab load".to_string(),
-            "--server".into(),
-            t.host.clone(),
-            "--port".into(),
-            t.port.to_string(),
-            "--uri".into(),
-            t.uri.clone(),
-        ];
-        a.extend(offer);
-        a.extend([
-            "--num-calls".into(),
-            self.num_calls.to_string(),
-            "--timeout".into(),
-            abcsv::perl_number(self.timeout_s),
-        ]);
-        a
+    /// What every run of the sweep against `t` has: the target, `load`
+    /// (how the load is offered) with the sweep's calls per connection,
+    /// and the timeout.
+    pub fn run_spec(&self, t: &Target, load: Load) -> LoadSpec {
+        let mut s = LoadSpec::target(&t.host, t.port, &t.uri).with_load(load.calls(self.num_calls));
+        s.timeout = Some(self.timeout_s);
+        s
     }
 
     /// With `--start-at`: the instant (unix seconds) the step of `rate`

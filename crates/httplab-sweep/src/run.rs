@@ -5,6 +5,7 @@ use crate::plan::{fmt_rate, SweepPlan, Target};
 use crate::saturation_search::{find_max, FindMax};
 use anyhow::{Context, Result};
 use httplab_load::calibration_cache::CalibrationCache;
+use httplab_load::LoadSpec;
 use httplab_model::{
     RunResult, Saturation, SweepResult, SweepStep, SweepTarget, ToolInfo, SWEEP_SCHEMA,
 };
@@ -155,8 +156,7 @@ pub fn load_runner_live(
 ) -> impl FnMut(&Target, f64) -> Result<RunResult> + '_ {
     let mut ceilings = CalibrationCache::new();
     move |t: &Target, rate: f64| {
-        let args = plan.load_args(t, rate);
-        let mut spec = parse_load(&args)?;
+        let mut spec = plan.load_spec(t, rate)?;
         if plan.calibrate {
             ceilings.apply(&mut spec);
         }
@@ -182,13 +182,13 @@ pub fn load_runner_live(
     }
 }
 
-/// Runs `httplab load` arguments (`args[0]` is the program name) in
-/// process, calibrated as [`load_runner`]'s runs are (once per shape of
-/// run, with `plan.calibrate`): the runner of a staged sweep's runs.
-pub fn args_runner(plan: &SweepPlan) -> impl FnMut(&[String]) -> Result<RunResult> + '_ {
+/// Runs a load spec in process, calibrated as [`load_runner`]'s runs are
+/// (once per shape of run, with `plan.calibrate`): the runner of a staged
+/// sweep's runs.
+pub fn spec_runner(plan: &SweepPlan) -> impl FnMut(&LoadSpec) -> Result<RunResult> + '_ {
     let mut ceilings = CalibrationCache::new();
-    move |args: &[String]| {
-        let mut spec = parse_load(args)?;
+    move |spec: &LoadSpec| {
+        let mut spec = spec.clone();
         if plan.calibrate {
             ceilings.apply(&mut spec);
         }
@@ -196,19 +196,10 @@ pub fn args_runner(plan: &SweepPlan) -> impl FnMut(&[String]) -> Result<RunResul
     }
 }
 
-fn parse_load(args: &[String]) -> Result<httplab_load::LoadSpec> {
-    httplab_load::parse_args(args.iter().skip(1)).with_context(|| {
-        format!(
-            "bad load options: {}",
-            args.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")
-        )
-    })
-}
-
-/// Runs `httplab load` with `args` (`args[0]` is the program name) in process.
-/// The run ends early, marked `interrupted`, once [`stop_flag`] is set.
-pub fn run_load(args: &[String]) -> Result<RunResult> {
-    httplab_load::run_with_stop(&parse_load(args)?, false, stop_flag())
+/// Runs a load spec in process. The run ends early, marked
+/// `interrupted`, once [`stop_flag`] is set.
+pub fn run_load(spec: &LoadSpec) -> Result<RunResult> {
+    httplab_load::run_with_stop(spec, false, stop_flag())
 }
 
 /// The sweep's Ctrl-C flag: the process-wide flag of [`install_sigint`].

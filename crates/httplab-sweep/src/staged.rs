@@ -6,6 +6,7 @@
 
 use crate::plan::{fmt_rate, SweepPlan, Target};
 use anyhow::{bail, Result};
+use httplab_load::{Length, Load, LoadSpec, Offer, Stage};
 use httplab_model::{Errors, RunResult, StageResult, Summary};
 
 /// Seconds each step's stage lasts at `rate`: its planned connections over the rate.
@@ -13,30 +14,41 @@ fn stage_seconds(plan: &SweepPlan, rate: f64) -> f64 {
     plan.conns_at(rate) as f64 / rate
 }
 
-/// The `--stages` list of a staged sweep: a warm-up stage at the first rate
-/// (when the sweep has one; its row is dropped), one held stage per rate,
-/// then a tail at rate 0 ([`TAIL_S`], its row dropped too) in which arrivals
-/// of the last step that start late still start.
-pub fn stage_list(plan: &SweepPlan) -> String {
-    let mut parts = Vec::new();
+/// The stages of a staged sweep: a warm-up stage at the first rate (when
+/// the sweep has one; its row is dropped), one held stage per rate, then a
+/// tail at rate 0 ([`TAIL_S`], its row dropped too) in which arrivals of
+/// the last step that start late still start.
+pub fn stages(plan: &SweepPlan) -> Vec<Stage> {
+    let held = |duration_s: f64, rate: f64| Stage {
+        duration_s,
+        from: rate,
+        to: rate,
+    };
+    let mut list = Vec::new();
     if plan.warmup_s > 0.0 {
-        parts.push(format!("{}:{}", plan.warmup_s, fmt_rate(plan.low_rate)));
+        list.push(held(plan.warmup_s, plan.low_rate));
     }
     for r in plan.rates() {
-        parts.push(format!("{}:{}", stage_seconds(plan, r), fmt_rate(r)));
+        list.push(held(stage_seconds(plan, r), r));
     }
-    parts.push(format!("{TAIL_S}:0"));
-    parts.join(",")
+    list.push(held(TAIL_S, 0.0));
+    list
 }
 
 /// Seconds of the rate-0 stage that ends a staged sweep's run.
 pub const TAIL_S: f64 = 1.0;
 
-/// The `httplab load` arguments of a staged sweep's one run against `t`.
-pub fn load_args(plan: &SweepPlan, t: &Target) -> Vec<String> {
-    let mut a = plan.run_args(t, ["--stages".into(), stage_list(plan)]);
-    a.extend(plan.passthrough.iter().cloned());
-    a
+/// The load spec of a staged sweep's one run against `t`: the sweep's
+/// stages, evenly spaced arrivals, then the pass-through options.
+pub fn load_spec(plan: &SweepPlan, t: &Target) -> Result<LoadSpec> {
+    let list = stages(plan);
+    let total = list.iter().map(|s| s.duration_s).sum();
+    let mut s = plan.run_spec(
+        t,
+        Load::new(Offer::Rate(plan.low_rate), Length::Window(total)),
+    );
+    s.set_stages(list, false);
+    s.with_options(&plan.passthrough)
 }
 
 /// Refuses what a staged sweep cannot do.
@@ -115,12 +127,12 @@ fn narrow(run: &RunResult, s: &StageResult, rate: f64) -> RunResult {
 /// its whole staged load run; every call returns that run's step of `rate`.
 pub fn runner<'a>(
     plan: &'a SweepPlan,
-    mut run: impl FnMut(&[String]) -> Result<RunResult> + 'a,
+    mut run: impl FnMut(&LoadSpec) -> Result<RunResult> + 'a,
 ) -> impl FnMut(&Target, f64) -> Result<RunResult> + 'a {
     let mut done: Vec<(Target, Vec<(f64, RunResult)>)> = Vec::new();
     move |t: &Target, rate: f64| {
         if !done.iter().any(|(tt, _)| tt == t) {
-            let mut r = run(&load_args(plan, t))?;
+            let mut r = run(&load_spec(plan, t)?)?;
             if r.label.is_empty() {
                 r.label = t.label();
             }
@@ -166,10 +178,24 @@ mod tests {
     fn steps_become_stages_and_stages_steps() {
         let p = plan(&["--warmup=1"]);
         assert!(p.staged);
-        assert_eq!(stage_list(&p), "1:10,2:10,2:20,2:30,1:0");
-        let args = load_args(&p, &p.targets[0]);
-        let spec = httplab_load::parse_args(args.iter().skip(1)).unwrap();
+        let spelled: Vec<(f64, f64)> = stages(&p).iter().map(|s| (s.duration_s, s.from)).collect();
+        assert_eq!(
+            spelled,
+            [
+                (1.0, 10.0),
+                (2.0, 10.0),
+                (2.0, 20.0),
+                (2.0, 30.0),
+                (1.0, 0.0)
+            ]
+        );
+        let spec = load_spec(&p, &p.targets[0]).expect("a valid spec");
         assert_eq!(spec.stages.len(), 5);
+        // The spec the staged sweep's command line gave before.
+        let legacy = "--server 127.0.0.1 --port 80 --uri / --stages 1:10,2:10,2:20,2:30,1:0 --num-calls 1 --timeout 5";
+        let mut old = httplab_load::parse_args(legacy.split_whitespace()).expect("parse");
+        old.command_line = spec.command_line.clone();
+        assert_eq!(spec, old);
         let mut run = RunResult::default();
         run.reply.sample_interval_s = 1.0;
         for (i, rate) in [10.0, 10.0, 20.0, 30.0].iter().enumerate() {

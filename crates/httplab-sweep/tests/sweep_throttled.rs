@@ -337,9 +337,9 @@ fn staged_sweep_with_a_probe_against_a_throttled_server() {
     let mut runs = 0;
     let result = httplab_sweep::execute(
         &plan,
-        httplab_sweep::staged::runner(&plan, |a| {
+        httplab_sweep::staged::runner(&plan, |s| {
             runs += 1;
-            httplab_sweep::run_load(a)
+            httplab_sweep::run_load(s)
         }),
     )
     .expect("sweep runs");
