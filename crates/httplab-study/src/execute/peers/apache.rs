@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use super::{indent, is_root, Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use super::kind::{indent, is_root, Inputs, Peer, PeerBinary};
+use super::launch::{LaunchPlan, Unavailable};
 use crate::spec::{Mpm, ServerInstance};
 
 /// Apache httpd (`kind = "apache"`, `mpm`).

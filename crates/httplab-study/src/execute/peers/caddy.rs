@@ -8,7 +8,8 @@
 
 use std::path::Path;
 
-use super::{binary_version, indent, Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use super::kind::{binary_version, indent, Inputs, Peer, PeerBinary};
+use super::launch::{LaunchPlan, Unavailable};
 use crate::spec::ServerInstance;
 
 /// Caddy (`kind = "caddy"`).

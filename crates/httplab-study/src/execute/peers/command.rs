@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use super::{first_line_of, which, Context, Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use super::kind::{first_line_of, which, Inputs, Peer, PeerBinary};
+use super::launch::{Context, LaunchPlan, Unavailable};
 use crate::spec::ServerInstance;
 
 /// A command server (`kind = "command"`).

@@ -1,6 +1,7 @@
 //! h2o: a generated `h2o.conf` (`workers` threads); HTTP/2 as it is.
 
-use super::{indent, is_root, Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use super::kind::{indent, is_root, Inputs, Peer, PeerBinary};
+use super::launch::{LaunchPlan, Unavailable};
 use crate::spec::ServerInstance;
 
 /// h2o (`kind = "h2o"`).

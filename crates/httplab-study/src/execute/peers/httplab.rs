@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use super::{Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use super::kind::{Inputs, Peer, PeerBinary};
+use super::launch::{LaunchPlan, Unavailable};
 use crate::spec::{Mode, ServerInstance};
 
 /// `httplab serve` (`kind = "httplab"`).

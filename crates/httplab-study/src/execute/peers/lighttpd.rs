@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use super::{find_peer, indent, Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use super::kind::{find_peer, indent, Inputs, Peer, PeerBinary};
+use super::launch::{LaunchPlan, Unavailable};
 use crate::spec::ServerInstance;
 
 /// lighttpd (`kind = "lighttpd"`).

@@ -1,7 +1,8 @@
 //! nginx: a generated `nginx.conf` (master and `workers` worker processes),
 //! HTTP/2 by ALPN over TLS and h2c on a port of its own in cleartext.
 
-use super::{free_port, indent, is_root, Inputs, LaunchPlan, Peer, PeerBinary, Unavailable};
+use super::kind::{indent, is_root, Inputs, Peer, PeerBinary};
+use super::launch::{free_port, LaunchPlan, Unavailable};
 use crate::spec::ServerInstance;
 
 /// nginx (`kind = "nginx"`).
