@@ -20,6 +20,7 @@ pub mod data;
 pub mod html;
 pub mod shards;
 pub mod stages;
+#[cfg(any(test, feature = "synth"))]
 pub mod synth;
 pub mod text;
 

@@ -18,8 +18,7 @@ use crate::execute::rounds::{run_rounds, run_workload, StepRun};
 use crate::execute::slots::{restart_servers, start_servers, Placement, Slot};
 use crate::execute::{env, tls};
 use crate::keys::EnvKey;
-use crate::plan::pinning::resolve_pinning;
-use crate::plan::rounds;
+use crate::plan::study_plan::Budget;
 use crate::plan::text::cores_text;
 use crate::spec::StudyFile;
 
@@ -31,14 +30,27 @@ pub use crate::keys::{
     ENV_CPU_QUOTA as EXTRA_CPU_QUOTA, ENV_TLS as EXTRA_TLS, ENV_TLS_SEEN as EXTRA_TLS_SEEN,
     RUN_PARAM as EXTRA_PARAM, RUN_STEP as EXTRA_STEP,
 };
-pub use crate::plan::estimate::{count_runs, count_runs_range, estimate_seconds, SEARCH_RUNS};
 pub use crate::plan::steps::{describe_offer, run_seconds, steps, steps_with, Offer, StepParams};
+pub use crate::plan::study_plan::{StudyPlan, SEARCH_RUNS};
 pub use crate::plan::text::{fmt_num, human_secs};
 pub use crate::render::plan_text::describe_plan;
 
-/// Runs the whole study. Never fails because a server does: that becomes a
-/// failed row. Fails only when the corpus cannot be written.
+/// Runs the whole study: its plan ([`StudyPlan::new`] with the options'
+/// `--quick` and `--budget`), run by [`run_plan`].
 pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
+    run_plan(study, &plan_of(study, opts), opts)
+}
+
+/// The plan of `study` run with `opts` (its `--quick` and `--budget`).
+pub fn plan_of(study: &StudyFile, opts: &Options) -> StudyPlan {
+    StudyPlan::new(study, opts.quick, opts.budget_s)
+}
+
+/// Runs `plan`, the plan of `study` (the study file gives each workload's
+/// own settings: target, connections, protocol). Never fails because a
+/// server does: that becomes a failed row. Fails only when the corpus
+/// cannot be written.
+pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m::StudyResult> {
     let started_at = m::now_rfc3339();
     let tmp;
     let base = match &opts.work_dir {
@@ -55,8 +67,7 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
     let corpus = corpus::generate(&study.corpus, &root).context("generating the corpus")?;
     let lists = base.join("uri-lists");
     std::fs::create_dir_all(&lists).context("creating the path-list directory")?;
-    let (server_cores, client_cores, notes) = resolve_pinning(study);
-    let proto = rounds::protocol(study, opts.quick);
+    let server_cores = &plan.pinning.server_cores;
     let mut env = env::environment();
     let cert = if study.tls || opts.tls {
         let c = tls::generate(&base.join("tls"))?;
@@ -68,16 +79,17 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
     record_setup(
         &mut env,
         opts,
-        (server_cores.as_slice(), client_cores.as_slice()),
+        (server_cores, &plan.pinning.client_cores),
         &corpus,
-        &notes,
+        &plan.pinning.notes,
     );
     let mut cx = Execution {
         study,
+        plan,
         opts,
         corpus: &corpus,
-        proto,
-        client_cores,
+        proto: plan.protocol.clone(),
+        client_cores: plan.pinning.client_cores.clone(),
         tls: cert,
         runs: Vec::new(),
         calibrations: CalibrationCache::new(),
@@ -87,13 +99,13 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
     };
     let started = Instant::now();
     cx.emit(Event::Planned {
-        runs: count_runs(study),
-        seconds: estimate_seconds(study),
+        runs: plan.runs_range().0,
+        seconds: plan.first_rounds_seconds(),
     });
     let at = Placement {
         base: &base,
         root: &root,
-        server_cores: &server_cores,
+        server_cores,
     };
     let mut slots = start_servers(&mut cx, at, &mut env);
     record_servers(&mut env, &slots);
@@ -183,11 +195,10 @@ fn measure(
     for (wi, w) in study.workloads.iter().enumerate() {
         steps.extend(run_workload(cx, slots, wi, w));
     }
-    let budget = cx
-        .opts
-        .budget_s
-        .or(study.protocol.budget_s)
-        .unwrap_or_else(|| phase_one.elapsed().as_secs_f64());
+    let budget = match cx.plan.budget {
+        Budget::Seconds(b) => b,
+        Budget::AsLongAsFirstRounds => phase_one.elapsed().as_secs_f64(),
+    };
     let sequential = budget > 0.0 && !cx.stopped() && steps.iter().any(|s| s.rounds < s.cap);
     if sequential {
         cx.proto.interim_rounds = steps.iter().map(|s| s.first_rounds).min();

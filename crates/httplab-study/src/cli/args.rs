@@ -36,7 +36,7 @@ pub struct Cli {
     /// List the built-in studies and exit
     #[arg(long)]
     pub list: bool,
-    /// Print the plan (corpus, servers and their availability, workloads, run count) and exit
+    /// Print the plan that would run (corpus, servers and their availability, workloads, budget, run count, time of the first rounds and at most) and exit
     #[arg(long)]
     pub dry_run: bool,
     /// Print a built-in study's TOML (a starting point for your own) and exit

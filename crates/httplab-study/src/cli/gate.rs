@@ -12,8 +12,7 @@ use super::{progress, run_interruptible};
 use crate::execute::options::Options;
 use crate::execute::preflight::Checks;
 use crate::execute::servers::find_httplab_exe;
-use crate::plan::estimate::{count_runs_range, estimate_seconds};
-use crate::plan::text::human_secs;
+use crate::render::plan_text::time_text;
 use crate::render::report;
 use crate::studies::gate;
 
@@ -30,13 +29,13 @@ pub fn run_paired(req: &Request) -> Result<StudyResult> {
         budget_s: Some(req.budget_s.unwrap_or(gate::DEFAULT_BUDGET_S)),
         ..Options::default()
     };
-    let (lo, hi) = count_runs_range(&study);
+    let plan = crate::runner::plan_of(&study, &opts);
+    let (lo, hi) = plan.runs_range();
     eprintln!(
-        "httplab compare: base and new in alternation ({lo}–{hi} runs, about {} at the fewest, {} s of extra rounds at most)",
-        human_secs(estimate_seconds(&study)),
-        opts.budget_s.unwrap_or(0.0)
+        "httplab compare: base and new in alternation ({lo}–{hi} runs; {})",
+        time_text(&plan)
     );
-    let (result, interrupted) = run_interruptible(&study, &opts)?;
+    let (result, interrupted) = run_interruptible(&study, &plan, &opts)?;
     if let Some(out) = &req.out {
         report::write_all(&result, Some(&study), out, interrupted)?;
     }

@@ -20,10 +20,9 @@ use args::Cli;
 
 use crate::execute::options::Options;
 use crate::execute::servers::find_httplab_exe;
-use crate::plan::estimate::{count_runs, count_runs_range, estimate_seconds};
-use crate::plan::text::human_secs;
+use crate::plan::study_plan::StudyPlan;
 use crate::plan::{rounds, shard};
-use crate::render::plan_text::describe_plan;
+use crate::render::plan_text::{describe_plan, time_text};
 use crate::render::report;
 use crate::spec;
 use crate::studies::{builtin, load_study, restrict_servers, BUILTINS};
@@ -66,7 +65,13 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
     }
     let shard = shard_of(&cli, &mut study).map_err(usage)?;
     if cli.dry_run {
-        print!("{}", describe_plan(&study));
+        let budget = if shard.is_some() {
+            Some(0.0)
+        } else {
+            cli.budget
+        };
+        let plan = StudyPlan::new(&study, cli.quick, budget);
+        print!("{}", describe_plan(&study, &plan));
         if let Some(sh) = &shard {
             println!(
                 "shard: client {}/{} of run {} (every cell exactly its fewest repetitions; run files in {}/runs/)",
@@ -86,7 +91,9 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
 fn print_list() {
     println!("Built-in studies (run with `httplab study NAME`):");
     for (n, about, text) in BUILTINS {
-        let runs = spec::parse(text, n).map(|s| count_runs(&s)).unwrap_or(0);
+        let runs = spec::parse(text, n)
+            .map(|s| StudyPlan::new(&s, false, None).runs_range().0)
+            .unwrap_or(0);
         println!("  {n:<15} {about} [{runs} runs]");
     }
 }
@@ -151,14 +158,15 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
         },
         live,
     };
-    let (lo, hi) = count_runs_range(study);
+    let plan = crate::runner::plan_of(study, &opts);
+    let (lo, hi) = plan.runs_range();
     eprintln!(
-        "httplab study: {} ({lo}–{hi} runs, about {} at the fewest); report in {}",
+        "httplab study: {} ({lo}–{hi} runs; {}); report in {}",
         study.name,
-        human_secs(estimate_seconds(study)),
+        time_text(&plan),
         cli.out.display()
     );
-    let (result, interrupted) = run_interruptible(study, &opts)?;
+    let (result, interrupted) = run_interruptible(study, &plan, &opts)?;
     report::write_all(&result, Some(study), &cli.out, interrupted)?;
     // The answer first: "mine vs nginx: …" (studies with a baseline).
     for line in crate::render::versus::lines(&result, Some(study)) {
@@ -192,13 +200,14 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
 /// usual 1024.
 pub(crate) fn run_interruptible(
     study: &spec::StudyFile,
+    plan: &StudyPlan,
     opts: &Options,
 ) -> Result<(httplab_model::StudyResult, bool)> {
     httplab_load::install_sigint();
     let _ = httplab_sys::limits::raise_nofile_limit();
     let done = Arc::new(AtomicBool::new(false));
     let bridge = sigint_bridge(Arc::clone(&opts.stop), Arc::clone(&done));
-    let result = crate::runner::run_study(study, opts);
+    let result = crate::runner::run_plan(study, plan, opts);
     done.store(true, Ordering::Relaxed);
     let _ = bridge.join();
     Ok((result?, opts.stop.load(Ordering::Relaxed)))

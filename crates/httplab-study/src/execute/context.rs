@@ -13,12 +13,15 @@ use crate::execute::events::Event;
 use crate::execute::options::Options;
 use crate::execute::packet_loss::Injector;
 use crate::execute::tls::CertFiles;
+use crate::plan::study_plan::StudyPlan;
 use crate::spec::StudyFile;
 
 /// A study in progress.
 pub struct Execution<'a> {
-    /// The study.
+    /// The study (each workload's own settings).
     pub study: &'a StudyFile,
+    /// Its plan: servers, steps, rounds, metrics, budget, pinning.
+    pub plan: &'a StudyPlan,
     /// How to run it.
     pub opts: &'a Options,
     /// Its corpus on disk.

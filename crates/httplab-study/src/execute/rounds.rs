@@ -18,10 +18,9 @@ use crate::execute::packet_loss::Injector;
 use crate::execute::servers;
 use crate::execute::slots::{Down, Slot};
 use crate::keys::{RUN_PARAM, RUN_STEP};
-use crate::plan::estimate::servers_of;
 use crate::plan::rounds;
-use crate::plan::steps::{steps_with, Offer, StepParams};
-use crate::spec::{expand_servers, Metric, Workload};
+use crate::plan::steps::{Offer, StepParams};
+use crate::spec::{Metric, Workload};
 
 /// Reason of a run cut short by Ctrl-C (its partial result is kept in the JSON).
 pub const INTERRUPTED_DURING: &str = "interrupted (Ctrl-C) during the run; partial result kept";
@@ -88,15 +87,17 @@ pub fn run_workload(
     wi: usize,
     w: &Workload,
 ) -> Vec<StepRun> {
-    let all = expand_servers(cx.study);
-    let mine: Vec<usize> = slots
+    // Slots are the plan's servers, in its order.
+    let wp = &cx.plan.workloads[wi];
+    let mine: Vec<usize> = wp
+        .servers
         .iter()
-        .enumerate()
-        .filter(|(_, s)| servers_of(w, &all).iter().any(|x| x.name == s.inst.name))
-        .map(|(i, _)| i)
+        .copied()
+        .filter(|&i| i < slots.len())
         .collect();
-    let metric = rounds::primary_metric(cx.study, w);
-    let (min_reps, max_reps) = rounds::reps_of(&cx.proto, w);
+    let metric = wp.metric;
+    let (min_reps, max_reps) = wp.rounds;
+    let steps = wp.steps.clone();
     let no_loss = loss_unavailable(cx, w);
     // Servers that cannot speak the workload's protocol, with the reason;
     // every server when its packet loss cannot be injected.
@@ -120,7 +121,7 @@ pub fn run_workload(
         })
         .collect();
     let mut out = Vec::new();
-    for (si, p) in steps_with(w, &cx.study.protocol).into_iter().enumerate() {
+    for (si, p) in steps.into_iter().enumerate() {
         let step = p.label();
         let mut data: BTreeMap<usize, CellData> = BTreeMap::new();
         for &i in &mine {

@@ -11,7 +11,7 @@ use crate::execute::cpu::{CpuLimit, CpuSource};
 use crate::execute::events::Event;
 use crate::execute::servers::{self, Running};
 use crate::keys::EnvKey;
-use crate::spec::{expand_servers, ServerInstance};
+use crate::spec::ServerInstance;
 
 /// Why a server has no (more) runs, as its rows say.
 #[derive(Debug, Clone)]
@@ -84,7 +84,7 @@ impl Placement<'_> {
 /// get the reason in their slot (their rows are filed with each step).
 pub fn start_servers(cx: &mut Execution, at: Placement, env: &mut m::Environment) -> Vec<Slot> {
     let mut slots = Vec::new();
-    for (i, inst) in expand_servers(cx.study).into_iter().enumerate() {
+    for (i, inst) in cx.plan.servers.iter().cloned().enumerate() {
         if let Some(v) = servers::version(&inst, cx.opts.httplab_exe.as_deref()) {
             EnvKey::Version(&inst.name).set(env, v);
         }

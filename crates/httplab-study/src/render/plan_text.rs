@@ -7,15 +7,13 @@ use std::path::PathBuf;
 
 use crate::execute::servers;
 use crate::execute::tls::{CertFiles, CERT_DESCRIPTION};
-use crate::plan::estimate::{count_runs_range, estimate_seconds, servers_of, SEARCH_RUNS};
-use crate::plan::pinning::resolve_pinning;
-use crate::plan::rounds;
-use crate::plan::steps::{describe_offer, steps_with};
+use crate::plan::steps::describe_offer;
+use crate::plan::study_plan::{Budget, StudyPlan, SEARCH_RUNS};
 use crate::plan::text::{cores_text, fmt_num, human_secs};
-use crate::spec::{expand_servers, Protocol, StudyFile, WorkloadKind};
+use crate::spec::{Protocol, StudyFile, WorkloadKind};
 
-/// The plan as text (`--dry-run`).
-pub fn describe_plan(s: &StudyFile) -> String {
+/// The plan as text (`--dry-run`): `plan`, the plan of study `s`.
+pub fn describe_plan(s: &StudyFile, plan: &StudyPlan) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -28,7 +26,11 @@ pub fn describe_plan(s: &StudyFile) -> String {
         }
     );
     corpus_lines(&mut o, s);
-    let (sc, cc, notes) = resolve_pinning(s);
+    let (sc, cc, notes) = (
+        &plan.pinning.server_cores,
+        &plan.pinning.client_cores,
+        &plan.pinning.notes,
+    );
     if s.tls {
         let _ = writeln!(
             o,
@@ -38,22 +40,40 @@ pub fn describe_plan(s: &StudyFile) -> String {
     let _ = writeln!(
         o,
         "pinning: servers on {}, load generator on {}",
-        cores_text(&sc),
-        cores_text(&cc)
+        cores_text(sc),
+        cores_text(cc)
     );
     for n in notes {
         let _ = writeln!(o, "  note: {n}");
     }
-    server_lines(&mut o, s);
-    protocol_line(&mut o, s);
-    workload_lines(&mut o, s);
-    let (lo, hi) = count_runs_range(s);
+    server_lines(&mut o, s, plan);
+    protocol_line(&mut o, plan);
+    workload_lines(&mut o, s, plan);
+    let (lo, hi) = plan.runs_range();
     let _ = writeln!(
         o,
-        "total: {lo} to {hi} load run(s) (capacity searches counted as {SEARCH_RUNS} each); about {} at the fewest repetitions",
-        human_secs(estimate_seconds(s))
+        "total: {lo} to {hi} load run(s) (capacity searches counted as {SEARCH_RUNS} each); {}",
+        time_text(plan)
     );
     o
+}
+
+/// How long the plan takes: its first rounds, and at most with its extra
+/// rounds.
+pub fn time_text(plan: &StudyPlan) -> String {
+    let first = human_secs(plan.first_rounds_seconds());
+    let extra = plan.extra_seconds();
+    if extra <= 0.0 {
+        return format!("about {first} (no extra rounds)");
+    }
+    let how = match plan.budget {
+        Budget::Seconds(b) => format!("up to {} of extra rounds", human_secs(b)),
+        Budget::AsLongAsFirstRounds => "extra rounds for as long again".to_string(),
+    };
+    format!(
+        "about {first} for the first rounds, then {how}: about {} at most",
+        human_secs(plan.longest_seconds())
+    )
 }
 
 fn corpus_lines(o: &mut String, s: &StudyFile) {
@@ -74,9 +94,9 @@ fn corpus_lines(o: &mut String, s: &StudyFile) {
     }
 }
 
-fn server_lines(o: &mut String, s: &StudyFile) {
+fn server_lines(o: &mut String, s: &StudyFile, plan: &StudyPlan) {
     let _ = writeln!(o, "servers:");
-    for sv in &expand_servers(s) {
+    for sv in &plan.servers {
         let status = match servers::plan(sv, &dry_context(s.tls), 0) {
             Ok(_) => "available".to_string(),
             Err(u) => u.reason(),
@@ -89,49 +109,48 @@ fn server_lines(o: &mut String, s: &StudyFile) {
     }
 }
 
-fn protocol_line(o: &mut String, s: &StudyFile) {
-    let proto = rounds::protocol(s, false);
+fn protocol_line(o: &mut String, plan: &StudyPlan) {
+    let proto = &plan.protocol;
     let _ = writeln!(
         o,
         "protocol: warm-up {} s, window {} s, {} rounds of random order per step, then {}; δ {} %, alpha {}{}",
         fmt_num(proto.warmup_s),
         fmt_num(proto.window_s),
         proto.min_repetitions,
-        match s.protocol.budget_s {
-            Some(b) if b <= 0.0 => "no extra rounds (no budget: one look)".to_string(),
-            Some(b) => format!(
+        match plan.budget {
+            Budget::Seconds(b) if b <= 0.0 => "no extra rounds (no budget: one look)".to_string(),
+            Budget::Seconds(b) => format!(
                 "every server restarted, {} s of extra rounds (up to {} a step) for the comparisons nearest a decision",
                 fmt_num(b),
                 proto.max_repetitions
             ),
-            None => format!(
+            Budget::AsLongAsFirstRounds => format!(
                 "every server restarted, extra rounds for as long as the first rounds took (up to {} a step) for the comparisons nearest a decision",
                 proto.max_repetitions
             ),
         },
         fmt_num(proto.min_effect * 100.0),
         proto.alpha,
-        match s.protocol.seed {
-            Some(x) => format!(", seed {x}"),
-            None => ", seed drawn at start (recorded)".into(),
+        if plan.seed_given {
+            format!(", seed {}", proto.seed)
+        } else {
+            ", seed drawn at start (recorded)".into()
         }
     );
 }
 
-fn workload_lines(o: &mut String, s: &StudyFile) {
-    let all = expand_servers(s);
-    let proto = rounds::protocol(s, false);
+fn workload_lines(o: &mut String, s: &StudyFile, plan: &StudyPlan) {
     let _ = writeln!(o, "workloads:");
-    for w in &s.workloads {
-        let st = steps_with(w, &s.protocol);
-        let srv: Vec<String> = servers_of(w, &all).iter().map(|x| x.name.clone()).collect();
-        let (min, max) = rounds::reps_of(&proto, w);
+    for (wi, (w, wp)) in s.workloads.iter().zip(&plan.workloads).enumerate() {
+        let st = &wp.steps;
+        let srv: Vec<String> = plan.servers_of(wi).map(|x| x.name.clone()).collect();
+        let (min, max) = wp.rounds;
         let _ = writeln!(
             o,
             "  {} ({}, metric {}): {} step(s) × {}–{} repetition(s) on {}{}",
             w.name,
             w.kind.as_str(),
-            rounds::primary_metric(s, w).key(),
+            wp.metric.key(),
             st.len(),
             min,
             max,
@@ -156,7 +175,7 @@ fn workload_lines(o: &mut String, s: &StudyFile) {
                 "    over {how}, {streams} stream{} in flight per connection",
                 if streams == 1 { "" } else { "s" }
             );
-            for x in servers_of(w, &all) {
+            for x in plan.servers_of(wi) {
                 if let Err(why) = servers::speaks(x, w.protocol, s.tls) {
                     let _ = writeln!(o, "    {} does not speak {}: {why}", x.name, w.protocol);
                 }
@@ -168,7 +187,7 @@ fn workload_lines(o: &mut String, s: &StudyFile) {
                 "    {pct} % packet loss on lo during each run (nftables on the server's port, else tc netem; removed after it; needs root, else the workload is skipped)"
             );
         }
-        for p in &st {
+        for p in st {
             let label = if p.step.is_empty() {
                 String::new()
             } else {
@@ -214,14 +233,37 @@ mod tests {
         let mut s = crate::spec::parse(text, "t.toml").expect("study");
         s.protocol.budget_s = Some(123.0);
         let mut o = String::new();
-        super::protocol_line(&mut o, &s);
+        super::protocol_line(&mut o, &super::StudyPlan::new(&s, false, None));
         assert!(
             o.contains("then every server restarted, 123 s of extra rounds"),
             "{o}"
         );
         s.protocol.budget_s = Some(0.0);
         let mut o = String::new();
-        super::protocol_line(&mut o, &s);
+        super::protocol_line(&mut o, &super::StudyPlan::new(&s, false, None));
         assert!(o.contains("no extra rounds"), "{o}");
+    }
+
+    #[test]
+    fn the_total_adds_the_budget_in_force() {
+        let text = "name = \"t\"\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
+                    [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\n";
+        let s = crate::spec::parse(text, "t.toml").expect("study");
+        let with = super::StudyPlan::new(&s, false, Some(120.0));
+        let first = super::human_secs(with.first_rounds_seconds());
+        let longest = super::human_secs(with.first_rounds_seconds() + 120.0);
+        let shown = super::describe_plan(&s, &with);
+        assert!(
+            shown.contains(&format!(
+                "about {first} for the first rounds, then up to 2 min 0 s of extra rounds: about {longest} at most"
+            )),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("then every server restarted, 120 s of extra rounds"),
+            "{shown}"
+        );
+        let none = super::StudyPlan::new(&s, false, Some(0.0));
+        assert!(super::time_text(&none).ends_with("(no extra rounds)"));
     }
 }

@@ -8,8 +8,11 @@ fn every_builtin_parses_and_plans() {
     for (name, _, text) in BUILTINS {
         let s = spec::parse(text, name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert_eq!(s.name, *name);
-        assert!(runner::count_runs(&s) > 0, "{name} plans no runs");
-        let plan = runner::describe_plan(&s);
+        assert!(
+            runner::StudyPlan::new(&s, false, None).runs_range().0 > 0,
+            "{name} plans no runs"
+        );
+        let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
         assert!(plan.contains("total:"), "{plan}");
     }
     for n in [
@@ -52,11 +55,12 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
         }
     }
     // Short enough for a 2-core machine: a few minutes at the fewest rounds.
-    let (lo, _) = runner::count_runs_range(&s);
+    let plan = runner::StudyPlan::new(&s, false, None);
+    let (lo, _) = plan.runs_range();
     assert!(lo <= 200, "{lo} runs");
-    let secs = runner::estimate_seconds(&s) + s.protocol.budget_s.unwrap_or(0.0);
+    let secs = plan.longest_seconds();
     assert!(secs < 300.0, "{secs} s");
-    let plan = runner::describe_plan(&s);
+    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
     for line in [
         "over HTTP/3 (h3 over QUIC)",
         "httplab event does not speak h2: ",
@@ -82,7 +86,10 @@ fn loss_pct_is_a_percentage_of_load_and_users_workloads() {
     };
     let s = spec::parse(&wl("users", "users = 2\nloss_pct = 1\n"), "l.toml").unwrap();
     assert_eq!(s.workloads[0].loss_pct, Some(1.0));
-    assert!(runner::describe_plan(&s).contains("1 % packet loss on lo"));
+    assert!(
+        runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None))
+            .contains("1 % packet loss on lo")
+    );
     for bad in ["0", "-1", "60"] {
         let e = err_of(&wl("load", &format!("loss_pct = {bad}\n")));
         assert!(e.contains("loss_pct"), "{e}");
@@ -780,7 +787,10 @@ fn protocol_errors_say_why() {
     )
     .unwrap();
     assert_eq!(s.workloads[0].streams, Some(20));
-    let plan = httplab_study::runner::describe_plan(&s);
+    let plan = httplab_study::runner::describe_plan(
+        &s,
+        &httplab_study::runner::StudyPlan::new(&s, false, None),
+    );
     assert!(
         plan.contains("20 streams in flight per connection"),
         "{plan}"
@@ -804,7 +814,7 @@ fn the_plan_lists_who_does_not_speak_h2() {
                 [[servers]]\nkind = \"httplab\"\n[[servers]]\nkind = \"apache\"\nmpm = \"prefork\"\n\
                 [[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nprotocol = \"h2\"\n";
     let s = spec::parse(text, "p.toml").unwrap();
-    let plan = runner::describe_plan(&s);
+    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
     assert!(
         plan.contains("over HTTP/2 (h2c by prior knowledge)"),
         "{plan}"

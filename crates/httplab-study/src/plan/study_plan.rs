@@ -1,0 +1,265 @@
+//! The plan as one value: everything a study will run, computed once from
+//! the study file and the command line's choices. `--dry-run` prints it,
+//! execution runs it, and the time and run estimates are read from it, so
+//! what is shown is what runs.
+
+use httplab_model as m;
+
+use crate::plan::pinning::resolve_pinning;
+use crate::plan::rounds;
+use crate::plan::steps::{steps_with, StepParams};
+use crate::spec::{expand_servers, Metric, ServerInstance, StudyFile, Workload, WorkloadKind};
+
+/// Runs one capacity search is expected to take (for planning).
+pub const SEARCH_RUNS: u64 = 7;
+
+/// The servers a workload runs on (all of the study's when it names none).
+fn servers_of<'a>(w: &Workload, all: &'a [ServerInstance]) -> Vec<&'a ServerInstance> {
+    all.iter()
+        .filter(|s| {
+            w.servers.is_empty()
+                || w.servers
+                    .iter()
+                    .any(|n| *n == s.name || s.spec.name.as_deref() == Some(n.as_str()))
+        })
+        .collect()
+}
+
+/// Seconds between two runs (starting the load generator, filing the row),
+/// counted in the estimate.
+const GAP_S: f64 = 0.1;
+
+/// What a study will run.
+#[derive(Debug, Clone)]
+pub struct StudyPlan {
+    /// The protocol in force, its seed drawn when the study fixes none.
+    pub protocol: m::Protocol,
+    /// The seed was given (study file or `--seed`), not drawn.
+    pub seed_given: bool,
+    /// Every server, `workers = [..]` expanded, in the study's order.
+    pub servers: Vec<ServerInstance>,
+    /// Every workload, in the study's order.
+    pub workloads: Vec<WorkloadPlan>,
+    /// The seconds of extra rounds the sequential design may spend.
+    pub budget: Budget,
+    /// Where the servers and the load generator run.
+    pub pinning: Pinning,
+}
+
+/// One workload of the plan.
+#[derive(Debug, Clone)]
+pub struct WorkloadPlan {
+    /// Indices into [`StudyPlan::servers`] of the servers it compares.
+    pub servers: Vec<usize>,
+    /// Its steps, each with its offered load, warm-up and window.
+    pub steps: Vec<StepParams>,
+    /// The metric it is judged by.
+    pub metric: Metric,
+    /// Rounds per step: the fewest (before the interim look) and the most.
+    pub rounds: (u32, u32),
+    /// Runs per server and round (slices; a capacity search counts
+    /// [`SEARCH_RUNS`]).
+    pub runs_per_round: u64,
+    /// Estimated seconds of one round of all its steps and servers.
+    pub round_seconds: f64,
+}
+
+/// The seconds of extra rounds the sequential design may spend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// A fixed number of seconds (`--budget`, `[protocol] budget_s`); 0
+    /// turns the second phase off.
+    Seconds(f64),
+    /// As long as the first rounds took (neither sets one).
+    AsLongAsFirstRounds,
+}
+
+/// Where the servers and the load generator run.
+#[derive(Debug, Clone, Default)]
+pub struct Pinning {
+    /// The servers' cores.
+    pub server_cores: Vec<usize>,
+    /// The load generator's cores.
+    pub client_cores: Vec<usize>,
+    /// What was changed or shared, in words.
+    pub notes: Vec<String>,
+}
+
+impl StudyPlan {
+    /// The plan of `study`: `quick` is `--quick` (recorded in the protocol),
+    /// `budget_s` the command line's `--budget` (overriding the file's).
+    pub fn new(study: &StudyFile, quick: bool, budget_s: Option<f64>) -> StudyPlan {
+        let protocol = rounds::protocol(study, quick);
+        let servers = expand_servers(study);
+        let workloads = study
+            .workloads
+            .iter()
+            .map(|w| {
+                let mine: Vec<usize> = servers_of(w, &servers)
+                    .iter()
+                    .filter_map(|x| servers.iter().position(|s| s.name == x.name))
+                    .collect();
+                let steps = steps_with(w, &study.protocol);
+                let slices = w.slice_count();
+                let per_server = if w.kind == WorkloadKind::Sweep {
+                    SEARCH_RUNS
+                } else {
+                    u64::from(slices)
+                };
+                let round_seconds = mine.len() as f64
+                    * steps
+                        .iter()
+                        .map(|st| {
+                            let one = f64::from(slices) * (st.sliced(slices).run_seconds() + GAP_S);
+                            if w.kind == WorkloadKind::Sweep {
+                                one * SEARCH_RUNS as f64
+                            } else {
+                                one
+                            }
+                        })
+                        .sum::<f64>();
+                WorkloadPlan {
+                    runs_per_round: per_server * mine.len() as u64 * steps.len() as u64,
+                    servers: mine,
+                    steps,
+                    metric: rounds::primary_metric(study, w),
+                    rounds: rounds::reps_of(&protocol, w),
+                    round_seconds,
+                }
+            })
+            .collect();
+        let budget = match budget_s.or(study.protocol.budget_s) {
+            Some(b) => Budget::Seconds(b.max(0.0)),
+            None => Budget::AsLongAsFirstRounds,
+        };
+        let (server_cores, client_cores, notes) = resolve_pinning(study);
+        StudyPlan {
+            seed_given: study.protocol.seed.is_some(),
+            protocol,
+            servers,
+            workloads,
+            budget,
+            pinning: Pinning {
+                server_cores,
+                client_cores,
+                notes,
+            },
+        }
+    }
+
+    /// The servers of workload `wi`.
+    pub fn servers_of(&self, wi: usize) -> impl Iterator<Item = &ServerInstance> {
+        self.workloads[wi]
+            .servers
+            .iter()
+            .filter_map(|&i| self.servers.get(i))
+    }
+
+    /// Load runs at the fewest rounds and at the most (a capacity search
+    /// counted as [`SEARCH_RUNS`] runs).
+    pub fn runs_range(&self) -> (u64, u64) {
+        self.workloads.iter().fold((0, 0), |(lo, hi), w| {
+            (
+                lo + w.runs_per_round * u64::from(w.rounds.0),
+                hi + w.runs_per_round * u64::from(w.rounds.1),
+            )
+        })
+    }
+
+    /// Estimated seconds of the first rounds (every step at its fewest).
+    pub fn first_rounds_seconds(&self) -> f64 {
+        self.workloads
+            .iter()
+            .map(|w| w.round_seconds * f64::from(w.rounds.0))
+            .sum()
+    }
+
+    /// Seconds of extra rounds at most: the budget, or the first rounds'
+    /// estimate when the budget is "as long as the first rounds"; 0 when
+    /// no step can have more rounds than its fewest.
+    pub fn extra_seconds(&self) -> f64 {
+        if self.workloads.iter().all(|w| w.rounds.1 <= w.rounds.0) {
+            return 0.0;
+        }
+        match self.budget {
+            Budget::Seconds(b) => b,
+            Budget::AsLongAsFirstRounds => self.first_rounds_seconds(),
+        }
+    }
+
+    /// Estimated seconds of the whole study at most: the first rounds and
+    /// the whole budget of extra rounds.
+    pub fn longest_seconds(&self) -> f64 {
+        self.first_rounds_seconds() + self.extra_seconds()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn study(extra: &str) -> StudyFile {
+        let text = format!(
+            "name = \"t\"\n{extra}\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
+             [[servers]]\nname = \"c\"\nkind = \"lighttpd\"\n\
+             [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\nservers = [\"a\", \"b\"]\n\
+             [[workloads]]\nname = \"v\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\nslices = 2\n"
+        );
+        crate::spec::parse(&text, "t.toml").expect("study")
+    }
+
+    #[test]
+    fn each_workload_knows_its_servers_steps_and_runs() {
+        let s = study("");
+        let p = StudyPlan::new(&s, false, None);
+        assert_eq!(p.servers.len(), 3);
+        assert_eq!(p.workloads[0].servers, vec![0, 1]);
+        assert_eq!(p.workloads[1].servers, vec![0, 1, 2]);
+        let names: Vec<&str> = p.servers_of(0).map(|x| x.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        // Two servers × one step, and three servers × two slices.
+        assert_eq!(p.workloads[0].runs_per_round, 2);
+        assert_eq!(p.workloads[1].runs_per_round, 6);
+        let (lo, hi) = p.runs_range();
+        let (min, max) = p.workloads[0].rounds;
+        assert_eq!(lo, 8 * u64::from(min));
+        assert_eq!(hi, 8 * u64::from(max));
+    }
+
+    #[test]
+    fn the_budget_comes_from_the_command_line_then_the_file() {
+        let s = study("[protocol]\nbudget_s = 40\n");
+        assert_eq!(
+            StudyPlan::new(&s, false, None).budget,
+            Budget::Seconds(40.0)
+        );
+        assert_eq!(
+            StudyPlan::new(&s, false, Some(0.0)).budget,
+            Budget::Seconds(0.0)
+        );
+        let p = StudyPlan::new(&study(""), false, None);
+        assert_eq!(p.budget, Budget::AsLongAsFirstRounds);
+    }
+
+    #[test]
+    fn the_longest_estimate_adds_the_budget() {
+        let s = study("[protocol]\nbudget_s = 40\n");
+        let p = StudyPlan::new(&s, false, None);
+        let first = p.first_rounds_seconds();
+        assert!(first > 0.0);
+        assert!((p.longest_seconds() - (first + 40.0)).abs() < 1e-9);
+        let none = StudyPlan::new(&s, false, Some(0.0));
+        assert!((none.longest_seconds() - first).abs() < 1e-9);
+        let as_long = StudyPlan::new(&study(""), false, None);
+        assert!((as_long.longest_seconds() - 2.0 * first).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_given_seed_is_kept_and_a_missing_one_drawn() {
+        let s = study("[protocol]\nseed = 7\n");
+        let p = StudyPlan::new(&s, false, None);
+        assert!(p.seed_given);
+        assert_eq!(p.protocol.seed, 7);
+        assert!(!StudyPlan::new(&study(""), false, None).seed_given);
+    }
+}
