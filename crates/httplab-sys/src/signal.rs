@@ -3,6 +3,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Blocks SIGINT and SIGTERM in the calling thread (threads spawned later
@@ -74,6 +75,43 @@ pub fn interrupted() -> &'static AtomicBool {
     &INTERRUPTED
 }
 
+/// While it lives, SIGINT sets a caller's flag (see [`stop_on_sigint`]).
+#[must_use = "the flag is set only while the guard lives"]
+pub struct SigintGuard {
+    ids: [signal_hook::SigId; 2],
+}
+
+impl Drop for SigintGuard {
+    fn drop(&mut self) {
+        for id in self.ids {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// Sets `flag` on SIGINT (Ctrl-C) for as long as the returned guard lives;
+/// a SIGINT that finds `flag` already set ends the process with status 130
+/// (the second Ctrl-C). The flag is the caller's own — a study's `stop`,
+/// say — so nothing has to copy a process-wide flag into it. The handlers
+/// are `signal-hook`'s, which chain to any handler installed before.
+pub fn stop_on_sigint(flag: &Arc<AtomicBool>) -> io::Result<SigintGuard> {
+    // The exit is registered first, so that the first SIGINT finds the flag
+    // still clear and only sets it.
+    let exit = signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        130,
+        Arc::clone(flag),
+    )?;
+    let set = match signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(flag)) {
+        Ok(id) => id,
+        Err(e) => {
+            signal_hook::low_level::unregister(exit);
+            return Err(e);
+        }
+    };
+    Ok(SigintGuard { ids: [exit, set] })
+}
+
 /// Kernel id of the calling thread.
 pub fn current_tid() -> libc::pid_t {
     // SAFETY: gettid has no preconditions.
@@ -106,6 +144,16 @@ mod tests {
         signal_thread(tid, libc::SIGTERM).unwrap();
         assert_eq!(t.join().unwrap(), Some(libc::SIGTERM));
         assert_eq!(wait_for_signal_none(), None);
+    }
+
+    #[test]
+    fn sigint_sets_the_callers_flag_while_the_guard_lives() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let guard = stop_on_sigint(&flag).unwrap();
+        // A signal a thread sends itself is handled before tgkill returns.
+        signal_thread(current_tid(), libc::SIGINT).unwrap();
+        assert!(flag.load(Ordering::SeqCst));
+        drop(guard);
     }
 
     fn wait_for_signal_none() -> Option<i32> {

@@ -11,7 +11,6 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -194,7 +193,7 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
     })
 }
 
-/// Runs `study` while Ctrl-C sets `opts.stop` (finished runs are kept):
+/// Runs `plan` while Ctrl-C sets `opts.stop` (finished runs are kept):
 /// the result and whether it was interrupted. Servers inherit the raised
 /// open-files limit: workloads with hundreds of users need more than the
 /// usual 1024.
@@ -203,27 +202,10 @@ pub(crate) fn run_interruptible(
     plan: &StudyPlan,
     opts: &Options,
 ) -> Result<(httplab_model::StudyResult, bool)> {
-    httplab_load::install_sigint();
+    let _sigint = httplab_sys::signal::stop_on_sigint(&opts.stop).context("catching Ctrl-C")?;
     let _ = httplab_sys::limits::raise_nofile_limit();
-    let done = Arc::new(AtomicBool::new(false));
-    let bridge = sigint_bridge(Arc::clone(&opts.stop), Arc::clone(&done));
     let result = crate::runner::run_plan(study, plan, opts);
-    done.store(true, Ordering::Relaxed);
-    let _ = bridge.join();
     Ok((result?, opts.stop.load(Ordering::Relaxed)))
-}
-
-/// Passes the process's Ctrl-C flag on to the study's `stop` until `done`.
-fn sigint_bridge(stop: Arc<AtomicBool>, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        while !done.load(Ordering::Relaxed) {
-            if httplab_load::interrupted().load(Ordering::Relaxed) {
-                stop.store(true, Ordering::Relaxed);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    })
 }
 
 /// Writes every run of a sharded study as its own `httplab.run/1` document
