@@ -7,6 +7,7 @@ set -u
 
 SERVER_CORE=${SERVER_CORE:-0}
 CLIENT_CORE=${CLIENT_CORE:-1}
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_TMP=${BENCH_TMP:-$(mktemp -d /tmp/httplab-bench.XXXXXX)}
 chmod 755 "$BENCH_TMP"
 SERVER_PID=""
@@ -56,6 +57,16 @@ start_server() {
       # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
         --workers 1 --quiet $tlsargs ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+      SERVER_PID=$!
+      ;;
+    floor)
+      # The floor server (bench/floor-server, built here, not shipped): one
+      # prebuilt reply of $FLOOR_FILE (default f87.txt) for every request, so
+      # only workloads of that file (w87, close, pipe16) measure anything.
+      [ "$TLS" = 1 ] && { echo "the floor server speaks no TLS" >&2; return 1; }
+      (cd "$BENCH_DIR/floor-server" && cargo build --release -q) || return 1
+      taskset -c "$SERVER_CORE" "$BENCH_DIR/floor-server/target/release/httplab-floor-server" \
+        "127.0.0.1:$SERVER_PORT" "$root/${FLOOR_FILE:-f87.txt}" 3600 >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-epoll | httplab-uring)

@@ -1,0 +1,234 @@
+//! The floor server: the least work an HTTP/1.1 server can do per request,
+//! to measure how far `httplab serve` is from it. It answers every request
+//! with one prebuilt reply (the head and the bytes of one file, read once at
+//! start): no parsing beyond finding each request's end (`\r\n\r\n`), no
+//! path lookup, no file system, no date, no log, no statistics. One thread,
+//! epoll (mio), keep-alive; pipelined requests are answered together in one
+//! write; a request carrying `Connection: close` is answered and the
+//! connection closed, as a server must.
+//!
+//! Usage: floor-server ADDR FILE [SECONDS]
+//! (listens on ADDR, e.g. 127.0.0.1:8080; stops by itself after SECONDS,
+//! default 600, or at SIGTERM/SIGINT's default action). Prints `listening`
+//! once it accepts, and at exit `requests N connections C`.
+#![forbid(unsafe_code)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+const LISTENER: Token = Token(usize::MAX);
+/// Replies prebuilt for one write of pipelined requests (more are answered
+/// in several writes).
+const BATCH: usize = 16;
+
+struct Conn {
+    sock: TcpStream,
+    /// How much of a request's end the last read ended in (see [`count_ends`]).
+    state: u8,
+    /// Bytes of the current write not yet written (replies larger than the
+    /// socket buffer).
+    pending: usize,
+    /// Replies owed before a write completes.
+    owed: usize,
+    close_after: bool,
+}
+
+struct Floor {
+    /// BATCH replies back to back; a write of k replies takes the first k.
+    replies: Vec<u8>,
+    one: usize,
+    requests: u64,
+    connections: u64,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 3 {
+        eprintln!("usage: floor-server ADDR FILE [SECONDS]");
+        std::process::exit(2);
+    }
+    let addr: SocketAddr = args[1].parse().expect("ADDR as ip:port");
+    let body = std::fs::read(&args[2]).expect("FILE readable");
+    let secs: f64 = args.get(3).map_or(600.0, |s| s.parse().expect("SECONDS"));
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nServer: floor\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut one = head.into_bytes();
+    one.extend_from_slice(&body);
+    let n = if one.len() <= 4096 { BATCH } else { 1 };
+    let mut f = Floor {
+        replies: one.repeat(n),
+        one: one.len(),
+        requests: 0,
+        connections: 0,
+    };
+    f.run(addr, Duration::from_secs_f64(secs));
+    println!("requests {} connections {}", f.requests, f.connections);
+}
+
+impl Floor {
+    fn run(&mut self, addr: SocketAddr, limit: Duration) {
+        let mut poll = Poll::new().expect("epoll");
+        let mut listener = TcpListener::bind(addr).expect("bind");
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .expect("register");
+        println!("listening");
+        let mut events = Events::with_capacity(1024);
+        let mut conns: Vec<Option<Conn>> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            poll.poll(&mut events, Some(Duration::from_millis(200)))
+                .expect("epoll_wait");
+            for ev in events.iter() {
+                if ev.token() == LISTENER {
+                    self.accept(&poll, &listener, &mut conns, &mut free);
+                    continue;
+                }
+                let i = ev.token().0;
+                let Some(c) = conns.get_mut(i).and_then(Option::as_mut) else {
+                    continue;
+                };
+                let keep = (!ev.is_writable() || self.flush(c)) && self.serve(c, &mut buf);
+                if !keep {
+                    if let Some(mut c) = conns[i].take() {
+                        let _ = poll.registry().deregister(&mut c.sock);
+                    }
+                    free.push(i);
+                }
+            }
+        }
+    }
+
+    fn accept(
+        &mut self,
+        poll: &Poll,
+        listener: &TcpListener,
+        conns: &mut Vec<Option<Conn>>,
+        free: &mut Vec<usize>,
+    ) {
+        loop {
+            match listener.accept() {
+                Ok((mut sock, _)) => {
+                    let _ = sock.set_nodelay(true);
+                    let i = free.pop().unwrap_or_else(|| {
+                        conns.push(None);
+                        conns.len() - 1
+                    });
+                    poll.registry()
+                        .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
+                        .expect("register");
+                    conns[i] = Some(Conn {
+                        sock,
+                        state: 0,
+                        pending: 0,
+                        owed: 0,
+                        close_after: false,
+                    });
+                    self.connections += 1;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Reads every request there is and answers them; false: close.
+    fn serve(&mut self, c: &mut Conn, buf: &mut [u8]) -> bool {
+        loop {
+            if c.pending > 0 {
+                // Still writing: read more once the reply is out.
+                return true;
+            }
+            let n = match c.sock.read(buf) {
+                Ok(0) => return false,
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            };
+            let ends = count_ends(&mut c.state, &buf[..n]);
+            if ends > 0 && contains(&buf[..n], b"\r\nConnection: close") {
+                c.close_after = true;
+            }
+            c.owed += ends;
+            if !self.flush(c) {
+                return false;
+            }
+        }
+    }
+
+    /// Writes the replies owed; false: close (an error, or the last reply
+    /// of a `Connection: close` request written).
+    fn flush(&mut self, c: &mut Conn) -> bool {
+        loop {
+            if c.pending == 0 {
+                if c.owed == 0 {
+                    return !c.close_after;
+                }
+                let k = c.owed.min(self.replies.len() / self.one);
+                c.owed -= k;
+                self.requests += k as u64;
+                c.pending = k * self.one;
+            }
+            // Every copy is the same reply: the last `pending` bytes of the
+            // batch are what is left to write.
+            let from = self.replies.len() - c.pending;
+            match c.sock.write(&self.replies[from..]) {
+                Ok(n) => c.pending -= n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// Request ends (`\r\n\r\n`) in `bytes`; `state` carries how much of one
+/// was matched at the end of the last read (a head split across reads).
+fn count_ends(state: &mut u8, bytes: &[u8]) -> usize {
+    let mut n = 0;
+    for &b in bytes {
+        *state = match (*state, b) {
+            (0 | 2, b'\r') => *state + 1,
+            (1, b'\n') => 2,
+            (3, b'\n') => {
+                n += 1;
+                0
+            }
+            (_, b'\r') => 1,
+            _ => 0,
+        };
+    }
+    n
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_ends;
+
+    #[test]
+    fn request_ends_are_counted_across_reads_and_pipelines() {
+        let mut s = 0;
+        assert_eq!(
+            count_ends(
+                &mut s,
+                b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET / HTTP/1.1\r\n\r\n"
+            ),
+            2
+        );
+        assert_eq!(s, 0);
+        assert_eq!(count_ends(&mut s, b"GET / HTTP/1.1\r\n\r"), 0);
+        assert_eq!(count_ends(&mut s, b"\n"), 1);
+        assert_eq!(count_ends(&mut s, b"GET / HTTP/1.1\r\n\r\r\n\r\n"), 1);
+    }
+}
