@@ -7,8 +7,9 @@
 //! pipelining, think times, users, failures, server closes) and at most one
 //! connection. The driver feeds the session events and does what it asks
 //! (open, send, close, wait); it moves bytes through TLS and `H1Conn` and
-//! records the statistics. Arrivals, the window and intervals are
-//! `arrivals.rs` and `worker.rs`, shared with the HTTP/2 driver.
+//! records the statistics. Arrivals (the one arrival loop: what is due,
+//! when to wake, when the run is over), the window and intervals are
+//! `arrivals.rs` and `worker.rs`, shared with the HTTP/3 stream driver.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
