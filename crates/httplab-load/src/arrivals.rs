@@ -1,23 +1,60 @@
-//! Which sessions a worker starts, and when: the open-loop arrivals of its
-//! lane (with the cap on connections in setup, the schedule lag and the
-//! skip of arrivals that waited past `--timeout`), the closed-loop users or
-//! sequential connections, and the drain after `--duration`.
+//! The arrival loop of every driver, written once: which sessions a worker
+//! starts, at which intended instant, and when its loop is over. The
+//! engine (HTTP/1.1, HTTP/2) and the stream driver (HTTP/3) each turn of
+//! their loop ask [`Arrivals::due`] for every session due now, tell
+//! [`Arrivals::ended`] when a session ends, ask [`Arrivals::after_turn`]
+//! whether to go on, and sleep until [`Arrivals::wake`]; they start
+//! sessions and move bytes, nothing else. The rules here:
+//!
+//! - open loop: this worker's lane of the one global schedule
+//!   ([`schedule`]), each arrival at its scheduled instant (the intended
+//!   instant corrected latency counts from), every arrival a stall left
+//!   behind started at once on the next turn (none lost, none twice), its
+//!   lateness recorded as schedule lag; the cap on connections in setup
+//!   (`--max-connecting`), the wait it causes recorded apart from the
+//!   generator's lag, and the skip of an arrival that waited past
+//!   `--timeout` (a failed session, a client timeout, no connection);
+//! - closed loop: the users, or the connections at a time, all started on
+//!   the first turn at t0; sequential connections (httperf without a rate):
+//!   each that ends is followed by the next, from the next turn;
+//! - limits: `--num-conns`/`--num-sessions` (this lane's share), the end
+//!   of a `--duration` run (no session starts at or after it), then the
+//!   drain: in-flight calls get `--timeout` (plus think timeout), else
+//!   [`DRAIN`], to finish;
+//! - `max_connect_burst`: the most sessions one turn started.
+//!
+//! No clock and no I/O: the driver hands in "now" and the connections in
+//! setup; nothing is allocated per arrival.
+
+pub(crate) mod schedule;
 
 use std::time::{Duration, Instant};
 
 use crate::clock::{dur, us, DRAIN};
-use crate::plan::{share_lane, Schedule};
 use crate::spec::{Arrival, Dist};
 use crate::stats::ErrClass;
 use crate::worker::{Tally, Window, WorkerCtx};
+use schedule::{lane, share_lane, Schedule};
 
 /// A session to start now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Start {
     /// Global index of the arrival (or user) in the whole run's schedule.
     pub arrival: u64,
-    /// Its scheduled instant.
+    /// Its intended instant: the scheduled one (open loop), t0 (closed
+    /// loop), or the turn that started it (a sequential connection).
     pub sched: Instant,
+}
+
+/// What a driver's loop does after a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// Go on: sleep until [`Arrivals::wake`] (or an event), then turn again.
+    Wait,
+    /// The drain after `--duration` is over: give up on what still runs, end.
+    Drained,
+    /// Nothing runs and nothing more will start: this worker's share is done.
+    Done,
 }
 
 /// One worker's share of the run's sessions.
@@ -27,10 +64,17 @@ pub(crate) struct Arrivals {
     schedule: Option<Schedule>,
     /// Sessions still to start, None: unbounded (`--duration`).
     left: Option<u64>,
-    /// Closed loop: sessions at a time.
-    concurrency: u64,
+    /// Closed loop or sequential: sessions to start on the first turn.
+    initial: u64,
+    /// Sequential connections (httperf without a rate): a session that ends
+    /// is followed by the next.
+    sequential: bool,
+    /// Sequential: sessions that ended, whose successors start next turn.
+    restarts: u64,
+    /// Sessions the current turn started (scheduled or initial).
+    burst: u64,
     /// (lane, lanes): this worker runs the arrivals k ≡ lane (mod lanes) of
-    /// the whole run's schedule (`plan::lane`: shards, then threads).
+    /// the whole run's schedule ([`schedule::lane`]: shards, then threads).
     lane: (u64, u64),
     /// Sessions started here (warm-up included).
     started: u64,
@@ -45,9 +89,10 @@ pub(crate) struct Arrivals {
 }
 
 impl Arrivals {
-    pub fn new(ctx: &WorkerCtx<'_>) -> Arrivals {
+    /// This worker's share; its planned sessions go into `tally`.
+    pub fn new(ctx: &WorkerCtx<'_>, tally: &mut Tally) -> Arrivals {
         let plan = ctx.plan;
-        let lane = plan.lane(ctx.thread, ctx.threads);
+        let lane = lane(plan.shard, ctx.thread, ctx.threads);
         let (schedule, concurrency) = match plan.arrival {
             Arrival::Open(d) => match &plan.stages {
                 // The stages' time change of a unit-rate sequence of the same kind.
@@ -68,11 +113,14 @@ impl Arrivals {
         } else {
             plan.sessions_total.map(|n| share_lane(n, lane))
         };
-        Arrivals {
+        let a = Arrivals {
             t0: ctx.t0,
             schedule,
             left,
-            concurrency,
+            initial: concurrency,
+            sequential: matches!(plan.arrival, Arrival::Concurrent(_)) && !plan.is_users,
+            restarts: 0,
+            burst: 0,
             lane,
             started: 0,
             setup_cap: ctx.setup_cap,
@@ -80,7 +128,9 @@ impl Arrivals {
             drain_until: None,
             timeout: ctx.timeout(),
             lag_threshold_us: ctx.lag_threshold_us(),
-        }
+        };
+        tally.st.planned_sessions = a.planned();
+        a
     }
 
     /// Sessions this worker plans to run (0: unbounded).
@@ -88,27 +138,13 @@ impl Arrivals {
         self.left.unwrap_or(0)
     }
 
-    /// Closed loop or sequential: sessions to start at once.
-    pub fn concurrency(&self) -> u64 {
-        if self.schedule.is_some() {
-            0
-        } else {
-            self.concurrency
-        }
-    }
-
     /// Another session may start at `now`.
-    pub fn more(&self, now: Instant, w: &Window) -> bool {
+    fn more(&self, now: Instant, w: &Window) -> bool {
         self.left != Some(0) && w.end_at.map_or(true, |e| now < e)
     }
 
-    /// The open-loop schedule is still running.
-    pub fn scheduling(&self) -> bool {
-        self.schedule.is_some()
-    }
-
     /// Takes the next session: its global arrival index.
-    pub fn take(&mut self) -> u64 {
+    fn take(&mut self) -> u64 {
         if let Some(n) = self.left.as_mut() {
             *n = n.saturating_sub(1);
         }
@@ -120,11 +156,58 @@ impl Arrivals {
         a
     }
 
-    /// The next open-loop arrival due by `now`, if any (`in_setup`:
-    /// connections in setup now). Records its lateness; an arrival that
-    /// waited longer than `--timeout` for the setup cap is counted as a
-    /// failed session with a client timeout, without a connection.
+    /// The next session due by `now`, if any: the driver starts it and
+    /// asks again, until None (`in_setup`: connections in setup now,
+    /// counting sessions started and not yet connecting). The one place
+    /// where due sessions are computed. On None the turn's burst is
+    /// recorded (`max_burst`).
     pub fn due(
+        &mut self,
+        now: Instant,
+        in_setup: u64,
+        w: &Window,
+        tally: &mut Tally,
+    ) -> Option<Start> {
+        if self.initial > 0 {
+            if self.more(now, w) {
+                self.initial -= 1;
+                self.burst += 1;
+                return Some(Start {
+                    arrival: self.take(),
+                    sched: self.t0,
+                });
+            }
+            self.initial = 0;
+        }
+        if self.restarts > 0 {
+            // Not a burst: one successor per session that ended.
+            if self.more(now, w) {
+                self.restarts -= 1;
+                return Some(Start {
+                    arrival: self.take(),
+                    sched: now,
+                });
+            }
+            self.restarts = 0;
+        }
+        match self.scheduled(now, in_setup, w, tally) {
+            Some(s) => {
+                self.burst += 1;
+                Some(s)
+            }
+            None => {
+                tally.st.max_burst = tally.st.max_burst.max(self.burst);
+                self.burst = 0;
+                None
+            }
+        }
+    }
+
+    /// The next open-loop arrival due by `now`, if any. Records its
+    /// lateness; an arrival that waited longer than `--timeout` for the
+    /// setup cap is counted as a failed session with a client timeout,
+    /// without a connection.
+    fn scheduled(
         &mut self,
         now: Instant,
         in_setup: u64,
@@ -184,151 +267,68 @@ impl Arrivals {
         }
     }
 
-    /// When the next arrival is due, if the driver should wake for it (at
-    /// the setup cap a connection leaving setup wakes the driver instead).
-    pub fn next_due(&self, in_setup: u64) -> Option<Instant> {
-        let s = self.schedule.as_ref()?;
-        (in_setup < self.setup_cap).then(|| self.t0 + dur(s.peek()))
+    /// A session ended at `now`: in a sequential run its successor starts
+    /// on the next turn (if the run still has one to start).
+    pub fn ended(&mut self, now: Instant, w: &Window) {
+        if self.sequential && self.more(now, w) {
+            self.restarts += 1;
+        }
     }
 
-    /// After `--duration`: the schedule stops and in-flight calls get
-    /// `--timeout` (plus think timeout), else [`DRAIN`], to finish. True
-    /// once that grace is over.
-    pub fn drained(&mut self, now: Instant, w: &Window, reply_timeout: Option<Duration>) -> bool {
+    /// After a turn at `now` (`running`: sessions still run): whether the
+    /// loop goes on. At the end of a `--duration` run the schedule stops
+    /// and in-flight calls get `reply_timeout` (`--timeout` plus think
+    /// timeout), else [`DRAIN`], to finish.
+    pub fn after_turn(
+        &mut self,
+        now: Instant,
+        w: &Window,
+        reply_timeout: Option<Duration>,
+        running: bool,
+    ) -> Turn {
         if let Some(e) = w.end_at {
             if now >= e && self.drain_until.is_none() {
                 self.drain_until = Some(e + reply_timeout.unwrap_or(DRAIN));
                 self.schedule = None;
             }
         }
-        self.drain_until.is_some_and(|d| now >= d)
+        if self.drain_until.is_some_and(|d| now >= d) {
+            return Turn::Drained;
+        }
+        if running || self.schedule.is_some() || self.restarts > 0 || self.initial > 0 {
+            return Turn::Wait;
+        }
+        Turn::Done
     }
 
-    /// When the drain gives up, if it runs.
-    pub fn drain_until(&self) -> Option<Instant> {
-        self.drain_until
+    /// When the loop should turn again at the latest (`now`: at once), for
+    /// the arrivals, the window's ticks and the drain. At the setup cap the
+    /// next arrival is not a reason: a connection leaving setup wakes the
+    /// driver instead.
+    pub fn wake(&self, now: Instant, in_setup: u64, w: &Window) -> Instant {
+        if self.restarts > 0 || self.initial > 0 {
+            return now;
+        }
+        let mut next = w.next_wake();
+        if let Some(s) = &self.schedule {
+            if in_setup < self.setup_cap {
+                next = next.min(self.t0 + dur(s.peek()));
+            }
+        }
+        if let Some(d) = self.drain_until {
+            next = next.min(d);
+        }
+        next
     }
 
-    /// No more sessions start.
+    /// No more sessions start (Ctrl-C, or the drain gave up).
     pub fn stop(&mut self) {
         self.schedule = None;
         self.left = Some(0);
+        self.initial = 0;
+        self.restarts = 0;
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::net::SocketAddr;
-    use std::sync::atomic::AtomicBool;
-    use std::time::Duration;
-
-    use super::*;
-    use crate::plan::Plan;
-    use crate::spec::LoadSpec;
-    use crate::stats::Collector;
-
-    fn spec(args: &str) -> LoadSpec {
-        crate::cli::parse_args(format!("--server 127.0.0.1 --port 80 {args}").split_whitespace())
-            .expect("valid test arguments")
-    }
-
-    /// Runs `f` with a worker context for `spec` (one thread, setup cap `cap`).
-    fn with_ctx(spec: &LoadSpec, cap: u64, f: impl FnOnce(&WorkerCtx<'_>)) {
-        let plan = Plan::build(spec);
-        let stop = AtomicBool::new(false);
-        let collector = Collector::new(1, 1.0);
-        let addr: SocketAddr = "127.0.0.1:80".parse().expect("address");
-        let ctx = WorkerCtx {
-            thread: 0,
-            threads: 1,
-            t0: Instant::now(),
-            spec,
-            plan: &plan,
-            addr,
-            stop: &stop,
-            collector: &collector,
-            tls: None,
-            local_addrs: &[],
-            setup_cap: cap,
-            uring: false,
-        };
-        f(&ctx);
-    }
-
-    #[test]
-    fn open_loop_arrivals_start_on_schedule_and_record_their_lag() {
-        let s = spec("--rate 100 --num-conns 3");
-        with_ctx(&s, 10, |ctx| {
-            let w = Window::new(ctx);
-            let mut a = Arrivals::new(ctx);
-            let mut t = Tally::new(&s, ctx.t0);
-            assert_eq!(a.planned(), 3);
-            assert_eq!(a.concurrency(), 0);
-            let at = |ms| ctx.t0 + Duration::from_millis(ms);
-            // At 15 ms: arrivals 0 (0 ms) and 1 (10 ms) are due, 2 (20 ms) is not.
-            let first = a.due(at(15), 0, &w, &mut t).expect("due");
-            assert_eq!((first.arrival, first.sched), (0, at(0)));
-            assert_eq!(a.due(at(15), 0, &w, &mut t).map(|s| s.arrival), Some(1));
-            assert_eq!(a.due(at(15), 0, &w, &mut t), None);
-            assert_eq!(a.next_due(0), Some(at(20)));
-            assert_eq!(t.st.lag.len(), 2);
-            assert_eq!(t.st.late_starts, 2, "15 ms and 5 ms late, over 2 ms");
-            assert_eq!(a.due(at(20), 0, &w, &mut t).map(|s| s.arrival), Some(2));
-            // The count is done: the schedule ends.
-            assert_eq!(a.due(at(100), 0, &w, &mut t), None);
-            assert!(!a.scheduling());
-        });
-    }
-
-    #[test]
-    fn the_setup_cap_holds_arrivals_back_and_skips_what_waited_too_long() {
-        let s = spec("--rate 100 --num-conns 4 --timeout 0.05");
-        with_ctx(&s, 1, |ctx| {
-            let w = Window::new(ctx);
-            let mut a = Arrivals::new(ctx);
-            let mut t = Tally::new(&s, ctx.t0);
-            let at = |ms| ctx.t0 + Duration::from_millis(ms);
-            assert!(a.due(at(0), 0, &w, &mut t).is_some());
-            // One connection in setup: the cap holds the next arrivals back.
-            assert_eq!(a.due(at(30), 1, &w, &mut t), None);
-            assert_eq!(a.due(at(31), 1, &w, &mut t), None);
-            assert_eq!(t.st.setup_capped, 1, "counted once per backlog");
-            assert_eq!(
-                a.next_due(1),
-                None,
-                "a connection leaving setup wakes the driver"
-            );
-            // Freed at 65 ms: arrival 1 (10 ms) waited 55 ms > --timeout: skipped as a
-            // client timeout; arrival 2 (20 ms) waited 45 ms: it starts.
-            let next = a.due(at(65), 0, &w, &mut t).expect("due");
-            assert_eq!(next.arrival, 2);
-            assert_eq!(t.st.not_attempted, 1);
-            assert_eq!(t.st.sessions.failed, 1);
-            assert_eq!(t.part.errors, 1);
-            assert_eq!(t.st.setup_wait.len(), 2);
-            assert_eq!(
-                t.st.lag.len(),
-                1,
-                "waits for the server are not generator lag"
-            );
-        });
-    }
-
-    #[test]
-    fn closed_loop_users_and_the_drain_after_a_duration() {
-        let s = spec("--users 3 --duration 1 --timeout 2");
-        with_ctx(&s, 1, |ctx| {
-            let w = Window::new(ctx);
-            let mut a = Arrivals::new(ctx);
-            assert_eq!(a.concurrency(), 3);
-            assert_eq!(a.planned(), 3);
-            assert!(a.more(ctx.t0, &w));
-            assert_eq!((a.take(), a.take(), a.take()), (0, 1, 2));
-            assert!(!a.more(ctx.t0, &w));
-            let end = ctx.t0 + Duration::from_secs(1);
-            assert!(!a.drained(end, &w, ctx.reply_timeout()));
-            assert_eq!(a.drain_until(), Some(end + Duration::from_secs(2)));
-            assert!(a.drained(end + Duration::from_secs(2), &w, ctx.reply_timeout()));
-        });
-    }
-}
+mod tests;

@@ -178,7 +178,8 @@ fn calibration_spec(spec: &LoadSpec, port: u16) -> Result<(LoadSpec, Vec<u8>)> {
     };
     // A client shard calibrates the part it runs, on its own, now.
     if let (Workload::Users { users, .. }, (i, n)) = (&mut c.workload, spec.client) {
-        *users = crate::plan::share_lane(*users, (u64::from(i), u64::from(n.max(1)))).max(1);
+        *users = crate::arrivals::schedule::share_lane(*users, (u64::from(i), u64::from(n.max(1))))
+            .max(1);
         c.arrival = Arrival::Concurrent(*users);
     }
     c.client = (0, 1);

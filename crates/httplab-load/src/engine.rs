@@ -7,8 +7,9 @@
 //! pipelining, think times, users, failures, server closes) and at most one
 //! connection. The driver feeds the session events and does what it asks
 //! (open, send, close, wait); it moves bytes through TLS and `H1Conn` and
-//! records the statistics. Arrivals, the window and intervals are
-//! `arrivals.rs` and `worker.rs`, shared with the HTTP/2 driver.
+//! records the statistics. Arrivals (the one arrival loop: what is due,
+//! when to wake, when the run is over), the window and intervals are
+//! `arrivals.rs` and `worker.rs`, shared with the HTTP/3 stream driver.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -23,13 +24,12 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use rustls::{ClientConfig, ClientConnection};
 
-use crate::arrivals::Arrivals;
+use crate::arrivals::{Arrivals, Turn};
 use crate::clock::{us, MAX_SLEEP};
 use crate::h1::Pending;
 use crate::record::{self, Verifier};
 use crate::session::{Action, Outcome, Rules};
 use crate::slot::{self, Link, Slot};
-use crate::spec::Arrival;
 use crate::stats::{rec, ErrClass};
 use crate::sys;
 use crate::uring::Ring;
@@ -66,8 +66,6 @@ pub(crate) struct Worker<'a> {
     verifier: Option<Verifier>,
     /// Sessions to continue from the main loop ([`Action::Yield`]).
     deferred: Vec<(usize, u32)>,
-    /// Sequential sessions to start from the main loop.
-    restarts: u64,
     timeout: Option<Duration>,
     reply_timeout: Option<Duration>,
     /// `--max-response-time`.
@@ -95,9 +93,8 @@ impl<'a> Worker<'a> {
         )?;
         let spec = ctx.spec;
         let window = Window::new(ctx);
-        let arrivals = Arrivals::new(ctx);
         let mut tally = Tally::new(spec, ctx.t0);
-        tally.st.planned_sessions = arrivals.planned();
+        let arrivals = Arrivals::new(ctx, &mut tally);
         let ring = if ctx.uring && ctx.tls.is_none() {
             Some(Ring::new()?)
         } else {
@@ -135,7 +132,6 @@ impl<'a> Worker<'a> {
                 files: Vec::new(),
             }),
             deferred: Vec::new(),
-            restarts: 0,
             timeout: ctx.timeout(),
             reply_timeout: ctx.reply_timeout(),
             max_resp: ctx.max_resp(),
@@ -174,33 +170,24 @@ impl<'a> Worker<'a> {
         if t0 > now {
             std::thread::sleep(t0 - now);
         }
-        // Closed loop / sequential: start the concurrent sessions.
-        let now = Instant::now();
-        self.window
-            .turn(now, &mut self.tally, 0, self.ctx.collector);
-        let mut started = 0u64;
-        while started < self.arrivals.concurrency() && self.arrivals.more(now, &self.window) {
-            self.start_session(t0, now);
-            started += 1;
-        }
-        self.tally.st.max_burst = self.tally.st.max_burst.max(started);
         while !self.stopping() {
             let now = Instant::now();
             self.window
                 .turn(now, &mut self.tally, self.open_conns, self.ctx.collector);
-            self.start_due_arrivals(now);
+            self.start_due(now);
             self.fire_timers(now);
             self.run_deferred(now);
-            if self.arrivals.drained(now, &self.window, self.reply_timeout) {
-                self.abandon_all(now);
-                break;
-            }
-            if self.active == 0
-                && !self.arrivals.scheduling()
-                && self.restarts == 0
-                && self.deferred.is_empty()
+            let running = self.active > 0 || !self.deferred.is_empty();
+            match self
+                .arrivals
+                .after_turn(now, &self.window, self.reply_timeout, running)
             {
-                break;
+                Turn::Wait => {}
+                Turn::Drained => {
+                    self.abandon_all(now);
+                    break;
+                }
+                Turn::Done => break,
             }
             self.wait(&mut events)?;
         }
@@ -221,19 +208,13 @@ impl<'a> Worker<'a> {
     /// Sleeps until the next thing to do (a timer, an arrival, a socket
     /// event), then handles the socket events.
     fn wait(&mut self, events: &mut Events) -> io::Result<()> {
-        let mut next = self.window.next_wake();
+        let now = Instant::now();
         // At the setup cap, a connection leaving setup (a socket event) wakes us.
-        if let Some(t) = self.arrivals.next_due(self.setup_now) {
-            next = next.min(t);
-        }
+        let mut next = self.arrivals.wake(now, self.setup_now, &self.window);
         if let Some(Reverse((t, _, _))) = self.heap.peek() {
             next = next.min(*t);
         }
-        if let Some(d) = self.arrivals.drain_until() {
-            next = next.min(d);
-        }
-        let now = Instant::now();
-        let busy = self.restarts > 0 || !self.deferred.is_empty() || self.ctx.spec.busy_poll;
+        let busy = !self.deferred.is_empty() || self.ctx.spec.busy_poll;
         if self.ring.is_some() {
             // One io_uring_enter: submit the turn's sends and receives,
             // wait for completions until the next timer (nanoseconds).
@@ -275,16 +256,15 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    fn start_due_arrivals(&mut self, now: Instant) {
-        let mut burst = 0u64;
+    /// Starts every session due now (`arrivals.rs`); each one's connect
+    /// counts in `setup_now` at once, so the setup cap holds within the turn.
+    fn start_due(&mut self, now: Instant) {
         while let Some(a) = self
             .arrivals
             .due(now, self.setup_now, &self.window, &mut self.tally)
         {
-            burst += 1;
-            self.start_arrival(a.arrival, a.sched, now);
+            self.start_session(a.arrival, a.sched, now);
         }
-        self.tally.st.max_burst = self.tally.st.max_burst.max(burst);
     }
 
     /// The connection of slot `idx` left setup (served, or gone).
@@ -296,16 +276,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Work queued by sessions that yielded and by sequential restarts;
-    /// only what was queued before this call runs now, so a peer failing
-    /// instantly cannot spin here.
+    /// Work queued by sessions that yielded; only what was queued before
+    /// this call runs now, so a peer failing instantly cannot spin here.
     fn run_deferred(&mut self, now: Instant) {
-        let n = std::mem::take(&mut self.restarts);
-        for _ in 0..n {
-            if self.arrivals.more(now, &self.window) && !self.stopping() {
-                self.start_session(now, now);
-            }
-        }
         if self.deferred.is_empty() {
             return;
         }
@@ -396,13 +369,8 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Starts the next session of this worker, scheduled at `sched`.
-    fn start_session(&mut self, sched: Instant, now: Instant) {
-        let arrival = self.arrivals.take();
-        self.start_arrival(arrival, sched, now);
-    }
-
-    fn start_arrival(&mut self, arrival: u64, sched: Instant, now: Instant) {
+    /// Starts the session of global arrival `arrival`, intended at `sched`.
+    fn start_session(&mut self, arrival: u64, sched: Instant, now: Instant) {
         self.tally.of(sched >= self.window.win).sessions.started += 1;
         self.active += 1;
         let idx = self.alloc_slot(now);
@@ -753,15 +721,8 @@ impl<'a> Worker<'a> {
         s.armed = None;
         self.free.push(idx);
         self.active -= 1;
-        if !self.arrivals.scheduling()
-            && matches!(self.ctx.plan.arrival, Arrival::Concurrent(_))
-            && !self.ctx.plan.is_users
-            && self.arrivals.more(now, &self.window)
-            && !self.stopping()
-        {
-            // Started from the main loop (see `deferred`).
-            self.restarts += 1;
-        }
+        // A sequential run's next connection starts from the main loop.
+        self.arrivals.ended(now, &self.window);
     }
 
     /// Ends everything still running (Ctrl-C, or the drain after --duration).

@@ -148,6 +148,7 @@ mod worker;
 /// the first SIGINT sets [`interrupted`], a second exits at once (status 130).
 pub use sys::{install_sigint, interrupted};
 
+pub use arrivals::schedule::arrivals_per_stage;
 pub use build::{Length, Load, Offer, Protocol};
 pub use calibrate::{
     calibrate, CALIBRATION_WARMUP_S, CALIBRATION_WINDOW_S, DEFAULT_CALIBRATION_CONNS,
@@ -160,7 +161,6 @@ pub use client_check::{
 };
 pub use command::cli_main;
 pub use live::LiveSpec;
-pub use plan::arrivals_per_stage;
 pub use report::EXTRA_IO_ENGINE;
 pub use report::{
     environment, render_httperf_report, write_csv, Calibration, CPU_LIMIT_PCT, EXTRA_ABANDONED,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use httplab_model::RunResult;
 
+use crate::arrivals::schedule::share_lane;
 use crate::report::{self, EXTRA_IO_ENGINE};
 use crate::spec::{self, Arrival, IoEngine, LoadSpec};
 use crate::worker::WorkerCtx;
@@ -159,7 +160,7 @@ pub(crate) fn run_raw(
         (Arrival::Concurrent(k), _) => {
             // This shard's users (or connections at a time).
             let (i, n) = spec.client;
-            let mine = plan::share_lane(k, (u64::from(i), u64::from(n.max(1))));
+            let mine = share_lane(k, (u64::from(i), u64::from(n.max(1))));
             spec.threads.min(mine.clamp(1, u64::from(u32::MAX)) as u32)
         }
         _ => spec.threads,
@@ -190,7 +191,7 @@ pub(crate) fn run_raw(
             collector: &collector,
             tls: tls.as_ref(),
             local_addrs: &local_addrs,
-            setup_cap: plan::share_lane(cap, (i as u64, threads as u64)).max(1),
+            setup_cap: share_lane(cap, (i as u64, threads as u64)).max(1),
             uring,
         })
         .collect();

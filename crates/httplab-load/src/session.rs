@@ -19,8 +19,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::arrivals::schedule::Schedule;
 use crate::clock::dur;
-use crate::plan::{Plan, Schedule};
+use crate::plan::Plan;
 
 /// What the rules read besides the session itself: the plan, the run's
 /// window and how the driver's protocol carries calls. One per worker.

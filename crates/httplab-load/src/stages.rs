@@ -10,7 +10,7 @@
 //! this is an inhomogeneous Poisson process of the stages' rate (the
 //! time-change theorem); for deterministic gaps the k-th arrival comes when
 //! the integral reaches k. Lanes (threads, `--client I/N`) take every N-th
-//! arrival of that one sequence, as without stages (`plan::Schedule`).
+//! arrival of that one sequence, as without stages (`arrivals::schedule::Schedule`).
 //!
 //! Every call belongs to the stage of its *scheduled* instant (the one its
 //! corrected latency counts from), so a stall that hits stage 2 lands in
@@ -431,18 +431,21 @@ mod tests {
         let s = parse_stages("1s:100,3s:100-800,1s:800,2s:0,1s:10").expect("valid");
         // Deterministic: the integrals exactly (100, 1350, 800, 0, 10).
         assert_eq!(
-            crate::plan::arrivals_per_stage(&s, false, 1, u64::MAX),
+            crate::arrivals::schedule::arrivals_per_stage(&s, false, 1, u64::MAX),
             vec![100, 1350, 800, 0, 10]
         );
         // The same again: a pure function.
         assert_eq!(
-            crate::plan::arrivals_per_stage(&s, false, 7, u64::MAX),
+            crate::arrivals::schedule::arrivals_per_stage(&s, false, 7, u64::MAX),
             vec![100, 1350, 800, 0, 10]
         );
         // Exponential: reproducible for a seed, none in the zero stage, and
         // each stage within 5 standard deviations of its integral (Poisson).
-        let a = crate::plan::arrivals_per_stage(&s, true, 42, u64::MAX);
-        assert_eq!(a, crate::plan::arrivals_per_stage(&s, true, 42, u64::MAX));
+        let a = crate::arrivals::schedule::arrivals_per_stage(&s, true, 42, u64::MAX);
+        assert_eq!(
+            a,
+            crate::arrivals::schedule::arrivals_per_stage(&s, true, 42, u64::MAX)
+        );
         assert_eq!(a[3], 0);
         for (n, want) in a.iter().zip([100.0, 1350.0, 800.0, 0.0, 10.0]) {
             assert!((*n as f64 - want).abs() <= 5.0 * f64::sqrt(want), "{a:?}");

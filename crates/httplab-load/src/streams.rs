@@ -28,10 +28,10 @@ use anyhow::{anyhow, Result};
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use crate::arrivals::Arrivals;
+use crate::arrivals::{Arrivals, Start, Turn};
 use crate::clock::{us, MAX_SLEEP};
 use crate::session::{Action, Call, Rules, Session};
-use crate::spec::{Arrival, LoadSpec};
+use crate::spec::LoadSpec;
 use crate::stats::{rec, ErrClass, StreamCounts, WorkerStats};
 use crate::sys;
 use crate::worker::{Tally, Window, WorkerCtx};
@@ -123,6 +123,10 @@ pub(crate) struct Driver<'a, P: Proto> {
     /// Streams in flight that were scheduled in the window / in all.
     inflight_measured: Cell<u64>,
     inflight: Cell<u64>,
+    /// Sessions started and not yet polled: their connections are about
+    /// to open, so they count as in setup for the arrivals' cap (the
+    /// engine's connect counts at once; a future connects when polled).
+    starting: Cell<u64>,
 }
 
 /// The runtime of one load thread: tokio current-thread, I/O and timers.
@@ -180,6 +184,7 @@ impl<'a, P: Proto> Driver<'a, P> {
             lag_threshold_us: ctx.lag_threshold_us(),
             inflight_measured: Cell::new(0),
             inflight: Cell::new(0),
+            starting: Cell::new(0),
         })
     }
 
@@ -191,14 +196,18 @@ impl<'a, P: Proto> Driver<'a, P> {
         self.ctx.stop.load(Ordering::Relaxed)
     }
 
-    /// The main loop: arrivals, interval ticks, the drain, the sessions.
+    /// Connections in setup now, with the sessions about to open theirs.
+    fn in_setup(&self) -> u64 {
+        self.proto.setup_now() + self.starting.get()
+    }
+
+    /// The main loop: arrivals (`arrivals.rs`), interval ticks, the drain,
+    /// the sessions.
     pub async fn run(self) -> io::Result<WorkerStats> {
         let ctx = self.ctx;
-        let plan = ctx.plan;
         let t0 = ctx.t0;
         let mut window = Window::new(ctx);
-        let mut arrivals = Arrivals::new(ctx);
-        self.tally().st.planned_sessions = arrivals.planned();
+        let mut arrivals = Arrivals::new(ctx, &mut self.tally());
         // Precise wake-ups (arrivals, ticks, the drain): a timerfd in the reactor.
         let timer = sys::TimerFd::new()?.into_async()?;
         let mut timer_target: Option<Instant> = None;
@@ -209,14 +218,6 @@ impl<'a, P: Proto> Driver<'a, P> {
                 std::hint::spin_loop();
             }
         }
-        let now = Instant::now();
-        window.turn(now, &mut self.tally(), 0, ctx.collector);
-        let mut started = 0;
-        while started < arrivals.concurrency() && arrivals.more(now, &window) {
-            sessions.push(self.session(arrivals.take(), t0));
-            started += 1;
-        }
-        self.max_burst(started);
         loop {
             let now = Instant::now();
             if self.stopped() {
@@ -224,30 +225,23 @@ impl<'a, P: Proto> Driver<'a, P> {
             }
             let open = self.proto.open_conns();
             window.turn(now, &mut self.tally(), open, ctx.collector);
-            // Open-loop arrivals due now.
-            let mut burst = 0u64;
+            // Every session due now.
             loop {
-                let setup = self.proto.setup_now();
+                let setup = self.in_setup();
                 let due = arrivals.due(now, setup, &window, &mut self.tally());
                 let Some(a) = due else { break };
-                burst += 1;
-                sessions.push(self.session(a.arrival, a.sched));
+                self.starting.set(self.starting.get() + 1);
+                sessions.push(self.session(a));
             }
-            self.max_burst(burst);
-            if arrivals.drained(now, &window, self.reply_timeout) {
-                break;
-            }
-            if sessions.is_empty() && !arrivals.scheduling() {
-                break;
+            let running = !sessions.is_empty();
+            match arrivals.after_turn(now, &window, self.reply_timeout, running) {
+                Turn::Wait => {}
+                Turn::Drained | Turn::Done => break,
             }
             // Sleep until the next thing to do (or a session progresses).
-            let mut next = window.next_wake().min(now + MAX_SLEEP);
-            if let Some(t) = arrivals.next_due(self.proto.setup_now()) {
-                next = next.min(t);
-            }
-            if let Some(d) = arrivals.drain_until() {
-                next = next.min(d);
-            }
+            let next = arrivals
+                .wake(now, self.in_setup(), &window)
+                .min(now + MAX_SLEEP);
             if timer_target != Some(next) {
                 timer
                     .get_ref()
@@ -265,14 +259,7 @@ impl<'a, P: Proto> Driver<'a, P> {
                 }
                 Some(()) = sessions.next(), if !sessions.is_empty() => {
                     // Sequential httperf runs: the next connection when one ends.
-                    let now = Instant::now();
-                    if matches!(plan.arrival, Arrival::Concurrent(_))
-                        && !plan.is_users
-                        && arrivals.more(now, &window)
-                        && !self.stopped()
-                    {
-                        sessions.push(self.session(arrivals.take(), now));
-                    }
+                    arrivals.ended(Instant::now(), &window);
                 }
                 _ = self.proto.setup_freed().notified() => {}
             }
@@ -282,12 +269,6 @@ impl<'a, P: Proto> Driver<'a, P> {
         let open = self.proto.open_conns();
         let tally = self.proto.into_tally();
         Ok(window.finish(Instant::now(), tally, open, ctx.collector))
-    }
-
-    /// Records how many sessions one turn started.
-    fn max_burst(&self, n: u64) {
-        let mut t = self.tally();
-        t.st.max_burst = t.st.max_burst.max(n);
     }
 
     /// Gives up on what is still running (Ctrl-C, or the drain expired).
@@ -310,7 +291,10 @@ impl<'a, P: Proto> Driver<'a, P> {
     /// One session (an open-loop connection's calls, a sequential
     /// connection, a closed-loop user): its rules are `session.rs`'s; here
     /// connections open and close, streams run, waits are slept.
-    async fn session(&self, arrival: u64, sched: Instant) {
+    async fn session(&self, start: Start) {
+        let Start { arrival, sched } = start;
+        // Polled: from here its connection counts in `setup_now`.
+        self.starting.set(self.starting.get().saturating_sub(1));
         let r = &self.rules;
         self.tally().of(sched >= r.win).sessions.started += 1;
         let mut s = Session::new(sched);
@@ -561,6 +545,106 @@ fn headers(spec: &LoadSpec) -> Result<http::HeaderMap> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+    use std::net::SocketAddr;
+    use std::sync::atomic::AtomicBool;
+
+    use crate::plan::Plan;
+    use crate::stats::Collector;
+
+    /// A protocol whose connections never leave setup: they count as in
+    /// setup from their first poll on and never answer.
+    struct Stuck {
+        tally: RefCell<Tally>,
+        setup_now: Cell<u64>,
+        freed: tokio::sync::Notify,
+    }
+
+    impl Proto for Stuck {
+        type Conn = ();
+        fn tally(&self) -> RefMut<'_, Tally> {
+            self.tally.borrow_mut()
+        }
+        fn into_tally(self) -> Tally {
+            self.tally.into_inner()
+        }
+        fn open_conns(&self) -> u64 {
+            0
+        }
+        fn setup_now(&self) -> u64 {
+            self.setup_now.get()
+        }
+        fn setup_freed(&self) -> &tokio::sync::Notify {
+            &self.freed
+        }
+        async fn connect(&self, measured: bool) -> std::result::Result<(), ErrClass> {
+            let t0 = Instant::now();
+            self.tally().connection(measured, t0, t0);
+            self.setup_now.set(self.setup_now.get() + 1);
+            std::future::pending().await
+        }
+        async fn close(&self, _conn: Rc<()>) {}
+        fn setup_done(&self, _conn: &()) {}
+        fn count_bytes(&self, _conn: &(), _measured: bool) {}
+        fn replied(&self, _conn: &()) {}
+        fn gone(&self, _conn: &()) -> bool {
+            false
+        }
+        fn streams(st: &mut WorkerStats) -> &mut StreamCounts {
+            &mut st.h3.streams
+        }
+        async fn exchange(
+            &self,
+            _conn: &(),
+            _rq: http::Request<()>,
+            _body: Option<&Bytes>,
+        ) -> std::result::Result<Exchange, Fail> {
+            std::future::pending().await
+        }
+    }
+
+    /// The cap on connections in setup holds within one turn of the
+    /// stream driver as in the engine: with a cap of 1 and connections
+    /// that never leave setup, one connection is opened however many
+    /// arrivals a turn finds due (sessions handed out count as in setup
+    /// before their future first runs).
+    #[test]
+    fn the_setup_cap_holds_within_a_turn() {
+        let spec = crate::cli::parse_args(
+            "--server 127.0.0.1 --port 80 --rate 200000 --duration 0.05 --timeout 0.02"
+                .split_whitespace(),
+        )
+        .expect("valid test arguments");
+        let plan = Plan::build(&spec);
+        let stop = AtomicBool::new(false);
+        let collector = Collector::new(1, 1.0);
+        let addr: SocketAddr = "127.0.0.1:80".parse().expect("address");
+        let ctx = WorkerCtx {
+            thread: 0,
+            threads: 1,
+            t0: Instant::now(),
+            spec: &spec,
+            plan: &plan,
+            addr,
+            stop: &stop,
+            collector: &collector,
+            tls: None,
+            local_addrs: &[],
+            setup_cap: 1,
+            uring: false,
+        };
+        let proto = Stuck {
+            tally: RefCell::new(Tally::new(&spec, ctx.t0)),
+            setup_now: Cell::new(0),
+            freed: tokio::sync::Notify::new(),
+        };
+        let d = Driver::new(&ctx, proto, 1).expect("driver");
+        let st = runtime().expect("runtime").block_on(d.run()).expect("run");
+        assert_eq!(st.connections, 1, "one connection in setup at a time");
+        assert_eq!(st.max_burst, 1);
+        assert_eq!(st.sessions.started, 1);
+        assert!(st.setup_capped >= 1, "the other arrivals waited");
+    }
 
     #[test]
     fn authority_is_the_host_header_or_server_and_port() {
