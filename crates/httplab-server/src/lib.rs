@@ -46,6 +46,7 @@ mod blocking;
 mod cli;
 mod event;
 mod files;
+mod h2session;
 mod handler;
 mod lifecycle;
 mod log;
