@@ -11,15 +11,20 @@
 //! stay in the driver; the session rules (how many calls in flight) in
 //! `session.rs`.
 //!
-//! Why framing is written here and not taken from the `h2` crate: `h2` owns
-//! its I/O (an async stream) and allocates per stream; this connection must
-//! be driven by the same engine as HTTP/1.1 and allocate nothing per request
-//! once warm. Header compression is the `loona-hpack` crate's decoder
+//! Why framing is written in this workspace and not taken from the `h2`
+//! crate: `h2` owns its I/O (an async stream) and allocates per stream; this
+//! connection must be driven by the same engine as HTTP/1.1 and allocate
+//! nothing per request once warm. The codec is `httplab-wire`'s `h2` module,
+//! shared with the server: frame headers and constants, the bounded frame
+//! reader, and header compression — the `loona-hpack` crate's decoder
 //! (responses may use the dynamic table and Huffman coding), fed blocks whose
-//! Huffman strings `unhuffman.rs` has already decoded with `httlib-huffman`
-//! (loona's own Huffman decoder costs a table build per string); requests are
-//! encoded without the dynamic table (literals with static-table names), so
-//! a request's header block never changes and is encoded once.
+//! Huffman strings have already been decoded with `httlib-huffman` (loona's
+//! own Huffman decoder costs a table build per string); requests are encoded
+//! without the dynamic table (literals with static-table names), so a
+//! request's header block never changes and is encoded once
+//! ([`request_block`]). The frame checks stay here, per type, as this client
+//! has always made them (the server decodes typed frames with the RFC's
+//! error codes instead).
 //!
 //! Flow control: the connection announces the windows it is given
 //! (`--http2-window`-style settings in `Http2Spec`; h2load's defaults are
@@ -28,81 +33,30 @@
 
 use std::time::Instant;
 
+#[cfg(test)]
+use httplab_wire::h2::frame_len;
+use httplab_wire::h2::{self as wire, be32, flag, frame, hpack, FrameReader, Head, HEAD, PREFACE};
+
 use crate::h1::Pending;
 
-/// The client connection preface (RFC 9113 §3.4).
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-/// Frame header length.
-const HEAD: usize = 9;
+/// Error codes (RFC 9113 §7) this client sends or names.
+pub(crate) use httplab_wire::h2::code;
+/// The header block of a request (encoded once, no compression state).
+pub(crate) use httplab_wire::h2::hpack::request_block;
+/// The names of HTTP/2 error codes by code, and a code's index among them.
+pub(crate) use httplab_wire::h2::{reason_index, REASONS};
+
 /// The largest frame payload this client accepts (the protocol's default;
 /// it announces no other).
-const MAX_FRAME: usize = 16_384;
+const MAX_FRAME: usize = wire::DEFAULT_MAX_FRAME;
 /// A window of 2^30 − 1 octets (h2load's default), for tests.
 #[cfg(test)]
 const WINDOW: u32 = (1 << 30) - 1;
 /// The protocol's initial window, before SETTINGS and WINDOW_UPDATE.
-const DEFAULT_WINDOW: u32 = 65_535;
+const DEFAULT_WINDOW: u32 = wire::DEFAULT_WINDOW;
 /// The largest header block (all HEADERS and CONTINUATION fragments of one
 /// response) accepted: a bound on memory against a hostile server.
 const MAX_HEADER_BLOCK: usize = 64 * 1024;
-
-mod frame {
-    pub const DATA: u8 = 0x0;
-    pub const HEADERS: u8 = 0x1;
-    pub const PRIORITY: u8 = 0x2;
-    pub const RST_STREAM: u8 = 0x3;
-    pub const SETTINGS: u8 = 0x4;
-    pub const PUSH_PROMISE: u8 = 0x5;
-    pub const PING: u8 = 0x6;
-    pub const GOAWAY: u8 = 0x7;
-    pub const WINDOW_UPDATE: u8 = 0x8;
-    pub const CONTINUATION: u8 = 0x9;
-}
-
-mod flag {
-    pub const END_STREAM: u8 = 0x1;
-    pub const ACK: u8 = 0x1;
-    pub const END_HEADERS: u8 = 0x4;
-    pub const PADDED: u8 = 0x8;
-    pub const PRIORITY: u8 = 0x20;
-}
-
-/// The names of HTTP/2 error codes (RFC 9113 §7), by code; codes beyond
-/// them count as the last, UNKNOWN.
-pub(crate) const REASONS: [&str; 15] = [
-    "NO_ERROR",
-    "PROTOCOL_ERROR",
-    "INTERNAL_ERROR",
-    "FLOW_CONTROL_ERROR",
-    "SETTINGS_TIMEOUT",
-    "STREAM_CLOSED",
-    "FRAME_SIZE_ERROR",
-    "REFUSED_STREAM",
-    "CANCEL",
-    "COMPRESSION_ERROR",
-    "CONNECT_ERROR",
-    "ENHANCE_YOUR_CALM",
-    "INADEQUATE_SECURITY",
-    "HTTP_1_1_REQUIRED",
-    "UNKNOWN",
-];
-
-/// Index into [`REASONS`] of an error code.
-pub(crate) fn reason_index(code: u32) -> usize {
-    (code as usize).min(REASONS.len() - 1)
-}
-
-/// Error codes (RFC 9113 §7) this client sends or names.
-pub(crate) mod code {
-    #[cfg(test)]
-    pub const NO_ERROR: u32 = 0x0;
-    pub const PROTOCOL_ERROR: u32 = 0x1;
-    pub const FLOW_CONTROL_ERROR: u32 = 0x3;
-    pub const FRAME_SIZE_ERROR: u32 = 0x6;
-    pub const REFUSED_STREAM: u32 = 0x7;
-    pub const CANCEL: u32 = 0x8;
-    pub const COMPRESSION_ERROR: u32 = 0x9;
-}
 
 /// A complete reply and the call it answers.
 #[derive(Debug, Clone, Copy)]
@@ -171,6 +125,20 @@ impl H2Error {
     }
 }
 
+/// The codec's connection errors, as this client names them.
+impl From<wire::Error> for H2Error {
+    fn from(e: wire::Error) -> H2Error {
+        match e {
+            wire::Error::Protocol(what)
+            | wire::Error::StreamClosed(what)
+            | wire::Error::Calm(what) => H2Error::Protocol(what),
+            wire::Error::FrameSize => H2Error::FrameSize,
+            wire::Error::Compression => H2Error::Compression,
+            wire::Error::FlowControl => H2Error::FlowControl,
+        }
+    }
+}
+
 impl std::fmt::Display for H2Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -181,15 +149,6 @@ impl std::fmt::Display for H2Error {
             H2Error::BadStatus => write!(f, "HTTP/2 response without a valid :status"),
             H2Error::Http1Answer => write!(f, "the server answered in HTTP/1.x"),
         }
-    }
-}
-
-/// The HPACK decoder (its table is the connection's state; not printed).
-struct Hpack(loona_hpack::Decoder<'static>);
-
-impl std::fmt::Debug for Hpack {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Hpack")
     }
 }
 
@@ -212,16 +171,13 @@ struct Stream {
 pub(crate) struct H2Conn {
     out: Vec<u8>,
     out_pos: usize,
-    /// Bytes of a frame not yet complete.
-    partial: Vec<u8>,
+    /// Cuts the input into frames (a frame not yet complete, bounded).
+    reader: FrameReader,
     /// Fragments of a header block awaiting CONTINUATION, and its stream.
     block: Vec<u8>,
-    /// A header block with its Huffman strings decoded (`unhuffman`), and
-    /// the decoded string being written; both reused.
-    raw_block: Vec<u8>,
-    huffman_scratch: Vec<u8>,
     block_stream: Option<(u32, bool)>,
-    decoder: Hpack,
+    /// The HPACK decoder (its table is the connection's state).
+    decoder: hpack::Decoder,
     streams: Vec<Stream>,
     next_id: u32,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited unless said;
@@ -252,12 +208,10 @@ impl H2Conn {
         let mut c = H2Conn {
             out: Vec::with_capacity(4096),
             out_pos: 0,
-            partial: Vec::new(),
+            reader: FrameReader::new(MAX_FRAME),
             block: Vec::new(),
-            raw_block: Vec::new(),
-            huffman_scratch: Vec::new(),
             block_stream: None,
-            decoder: Hpack(loona_hpack::Decoder::new()),
+            decoder: hpack::Decoder::new(),
             streams: Vec::new(),
             next_id: 1,
             peer_limit: u32::MAX,
@@ -279,10 +233,10 @@ impl H2Conn {
     pub fn reset(&mut self) {
         self.out.clear();
         self.out_pos = 0;
-        self.partial.clear();
+        self.reader.clear();
         self.block.clear();
         self.block_stream = None;
-        self.decoder = Hpack(loona_hpack::Decoder::new());
+        self.decoder = hpack::Decoder::new();
         self.streams.clear();
         self.next_id = 1;
         self.peer_limit = u32::MAX;
@@ -298,28 +252,24 @@ impl H2Conn {
     fn start(&mut self) {
         self.out.extend_from_slice(PREFACE);
         // SETTINGS: ENABLE_PUSH = 0, INITIAL_WINDOW_SIZE.
-        self.frame_head(12, frame::SETTINGS, 0, 0);
-        for (id, value) in [(0x2u16, 0u32), (0x4, self.stream_window)] {
-            self.out.extend_from_slice(&id.to_be_bytes());
-            self.out.extend_from_slice(&value.to_be_bytes());
-        }
+        wire::write_settings(
+            &mut self.out,
+            &[
+                (wire::setting::ENABLE_PUSH, 0),
+                (wire::setting::INITIAL_WINDOW_SIZE, self.stream_window),
+            ],
+        );
         if self.conn_window > DEFAULT_WINDOW {
             self.window_update(0, self.conn_window - DEFAULT_WINDOW);
         }
     }
 
     fn frame_head(&mut self, len: usize, kind: u8, flags: u8, stream: u32) {
-        let l = (len as u32).to_be_bytes();
-        self.out.extend_from_slice(&l[1..]);
-        self.out.push(kind);
-        self.out.push(flags);
-        self.out
-            .extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+        Head::write(&mut self.out, len, kind, flags, stream);
     }
 
     fn window_update(&mut self, stream: u32, inc: u32) {
-        self.frame_head(4, frame::WINDOW_UPDATE, 0, stream);
-        self.out.extend_from_slice(&inc.to_be_bytes());
+        wire::write_window_update(&mut self.out, stream, inc);
     }
 
     /// Bytes waiting to be written.
@@ -432,8 +382,7 @@ impl H2Conn {
     pub fn cancel(&mut self, serial: u64) -> Option<Pending> {
         let i = self.streams.iter().position(|s| s.call.serial == serial)?;
         let s = self.streams.swap_remove(i);
-        self.frame_head(4, frame::RST_STREAM, 0, s.id);
-        self.out.extend_from_slice(&code::CANCEL.to_be_bytes());
+        wire::write_rst_stream(&mut self.out, s.id, code::CANCEL);
         Some(s.call)
     }
 
@@ -444,9 +393,7 @@ impl H2Conn {
     }
 
     fn goaway_frame(&mut self, code: u32) {
-        self.frame_head(8, frame::GOAWAY, 0, 0);
-        self.out.extend_from_slice(&0u32.to_be_bytes());
-        self.out.extend_from_slice(&code.to_be_bytes());
+        wire::write_goaway(&mut self.out, 0, code);
     }
 
     /// The calls still in flight, taken out (the connection is gone).
@@ -460,7 +407,7 @@ impl H2Conn {
     /// output (a GOAWAY naming the error is queued).
     pub fn feed(
         &mut self,
-        mut data: &[u8],
+        data: &[u8],
         now: Instant,
         on: &mut impl FnMut(Event),
     ) -> Result<(), H2Error> {
@@ -472,58 +419,17 @@ impl H2Conn {
                     return Err(H2Error::Http1Answer);
                 }
             }
-            // Finish a frame started in an earlier read.
-            while !self.partial.is_empty() {
-                let need = self.frame_len_needed();
-                if need - HEAD > MAX_FRAME {
-                    return Err(H2Error::FrameSize);
-                }
-                let take = (need - self.partial.len()).min(data.len());
-                self.partial.extend_from_slice(&data[..take]);
-                data = &data[take..];
-                if self.partial.len() < self.frame_len_needed() {
-                    if data.is_empty() {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                let whole = std::mem::take(&mut self.partial);
-                let r = self.frame(&whole, now, on);
-                self.partial = whole;
-                self.partial.clear();
-                r?;
-            }
-            while data.len() >= HEAD {
-                let len = frame_len(data);
-                if len > MAX_FRAME {
-                    return Err(H2Error::FrameSize);
-                }
-                if data.len() < HEAD + len {
-                    break;
-                }
-                self.frame(&data[..HEAD + len], now, on)?;
-                data = &data[HEAD + len..];
-            }
-            self.partial.extend_from_slice(data);
-            if self.partial.len() >= HEAD && frame_len(&self.partial) > MAX_FRAME {
-                return Err(H2Error::FrameSize);
-            }
-            Ok(())
+            // Frames are cut by the codec's bounded reader (taken out for
+            // the call, so that each frame may change the connection).
+            let mut reader = std::mem::take(&mut self.reader);
+            let r = reader.feed(data, |f| self.frame(f, now, on));
+            self.reader = reader;
+            r
         })();
         if let Err(e) = r {
             self.goaway_frame(e.code());
         }
         r
-    }
-
-    /// How long the frame in `partial` is (header included), once its
-    /// header is known.
-    fn frame_len_needed(&self) -> usize {
-        if self.partial.len() < HEAD {
-            HEAD
-        } else {
-            HEAD + frame_len(&self.partial)
-        }
     }
 
     fn index(&self, id: u32) -> Option<usize> {
@@ -621,12 +527,8 @@ impl H2Conn {
                 Err(H2Error::FrameSize)
             };
         }
-        if payload.len() % 6 != 0 {
-            return Err(H2Error::FrameSize);
-        }
-        for s in payload.chunks_exact(6) {
-            let value = be32(&s[2..]);
-            match u16::from_be_bytes([s[0], s[1]]) {
+        for (id, value) in wire::settings(payload)? {
+            match id {
                 // MAX_CONCURRENT_STREAMS
                 0x3 => self.peer_limit = value,
                 // INITIAL_WINDOW_SIZE (of the server's streams' send
@@ -647,26 +549,6 @@ impl H2Conn {
         Ok(())
     }
 
-    /// The payload without padding (and, for HEADERS, the priority fields).
-    fn unpad(flags: u8, payload: &[u8], priority: bool) -> Result<&[u8], H2Error> {
-        let mut p = payload;
-        let mut pad = 0usize;
-        if flags & flag::PADDED != 0 {
-            let (&n, rest) = p
-                .split_first()
-                .ok_or(H2Error::Protocol("padded frame without its length"))?;
-            pad = n as usize;
-            p = rest;
-        }
-        if priority && flags & flag::PRIORITY != 0 {
-            p = p.get(5..).ok_or(H2Error::FrameSize)?;
-        }
-        if pad > p.len() {
-            return Err(H2Error::Protocol("padding longer than the frame"));
-        }
-        Ok(&p[..p.len() - pad])
-    }
-
     fn data(
         &mut self,
         id: u32,
@@ -683,7 +565,7 @@ impl H2Conn {
         if let Some(inc) = consume(&mut self.conn_unacked, self.conn_window, counted)? {
             self.window_update(0, inc);
         }
-        let body = Self::unpad(flags, payload, false)?;
+        let body = wire::unpad(flags, payload, false)?;
         let Some(i) = self.index(id) else {
             // A stream already reset or finished: its window is the
             // connection's only (counted above).
@@ -733,7 +615,7 @@ impl H2Conn {
         if id == 0 {
             return Err(H2Error::Protocol("HEADERS on stream 0"));
         }
-        let fragment = Self::unpad(flags, payload, true)?;
+        let fragment = wire::unpad(flags, payload, true)?;
         if let Some(i) = self.index(id) {
             let s = &mut self.streams[i];
             s.first.get_or_insert(now);
@@ -792,35 +674,24 @@ impl H2Conn {
         let mut bad = false;
         // "HTTP/1.1 200 OK\r\n"-sized status line, then "name: value\r\n".
         let mut header_bytes = 2u64;
-        let mut raw = std::mem::take(&mut self.raw_block);
-        let block = match unhuffman::unhuffman(block, &mut raw, &mut self.huffman_scratch) {
-            Ok(true) => &raw[..],
-            Ok(false) => block,
-            Err(unhuffman::Malformed) => {
-                self.raw_block = raw;
-                return Err(H2Error::Compression);
-            }
-        };
-        let decoded = self
-            .decoder
-            .0
-            .decode_with_cb(block, |name, value| match &name[..] {
+        // No bound on the decoded list beyond the block's (a response's
+        // fields are only counted here).
+        self.decoder
+            .decode(block, usize::MAX, |name, value| match name {
                 b":status" => {
-                    status = parse_status(&value);
+                    status = parse_status(value);
                     header_bytes += 17;
                 }
                 n => {
                     header_bytes += (n.len() + value.len() + 4) as u64;
                     if n == b"content-length" {
-                        match parse_u64(&value) {
+                        match parse_u64(value) {
                             Some(v) => content_length = Some(v),
                             None => bad = true,
                         }
                     }
                 }
-            });
-        self.raw_block = raw;
-        decoded.map_err(|_| H2Error::Compression)?;
+            })?;
         let Some(i) = self.index(id) else {
             return if id >= self.next_id {
                 Err(H2Error::Protocol("HEADERS on a stream never opened"))
@@ -875,14 +746,6 @@ fn consume(unacked: &mut u32, window: u32, n: u32) -> Result<Option<u32>, H2Erro
     Ok(Some(std::mem::take(unacked)))
 }
 
-fn be32(b: &[u8]) -> u32 {
-    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn frame_len(head: &[u8]) -> usize {
-    (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2])
-}
-
 fn parse_status(v: &[u8]) -> Option<u16> {
     if v.len() != 3 || !v.iter().all(u8::is_ascii_digit) {
         return None;
@@ -897,66 +760,5 @@ fn parse_u64(v: &[u8]) -> Option<u64> {
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
-/// The HPACK header block of a GET (or HEAD) request, encoded without the
-/// dynamic table, so the same bytes serve every stream of every connection.
-/// `extra` headers are (lower-case name, value) pairs.
-pub(crate) fn request_block(
-    method: &str,
-    https: bool,
-    authority: &str,
-    path: &str,
-    extra: &[(&str, &str)],
-) -> Vec<u8> {
-    let mut b = Vec::with_capacity(64 + path.len() + authority.len());
-    // Indexed fields of the static table: :method GET (2), :scheme http (6)
-    // or https (7).
-    match method {
-        "GET" => b.push(0x80 | 2),
-        m => literal(&mut b, 2, None, m),
-    }
-    b.push(0x80 | if https { 7 } else { 6 });
-    match path {
-        "/" => b.push(0x80 | 4),
-        p => literal(&mut b, 4, None, p),
-    }
-    literal(&mut b, 1, None, authority);
-    for (name, value) in extra {
-        literal(&mut b, 0, Some(name), value);
-    }
-    b
-}
-
-/// A literal field without indexing (RFC 7541 §6.2.2): the name by its
-/// static-table index, or (index 0) as a literal.
-fn literal(b: &mut Vec<u8>, index: usize, name: Option<&str>, value: &str) {
-    integer(b, 4, 0x00, index);
-    if let Some(n) = name {
-        string(b, n.as_bytes());
-    }
-    string(b, value.as_bytes());
-}
-
-fn string(b: &mut Vec<u8>, s: &[u8]) {
-    integer(b, 7, 0x00, s.len());
-    b.extend_from_slice(s);
-}
-
-/// An HPACK integer with an N-bit prefix (RFC 7541 §5.1).
-fn integer(b: &mut Vec<u8>, prefix_bits: u8, first: u8, mut v: usize) {
-    let max = (1usize << prefix_bits) - 1;
-    if v < max {
-        b.push(first | v as u8);
-        return;
-    }
-    b.push(first | max as u8);
-    v -= max;
-    while v >= 128 {
-        b.push((v % 128) as u8 | 0x80);
-        v /= 128;
-    }
-    b.push(v as u8);
-}
-
 #[cfg(test)]
 mod tests;
-mod unhuffman;

@@ -5,7 +5,7 @@
 //!   prior knowledge; `--max-concurrent-streams` (h2load's `-m`), flow-control
 //!   windows; open and closed loop on the same schedules; counts of streams,
 //!   RST_STREAM and GOAWAY ([`httplab_model::Http2Summary`]). A connection
-//!   machine without I/O (`h2proto.rs`, HPACK by `loona-hpack`) on the same
+//!   machine without I/O (`h2proto.rs`, on `httplab-wire`'s HTTP/2 codec) on the same
 //!   engine as HTTP/1.1 (`engine/h2.rs`), allocation-free per request.
 //! - **HTTP/3** (`--http3`, [`Http3Spec`]): over QUIC (quinn, TLS 1.3, ALPN
 //!   h3) with the `h3` crate, on a tokio stream driver (quinn is async;

@@ -180,16 +180,12 @@ impl Handler {
     ) -> Answer {
         let a = self.respond_inner(req, head, conn, out, now);
         if self.log.is_some() {
-            let line = format!(
-                "{} {} {}",
-                req.method_str,
-                req.target,
-                if req.version == Version::Http10 {
-                    "HTTP/1.0"
-                } else {
-                    "HTTP/1.1"
-                }
-            );
+            let version = match req.version {
+                Version::Http10 => "HTTP/1.0",
+                Version::Http11 => "HTTP/1.1",
+                Version::Http2 => "HTTP/2.0",
+            };
+            let line = format!("{} {} {version}", req.method_str, req.target);
             self.log(peer, &line, a);
         } else {
             self.local_requests += 1;

@@ -23,7 +23,10 @@
 //! # Layout
 //!
 //! - [`config`]: [`ServerConfig`] (public fields, `Default`) and [`Model`].
-//! - `session`: one connection's protocol state machine, without I/O.
+//! - `session`: one connection's protocol state machine, without I/O;
+//!   `h2session`: its HTTP/2 twin on `httplab-wire`'s `h2` codec (requests
+//!   to the same handler, responses framed within the peer's windows,
+//!   hostile input bounded; not yet driven by a model).
 //! - `handler`: request → response (files, ranges, conditionals, errors);
 //!   `negotiate`: `Accept-Encoding` against a file's precompressed variants.
 //! - `files`: safe path resolution and the per-worker file cache (with the
@@ -46,6 +49,7 @@ mod blocking;
 mod cli;
 mod event;
 mod files;
+mod h2session;
 mod handler;
 mod lifecycle;
 mod log;

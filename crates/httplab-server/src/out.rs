@@ -37,6 +37,15 @@ pub struct FileSeg {
     len: u64,
 }
 
+/// One piece of queued output, in order ([`OutQueue::pieces`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Piece<'a> {
+    /// Memory bytes.
+    Mem(&'a [u8]),
+    /// A file range: the file, its first offset and its end.
+    File(&'a Arc<File>, u64, u64),
+}
+
 /// Queued output of one connection.
 #[derive(Debug, Default)]
 pub struct OutQueue {
@@ -119,6 +128,45 @@ impl OutQueue {
             self.buf.clear();
             self.pos = 0;
         }
+    }
+
+    /// What is queued, in order, as memory bytes and file ranges: how a
+    /// protocol that frames its output (HTTP/2) reads a response the
+    /// handler queued on a scratch queue. [`OutQueue::clear`] empties it.
+    pub fn pieces(&self) -> impl Iterator<Item = Piece<'_>> + '_ {
+        let mut pos = self.pos;
+        let mut files = self.files.iter();
+        let mut file = None;
+        std::iter::from_fn(move || loop {
+            if let Some(f) = file.take() {
+                let f: &FileSeg = f;
+                return Some(Piece::File(&f.file, f.off, f.end));
+            }
+            match files.next() {
+                Some(f) if pos < f.at => {
+                    let mem = &self.buf[pos..f.at];
+                    pos = f.at;
+                    file = Some(f);
+                    return Some(Piece::Mem(mem));
+                }
+                Some(f) => file = Some(f),
+                None if pos < self.buf.len() => {
+                    let mem = &self.buf[pos..];
+                    pos = self.buf.len();
+                    return Some(Piece::Mem(mem));
+                }
+                None => return None,
+            }
+        })
+    }
+
+    /// Forgets everything queued (a scratch queue, once read with
+    /// [`OutQueue::pieces`]); the buffer keeps its capacity.
+    pub fn clear(&mut self) {
+        debug_assert_eq!(self.lent, 0);
+        self.buf.clear();
+        self.pos = 0;
+        self.files.clear();
     }
 
     /// Queues `file[off..end]` after the bytes queued so far.
@@ -355,5 +403,34 @@ impl OutQueue {
             self.pos = 0;
             return Ok(Flush::Done);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_come_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let f = Arc::new(File::open(&path).unwrap());
+        let mut q = OutQueue::default();
+        q.buf.extend_from_slice(b"head");
+        q.push_file(&f, 0, 4);
+        q.push_file(&f, 6, 8);
+        q.buf.extend_from_slice(b"mid");
+        q.push_file(&f, 8, 10);
+        let got: Vec<String> = q
+            .pieces()
+            .map(|p| match p {
+                Piece::Mem(m) => String::from_utf8_lossy(m).into_owned(),
+                Piece::File(_, a, b) => format!("[{a}..{b}]"),
+            })
+            .collect();
+        assert_eq!(got, ["head", "[0..4]", "[6..8]", "mid", "[8..10]"]);
+        q.clear();
+        assert!(q.is_empty() && q.pieces().next().is_none());
     }
 }

@@ -12,8 +12,11 @@ use anyhow::Context;
 
 use crate::config::{Coding, ServerConfig};
 use crate::files::{Body, FileCache, Resolved};
+use crate::h2session::H2Session;
 use crate::handler::Handler;
 use crate::session::Session;
+
+pub use crate::h2session::H2Limits;
 
 pub use crate::handler::{parse_ranges, RangeSpec};
 
@@ -118,6 +121,86 @@ impl Harness {
             c.session.out.drain_into(out);
             c.session.wrote(now);
         }
+    }
+}
+
+/// One simulated HTTP/2 connection of a [`Harness`] (cleartext, prior
+/// knowledge: the input starts with the client preface).
+pub struct H2Conn {
+    session: H2Session,
+}
+
+impl Harness {
+    /// A fresh HTTP/2 connection with `limits`.
+    pub fn connect_h2(&self, now: Instant, limits: H2Limits) -> H2Conn {
+        let peer = Some(IpAddr::from([127, 0, 0, 1]));
+        H2Conn {
+            session: H2Session::new(peer, now, &self.handler, limits),
+        }
+    }
+
+    /// The peer sends `input`; everything the server answers is appended to
+    /// `out` (file segments read from their files), as a driver that can
+    /// always write would. Returns false once the connection is done.
+    pub fn send_h2(
+        &mut self,
+        c: &mut H2Conn,
+        input: &[u8],
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> bool {
+        Self::flush_h2(c, now, out);
+        c.session.feed(input, &mut self.handler, now);
+        Self::flush_h2(c, now, out);
+        !c.session.finished()
+    }
+
+    /// Time passes to `now`: a due timeout fires. Returns true when the
+    /// connection would be closed.
+    pub fn tick_h2(&mut self, c: &mut H2Conn, now: Instant, out: &mut Vec<u8>) -> bool {
+        let closed = c.session.on_timeout(&self.handler, now).is_some();
+        Self::flush_h2(c, now, out);
+        closed || c.session.finished()
+    }
+
+    /// Graceful shutdown of an HTTP/2 connection (a GOAWAY).
+    pub fn shutdown_h2(&mut self, c: &mut H2Conn, now: Instant, out: &mut Vec<u8>) {
+        c.session.begin_shutdown();
+        Self::flush_h2(c, now, out);
+    }
+
+    fn flush_h2(c: &mut H2Conn, now: Instant, out: &mut Vec<u8>) {
+        while !c.session.out.is_empty() {
+            c.session.out.drain_into(out);
+            c.session.wrote(now);
+        }
+    }
+}
+
+impl H2Conn {
+    /// The connection error that ended it, if any.
+    pub fn error(&self) -> Option<httplab_wire::h2::Error> {
+        self.session.error()
+    }
+
+    /// Requests answered.
+    pub fn served(&self) -> u64 {
+        self.session.served()
+    }
+
+    /// Streams whose response body is still being sent.
+    pub fn open_streams(&self) -> usize {
+        self.session.open_streams()
+    }
+
+    /// Whether the server would read now.
+    pub fn wants_input(&self) -> bool {
+        self.session.wants_input()
+    }
+
+    /// The peer closed its sending side.
+    pub fn eof(&mut self) {
+        self.session.on_eof();
     }
 }
 

@@ -1,10 +1,15 @@
-//! HTTP/1.1 framing shared by the server and the load generator.
+//! HTTP framing shared by the server and the load generator, without I/O.
 //!
-//! - [`request`]: server side — parsing and validating requests (on httparse).
-//! - [`response`]: client side — parsing response heads and body framing
-//!   (Content-Length, chunked, close-delimited).
+//! - [`request`]: HTTP/1.1 server side — parsing and validating requests
+//!   (on httparse).
+//! - [`response`]: HTTP/1.1 client side — parsing response heads and body
+//!   framing (Content-Length, chunked, close-delimited).
+//! - [`h2`]: HTTP/2 for both ends — frames, a bounded frame reader, HPACK
+//!   (loona-hpack with a faster Huffman pass) with a decoded-size bound, and
+//!   the server's typed request from a decoded header list.
 
 #![forbid(unsafe_code)]
 
+pub mod h2;
 pub mod request;
 pub mod response;

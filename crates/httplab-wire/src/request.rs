@@ -71,6 +71,8 @@ pub enum Version {
     Http10,
     /// HTTP/1.1
     Http11,
+    /// HTTP/2 (a request decoded by [`crate::h2::request`]).
+    Http2,
 }
 
 /// A parsed, validated request head. Header values borrow the input buffer.
@@ -485,7 +487,7 @@ impl FramingFields {
             return Err(RequestError::PayloadTooLarge);
         }
         let keep_alive = match version {
-            Version::Http11 => !self.conn_close,
+            Version::Http11 | Version::Http2 => !self.conn_close,
             Version::Http10 => self.conn_keep_alive && !self.conn_close,
         };
         Ok((cl, keep_alive))
@@ -564,7 +566,10 @@ fn parse_content_length(value: &[u8], prev: Option<u64>) -> Result<u64, RequestE
     }
 }
 
-fn split_target(target: &str, method: Method) -> Result<(&str, Option<&str>), RequestError> {
+pub(crate) fn split_target(
+    target: &str,
+    method: Method,
+) -> Result<(&str, Option<&str>), RequestError> {
     if target == "*" {
         if method == Method::Options {
             return Ok(("*", None));

@@ -97,52 +97,6 @@ fn starts_with_preface_settings_and_window() {
 }
 
 #[test]
-fn request_block_decodes_to_the_request() {
-    let b = request_block(
-        "GET",
-        true,
-        "127.0.0.1:8443",
-        "/index.html",
-        &[("user-agent", "httplab")],
-    );
-    let mut d = loona_hpack::Decoder::new();
-    let h = d.decode(&b).unwrap();
-    let h: Vec<(String, String)> = h
-        .into_iter()
-        .map(|(n, v)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
-        .collect();
-    let want = [
-        (":method", "GET"),
-        (":scheme", "https"),
-        (":path", "/index.html"),
-        (":authority", "127.0.0.1:8443"),
-        ("user-agent", "httplab"),
-    ];
-    assert_eq!(h.len(), want.len());
-    for ((n, v), (wn, wv)) in h.iter().zip(want) {
-        assert_eq!((n.as_str(), v.as_str()), (wn, wv));
-    }
-    // A long path needs a multi-byte length.
-    let long = format!("/{}", "x".repeat(300));
-    let b = request_block("HEAD", false, "h", &long, &[]);
-    let h = loona_hpack::Decoder::new().decode(&b).unwrap();
-    assert_eq!(h[0].1, b"HEAD");
-    assert_eq!(h[1].1, b"http");
-    assert_eq!(h[2].1, long.as_bytes());
-}
-
-#[test]
-fn integers_match_rfc_7541_examples() {
-    // C.1.1: 10 with a 5-bit prefix; C.1.2: 1337 with a 5-bit prefix.
-    let mut b = Vec::new();
-    integer(&mut b, 5, 0, 10);
-    assert_eq!(b, [0x0a]);
-    b.clear();
-    integer(&mut b, 5, 0, 1337);
-    assert_eq!(b, [0x1f, 0x9a, 0x0a]);
-}
-
-#[test]
 fn streams_are_odd_and_complete_out_of_order() {
     let mut c = settled();
     take_output(&mut c);

@@ -14,7 +14,7 @@
 /// false when it holds none, so the block can be decoded as it is. Both
 /// buffers keep their capacity: nothing is allocated once they are warm.
 /// Err: the block's framing or a Huffman string is malformed.
-pub(super) fn unhuffman(
+pub(crate) fn unhuffman(
     block: &[u8],
     out: &mut Vec<u8>,
     scratch: &mut Vec<u8>,
@@ -41,7 +41,7 @@ pub(super) fn unhuffman(
 
 /// A malformed header block (the connection's COMPRESSION_ERROR).
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Malformed;
+pub(crate) struct Malformed;
 
 /// What follows a representation's prefix integer.
 enum Strings {
