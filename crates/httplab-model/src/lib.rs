@@ -17,7 +17,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod metric;
 pub mod series;
+
+pub use metric::{Metric, MetricKey};
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -737,7 +740,8 @@ impl RunResult {
     }
 
     /// Calls with an outcome, the exposure of the error count: complete replies plus errors
-    /// ([`Errors::total`], every class). A run's error rate is `errors.total / calls()`.
+    /// ([`Errors::total`], every class). A run's error rate is [`metric::failed_calls`] over
+    /// these (the one definition: [`metric`]'s docs).
     pub fn calls(&self) -> u64 {
         self.totals.replies.saturating_add(self.errors.total)
     }
@@ -1349,9 +1353,10 @@ pub struct Cell {
     /// The workload's metric (key): the one its verdict judges.
     #[serde(default)]
     pub metric: String,
-    /// Every metric's value per successful repetition, in round order, by key.
+    /// Every metric's value per successful repetition, in round order, by metric (written as
+    /// its key; a key this version does not know is kept as [`MetricKey::Other`]).
     #[serde(default)]
-    pub values: std::collections::BTreeMap<String, Vec<f64>>,
+    pub values: std::collections::BTreeMap<MetricKey, Vec<f64>>,
     /// Why repetitions stopped.
     pub stop: CellStop,
     /// Relative half-width of the primary metric's CI when repetitions stopped.
