@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn table_order_is_compares_own() {
-        let mut ms = vec![
+        let mut ms = [
             Metric::Study("a".into()),
             Metric::MAX_SUSTAINABLE,
             Metric::SERVER_CPU,
