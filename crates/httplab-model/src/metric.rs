@@ -396,13 +396,14 @@ impl Metric {
     }
 
     /// Who measures it: a client-bound run's figure is only a bound for the client's
-    /// metrics, while the server's own accounting holds whatever the client did.
+    /// metrics, while the server's own accounting holds whatever the client did. Replies per
+    /// server CPU second at saturation is the client's: the saturation it is read at is the
+    /// client's search's, which a client-bound search only bounds.
     pub fn measured_by(self) -> MeasuredBy {
         match self {
-            Metric::ServerCpuPerKreq
-            | Metric::ServerRssMb
-            | Metric::ServerCpuUsPerReq
-            | Metric::ReqPerServerCpuS => MeasuredBy::Server,
+            Metric::ServerCpuPerKreq | Metric::ServerRssMb | Metric::ServerCpuUsPerReq => {
+                MeasuredBy::Server
+            }
             _ => MeasuredBy::Client,
         }
     }
@@ -694,6 +695,7 @@ mod tests {
         assert_eq!(Metric::ErrorPct.direction(), Direction::Lower);
         assert_eq!(Metric::ServerCpuUsPerReq.measured_by(), MeasuredBy::Server);
         assert_eq!(Metric::P50Ms.measured_by(), MeasuredBy::Client);
+        assert_eq!(Metric::ReqPerServerCpuS.measured_by(), MeasuredBy::Client);
         assert_eq!(Metric::ErrorPct.comparison(), Comparison::ExactTestOfCounts);
         assert_eq!(Metric::P50Ms.comparison(), Comparison::GeometricMeanRatio);
         assert_eq!(Metric::MaxRate.source(), Source::CapacitySearch);
