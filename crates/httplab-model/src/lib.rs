@@ -20,7 +20,7 @@
 pub mod metric;
 pub mod series;
 
-pub use metric::{Metric, MetricKey};
+pub use metric::{Direction, MeasuredBy, Metric, MetricKey};
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -1506,47 +1506,6 @@ pub enum VerdictKind {
     /// A pair the study file names: a server against `[compare] baseline`,
     /// or a question's evidence.
     Pair,
-}
-
-/// Which way a metric is better.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Higher is better (rates, throughput).
-    #[default]
-    Higher,
-    /// Lower is better (times, costs).
-    Lower,
-}
-
-impl Direction {
-    /// "higher" or "lower", as documents write it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Direction::Higher => "higher",
-            Direction::Lower => "lower",
-        }
-    }
-}
-
-/// Who measured a metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MeasuredBy {
-    /// The load generator.
-    Client,
-    /// The server's own CPU or memory accounting.
-    Server,
-}
-
-impl MeasuredBy {
-    /// "client" or "server", as documents write it.
-    pub fn word(self) -> &'static str {
-        match self {
-            MeasuredBy::Client => "client",
-            MeasuredBy::Server => "server",
-        }
-    }
 }
 
 /// The verdict of one comparison on one workload step and metric: who is

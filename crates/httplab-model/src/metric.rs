@@ -1,5 +1,5 @@
 //! The one registry of metrics: every figure httplab measures, compares or charts, with its
-//! stable key, unit, label, direction, who measures it, how it is read from a [`RunResult`]
+//! stable key, unit, label, direction, who measures it, how it is read from a [`RunResult`](crate::RunResult)
 //! and how two sides are compared. The study, `compare`, the report and `merge` all read
 //! their metrics from here; none keeps a list of its own.
 //!
@@ -11,7 +11,7 @@
 //! - a **call** is a request with an outcome: a complete reply (whatever its status) or an
 //!   error of any class (`errors.total`: timeouts, refused and reset connections, protocol
 //!   faults …). The **attempted calls** of a run are `replies + errors.total`
-//!   ([`attempted_calls`], the same as [`RunResult::calls`]);
+//!   ([`attempted_calls`], the same as [`RunResult::calls`](crate::RunResult::calls));
 //! - a **failed call** is an error of any class *or a reply with a 5xx status* (a server that
 //!   answers 503 quickly has failed those calls, however fast it was). The **failed calls**
 //!   of a run are `errors.total + 5xx replies` ([`failed_calls`]); a 5xx reply is one of the
@@ -44,7 +44,52 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Direction, Latency, MeasuredBy, RunResult, PROBE_MIN_REPLIES};
+mod read;
+
+pub use read::{
+    attempted_calls, error_rate, failed_calls, latency_percentile_ms, response_percentile_ms,
+};
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Higher is better (rates, throughput).
+    #[default]
+    Higher,
+    /// Lower is better (times, costs).
+    Lower,
+}
+
+impl Direction {
+    /// "higher" or "lower", as documents write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Direction::Higher => "higher",
+            Direction::Lower => "lower",
+        }
+    }
+}
+
+/// Who measured a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MeasuredBy {
+    /// The load generator.
+    Client,
+    /// The server's own CPU or memory accounting.
+    Server,
+}
+
+impl MeasuredBy {
+    /// "client" or "server", as documents write it.
+    pub fn word(self) -> &'static str {
+        match self {
+            MeasuredBy::Client => "client",
+            MeasuredBy::Server => "server",
+        }
+    }
+}
 
 /// A metric httplab measures or derives, in table order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -87,7 +132,7 @@ pub enum Metric {
     /// client that does not queue.
     ProbeP50Ms,
     /// p99 response time of the unqueued probe, ms (only from runs whose probe got at least
-    /// [`PROBE_MIN_REPLIES`] replies).
+    /// [`PROBE_MIN_REPLIES`](crate::PROBE_MIN_REPLIES) replies).
     ProbeP99Ms,
     /// 99.9th percentile response time (corrected), ms.
     P999Ms,
@@ -167,67 +212,6 @@ pub struct Counts {
     pub events: u64,
     /// Their exposure (attempted calls); never less than `events`.
     pub exposure: u64,
-}
-
-/// Attempted calls of a run: replies (every status) plus errors of every class (the
-/// module's definition; the exposure of the error rate).
-pub fn attempted_calls(r: &RunResult) -> u64 {
-    r.calls()
-}
-
-/// Failed calls of a run: errors of every class plus 5xx replies (the module's
-/// definition). At most [`attempted_calls`] for a consistent document; clamped to it
-/// otherwise, so a rate never exceeds 1.
-pub fn failed_calls(r: &RunResult) -> u64 {
-    let server_errors = r.reply.status[4].min(r.totals.replies);
-    r.errors
-        .total
-        .saturating_add(server_errors)
-        .min(attempted_calls(r))
-}
-
-/// Failed calls over attempted calls, as a fraction; `None` for a run without a call.
-pub fn error_rate(r: &RunResult) -> Option<f64> {
-    let attempted = attempted_calls(r);
-    (attempted > 0).then(|| failed_calls(r) as f64 / attempted as f64)
-}
-
-/// The `pct`-th percentile of a latency distribution, ms: the stored percentile, else read
-/// from its histogram; `None` when it recorded nothing.
-pub fn latency_percentile_ms(lat: &Latency, pct: f64) -> Option<f64> {
-    if lat.count == 0 {
-        return None;
-    }
-    lat.at(pct).or_else(|| match lat.histogram() {
-        Ok(Some(h)) => Some(h.value_at_quantile(pct / 100.0) as f64 / 1000.0),
-        _ => None,
-    })
-}
-
-/// The `pct`-th percentile of a run's response time (coordinated-omission corrected), ms.
-pub fn response_percentile_ms(r: &RunResult, pct: f64) -> Option<f64> {
-    latency_percentile_ms(&r.latency.response, pct)
-}
-
-/// The measurement window's duration, when it is a positive number of seconds.
-fn duration_s(r: &RunResult) -> Option<f64> {
-    let d = r.totals.test_duration_s;
-    (d.is_finite() && d > 0.0).then_some(d)
-}
-
-/// `x` per reply, in millionths (CPU seconds → µs per reply); `None` without replies.
-fn per_reply_us(r: &RunResult, x: f64) -> Option<f64> {
-    let replies = r.totals.replies;
-    (replies > 0 && x.is_finite()).then(|| x / replies as f64 * 1e6)
-}
-
-/// A number the load generator recorded under `config.extra`.
-fn extra_number(r: &RunResult, key: &str) -> f64 {
-    r.config
-        .extra
-        .get(key)
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0.0)
 }
 
 impl Metric {
@@ -428,96 +412,6 @@ impl Metric {
             _ => Source::Run,
         }
     }
-
-    /// This metric's value in one run; `None` where the run does not have it (no replies, no
-    /// server accounting, no probe …) and for the capacity searches' metrics.
-    pub fn of_run(self, r: &RunResult) -> Option<f64> {
-        let replies = r.totals.replies as f64;
-        let timed = |lat: &Latency| (lat.count > 0).then_some(lat.mean_ms);
-        match self {
-            Metric::ReplyRate => duration_s(r).map(|d| replies / d),
-            Metric::ThroughputMbS => {
-                duration_s(r).map(|d| r.reply.content_bytes * replies / d / 1e6)
-            }
-            Metric::ResponseMs => timed(&r.latency.response),
-            Metric::P50Ms => response_percentile_ms(r, 50.0),
-            Metric::P99Ms => response_percentile_ms(r, 99.0),
-            Metric::P999Ms => response_percentile_ms(r, 99.9),
-            Metric::ConnectionMs => {
-                (r.connection.lifetime_ms.count > 0).then_some(r.connection.lifetime_ms.avg)
-            }
-            // Sessions of several calls, reconnections included (`--reconnect`); else one
-            // connection per session.
-            Metric::SessionMs => {
-                timed(&r.latency.session).or_else(|| Metric::ConnectionMs.of_run(r))
-            }
-            Metric::SessionP50Ms => {
-                if r.latency.session.count > 0 {
-                    r.latency.session.at(50.0)
-                } else {
-                    (r.connection.lifetime_ms.count > 0).then_some(r.connection.lifetime_ms.median)
-                }
-            }
-            Metric::Accuracy => accuracy(r),
-            Metric::ServerCpuPerKreq => r
-                .server
-                .as_ref()
-                .filter(|_| r.totals.replies > 0)
-                .map(|s| s.cpu_s / replies * 1000.0),
-            Metric::ServerRssMb => r.server.as_ref().map(|s| s.peak_rss_bytes as f64 / 1e6),
-            Metric::ServerCpuUsPerReq => r
-                .server
-                .as_ref()
-                .filter(|s| !s.cpu_source.is_empty())
-                .and_then(|s| per_reply_us(r, s.cpu_s)),
-            Metric::ClientCpuUsPerReq => per_reply_us(r, r.resources.user_s + r.resources.system_s),
-            Metric::ProbeP50Ms => r
-                .probe
-                .as_ref()
-                .and_then(|p| latency_percentile_ms(&p.response, 50.0)),
-            // Fewer replies make the probe's p99 its few slowest replies.
-            Metric::ProbeP99Ms => r
-                .probe
-                .as_ref()
-                .filter(|p| p.response.count >= PROBE_MIN_REPLIES)
-                .and_then(|p| latency_percentile_ms(&p.response, 99.0)),
-            Metric::ErrorPct => error_rate(r).map(|x| x * 100.0),
-            Metric::MaxRate | Metric::ReqPerServerCpuS => None,
-        }
-    }
-
-    /// A count metric's integer counts in one run (for [`Metric::ErrorPct`]: failed calls of
-    /// attempted calls, the module's definition); `None` for other metrics and for a run
-    /// without a call.
-    pub fn counts_of_run(self, r: &RunResult) -> Option<Counts> {
-        match self.comparison() {
-            Comparison::ExactTestOfCounts => {
-                let exposure = attempted_calls(r);
-                (exposure > 0).then(|| Counts {
-                    events: failed_calls(r),
-                    exposure,
-                })
-            }
-            Comparison::GeometricMeanRatio => None,
-        }
-    }
-}
-
-/// Share of the expected body bytes received intact, %: from the byte counts the load
-/// generator recorded, else from its verified bodies scaled by the share of requests
-/// answered.
-fn accuracy(r: &RunResult) -> Option<f64> {
-    let requested = extra_number(r, "requested_body_bytes");
-    let intact = extra_number(r, "intact_body_bytes");
-    if requested > 0.0 {
-        return Some((intact / requested * 100.0).min(100.0));
-    }
-    let a = &r.accuracy;
-    (a.verified > 0).then(|| {
-        let matched = (a.verified - a.mismatches.min(a.verified)) as f64 / a.verified as f64;
-        let answered = r.totals.replies as f64 / r.totals.requests.max(1) as f64;
-        (matched * answered * 100.0).min(100.0)
-    })
 }
 
 impl fmt::Display for Metric {
@@ -729,6 +623,30 @@ mod tests {
     }
 
     #[test]
+    fn an_older_study_cell_round_trips_unchanged() {
+        // A version 3 cell as studies wrote it before the registry: its values a map of words.
+        let old = serde_json::json!({
+            "workload": "static", "step": "rate=100", "server": "nginx", "n": 2,
+            "metric": "reply_rate",
+            "values": {"p50_ms": [0.4, 0.5], "reply_rate": [99.0, 101.0], "retired_key": [1.0, 2.0]},
+            "stop": "design", "precision": null, "client_bound_runs": 0, "client_bound": false,
+            "metrics": {}
+        });
+        let cell: crate::Cell = serde_json::from_value(old.clone()).expect("read");
+        assert_eq!(
+            cell.values[&MetricKey::Known(Metric::ReplyRate)],
+            vec![99.0, 101.0]
+        );
+        assert_eq!(cell.values["retired_key"], vec![1.0, 2.0]);
+        assert_eq!(serde_json::to_value(&cell).expect("write"), old);
+        // And a cell without `values` (version 2) reads as empty.
+        let mut v2 = old;
+        v2.as_object_mut().expect("object").remove("values");
+        let cell: crate::Cell = serde_json::from_value(v2).expect("read v2");
+        assert!(cell.values.is_empty());
+    }
+
+    #[test]
     fn a_map_keyed_by_metric_writes_and_reads_the_same_words() {
         // An older document's map of words, one of them unknown to this version.
         let old = r#"{"accuracy":[100.0],"old_metric":[1.0],"p50_ms":[0.5],"reply_rate":[10.0]}"#;
@@ -736,73 +654,5 @@ mod tests {
         assert_eq!(map[&MetricKey::Known(Metric::P50Ms)], vec![0.5]);
         assert_eq!(map["old_metric"], vec![1.0]);
         assert_eq!(serde_json::to_string(&map).expect("write"), old);
-    }
-
-    fn run(replies: u64, errors: u64, fivexx: u64) -> RunResult {
-        let mut r = RunResult::default();
-        r.totals.replies = replies;
-        r.errors.total = errors;
-        r.reply.status[4] = fivexx;
-        r.totals.test_duration_s = 2.0;
-        r
-    }
-
-    #[test]
-    fn failed_calls_are_errors_and_5xx_replies_of_the_attempted_calls() {
-        assert_eq!(Metric::ErrorPct.counts_of_run(&RunResult::default()), None);
-        assert_eq!(Metric::ErrorPct.of_run(&RunResult::default()), None);
-        let ok = run(1000, 0, 0);
-        assert_eq!(
-            Metric::ErrorPct.counts_of_run(&ok),
-            Some(Counts {
-                events: 0,
-                exposure: 1000
-            })
-        );
-        assert_eq!(Metric::ErrorPct.of_run(&ok), Some(0.0));
-        // 10 connection errors and 40 replies of 503 among 990 replies.
-        let r = run(990, 10, 40);
-        assert_eq!((failed_calls(&r), attempted_calls(&r)), (50, 1000));
-        assert_eq!(
-            Metric::ErrorPct.counts_of_run(&r),
-            Some(Counts {
-                events: 50,
-                exposure: 1000
-            })
-        );
-        assert_eq!(Metric::ErrorPct.of_run(&r), Some(5.0));
-        // A server that answers everything with 503 quickly: every call failed.
-        let fast_503 = run(1000, 0, 1000);
-        assert_eq!(Metric::ErrorPct.of_run(&fast_503), Some(100.0));
-        // An inconsistent document cannot make a rate above 1.
-        let bad = run(10, 0, 50);
-        assert_eq!((failed_calls(&bad), attempted_calls(&bad)), (10, 10));
-        assert_eq!(Metric::P99Ms.counts_of_run(&r), None);
-    }
-
-    #[test]
-    fn values_of_one_run() {
-        let mut r = run(1000, 0, 0);
-        assert_eq!(Metric::ReplyRate.of_run(&r), Some(500.0));
-        assert_eq!(
-            Metric::P50Ms.of_run(&r),
-            None,
-            "no latency: no value, not 0"
-        );
-        assert_eq!(Metric::ClientCpuUsPerReq.of_run(&r), Some(0.0));
-        assert_eq!(Metric::ServerCpuUsPerReq.of_run(&r), None);
-        assert_eq!(Metric::MaxRate.of_run(&r), None);
-        r.server = Some(crate::ServerCost {
-            cpu_s: 0.5,
-            cpu_source: "cgroup".into(),
-            ..Default::default()
-        });
-        assert_eq!(Metric::ServerCpuUsPerReq.of_run(&r), Some(500.0));
-        assert_eq!(Metric::ServerCpuPerKreq.of_run(&r), Some(0.5));
-        r.totals.test_duration_s = 0.0;
-        assert_eq!(Metric::ReplyRate.of_run(&r), None, "no window, no rate");
-        r.latency.response.count = 3;
-        r.latency.response.percentiles = vec![crate::Percentile { pct: 50.0, ms: 1.5 }];
-        assert_eq!(Metric::P50Ms.of_run(&r), Some(1.5));
     }
 }
