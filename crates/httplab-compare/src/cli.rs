@@ -26,8 +26,9 @@ rules of `httplab study` (docs/statistics.md) on an unpaired (Welch) interval. A
 needs at least 2 runs per side. Each result file is one session: where a side has several
 (a baseline saved from separate runs), sessions are compared, not runs, and no change
 within the spread between sessions is called; with one session a side the output says that
-this spread was not measured. Errors are compared as counts (errors over calls, summed
-over the runs, by an exact test); no errors on either side is never a regression.
+this spread was not measured. Errors are compared as counts (failed calls, errors of every
+class and 5xx replies, over calls, summed over the runs, by an exact test); no errors on
+either side is never a regression.
 
 Paired mode (--base-cmd and --new-cmd): instead of reading saved results, httplab runs both
 servers itself, started at once and measured in alternation in one session (the study's

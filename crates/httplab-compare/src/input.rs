@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use httplab_model::{Document, RunResult, StudyResult, SweepResult};
 
-use crate::metric::{Metric, RUN_METRICS};
+use crate::metric::{Metric, Registered};
 
 /// What kind of documents a side holds (both sides must hold the same).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -35,12 +35,13 @@ impl Kind {
     }
 }
 
-/// A count metric of one cell: events and their exposure summed over the runs.
+/// A count metric of one cell: events and their exposure summed over the runs (for the
+/// errors: failed calls of attempted calls, [`httplab_model::metric`]'s definition).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counted {
-    /// Events (errors) over every run.
+    /// Events (failed calls) over every run.
     pub events: u64,
-    /// Their exposure (calls) over every run.
+    /// Their exposure (attempted calls) over every run.
     pub exposure: u64,
     /// Runs counted (runs with at least one call).
     pub runs: usize,
@@ -101,15 +102,16 @@ impl CellValues {
         if r.self_check.client_bound {
             self.client_bound_runs += 1;
         }
-        for m in RUN_METRICS {
-            if let Some(v) = m.of_run(r) {
-                self.push_value(m.clone(), v, session);
-            }
-            if let Some([events, exposure]) = m.count_of_run(r) {
-                let c = self.counts.entry(m).or_default();
-                c.events = c.events.saturating_add(events);
-                c.exposure = c.exposure.saturating_add(exposure);
-                c.runs += 1;
+        for m in Registered::COMPARED_RUN {
+            if m.is_count() {
+                if let Some(k) = m.counts_of_run(r) {
+                    let c = self.counts.entry(Metric::Known(m)).or_default();
+                    c.events = c.events.saturating_add(k.events);
+                    c.exposure = c.exposure.saturating_add(k.exposure);
+                    c.runs += 1;
+                }
+            } else if let Some(v) = m.of_run(r) {
+                self.push_value(Metric::Known(m), v, session);
             }
         }
     }
@@ -265,7 +267,7 @@ fn add_sweep(s: &mut Side, w: &SweepResult, session: u32) {
             if let Some(step) = grid_step(&rates, max) {
                 cell.resolution = Some(cell.resolution.map_or(step, |r: f64| r.max(step)));
             }
-            cell.push_value(Metric::MaxSustainable, max, session);
+            cell.push_value(Metric::MAX_SUSTAINABLE, max, session);
             cell.runs += 1;
             if t.saturation.client_bound {
                 cell.client_bound_runs += 1;
@@ -286,7 +288,7 @@ fn grid_step(rates: &[f64], x: f64) -> Option<f64> {
 
 /// Study cells: "WORKLOAD[/STEP] SERVER", values from the study's load runs in round order;
 /// a cell without load runs (a capacity search) takes its per-round values from the study's
-/// own cell (`Cell::values`).
+/// own cell (`Cell::values`; its count metrics aside: per-run rates are not counts).
 fn add_study(s: &mut Side, st: &StudyResult, session: u32) {
     let name = |w: &str, step: &Option<String>, server: &str| match step {
         Some(p) => format!("{w}/{p} {server}"),
@@ -313,8 +315,12 @@ fn add_study(s: &mut Side, st: &StudyResult, session: u32) {
         }
         let cell = s.cell(&key);
         for (k, vs) in &c.values {
+            let m = Metric::from_study_key(k);
+            if m.is_count() {
+                continue;
+            }
             for v in vs {
-                cell.push_value(Metric::from_study_key(k), *v, session);
+                cell.push_value(m.clone(), *v, session);
             }
         }
         cell.runs += c.n as usize;
@@ -387,15 +393,15 @@ mod tests {
         let c = &s.cells[""];
         assert_eq!(c.runs, 4);
         assert_eq!(
-            c.values_of(&Metric::ReplyRate),
+            c.values_of(&Metric::REPLY_RATE),
             vec![100.0, 110.0, 120.0, 90.0]
         );
         // No latency histogram: no p50 values rather than zeros.
         assert!(!c.values.contains_key(&Metric::P50));
         // Errors are counted over every run's calls.
-        let errors = c.counts[&Metric::ErrorRate];
+        let errors = c.counts[&Metric::ERRORS];
         assert_eq!((errors.events, errors.exposure, errors.runs), (0, 420, 4));
-        assert!(!c.values.contains_key(&Metric::ErrorRate) && c.has(&Metric::ErrorRate));
+        assert!(!c.values.contains_key(&Metric::ERRORS) && c.has(&Metric::ERRORS));
     }
 
     fn study(replies: &[u64], capacity: &[f64]) -> StudyResult {
@@ -418,7 +424,10 @@ mod tests {
             server: "httplab".into(),
             n: capacity.len() as u32,
             metric: "max_rate".into(),
-            values: BTreeMap::from([("max_rate".to_string(), capacity.to_vec())]),
+            values: BTreeMap::from([
+                ("max_rate".into(), capacity.to_vec()),
+                ("error_pct".into(), vec![0.0; capacity.len()]),
+            ]),
             ..Default::default()
         };
         StudyResult {
@@ -438,12 +447,17 @@ mod tests {
         .expect("side");
         assert_eq!(s.kind, Kind::Study);
         let load = &s.cells["static/rate=100 httplab"];
-        assert_eq!(load.values_of(&Metric::ReplyRate), vec![100.0, 101.0, 99.0]);
+        assert_eq!(
+            load.values_of(&Metric::REPLY_RATE),
+            vec![100.0, 101.0, 99.0]
+        );
         let cap = &s.cells["capacity httplab"];
         assert_eq!(
-            cap.values_of(&Metric::Study("max_rate".into())),
+            cap.values_of(&Metric::MAX_SUSTAINABLE),
             vec![5000.0, 5100.0]
         );
+        // A study cell's per-run error rates are not counts of calls: not compared.
+        assert!(!cap.has(&Metric::ERRORS));
     }
 
     #[test]
@@ -483,11 +497,11 @@ mod tests {
         let base = side_of(docs("old")).expect("base");
         let mut new = side_of(docs("new")).expect("new");
         assert_eq!(
-            base.cells["old @ 200/s"].values_of(&Metric::ReplyRate),
+            base.cells["old @ 200/s"].values_of(&Metric::REPLY_RATE),
             vec![200.0, 200.0]
         );
         assert_eq!(
-            base.cells["old"].values_of(&Metric::MaxSustainable),
+            base.cells["old"].values_of(&Metric::MAX_SUSTAINABLE),
             vec![900.0, 950.0]
         );
         let note = align_single_targets(&base, &mut new).expect("aligned");

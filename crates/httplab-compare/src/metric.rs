@@ -1,191 +1,134 @@
-//! The metrics compared and how each is read from a run.
+//! The metrics compared: the model's registry ([`httplab_model::metric`]), which says how
+//! each is read from a run, which way is better, who measures it and whether it is compared
+//! as counts, and any other key a study's cells carry.
 
-use httplab_model::RunResult;
+use std::cmp::Ordering;
+
+use httplab_model::metric::Comparison as How;
+use httplab_model::{Direction, MeasuredBy, MetricKey};
 use httplab_stats::{Better, Measured};
 use serde::Serialize;
 
-/// A metric `httplab compare` judges.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub use httplab_model::Metric as Registered;
+
+/// A metric `httplab compare` judges: one of the registry's, or another key of a study's
+/// cells (written as read).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(into = "String")]
 pub enum Metric {
-    /// Replies per second of the measurement window.
-    ReplyRate,
-    /// Median response time (coordinated-omission corrected), ms.
-    P50,
-    /// 99th percentile response time, ms.
-    P99,
-    /// 99.9th percentile response time, ms.
-    P999,
-    /// Errors per call, compared as counts: a cell's errors summed over its runs against their
-    /// calls (see [`Metric::count_of_run`]).
-    ErrorRate,
-    /// Client CPU (user + system) per reply, µs.
-    ClientCpu,
-    /// Server CPU per reply, µs (where the documents have the server's accounting).
-    ServerCpu,
-    /// The highest sustained rate of a sweep target (its saturation analysis).
-    MaxSustainable,
-    /// Another metric a study's cells carry (its key), e.g. `max_rate` of a capacity search.
+    /// A metric of the registry.
+    Known(Registered),
+    /// Another metric a study's cells carry (its key).
     Study(String),
 }
 
-/// The metrics of a run document, in table order.
-pub const RUN_METRICS: [Metric; 7] = [
-    Metric::ReplyRate,
-    Metric::P50,
-    Metric::P99,
-    Metric::P999,
-    Metric::ErrorRate,
-    Metric::ClientCpu,
-    Metric::ServerCpu,
-];
-
-/// Study metric keys where a larger value is better (every other key: smaller is better).
-/// The same split as the study's own `Metric::higher_is_better`.
-const STUDY_HIGHER: [&str; 5] = [
-    "reply_rate",
-    "throughput_mb_s",
-    "accuracy",
-    "max_rate",
-    "req_per_server_cpu_s",
-];
-
-/// Study metric keys measured by the server's own accounting.
-const STUDY_SERVER: [&str; 4] = [
-    "server_cpu_per_kreq",
-    "server_rss_mb",
-    "server_cpu_us_per_req",
-    "req_per_server_cpu_s",
-];
-
 impl Metric {
-    /// The key used on the command line (`--metric`) and in JSON.
+    /// Replies per second.
+    pub const REPLY_RATE: Metric = Metric::Known(Registered::ReplyRate);
+    /// Median response time, ms.
+    pub const P50: Metric = Metric::Known(Registered::P50Ms);
+    /// 99th percentile response time, ms.
+    pub const P99: Metric = Metric::Known(Registered::P99Ms);
+    /// 99.9th percentile response time, ms.
+    pub const P999: Metric = Metric::Known(Registered::P999Ms);
+    /// Failed calls of attempted calls, compared as counts.
+    pub const ERRORS: Metric = Metric::Known(Registered::ErrorPct);
+    /// Client CPU per reply, µs.
+    pub const CLIENT_CPU: Metric = Metric::Known(Registered::ClientCpuUsPerReq);
+    /// Server CPU per reply, µs.
+    pub const SERVER_CPU: Metric = Metric::Known(Registered::ServerCpuUsPerReq);
+    /// The highest sustained rate (a sweep target's saturation analysis, a study's capacity).
+    pub const MAX_SUSTAINABLE: Metric = Metric::Known(Registered::MaxRate);
+
+    /// The registry's metric, when it is one.
+    pub fn registered(&self) -> Option<Registered> {
+        match self {
+            Metric::Known(m) => Some(*m),
+            Metric::Study(_) => None,
+        }
+    }
+
+    /// The key used on the command line (`--metric`) and in JSON: the registry's
+    /// [`word`](Registered::word), or a study's own key.
     pub fn key(&self) -> &str {
         match self {
-            Metric::ReplyRate => "reply_rate",
-            Metric::P50 => "p50",
-            Metric::P99 => "p99",
-            Metric::P999 => "p99.9",
-            Metric::ErrorRate => "errors",
-            Metric::ClientCpu => "client_cpu",
-            Metric::ServerCpu => "server_cpu",
-            Metric::MaxSustainable => "max_sustainable_rate",
+            Metric::Known(m) => m.word(),
             Metric::Study(k) => k,
         }
     }
 
-    /// A study cell's key as one of ours where it is the same quantity.
-    pub fn from_study_key(key: &str) -> Metric {
+    /// A key of a study's cells.
+    pub fn from_study_key(key: &MetricKey) -> Metric {
         match key {
-            "reply_rate" => Metric::ReplyRate,
-            "p50_ms" => Metric::P50,
-            "p99_ms" => Metric::P99,
-            "server_cpu_us_per_req" => Metric::ServerCpu,
-            other => Metric::Study(other.to_string()),
+            MetricKey::Known(m) => Metric::Known(*m),
+            MetricKey::Other(k) => Metric::Study(k.clone()),
         }
     }
 
-    /// Parses a `--metric` word: our keys, a few spellings, or any study key.
+    /// Parses a `--metric` word: a registry key, compare's word, an alias, or any study key.
     pub fn parse(word: &str) -> Metric {
-        match word.trim() {
-            "reply_rate" | "rate" | "replies" => Metric::ReplyRate,
-            "p50" | "p50_ms" | "median" => Metric::P50,
-            "p99" | "p99_ms" => Metric::P99,
-            "p99.9" | "p999" | "p999_ms" => Metric::P999,
-            "errors" | "error_rate" => Metric::ErrorRate,
-            "client_cpu" => Metric::ClientCpu,
-            "server_cpu" | "server_cpu_us_per_req" => Metric::ServerCpu,
-            "max_sustainable_rate" | "saturation" => Metric::MaxSustainable,
-            other => Metric::Study(other.to_string()),
-        }
+        Registered::from_word(word)
+            .map_or_else(|| Metric::Study(word.trim().to_string()), Metric::Known)
     }
 
     /// Name with unit, for tables.
     pub fn label(&self) -> String {
         match self {
-            Metric::ReplyRate => "reply rate (/s)".into(),
-            Metric::P50 => "p50 (ms)".into(),
-            Metric::P99 => "p99 (ms)".into(),
-            Metric::P999 => "p99.9 (ms)".into(),
-            Metric::ErrorRate => "errors (% of calls)".into(),
-            Metric::ClientCpu => "client CPU (µs/reply)".into(),
-            Metric::ServerCpu => "server CPU (µs/reply)".into(),
-            Metric::MaxSustainable => "max sustained rate (/s)".into(),
+            Metric::Known(m) => m.label().to_string(),
             Metric::Study(k) => k.clone(),
         }
     }
 
-    /// Which direction is better.
+    /// Which direction is better (a key the registry does not know: lower).
     pub fn better(&self) -> Better {
-        let higher = match self {
-            Metric::ReplyRate | Metric::MaxSustainable => true,
-            Metric::Study(k) => STUDY_HIGHER.contains(&k.as_str()),
-            _ => false,
-        };
-        if higher {
-            Better::Higher
-        } else {
-            Better::Lower
+        match self.registered().map(Registered::direction) {
+            Some(Direction::Higher) => Better::Higher,
+            _ => Better::Lower,
         }
     }
 
     /// Who measured it: a client-bound run's figure is only a bound for client metrics.
     pub fn measured(&self) -> Measured {
-        let server = match self {
-            Metric::ServerCpu => true,
-            Metric::Study(k) => STUDY_SERVER.contains(&k.as_str()),
-            _ => false,
-        };
-        if server {
-            Measured::ByServer
-        } else {
-            Measured::ByClient
+        match self.registered().map(Registered::measured_by) {
+            Some(MeasuredBy::Server) => Measured::ByServer,
+            _ => Measured::ByClient,
         }
     }
 
     /// True for a metric compared as counts (events over an exposure, summed over the runs)
     /// rather than as one value per run.
     pub fn is_count(&self) -> bool {
-        matches!(self, Metric::ErrorRate)
+        self.registered()
+            .is_some_and(|m| m.comparison() == How::ExactTestOfCounts)
     }
 
-    /// A count metric's events and exposure in one run: for the errors, [`Errors::total`] of
-    /// [`RunResult::calls`] (the model's definitions). `None` for other metrics and for a run
-    /// without a call.
-    ///
-    /// [`Errors::total`]: httplab_model::Errors::total
-    pub fn count_of_run(&self, r: &RunResult) -> Option<[u64; 2]> {
+    /// Place in the table: the run metrics in compare's order, then the registry's, then
+    /// study keys by word.
+    fn rank(&self) -> (usize, &str) {
         match self {
-            Metric::ErrorRate => {
-                let calls = r.calls();
-                (calls > 0).then_some([r.errors.total, calls])
+            Metric::Known(m) => {
+                let run = Registered::COMPARED_RUN.iter().position(|x| x == m);
+                let all = Registered::ALL.iter().position(|x| x == m);
+                (
+                    run.or(all.map(|i| i + Registered::COMPARED_RUN.len()))
+                        .unwrap_or(usize::MAX - 1),
+                    "",
+                )
             }
-            _ => None,
+            Metric::Study(k) => (usize::MAX, k),
         }
     }
+}
 
-    /// This metric's value in one run (`None` where the run does not have it, and for the
-    /// count metrics: see [`Metric::count_of_run`]).
-    pub fn of_run(&self, r: &RunResult) -> Option<f64> {
-        let replies = r.totals.replies as f64;
-        let per_reply = |x: f64| (replies > 0.0 && x.is_finite()).then(|| x / replies * 1e6);
-        match self {
-            Metric::ReplyRate => {
-                let d = r.totals.test_duration_s;
-                (d.is_finite() && d > 0.0).then(|| replies / d)
-            }
-            Metric::P50 => r.latency.response.at(50.0),
-            Metric::P99 => r.latency.response.at(99.0),
-            Metric::P999 => r.latency.response.at(99.9),
-            Metric::ErrorRate => None,
-            Metric::ClientCpu => per_reply(r.resources.user_s + r.resources.system_s),
-            Metric::ServerCpu => r
-                .server
-                .as_ref()
-                .filter(|s| !s.cpu_source.is_empty())
-                .and_then(|s| per_reply(s.cpu_s)),
-            Metric::MaxSustainable | Metric::Study(_) => None,
-        }
+impl PartialOrd for Metric {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Metric {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.rank().cmp(&other.rank())
     }
 }
 
@@ -207,38 +150,66 @@ mod tests {
 
     #[test]
     fn directions() {
-        assert_eq!(Metric::ReplyRate.better(), Better::Higher);
+        assert_eq!(Metric::REPLY_RATE.better(), Better::Higher);
         assert_eq!(Metric::P99.better(), Better::Lower);
-        assert_eq!(Metric::Study("max_rate".into()).better(), Better::Higher);
-        assert_eq!(Metric::Study("session_ms".into()).better(), Better::Lower);
-        assert_eq!(Metric::ServerCpu.measured(), Measured::ByServer);
+        assert_eq!(Metric::parse("max_rate").better(), Better::Higher);
+        assert_eq!(Metric::parse("session_ms").better(), Better::Lower);
+        assert_eq!(Metric::Study("unknown".into()).better(), Better::Lower);
+        assert_eq!(Metric::SERVER_CPU.measured(), Measured::ByServer);
         assert_eq!(Metric::P50.measured(), Measured::ByClient);
+        assert!(Metric::ERRORS.is_count() && !Metric::P99.is_count());
     }
 
     #[test]
     fn words() {
-        for m in RUN_METRICS {
+        for m in Registered::COMPARED_RUN.map(Metric::Known) {
             assert_eq!(Metric::parse(m.key()), m);
         }
-        assert_eq!(Metric::parse("p99_ms"), Metric::P99);
-        assert_eq!(Metric::from_study_key("p99_ms"), Metric::P99);
+        for (word, m) in [
+            ("p99_ms", Metric::P99),
+            ("p50", Metric::P50),
+            ("p99.9", Metric::P999),
+            ("errors", Metric::ERRORS),
+            ("error_rate", Metric::ERRORS),
+            ("server_cpu_us_per_req", Metric::SERVER_CPU),
+            ("saturation", Metric::MAX_SUSTAINABLE),
+            ("my_key", Metric::Study("my_key".into())),
+        ] {
+            assert_eq!(Metric::parse(word), m, "{word}");
+        }
         assert_eq!(
-            Metric::from_study_key("max_rate"),
-            Metric::Study("max_rate".into())
+            Metric::from_study_key(&MetricKey::from("p99_ms")),
+            Metric::P99
+        );
+        assert_eq!(Metric::P99.key(), "p99");
+        assert_eq!(
+            Metric::from_study_key(&MetricKey::from("old_key")),
+            Metric::Study("old_key".into())
         );
     }
 
     #[test]
-    fn errors_are_counts_of_calls() {
-        let mut r = RunResult::default();
-        assert_eq!(Metric::ErrorRate.count_of_run(&r), None);
-        r.totals.replies = 999;
-        assert_eq!(Metric::ErrorRate.count_of_run(&r), Some([0, 999]));
-        r.errors.total = 1;
-        assert_eq!(Metric::ErrorRate.count_of_run(&r), Some([1, 1000]));
-        assert_eq!(Metric::ErrorRate.of_run(&r), None);
-        assert!(Metric::ErrorRate.is_count() && !Metric::P99.is_count());
-        assert_eq!(Metric::P99.count_of_run(&r), None);
-        assert_eq!(Metric::ClientCpu.of_run(&RunResult::default()), None);
+    fn table_order_is_compares_own() {
+        let mut ms = [
+            Metric::Study("a".into()),
+            Metric::MAX_SUSTAINABLE,
+            Metric::SERVER_CPU,
+            Metric::ERRORS,
+            Metric::P50,
+            Metric::REPLY_RATE,
+        ];
+        ms.sort();
+        let words: Vec<&str> = ms.iter().map(Metric::key).collect();
+        assert_eq!(
+            words,
+            [
+                "reply_rate",
+                "p50",
+                "errors",
+                "server_cpu",
+                "max_sustainable_rate",
+                "a"
+            ]
+        );
     }
 }

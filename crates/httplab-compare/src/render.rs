@@ -211,7 +211,7 @@ pub fn table(j: &Judgement) -> Table {
         pct(j.threshold)
     )];
     if j.rows.iter().any(|r| r.metric.is_count()) {
-        notes.push("Errors are counts: each side's errors over its calls (replies + errors), summed over the runs; NEW/BASE is the ratio of the two error rates with its exact interval, tested by the exact test of the counts in the same family. No errors on either side is not judged.".into());
+        notes.push("Errors are counts: each side's failed calls (errors of every class and 5xx replies) over its calls (replies + errors), summed over the runs; NEW/BASE is the ratio of the two error rates with its exact interval, tested by the exact test of the counts in the same family. No errors on either side is not judged.".into());
     }
     notes.extend(j.notes.iter().cloned());
     Table {
@@ -351,7 +351,7 @@ mod tests {
         };
         assert!((worsening(&r) - 0.2).abs() < 1e-12);
         assert_eq!(change(&r), "+20 % (95 % CI +10…+30 %)");
-        r.metric = Metric::ReplyRate;
+        r.metric = Metric::REPLY_RATE;
         r.better = httplab_stats::Better::Higher;
         r.ratio = Some(0.8);
         assert!((worsening(&r) - 0.25).abs() < 1e-12);

@@ -53,7 +53,7 @@ fn document(rng: &mut impl Rng, calls: &[u64], rate: f64) -> Document {
 fn verdicts(seed: u64, ratio: f64, rates: &[f64], trials: usize) -> Vec<Verdict> {
     let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
     let opts = Options {
-        metrics: vec![Metric::ErrorRate],
+        metrics: vec![Metric::ERRORS],
         ..Options::default()
     };
     (0..trials)

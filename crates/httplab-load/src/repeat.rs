@@ -66,11 +66,10 @@ pub(crate) fn run_repeated(
     Ok(crate::outcome::exit_status(spec, &result.runs()))
 }
 
-/// Replies per second of the measurement window (the study's and `httplab compare`'s
-/// definition).
+/// Replies per second of the measurement window: the model's registry
+/// ([`httplab_model::Metric::ReplyRate`]), as the study and `httplab compare` read it.
 fn reply_rate(r: &RunResult) -> Option<f64> {
-    let d = r.totals.test_duration_s;
-    (d.is_finite() && d > 0.0).then(|| r.totals.replies as f64 / d)
+    httplab_model::Metric::ReplyRate.of_run(r)
 }
 
 /// One line for run `i` of `n`.
@@ -86,7 +85,8 @@ fn run_line(i: usize, n: usize, r: &RunResult) -> String {
         reply_rate(r).map_or_else(|| "–".into(), |v| format!("{v:.1}")),
         ms(50.0),
         ms(99.0),
-        r.errors.total
+        // Failed calls: errors and 5xx replies (`httplab_model::metric`).
+        httplab_model::metric::failed_calls(r)
     );
     if r.self_check.client_bound {
         s.push_str(", client-bound ⚠");

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use httplab_model::Document;
+use httplab_model::{metric, Document, Metric};
 
 use crate::documents::merge_documents;
 use crate::sweep::Analyze;
@@ -107,14 +107,14 @@ pub fn cli_main_with(args: Vec<OsString>, analyze: Option<Analyze>) -> Result<Ex
     if !cli.quiet {
         let what = match &merged.result {
             Document::Run(r) => {
-                let p99 = r.latency.response.at(99.0).unwrap_or(0.0);
+                let p99 = Metric::P99Ms.of_run(r).unwrap_or(0.0);
                 format!(
-                    "{} shards: {} connections, {} requests, {} replies, {} errors, response p99 {p99:.3} ms",
+                    "{} shards: {} connections, {} requests, {} replies, {} failed calls (errors and 5xx replies), response p99 {p99:.3} ms",
                     r.shards.len(),
                     r.totals.connections,
                     r.totals.requests,
                     r.totals.replies,
-                    r.errors.total
+                    metric::failed_calls(r)
                 )
             }
             Document::Sweep(s) => format!(

@@ -367,16 +367,11 @@ fn hosts(runs: &[&RunResult]) -> Vec<String> {
 }
 
 fn shard_info(name: &str, r: &RunResult, i: u32, n: u32, off: f64, host: String) -> ShardInfo {
-    let lat = if r.latency.response.count > 0 {
-        &r.latency.response
-    } else {
-        &r.latency.response_uncorrected
-    };
+    // The registry's corrected percentile, else the uncorrected one of a shard without it.
     let pct = |p: f64| {
-        lat.at(p)
-            .or_else(|| match lat.histogram() {
-                Ok(Some(h)) => Some(h.value_at_quantile(p / 100.0) as f64 / 1000.0),
-                _ => None,
+        httplab_model::metric::response_percentile_ms(r, p)
+            .or_else(|| {
+                httplab_model::metric::latency_percentile_ms(&r.latency.response_uncorrected, p)
             })
             .unwrap_or(0.0)
     };

@@ -17,7 +17,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod metric;
 pub mod series;
+
+pub use metric::{Direction, MeasuredBy, Metric, MetricKey};
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
@@ -737,7 +740,8 @@ impl RunResult {
     }
 
     /// Calls with an outcome, the exposure of the error count: complete replies plus errors
-    /// ([`Errors::total`], every class). A run's error rate is `errors.total / calls()`.
+    /// ([`Errors::total`], every class). A run's error rate is [`metric::failed_calls`] over
+    /// these (the one definition: [`metric`]'s docs).
     pub fn calls(&self) -> u64 {
         self.totals.replies.saturating_add(self.errors.total)
     }
@@ -1349,9 +1353,10 @@ pub struct Cell {
     /// The workload's metric (key): the one its verdict judges.
     #[serde(default)]
     pub metric: String,
-    /// Every metric's value per successful repetition, in round order, by key.
+    /// Every metric's value per successful repetition, in round order, by metric (written as
+    /// its key; a key this version does not know is kept as [`MetricKey::Other`]).
     #[serde(default)]
-    pub values: std::collections::BTreeMap<String, Vec<f64>>,
+    pub values: std::collections::BTreeMap<MetricKey, Vec<f64>>,
     /// Why repetitions stopped.
     pub stop: CellStop,
     /// Relative half-width of the primary metric's CI when repetitions stopped.
@@ -1501,47 +1506,6 @@ pub enum VerdictKind {
     /// A pair the study file names: a server against `[compare] baseline`,
     /// or a question's evidence.
     Pair,
-}
-
-/// Which way a metric is better.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Higher is better (rates, throughput).
-    #[default]
-    Higher,
-    /// Lower is better (times, costs).
-    Lower,
-}
-
-impl Direction {
-    /// "higher" or "lower", as documents write it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Direction::Higher => "higher",
-            Direction::Lower => "lower",
-        }
-    }
-}
-
-/// Who measured a metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MeasuredBy {
-    /// The load generator.
-    Client,
-    /// The server's own CPU or memory accounting.
-    Server,
-}
-
-impl MeasuredBy {
-    /// "client" or "server", as documents write it.
-    pub fn word(self) -> &'static str {
-        match self {
-            MeasuredBy::Client => "client",
-            MeasuredBy::Server => "server",
-        }
-    }
 }
 
 /// The verdict of one comparison on one workload step and metric: who is

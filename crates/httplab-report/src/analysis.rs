@@ -5,8 +5,9 @@
 //!
 //! A step is *sustained* when
 //! - its reply rate is at least 99 % of the demanded request rate (within 1 %),
-//! - fewer than 0.1 % of its operations failed (httperf error classes plus
-//!   5xx replies, over connections or requests, whichever is larger), and
+//! - fewer than 0.1 % of its calls failed (the error rate of the model's one
+//!   definition, [`httplab_model::metric`]: errors of every class plus 5xx
+//!   replies, over the calls with an outcome), and
 //! - its p99 response time (coordinated-omission corrected) is within the SLO.
 //!
 //! The reply rate used here is the larger of two estimates: the average of the
@@ -19,7 +20,8 @@
 //! larger keeps one late interval or one slow last reply from failing a step;
 //! an overload of more than about 2 % fails both.
 
-use httplab_model::{RunResult, Saturation, SweepStep};
+use httplab_model::metric::{latency_percentile_ms, response_percentile_ms};
+use httplab_model::{Metric, RunResult, Saturation, SweepStep};
 
 /// Fraction of the demanded rate a step's reply rate must reach.
 pub const RATE_TOLERANCE: f64 = 0.01;
@@ -37,7 +39,7 @@ pub struct StepMetrics {
     pub req_rate: f64,
     /// Achieved connection rate.
     pub conn_rate: f64,
-    /// Reply rate: replies / test duration (what the charts plot).
+    /// Reply rate: the registry's [`Metric::ReplyRate`] (what the charts plot).
     pub reply_rate: f64,
     /// The reply rate the sustain test uses (see the module docs).
     pub judged_rate: f64,
@@ -57,7 +59,8 @@ pub struct StepMetrics {
     pub p99_ms: Option<f64>,
     /// Mean response time (corrected), ms, if known.
     pub mean_ms: Option<f64>,
-    /// Failed operations (errors + 5xx) in percent of attempted ones.
+    /// Failed calls in percent of attempted ones: the registry's [`Metric::ErrorPct`]
+    /// (0 for a run without a call).
     pub error_pct: f64,
     /// The generator flagged itself as the bottleneck.
     pub client_bound: bool,
@@ -66,7 +69,7 @@ pub struct StepMetrics {
 }
 
 /// Response latency of a run: the corrected one when present, else the
-/// uncorrected one.
+/// uncorrected one (documents without the corrected distribution).
 fn response(run: &RunResult) -> &httplab_model::Latency {
     if run.latency.response.count > 0 {
         &run.latency.response
@@ -75,54 +78,30 @@ fn response(run: &RunResult) -> &httplab_model::Latency {
     }
 }
 
-/// p-th percentile of a run's response time, ms: from the stored list, else
-/// from the histogram, else `None`.
+/// p-th percentile of a run's response time, ms: the registry's corrected
+/// percentile ([`response_percentile_ms`]), else the uncorrected one of a
+/// document without the corrected distribution.
 pub fn percentile_ms(run: &RunResult, pct: f64) -> Option<f64> {
-    let lat = response(run);
-    if lat.count == 0 {
-        return None;
-    }
-    if let Some(v) = lat.at(pct) {
-        return Some(v);
-    }
-    match lat.histogram() {
-        Ok(Some(h)) => Some(h.value_at_quantile(pct / 100.0) as f64 / 1000.0),
-        _ => None,
-    }
+    response_percentile_ms(run, pct).or_else(|| latency_percentile_ms(response(run), pct))
 }
 
-/// Failed operations of a run in percent: (errors + 5xx) over the attempts,
-/// the largest of connections opened, requests sent, connections planned and
-/// replies + errors; at most 100.
+/// Failed calls of a run in percent of its attempted calls: the registry's
+/// [`Metric::ErrorPct`] (errors of every class plus 5xx replies over replies
+/// plus errors), 0 for a run without a call.
 pub fn error_pct(run: &RunResult) -> f64 {
-    let failed = run.errors.total + run.reply.status[4];
-    let attempted = run
-        .totals
-        .connections
-        .max(run.totals.requests)
-        .max(run.config.num_conns.unwrap_or(0))
-        .max(run.totals.replies + run.errors.total);
-    if attempted == 0 {
-        return if failed > 0 { 100.0 } else { 0.0 };
-    }
-    (100.0 * failed as f64 / attempted as f64).min(100.0)
+    Metric::ErrorPct.of_run(run).unwrap_or(0.0)
 }
 
-/// Replies per second over the whole run (replies / test duration); the
-/// sampled average when the duration is unknown.
+/// Replies per second: the registry's [`Metric::ReplyRate`] (replies / test
+/// duration); the sampled average when the duration is unknown.
 pub fn throughput(run: &RunResult) -> f64 {
-    let d = run.totals.test_duration_s;
-    if d.is_finite() && d > 0.0 {
-        run.totals.replies as f64 / d
-    } else {
-        run.reply.rate.avg
-    }
+    Metric::ReplyRate.of_run(run).unwrap_or(run.reply.rate.avg)
 }
 
-/// The sustained reply rate of a run (see the module docs): the larger of
-/// the per-interval sample average and replies / (duration − median response
-/// time).
-pub fn reply_rate(run: &RunResult) -> f64 {
+/// The rate the sustain test judges (see the module docs; not the reply-rate
+/// metric): the larger of the per-interval sample average and replies /
+/// (duration − median response time).
+pub fn judged_rate(run: &RunResult) -> f64 {
     let d = run.totals.test_duration_s;
     let replies = run.totals.replies as f64;
     if replies <= 0.0 {
@@ -153,7 +132,7 @@ pub fn metrics(step_rate: f64, run: &RunResult, slo_ms: f64) -> StepMetrics {
         req_rate: run.request.rate_per_s,
         conn_rate: run.connection.rate_per_s,
         reply_rate: throughput(run),
-        judged_rate: reply_rate(run),
+        judged_rate: judged_rate(run),
         rep_min: run.reply.rate.min,
         rep_avg: run.reply.rate.avg,
         rep_max: run.reply.rate.max,
@@ -273,5 +252,26 @@ mod tests {
         let m = metrics(100.0, &r, 1000.0);
         assert!(!m.sustained);
         assert_eq!(m.reply_rate, 0.0);
+    }
+
+    #[test]
+    fn a_server_answering_5xx_quickly_does_not_sustain_its_rate() {
+        let mut r = RunResult::default();
+        r.totals.replies = 10_000;
+        r.totals.requests = 10_000;
+        r.totals.test_duration_s = 10.0;
+        r.latency.response.count = 10_000;
+        r.latency.response.percentiles = vec![
+            httplab_model::Percentile { pct: 50.0, ms: 0.1 },
+            httplab_model::Percentile { pct: 99.0, ms: 0.2 },
+        ];
+        assert!(metrics(1000.0, &r, 1000.0).sustained);
+        // The same replies, 20 of them 503: 0.2 % of the calls failed.
+        r.reply.status[4] = 20;
+        let m = metrics(1000.0, &r, 1000.0);
+        assert!((m.error_pct - 0.2).abs() < 1e-12, "{}", m.error_pct);
+        assert!(!m.sustained);
+        // The one definition: the registry's, in percent.
+        assert_eq!(Some(m.error_pct), Metric::ErrorPct.of_run(&r));
     }
 }

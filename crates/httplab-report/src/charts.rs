@@ -6,7 +6,7 @@
 //!   saturation point marked.
 //! - [`response_time_chart`]: p50 and p99 vs demanded rate (log scale), SLO and
 //!   saturation marked (seed 002's chart 1, right).
-//! - [`errors_chart`]: failed operations vs demanded rate.
+//! - [`errors_chart`]: failed calls (errors and 5xx replies, % of calls) vs demanded rate.
 //! - [`spectrum_chart`]: HDR percentile spectrum on a log "nines" axis.
 //! - [`timeseries_chart`]: per-interval reply rate and latency of one run.
 //!
@@ -570,7 +570,8 @@ pub fn stage_latency_chart(label: &str, stages: &[httplab_model::StageResult]) -
     })
 }
 
-/// Failed operations (errors + 5xx, % of attempts) vs demanded request rate.
+/// Failed calls (errors and 5xx replies, % of calls: the model's one definition) vs demanded
+/// request rate.
 pub fn errors_chart(series: &[SweepSeries]) -> Result<String> {
     render(SIZE, |root| {
         let mut legend = Legend::default();

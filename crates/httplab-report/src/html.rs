@@ -509,7 +509,8 @@ fn findings(c: &Collected) -> Vec<String> {
             ),
             p50,
             p99,
-            num(r.errors.total as f64, 0)
+            // Failed calls: errors and 5xx replies (`httplab_model::metric`).
+            num(httplab_model::metric::failed_calls(r) as f64, 0)
         ));
     }
     v

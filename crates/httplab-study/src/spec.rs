@@ -603,125 +603,21 @@ impl WorkloadKind {
     }
 }
 
-/// Metrics the report can compare.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// Replies per second (higher is better).
-    #[default]
-    ReplyRate,
-    /// Body MB/s received (higher is better).
-    ThroughputMbS,
-    /// Mean response time, ms (lower is better).
-    ResponseMs,
-    /// Median response time, ms (lower is better). At low rates the mean is
-    /// dominated by rare millisecond stalls of the machine that land on one
-    /// server's window by chance; the median is several times steadier.
-    P50Ms,
-    /// p99 response time, ms (lower is better).
-    P99Ms,
-    /// Mean connection lifetime, ms (lower is better).
-    ConnectionMs,
-    /// Mean time to make all `num_calls` requests of a session, reconnections
-    /// included, ms (lower is better; compares close and keep-alive servers fairly).
-    SessionMs,
-    /// Median of the same session times, ms (lower is better).
-    SessionP50Ms,
-    /// Fraction of expected body bytes received intact, % (higher is better).
-    Accuracy,
-    /// Server CPU seconds per 1000 replies (lower is better).
-    ServerCpuPerKreq,
-    /// Peak server RSS, MB (lower is better).
-    ServerRssMb,
-    /// Server CPU µs per reply, from nanosecond accounting (lower is better).
-    ServerCpuUsPerReq,
-    /// Highest connection rate sustained (capacity search; higher is better).
-    MaxRate,
-    /// Replies per second of server CPU at the highest sustained rate of a
-    /// capacity search (higher is better); with `cpu_quota`, every server
-    /// held to the same share of a core.
-    ReqPerServerCpuS,
-    /// Median response time of the unqueued probe (`probe`), ms (lower is
-    /// better): what the server gives a client that does not queue.
-    ProbeP50Ms,
-    /// p99 response time of the unqueued probe, ms (lower is better; only
-    /// from runs whose probe got at least 100 replies).
-    ProbeP99Ms,
-}
+/// The metrics a study records and judges: the model's one registry
+/// ([`httplab_model::metric`]), whose keys are the words of study files, cells and CSV
+/// headers. A workload is judged by a metric of one value per run; the error rate, compared
+/// as counts, is recorded in every cell but judges no workload ([`judged_metric`]).
+pub use httplab_model::Metric;
 
-impl Metric {
-    /// Every metric, in table order.
-    pub const ALL: [Metric; 16] = [
-        Metric::ReplyRate,
-        Metric::ThroughputMbS,
-        Metric::ResponseMs,
-        Metric::P50Ms,
-        Metric::P99Ms,
-        Metric::ConnectionMs,
-        Metric::SessionMs,
-        Metric::SessionP50Ms,
-        Metric::Accuracy,
-        Metric::ServerCpuPerKreq,
-        Metric::ServerRssMb,
-        Metric::ServerCpuUsPerReq,
-        Metric::MaxRate,
-        Metric::ReqPerServerCpuS,
-        Metric::ProbeP50Ms,
-        Metric::ProbeP99Ms,
-    ];
-    /// Column heading.
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::ReplyRate => "replies/s",
-            Metric::ThroughputMbS => "MB/s",
-            Metric::ResponseMs => "response ms (mean)",
-            Metric::P50Ms => "response ms (median)",
-            Metric::P99Ms => "response ms (p99)",
-            Metric::ConnectionMs => "connection ms (mean)",
-            Metric::SessionMs => "session ms (mean)",
-            Metric::SessionP50Ms => "session ms (median)",
-            Metric::Accuracy => "accuracy %",
-            Metric::ServerCpuPerKreq => "server CPU s / 1000 replies",
-            Metric::ServerRssMb => "server peak RSS MB",
-            Metric::ServerCpuUsPerReq => "server CPU µs / reply",
-            Metric::MaxRate => "max sustained conn/s",
-            Metric::ReqPerServerCpuS => "replies / server CPU-s at saturation",
-            Metric::ProbeP50Ms => "probe response ms (median)",
-            Metric::ProbeP99Ms => "probe response ms (p99)",
-        }
+/// Checks that `metric` can judge a workload (a ratio of geometric means of per-round values).
+fn judged_metric(metric: Metric, at: &str, what: &str) -> Result<()> {
+    if metric.comparison() != httplab_model::metric::Comparison::GeometricMeanRatio {
+        bail!(
+            "{at}{what}: `{}` is compared as counts of calls (`httplab compare` judges it); a study judges a metric of one value per run",
+            metric.key()
+        );
     }
-    /// Snake-case key (as in study files and CSV headers).
-    pub fn key(self) -> &'static str {
-        match self {
-            Metric::ReplyRate => "reply_rate",
-            Metric::ThroughputMbS => "throughput_mb_s",
-            Metric::ResponseMs => "response_ms",
-            Metric::P50Ms => "p50_ms",
-            Metric::P99Ms => "p99_ms",
-            Metric::ConnectionMs => "connection_ms",
-            Metric::SessionMs => "session_ms",
-            Metric::SessionP50Ms => "session_p50_ms",
-            Metric::Accuracy => "accuracy",
-            Metric::ServerCpuPerKreq => "server_cpu_per_kreq",
-            Metric::ServerRssMb => "server_rss_mb",
-            Metric::ServerCpuUsPerReq => "server_cpu_us_per_req",
-            Metric::MaxRate => "max_rate",
-            Metric::ReqPerServerCpuS => "req_per_server_cpu_s",
-            Metric::ProbeP50Ms => "probe_p50_ms",
-            Metric::ProbeP99Ms => "probe_p99_ms",
-        }
-    }
-    /// True when a larger value is better.
-    pub fn higher_is_better(self) -> bool {
-        matches!(
-            self,
-            Metric::ReplyRate
-                | Metric::ThroughputMbS
-                | Metric::Accuracy
-                | Metric::MaxRate
-                | Metric::ReqPerServerCpuS
-        )
-    }
+    Ok(())
 }
 
 /// A parameter a workload can vary across steps.
@@ -1155,6 +1051,14 @@ fn validate(s: &StudyFile, text: &str) -> Result<()> {
             }
         }
     }
+    if let Some(m) = s.compare.metric {
+        judged_metric(m, &line_of(text, "metric"), "compare.metric")?;
+    }
+    for e in s.questions.iter().flat_map(|q| &q.evidence) {
+        if let Some(m) = e.metric {
+            judged_metric(m, &line_of(text, m.key()), "question evidence")?;
+        }
+    }
     if let Some(b) = &s.compare.baseline {
         if !names.iter().any(|n| n == b) {
             bail!(
@@ -1233,6 +1137,9 @@ fn validate_workload(
         }
     }
     check_target(&w.target, corpus_names).with_context(|| format!("{at}workload '{}'", w.name))?;
+    if let Some(m) = w.metric {
+        judged_metric(m, &at, &format!("workload '{}'", w.name))?;
+    }
     if let Some(v) = &w.vary {
         if v.values.is_empty() {
             bail!("{at}workload '{}': vary.values is empty", w.name);

@@ -38,17 +38,17 @@ const P99_B: [f64; 5] = [1.5, 1.55, 1.45, 1.6, 1.5];
 fn equal_rates_are_equivalent_and_slower_p99_is_a_regression() {
     let base = side(
         Kind::Run,
-        &[(Metric::ReplyRate, &RATE_A), (Metric::P99, &P99_A)],
+        &[(Metric::REPLY_RATE, &RATE_A), (Metric::P99, &P99_A)],
         0,
     );
     let new = side(
         Kind::Run,
-        &[(Metric::ReplyRate, &RATE_B), (Metric::P99, &P99_B)],
+        &[(Metric::REPLY_RATE, &RATE_B), (Metric::P99, &P99_B)],
         0,
     );
     let j = judge(&base, &new, &Options::default()).expect("judge");
     assert_eq!(j.family, 2);
-    assert_eq!(only(&j, Metric::ReplyRate).verdict, Verdict::Equivalent);
+    assert_eq!(only(&j, Metric::REPLY_RATE).verdict, Verdict::Equivalent);
     let p99 = only(&j, Metric::P99);
     assert_eq!(p99.verdict, Verdict::Regression);
     assert!(p99.beyond_threshold);
@@ -75,10 +75,10 @@ fn equal_rates_are_equivalent_and_slower_p99_is_a_regression() {
 #[test]
 fn a_lower_rate_is_a_regression_because_higher_is_better() {
     let slow: Vec<f64> = RATE_A.iter().map(|x| x * 0.8).collect();
-    let base = side(Kind::Run, &[(Metric::ReplyRate, &RATE_A)], 0);
-    let new = side(Kind::Run, &[(Metric::ReplyRate, &slow)], 0);
+    let base = side(Kind::Run, &[(Metric::REPLY_RATE, &RATE_A)], 0);
+    let new = side(Kind::Run, &[(Metric::REPLY_RATE, &slow)], 0);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ReplyRate);
+    let r = only(&j, Metric::REPLY_RATE);
     assert_eq!(r.verdict, Verdict::Regression);
     assert!((r.ratio.expect("ratio") - 0.8).abs() < 1e-9);
     assert!((worsening(r) - 0.25).abs() < 1e-9);
@@ -146,10 +146,10 @@ fn a_wide_spread_says_what_it_could_have_seen() {
 #[test]
 fn a_client_bound_loser_holds_a_regression_back() {
     let slow: Vec<f64> = RATE_A.iter().map(|x| x * 0.8).collect();
-    let base = side(Kind::Run, &[(Metric::ReplyRate, &RATE_A)], 0);
-    let new = side(Kind::Run, &[(Metric::ReplyRate, &slow)], 5);
+    let base = side(Kind::Run, &[(Metric::REPLY_RATE, &RATE_A)], 0);
+    let new = side(Kind::Run, &[(Metric::REPLY_RATE, &slow)], 5);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ReplyRate);
+    let r = only(&j, Metric::REPLY_RATE);
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert!(
         r.note
@@ -160,10 +160,10 @@ fn a_client_bound_loser_holds_a_regression_back() {
     // Server-measured metrics are never held back.
     let a = [10.0, 10.1, 9.9, 10.05];
     let b = [20.0, 20.1, 19.9, 20.05];
-    let base = side(Kind::Run, &[(Metric::ServerCpu, &a)], 4);
-    let new = side(Kind::Run, &[(Metric::ServerCpu, &b)], 4);
+    let base = side(Kind::Run, &[(Metric::SERVER_CPU, &a)], 4);
+    let new = side(Kind::Run, &[(Metric::SERVER_CPU, &b)], 4);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    assert_eq!(only(&j, Metric::ServerCpu).verdict, Verdict::Regression);
+    assert_eq!(only(&j, Metric::SERVER_CPU).verdict, Verdict::Regression);
 }
 
 #[test]
@@ -171,17 +171,17 @@ fn metrics_can_be_restricted_and_missing_ones_are_named() {
     let base = side(
         Kind::Run,
         &[
-            (Metric::ReplyRate, &RATE_A),
-            (Metric::ServerCpu, &[1.0, 1.1]),
+            (Metric::REPLY_RATE, &RATE_A),
+            (Metric::SERVER_CPU, &[1.0, 1.1]),
         ],
         0,
     );
-    let new = side(Kind::Run, &[(Metric::ReplyRate, &RATE_B)], 0);
+    let new = side(Kind::Run, &[(Metric::REPLY_RATE, &RATE_B)], 0);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    assert_eq!(only(&j, Metric::ServerCpu).verdict, Verdict::Missing);
+    assert_eq!(only(&j, Metric::SERVER_CPU).verdict, Verdict::Missing);
     assert_eq!(j.family, 1);
     let opts = Options {
-        metrics: vec![Metric::ReplyRate],
+        metrics: vec![Metric::REPLY_RATE],
         ..Options::default()
     };
     let j = judge(&base, &new, &opts).expect("judge");
@@ -196,8 +196,8 @@ fn metrics_can_be_restricted_and_missing_ones_are_named() {
 
 #[test]
 fn kinds_must_match() {
-    let base = side(Kind::Run, &[(Metric::ReplyRate, &RATE_A)], 0);
-    let new = side(Kind::Study, &[(Metric::ReplyRate, &RATE_B)], 0);
+    let base = side(Kind::Run, &[(Metric::REPLY_RATE, &RATE_A)], 0);
+    let new = side(Kind::Study, &[(Metric::REPLY_RATE, &RATE_B)], 0);
     let e = judge(&base, &new, &Options::default()).expect_err("kinds");
     assert!(
         e.to_string()
@@ -226,10 +226,10 @@ fn json_and_html_render() {
 
 /// A cell with reply rates and errors counted over `runs` runs.
 fn with_errors(rates: &[f64], errors: u64, calls: u64, runs: usize) -> Side {
-    let mut s = side(Kind::Run, &[(Metric::ReplyRate, rates)], 0);
+    let mut s = side(Kind::Run, &[(Metric::REPLY_RATE, rates)], 0);
     if let Some(c) = s.cells.get_mut("") {
         c.counts.insert(
-            Metric::ErrorRate,
+            Metric::ERRORS,
             crate::input::Counted {
                 events: errors,
                 exposure: calls,
@@ -246,7 +246,7 @@ fn no_errors_on_either_side_is_not_judged_whatever_the_calls() {
     let base = with_errors(&RATE_A, 0, 1_267_364, 5);
     let new = with_errors(&RATE_B, 0, 685_141, 5);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ErrorRate);
+    let r = only(&j, Metric::ERRORS);
     assert_eq!(r.verdict, Verdict::NoErrors);
     assert!(!r.beyond_threshold);
     assert_eq!((r.ratio, r.ci95, r.p_value), (None, None, None));
@@ -273,7 +273,7 @@ fn errors_on_one_side_only_are_judged_by_the_exact_test() {
     let base = with_errors(&RATE_A, 0, 1_000_000, 5);
     let new = with_errors(&RATE_B, 50, 1_000_000, 5);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ErrorRate);
+    let r = only(&j, Metric::ERRORS);
     assert_eq!(r.verdict, Verdict::Regression);
     assert!(r.beyond_threshold);
     assert_eq!(r.ratio, None, "an infinite ratio is not printed as one");
@@ -291,13 +291,13 @@ fn errors_on_one_side_only_are_judged_by_the_exact_test() {
     assert!(worsening(r).is_infinite());
     // The other way round: an improvement.
     let j = judge(&new, &base, &Options::default()).expect("judge");
-    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::Improvement);
+    assert_eq!(only(&j, Metric::ERRORS).verdict, Verdict::Improvement);
     assert!(j.regressions().is_empty());
     // One error in 100 calls against none: nothing can be told from one error.
     let base = with_errors(&RATE_A, 0, 100, 1);
     let new = with_errors(&RATE_B, 1, 100, 1);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ErrorRate);
+    let r = only(&j, Metric::ERRORS);
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert!(
         r.note.starts_with("not a significant change: p = 1"),
@@ -314,7 +314,7 @@ fn the_same_error_rate_over_very_different_calls_is_no_regression() {
     let base = with_errors(&RATE_A, 127, 1_267_364, 5);
     let new = with_errors(&RATE_B, 68, 685_141, 5);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ErrorRate);
+    let r = only(&j, Metric::ERRORS);
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert!(!r.beyond_threshold && j.regressions().is_empty());
     let x = r.ratio.expect("ratio");
@@ -326,7 +326,7 @@ fn the_same_error_rate_over_very_different_calls_is_no_regression() {
     let base = with_errors(&RATE_A, 126_736, 1_267_364_000, 5);
     let new = with_errors(&RATE_B, 68_514, 685_141_000, 5);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::Equivalent);
+    assert_eq!(only(&j, Metric::ERRORS).verdict, Verdict::Equivalent);
 }
 
 #[test]
@@ -336,11 +336,11 @@ fn error_counts_join_the_family() {
     let base = with_errors(&RATE_A, 15, 19_017, 5);
     let new = with_errors(&RATE_B, 41, 28_010, 5);
     let opts = Options {
-        metrics: vec![Metric::ErrorRate],
+        metrics: vec![Metric::ERRORS],
         ..Options::default()
     };
     let j = judge(&base, &new, &opts).expect("judge");
-    let r = only(&j, Metric::ErrorRate);
+    let r = only(&j, Metric::ERRORS);
     assert_eq!((j.family, r.verdict), (1, Verdict::Regression));
     assert!((r.p_value.expect("p") - 0.047_660_246_754_565_9).abs() < 1e-9);
     let wide = [1.0, 1.3, 0.85, 1.15];
@@ -355,11 +355,11 @@ fn error_counts_join_the_family() {
         }
     }
     let opts = Options {
-        metrics: vec![Metric::ErrorRate, Metric::P99],
+        metrics: vec![Metric::ERRORS, Metric::P99],
         ..Options::default()
     };
     let j = judge(&base, &new, &opts).expect("judge");
-    let r = only(&j, Metric::ErrorRate);
+    let r = only(&j, Metric::ERRORS);
     assert_eq!((j.family, r.verdict), (2, Verdict::Inconclusive));
     assert!((r.p_value.expect("p") - 2.0 * 0.047_660_246_754_565_9).abs() < 1e-9);
 }
@@ -372,7 +372,7 @@ fn a_client_bound_new_side_holds_an_errors_regression_back() {
         c.client_bound_runs = 2;
     }
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ErrorRate);
+    let r = only(&j, Metric::ERRORS);
     assert_eq!(r.verdict, Verdict::Inconclusive);
     assert!(
         r.note.starts_with("held back: 2 of NEW's runs"),
@@ -425,7 +425,7 @@ fn load_results_end_to_end() {
     let base = side("base.json", &base_runs, 20.0);
     let new = side("new.json", &new_runs, 20.0);
     assert_eq!(
-        base.cells[""].counts[&Metric::ErrorRate],
+        base.cells[""].counts[&Metric::ERRORS],
         crate::input::Counted {
             events: 0,
             exposure: 1_267_364,
@@ -434,7 +434,7 @@ fn load_results_end_to_end() {
     );
     let j = judge(&base, &new, &Options::default()).expect("judge");
     assert!(j.regressions().is_empty(), "{}", render::text(&j));
-    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::NoErrors);
+    assert_eq!(only(&j, Metric::ERRORS).verdict, Verdict::NoErrors);
     assert!(render::answer(&j).ends_with("no errors on either side"));
     // The same NEW with 50 errors in its third run, and more CPU per reply: both regress,
     // decided in one family.
@@ -442,8 +442,8 @@ fn load_results_end_to_end() {
     failing[2].1 = 50;
     let new = side("new.json", &failing, 30.0);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    assert_eq!(only(&j, Metric::ErrorRate).verdict, Verdict::Regression);
-    assert_eq!(only(&j, Metric::ClientCpu).verdict, Verdict::Regression);
+    assert_eq!(only(&j, Metric::ERRORS).verdict, Verdict::Regression);
+    assert_eq!(only(&j, Metric::CLIENT_CPU).verdict, Verdict::Regression);
     let answer = render::answer(&j);
     assert!(
         answer.starts_with(
@@ -453,6 +453,39 @@ fn load_results_end_to_end() {
     );
     let text = render::text(&j);
     assert!(text.contains("Errors are counts"), "{text}");
+}
+
+#[test]
+fn replies_with_a_5xx_status_are_failed_calls_and_none_on_either_side_is_no_regression() {
+    use crate::input::side_of;
+    let runs = [(10_000, 0), (10_000, 0), (10_000, 0)];
+    let base = side_of(vec![("base.json".into(), document(&runs, 20.0))]).expect("base");
+    // NEW answers every call, quickly, without a single connection error: 0 against 0
+    // failed calls is not judged, whatever else the runs show.
+    let same = side_of(vec![("new.json".into(), document(&runs, 20.0))]).expect("new");
+    let j = judge(&base, &same, &Options::default()).expect("judge");
+    assert_eq!(only(&j, Metric::ERRORS).verdict, Verdict::NoErrors);
+    assert!(j.regressions().is_empty());
+    // The same NEW with 300 of its second run's replies a 503: failed calls, counted as
+    // errors over the attempted calls (the model's one definition), and a regression.
+    let mut doc = document(&runs, 20.0);
+    if let httplab_model::Document::Run(r) = &mut doc {
+        r.repeats[0].reply.status[4] = 300;
+    }
+    let new = side_of(vec![("new.json".into(), doc)]).expect("new");
+    assert_eq!(
+        new.cells[""].counts[&Metric::ERRORS],
+        crate::input::Counted {
+            events: 300,
+            exposure: 30_000,
+            runs: 3
+        }
+    );
+    let j = judge(&base, &new, &Options::default()).expect("judge");
+    let r = only(&j, Metric::ERRORS);
+    assert_eq!(r.verdict, Verdict::Regression);
+    assert_eq!(r.new.errors_of_calls, Some([300, 30_000]));
+    assert!(render::answer(&j).starts_with("regression: errors 0 → 300 errors"));
 }
 
 /// A side whose runs of `m` come from several sessions (result files).
@@ -471,10 +504,10 @@ fn sessions_side(m: &Metric, sessions: &[&[f64]]) -> Side {
 
 #[test]
 fn one_session_a_side_says_the_spread_between_sessions_was_not_measured() {
-    let base = side(Kind::Run, &[(Metric::ReplyRate, &RATE_A)], 0);
-    let new = side(Kind::Run, &[(Metric::ReplyRate, &RATE_B)], 0);
+    let base = side(Kind::Run, &[(Metric::REPLY_RATE, &RATE_A)], 0);
+    let new = side(Kind::Run, &[(Metric::REPLY_RATE, &RATE_B)], 0);
     let j = judge(&base, &new, &Options::default()).expect("judge");
-    let r = only(&j, Metric::ReplyRate);
+    let r = only(&j, Metric::REPLY_RATE);
     assert_eq!(r.sessions, [1, 1]);
     assert!(r.session_spread.is_none());
     assert!(
@@ -490,7 +523,7 @@ fn one_session_a_side_says_the_spread_between_sessions_was_not_measured() {
 fn a_baseline_of_several_sessions_is_compared_by_session() {
     // Each session's runs agree within 0.2 %; the sessions differ by about 3 %. NEW's one
     // session is 2.5 % below BASE's mean: by runs a clear regression, by sessions not.
-    let m = Metric::ReplyRate;
+    let m = Metric::REPLY_RATE;
     let base = sessions_side(
         &m,
         &[
@@ -524,7 +557,7 @@ fn a_baseline_of_several_sessions_is_compared_by_session() {
 
 #[test]
 fn a_change_far_beyond_the_spread_between_sessions_is_called() {
-    let m = Metric::ReplyRate;
+    let m = Metric::REPLY_RATE;
     let base = sessions_side(
         &m,
         &[

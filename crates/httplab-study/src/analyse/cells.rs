@@ -28,7 +28,11 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
         server: d.server.clone(),
         n: d.values.len() as u32,
         metric: metric.key().to_string(),
-        values: d.metrics.clone(),
+        values: d
+            .metrics
+            .iter()
+            .map(|(k, v)| (m::MetricKey::from(*k), v.clone()))
+            .collect(),
         stop: d.final_stop().into(),
         precision: st::Estimate::of(&d.values)
             .map(|e| e.relative_half_width())
@@ -38,7 +42,7 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
         metrics: d
             .metrics
             .iter()
-            .filter_map(|(k, v)| Some((k.clone(), estimate(v)?)))
+            .filter_map(|(k, v)| Some((k.key().to_string(), estimate(v)?)))
             .collect(),
     }
 }
@@ -65,8 +69,14 @@ mod tests {
             &[],
         );
         let c = cell("w", None, Metric::ReplyRate, &d);
-        assert_eq!((c.n, c.stop), (1, m::CellStop::Design));
-        assert_eq!(c.values["reply_rate"], vec![100.0]);
-        assert_eq!(d.rounds_of("reply_rate"), &[None, Some(100.0)]);
+        assert_eq!((c.n, &c.stop), (1, &m::CellStop::Design));
+        assert_eq!(
+            c.values[&m::MetricKey::from(Metric::ReplyRate)],
+            vec![100.0]
+        );
+        assert_eq!(d.rounds_of(Metric::ReplyRate), &[None, Some(100.0)]);
+        // Written with the words study documents have always had.
+        let json = serde_json::to_value(&c).expect("json");
+        assert_eq!(json["values"]["reply_rate"], serde_json::json!([100.0]));
     }
 }

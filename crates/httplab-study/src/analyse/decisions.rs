@@ -70,11 +70,9 @@ fn better(metric: Metric) -> st::Better {
 }
 
 fn measured(metric: Metric) -> st::Measured {
-    match metric {
-        Metric::ServerCpuPerKreq | Metric::ServerCpuUsPerReq | Metric::ServerRssMb => {
-            st::Measured::ByServer
-        }
-        _ => st::Measured::ByClient,
+    match metric.measured_by() {
+        m::MeasuredBy::Server => st::Measured::ByServer,
+        m::MeasuredBy::Client => st::Measured::ByClient,
     }
 }
 
@@ -95,7 +93,7 @@ fn samples<'a>(cells: &'a [CellData], metric: Metric) -> Vec<st::Sample<'a>> {
         .iter()
         .map(|c| st::Sample {
             name: &c.server,
-            values: c.rounds_of(metric.key()),
+            values: c.rounds_of(metric),
             client_bound: c.client_bound_runs > 0,
         })
         .collect()
@@ -328,9 +326,9 @@ mod tests {
             ..CellData::default()
         };
         c.by_round
-            .insert("p50_ms".into(), p50.iter().copied().map(Some).collect());
+            .insert(Metric::P50Ms, p50.iter().copied().map(Some).collect());
         c.by_round.insert(
-            "server_cpu_us_per_req".into(),
+            Metric::ServerCpuUsPerReq,
             cpu.iter().copied().map(Some).collect(),
         );
         c

@@ -42,93 +42,20 @@ pub const REASON_EMPTY: &str =
     "no replies in the window: nothing measured, not counted as a repetition";
 
 /// True when a run got neither a reply nor an error in its measurement
-/// window (seen with very short windows). Such a run measured nothing: its
+/// window (seen with very short windows): no attempted call
+/// ([`httplab_model::metric::attempted_calls`]). Such a run measured nothing: its
 /// reply rate of 0 is not a measurement, so it must not enter the estimates.
 pub fn measured_nothing(r: &m::RunResult) -> bool {
-    !r.interrupted && r.totals.replies == 0 && r.errors.total == 0
+    !r.interrupted && m::metric::attempted_calls(r) == 0
 }
 
-/// Metric values of one run (None where not measurable).
+/// Metric values of one run: every metric of the registry read from a run
+/// ([`Metric::of_run`]), where the run has it.
 pub fn metrics_of(r: &m::RunResult) -> BTreeMap<Metric, f64> {
-    let mut v = BTreeMap::new();
-    let d = r.totals.test_duration_s.max(1e-9);
-    v.insert(Metric::ReplyRate, r.totals.replies as f64 / d);
-    v.insert(
-        Metric::ThroughputMbS,
-        r.reply.content_bytes * r.totals.replies as f64 / d / 1e6,
-    );
-    if r.latency.response.count > 0 {
-        v.insert(Metric::ResponseMs, r.latency.response.mean_ms);
-        if let Some(p) = r.latency.response.at(50.0) {
-            v.insert(Metric::P50Ms, p);
-        }
-        if let Some(p) = r.latency.response.at(99.0) {
-            v.insert(Metric::P99Ms, p);
-        }
-    }
-    if let Some(p) = r.probe.as_ref().filter(|p| p.response.count > 0) {
-        if let Some(x) = p.response.at(50.0) {
-            v.insert(Metric::ProbeP50Ms, x);
-        }
-        // Fewer replies make the probe's p99 its few slowest replies.
-        if p.response.count >= m::PROBE_MIN_REPLIES {
-            if let Some(x) = p.response.at(99.0) {
-                v.insert(Metric::ProbeP99Ms, x);
-            }
-        }
-    }
-    if r.connection.lifetime_ms.count > 0 {
-        v.insert(Metric::ConnectionMs, r.connection.lifetime_ms.avg);
-    }
-    if r.latency.session.count > 0 {
-        // Sessions of several calls, reconnections included (`--reconnect`).
-        v.insert(Metric::SessionMs, r.latency.session.mean_ms);
-        if let Some(p) = r.latency.session.at(50.0) {
-            v.insert(Metric::SessionP50Ms, p);
-        }
-    } else if r.connection.lifetime_ms.count > 0 {
-        // One connection per session.
-        v.insert(Metric::SessionMs, r.connection.lifetime_ms.avg);
-        v.insert(Metric::SessionP50Ms, r.connection.lifetime_ms.median);
-    }
-    let req: f64 = r
-        .config
-        .extra
-        .get("requested_body_bytes")
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0.0);
-    let ok: f64 = r
-        .config
-        .extra
-        .get("intact_body_bytes")
-        .and_then(|x| x.parse().ok())
-        .unwrap_or(0.0);
-    if req > 0.0 {
-        v.insert(Metric::Accuracy, (ok / req * 100.0).min(100.0));
-    } else if r.accuracy.verified > 0 {
-        // httplab load: share of verified bodies that matched, scaled by the
-        // share of replies among requests.
-        let a = &r.accuracy;
-        let matched = (a.verified - a.mismatches.min(a.verified)) as f64 / a.verified as f64;
-        let answered = r.totals.replies as f64 / r.totals.requests.max(1) as f64;
-        v.insert(Metric::Accuracy, (matched * answered * 100.0).min(100.0));
-    }
-    if let Some(s) = &r.server {
-        if r.totals.replies > 0 {
-            v.insert(
-                Metric::ServerCpuPerKreq,
-                s.cpu_s / r.totals.replies as f64 * 1000.0,
-            );
-        }
-        v.insert(Metric::ServerRssMb, s.peak_rss_bytes as f64 / 1e6);
-        if r.totals.replies > 0 && !s.cpu_source.is_empty() {
-            v.insert(
-                Metric::ServerCpuUsPerReq,
-                s.cpu_s / r.totals.replies as f64 * 1e6,
-            );
-        }
-    }
-    v
+    Metric::ALL
+        .into_iter()
+        .filter_map(|k| Some((k, k.of_run(r)?)))
+        .collect()
 }
 
 /// One server's results on one workload step, gathered over rounds.
@@ -139,10 +66,10 @@ pub struct CellData {
     /// Primary metric per successful repetition, in round order.
     pub values: Vec<f64>,
     /// Every metric per successful repetition.
-    pub metrics: BTreeMap<String, Vec<f64>>,
+    pub metrics: BTreeMap<Metric, Vec<f64>>,
     /// Every metric by round index (None: no value in that round), so that
     /// two servers are paired round by round, never shifted.
-    pub by_round: BTreeMap<String, Vec<Option<f64>>>,
+    pub by_round: BTreeMap<Metric, Vec<Option<f64>>>,
     /// Runs the client limited.
     pub client_bound_runs: u32,
     /// Why it stopped (set when it does).
@@ -174,11 +101,8 @@ impl CellData {
     ) {
         self.values.push(primary);
         for (k, v) in all {
-            self.metrics
-                .entry(k.key().to_string())
-                .or_default()
-                .push(*v);
-            let slots = self.by_round.entry(k.key().to_string()).or_default();
+            self.metrics.entry(*k).or_default().push(*v);
+            let slots = self.by_round.entry(*k).or_default();
             let i = round as usize;
             if slots.len() <= i {
                 slots.resize(i + 1, None);
@@ -191,8 +115,8 @@ impl CellData {
     }
 
     /// One slot per round of `metric` (empty when never measured).
-    pub fn rounds_of(&self, metric: &str) -> &[Option<f64>] {
-        self.by_round.get(metric).map_or(&[], Vec::as_slice)
+    pub fn rounds_of(&self, metric: Metric) -> &[Option<f64>] {
+        self.by_round.get(&metric).map_or(&[], Vec::as_slice)
     }
 
     /// Why the cell stopped, as its results say: a cell that ran its rounds
@@ -240,9 +164,14 @@ mod tests {
         assert!(measured_nothing(&r));
         r.errors.total = 1;
         assert!(!measured_nothing(&r), "errors are a measurement");
+        assert_eq!(metrics_of(&r).get(&Metric::ErrorPct), Some(&100.0));
         r.errors.total = 0;
         r.totals.replies = 1;
         assert!(!measured_nothing(&r));
+        // A 5xx reply is a failed call (the model's one definition).
+        r.reply.status[4] = 1;
+        assert_eq!(metrics_of(&r).get(&Metric::ErrorPct), Some(&100.0));
+        r.reply.status[4] = 0;
         r.totals.replies = 0;
         r.interrupted = true;
         assert!(

@@ -209,10 +209,10 @@ fn search_values(
             };
             let r = &low.run;
             Err(failed(format!(
-                "no rate was sustained, down to {} conn/s ({} replies, {} errors there)",
+                "no rate was sustained, down to {} conn/s ({} replies, {} failed calls there)",
                 fmt_num(low.demanded_rate),
                 r.totals.replies,
-                r.errors.total
+                m::metric::failed_calls(r)
             )))
         }
     }

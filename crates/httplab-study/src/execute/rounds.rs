@@ -613,7 +613,7 @@ fn invalid_metrics(p: &StepParams, run: Option<&m::RunResult>) -> Vec<Metric> {
             rate: Some(rate), ..
         } => {
             let offered = rate * p.num_calls.max(1) as f64;
-            let achieved = r.totals.replies as f64 / r.totals.test_duration_s.max(1e-9);
+            let achieved = Metric::ReplyRate.of_run(r).unwrap_or(0.0);
             offered > 0.0 && (achieved / offered - 1.0).abs() <= 0.02
         }
         // Not a fixed rate: there is no offered work to hold it to.

@@ -30,7 +30,7 @@ pub struct Row {
     pub reps: usize,
     /// Mean replies per run.
     pub replies: f64,
-    /// Mean errors per run.
+    /// Mean failed calls per run (errors of any class and 5xx replies).
     pub errors: f64,
     /// Mean p50 response ms (runs with replies).
     pub p50_ms: Option<f64>,
@@ -91,7 +91,7 @@ pub fn rows(res: &m::StudyResult, w: &str) -> Vec<Row> {
             server,
             reps: runs.len(),
             replies: mean(&col(&|r| Some(r.totals.replies as f64))).unwrap_or(0.0),
-            errors: mean(&col(&|r| Some(r.errors.total as f64))).unwrap_or(0.0),
+            errors: mean(&col(&|r| Some(m::metric::failed_calls(r) as f64))).unwrap_or(0.0),
             p50_ms: mean(&col(&|r| r.latency.response.at(50.0))),
             p99_ms: mean(&col(&|r| r.latency.response.at(99.0))),
             conns: mean(&col(&|r| extra_f(r, "conns"))).unwrap_or(0.0),

@@ -40,9 +40,10 @@ pub struct Row {
     pub metrics: BTreeMap<Metric, f64>,
     /// The load generator limited this run.
     pub client_bound: bool,
-    /// Replies, errors.
+    /// Replies (every status).
     pub replies: u64,
-    /// Errors of any class.
+    /// Failed calls: errors of any class and 5xx replies (`httplab_model::metric`'s
+    /// definition; before, errors alone).
     pub errors: u64,
 }
 
@@ -62,7 +63,7 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
             metrics: run.map(metrics_of).unwrap_or_default(),
             client_bound: run.is_some_and(|x| x.self_check.client_bound),
             replies: run.map_or(0, |x| x.totals.replies),
-            errors: run.map_or(0, |x| x.errors.total),
+            errors: run.map_or(0, m::metric::failed_calls),
         };
         if let Some(sw) = &r.sweep {
             let steps: Vec<&m::SweepStep> =
@@ -459,7 +460,7 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
 }
 
 fn metric_of_key(k: &str) -> Option<Metric> {
-    Metric::ALL.iter().copied().find(|m| m.key() == k)
+    Metric::from_key(k)
 }
 
 /// The whole index.html.

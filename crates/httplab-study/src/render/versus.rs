@@ -126,7 +126,7 @@ fn why_none(res: &m::StudyResult, a: &str, b: &str) -> String {
 }
 
 fn metric_of(key: &str) -> Option<Metric> {
-    Metric::ALL.iter().copied().find(|m| m.key() == key)
+    Metric::from_key(key)
 }
 
 /// "serves", "the requests per second" and the adjective of the better one.
@@ -159,6 +159,9 @@ fn words(metric: Option<Metric>) -> (&'static str, &'static str, &'static str) {
             "the unqueued probe's 99th-percentile response time",
             "faster",
         ),
+        Some(Metric::P999Ms) => ("takes", "the 99.9th-percentile response time", "faster"),
+        Some(Metric::ClientCpuUsPerReq) => ("costs", "the client CPU per request", "cheaper"),
+        Some(Metric::ErrorPct) => ("fails", "the calls", "more reliable"),
         None => ("measures", "the figure", "better"),
     }
 }

@@ -828,3 +828,36 @@ fn the_plan_lists_who_does_not_speak_h2() {
         "{plan}"
     );
 }
+
+#[test]
+fn metrics_are_the_registrys_words_and_the_error_rate_judges_no_workload() {
+    let file = |metric: &str| {
+        format!(
+            "name = \"m\"\n[[servers]]\nkind = \"httplab\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/\"\nrate = 10\nmetric = \"{metric}\"\n"
+        )
+    };
+    for (word, key) in [
+        ("p50_ms", "p50_ms"),
+        ("p99", "p99_ms"),
+        ("p99.9", "p999_ms"),
+    ] {
+        let s = spec::parse(&file(word), "m.toml").unwrap_or_else(|e| panic!("{word}: {e:#}"));
+        assert_eq!(runner_metric(&s), key, "{word}");
+    }
+    for counted in ["error_pct", "errors"] {
+        let e = format!("{:#}", spec::parse(&file(counted), "m.toml").unwrap_err());
+        assert!(e.contains("compared as counts"), "{counted}: {e}");
+    }
+    let e = format!(
+        "{:#}",
+        spec::parse(&file("nonsense"), "m.toml").unwrap_err()
+    );
+    assert!(
+        e.contains("unknown metric `nonsense`") && e.contains("reply_rate"),
+        "{e}"
+    );
+}
+
+fn runner_metric(s: &spec::StudyFile) -> &'static str {
+    httplab_study::rounds::primary_metric(s, &s.workloads[0]).key()
+}
