@@ -95,7 +95,7 @@ pub fn percentile_ms(run: &RunResult, pct: f64) -> Option<f64> {
 /// the largest of connections opened, requests sent, connections planned and
 /// replies + errors; at most 100.
 pub fn error_pct(run: &RunResult) -> f64 {
-    let failed = run.errors.total + run.reply.status[4];
+    let failed = run.errors.total + run.reply.status.server_error;
     let attempted = run
         .totals
         .connections

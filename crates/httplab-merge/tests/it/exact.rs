@@ -89,7 +89,7 @@ proptest! {
         let e: u64 = errs[..n as usize].iter().sum();
         prop_assert_eq!(merged.errors.total, e);
         prop_assert_eq!(merged.errors.client_timo, e);
-        prop_assert_eq!(merged.reply.status[1], all.len() as u64);
+        prop_assert_eq!(merged.reply.status.success, all.len() as u64);
         prop_assert_eq!(merged.resources.bytes_received, 1000 * all.len() as u64);
         prop_assert_eq!(merged.series.iter().map(|i| i.replies).sum::<u64>(), all.len() as u64);
         let abandoned = n.to_string();
