@@ -167,8 +167,7 @@ pub use report::{
     UTILIZATION_LIMIT,
 };
 pub use run::{
-    check_start_at, io_uring_available, run, run_with_stop, AUTO_LOOPBACK_SOURCES,
-    MAX_START_WAIT_S,
+    check_start_at, io_uring_available, run, run_with_stop, AUTO_LOOPBACK_SOURCES, MAX_START_WAIT_S,
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,

@@ -1009,9 +1009,7 @@ fn render_accuracy_and_self_check(o: &mut String, r: &RunResult) {
             "httplab verdict: nothing measured: {}; not client-bound (there was no load to judge the client by)",
             why_no_reply(r)
         );
-    } else if r.totals.test_duration_s < MIN_CPU_JUDGE_S
-        && !x.busy_poll
-    {
+    } else if r.totals.test_duration_s < MIN_CPU_JUDGE_S && !x.busy_poll {
         let _ = writeln!(
             o,
             "httplab verdict: too short to judge the client: {:.3} s measured, under the {MIN_CPU_JUDGE_S} s its CPU share needs; no other client limit seen",

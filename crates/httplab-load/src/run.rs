@@ -393,4 +393,3 @@ fn run_workers(
             .collect()
     })
 }
-

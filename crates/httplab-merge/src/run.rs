@@ -907,12 +907,12 @@ fn merge_facts(runs: &[&RunResult], count: u32) -> RunFacts {
         local_addrs: agree(&fs, |f| &f.local_addrs),
         wset: agree(&fs, |f| &f.wset),
         burst_length: agree(&fs, |f| &f.burst_length),
-        session_stats: fs
-            .iter()
-            .filter_map(|f| f.session_stats.as_ref())
-            .fold(None, |a: Option<httplab_model::SessionStats>, s| {
+        session_stats: fs.iter().filter_map(|f| f.session_stats.as_ref()).fold(
+            None,
+            |a: Option<httplab_model::SessionStats>, s| {
                 Some(a.map_or_else(|| s.clone(), |a| a.add(s)))
-            }),
+            },
+        ),
         abandoned_calls: sum(|f| f.abandoned_calls),
         unsent_calls: sum(|f| f.unsent_calls),
         retried_calls: sum(|f| f.retried_calls),

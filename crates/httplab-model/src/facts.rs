@@ -458,7 +458,12 @@ impl RunFacts {
             Some(IoEngineUsed::from(s.to_string()))
         });
         adopt(&mut self.host, x, "host", text);
-        adopt(&mut self.client_shard, x, "client_shard", ClientShard::parse);
+        adopt(
+            &mut self.client_shard,
+            x,
+            "client_shard",
+            ClientShard::parse,
+        );
         adopt(&mut self.run_id, x, "run_id", text);
         adopt(&mut self.start_at, x, "start_at", text);
         adopt(&mut self.shard_sessions, x, "shard_sessions", num);
@@ -466,8 +471,19 @@ impl RunFacts {
             serde_json::from_str(s).ok()
         });
         adopt(&mut self.merged_shards, x, "merged_shards", num);
-        adopt_list(&mut self.merge_approximations, x, "merge_approximations", "; ", text);
-        adopt(&mut self.staged_step, x, "staged_step", StagedStep::parse_legacy);
+        adopt_list(
+            &mut self.merge_approximations,
+            x,
+            "merge_approximations",
+            "; ",
+            text,
+        );
+        adopt(
+            &mut self.staged_step,
+            x,
+            "staged_step",
+            StagedStep::parse_legacy,
+        );
     }
 }
 
@@ -531,7 +547,10 @@ mod tests {
             let j = serde_json::to_string(&e).unwrap();
             assert_eq!(serde_json::from_str::<IoEngineUsed>(&j).unwrap(), e);
         }
-        assert_eq!(IoEngineUsed::from("kqueue".to_string()), IoEngineUsed::Other("kqueue".into()));
+        assert_eq!(
+            IoEngineUsed::from("kqueue".to_string()),
+            IoEngineUsed::Other("kqueue".into())
+        );
     }
 
     #[test]
@@ -637,8 +656,7 @@ mod tests {
         v["schema"] = "httplab.run/1".into();
         v["config"]["extra"] = legacy_config_extra();
         v["reply"]["status"] = serde_json::json!([1, 50, 2, 3, 4]);
-        v["environment"]["extra"] =
-            serde_json::json!({"shards": "2", "hosts": "client-0,client-1", "server_version": "nginx/1.22.1"});
+        v["environment"]["extra"] = serde_json::json!({"shards": "2", "hosts": "client-0,client-1", "server_version": "nginx/1.22.1"});
         let mut shard = serde_json::to_value(crate::ShardInfo::default()).unwrap();
         shard["extra"] = serde_json::json!({"client_shard": "0/2", "run_id": "r-42", "host": "client-0", "mine": "kept"});
         v["shards"] = serde_json::json!([shard]);
@@ -649,17 +667,29 @@ mod tests {
     fn an_old_document_loads_every_legacy_key_into_its_field() {
         let r: crate::RunResult = serde_json::from_value(legacy_run()).unwrap();
         let f = &r.config.facts;
-        assert_eq!(f.normalized_command.as_deref(), Some("httperf --hog --server=127.0.0.1"));
+        assert_eq!(
+            f.normalized_command.as_deref(),
+            Some("httperf --hog --server=127.0.0.1")
+        );
         assert_eq!(f.max_connect_burst, Some(8));
         assert_eq!(f.lag_threshold_ms, Some(10.0));
         assert!(f.verbose && f.busy_poll && f.reconnect);
         assert_eq!((f.calls_per_conn, f.uri_list), (Some(5), Some(3)));
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
         assert_eq!(f.local_addrs, vec![ip("127.0.0.2"), ip("127.0.0.3")]);
-        assert_eq!(f.wset, Some(WorkingSet { files: 100, ratio: 0.25 }));
+        assert_eq!(
+            f.wset,
+            Some(WorkingSet {
+                files: 100,
+                ratio: 0.25
+            })
+        );
         assert_eq!(f.burst_length, Some(4));
         let ss = f.session_stats.as_ref().unwrap();
-        assert_eq!((ss.started, ss.failed, ss.length_histogram.len()), (4, 1, 3));
+        assert_eq!(
+            (ss.started, ss.failed, ss.length_histogram.len()),
+            (4, 1, 3)
+        );
         assert_eq!(
             (f.abandoned_calls, f.unsent_calls, f.retried_calls),
             (Some(2), Some(3), Some(7))
@@ -667,10 +697,18 @@ mod tests {
         assert_eq!(f.max_connecting, Some(1024));
         assert_eq!(
             f.local_addrs_auto,
-            Some(AddrRange { first: ip("127.0.0.2"), last: ip("127.0.0.9") })
+            Some(AddrRange {
+                first: ip("127.0.0.2"),
+                last: ip("127.0.0.9")
+            })
         );
         assert_eq!(
-            (f.setup_capped, f.setup_waited, f.setup_wait_p99_ms, f.not_attempted),
+            (
+                f.setup_capped,
+                f.setup_waited,
+                f.setup_wait_p99_ms,
+                f.not_attempted
+            ),
             (Some(11), Some(12), Some(1.25), Some(13))
         );
         assert_eq!(f.io_engine, Some(IoEngineUsed::IoUring));
@@ -680,10 +718,19 @@ mod tests {
         assert_eq!(f.start_at.as_deref(), Some("1767225600.5"));
         assert_eq!(f.shard_sessions, Some(450));
         let c = f.calibration.as_ref().unwrap();
-        assert_eq!((c.ceiling_rps, c.client_cores.clone()), (50000.0, vec![0, 1]));
+        assert_eq!(
+            (c.ceiling_rps, c.client_cores.clone()),
+            (50000.0, vec![0, 1])
+        );
         assert_eq!(f.merged_shards, Some(2));
         assert_eq!(f.merge_approximations.len(), 2);
-        assert_eq!(f.staged_step, Some(StagedStep { start_s: 10.0, duration_s: 5.0 }));
+        assert_eq!(
+            f.staged_step,
+            Some(StagedStep {
+                start_s: 10.0,
+                duration_s: 5.0
+            })
+        );
         // Only the user's key is left among the words.
         let left: Vec<&str> = r.config.extra.keys().map(String::as_str).collect();
         assert_eq!(left, ["server_version"]);
@@ -693,7 +740,10 @@ mod tests {
         assert_eq!(r.environment.facts.hosts, ["client-0", "client-1"]);
         assert_eq!(r.environment.extra.len(), 1);
         let s = &r.shards[0];
-        assert_eq!(s.facts.client_shard, Some(ClientShard { index: 0, count: 2 }));
+        assert_eq!(
+            s.facts.client_shard,
+            Some(ClientShard { index: 0, count: 2 })
+        );
         assert_eq!(s.facts.host.as_deref(), Some("client-0"));
         assert_eq!(s.extra.keys().collect::<Vec<_>>(), ["mine"]);
     }
@@ -714,8 +764,14 @@ mod tests {
                 "unsent_calls": "a few"
             })
         );
-        assert_eq!(saved["environment"]["extra"], serde_json::json!({"server_version": "nginx/1.22.1"}));
-        assert_eq!(saved["shards"][0]["extra"], serde_json::json!({"mine": "kept"}));
+        assert_eq!(
+            saved["environment"]["extra"],
+            serde_json::json!({"server_version": "nginx/1.22.1"})
+        );
+        assert_eq!(
+            saved["shards"][0]["extra"],
+            serde_json::json!({"mine": "kept"})
+        );
         let again: crate::RunResult = serde_json::from_value(saved).unwrap();
         assert_eq!(again, r);
         assert_eq!(again.config.facts.unsent_calls, None);
@@ -729,11 +785,17 @@ mod tests {
         let f = &v["config"]["facts"];
         assert_eq!(f["unsent_calls"], 3);
         assert_eq!(f["verbose"], true);
-        assert_eq!(f["client_shard"], serde_json::json!({"index": 1, "count": 2}));
+        assert_eq!(
+            f["client_shard"],
+            serde_json::json!({"index": 1, "count": 2})
+        );
         assert_eq!(f["session_stats"]["started"], 4);
         assert_eq!(f["calibration"]["ceiling_rps"], 50000.0);
         assert_eq!(f["io_engine"], "io_uring");
-        assert_eq!(v["environment"]["facts"]["hosts"], serde_json::json!(["client-0", "client-1"]));
+        assert_eq!(
+            v["environment"]["facts"]["hosts"],
+            serde_json::json!(["client-0", "client-1"])
+        );
         // The status classes keep the array every reader of /1 knows.
         assert_eq!(v["reply"]["status"], serde_json::json!([1, 50, 2, 3, 4]));
         let back: crate::RunResult = serde_json::from_str(&text).unwrap();

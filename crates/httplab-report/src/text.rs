@@ -407,7 +407,9 @@ pub fn httperf_table(items: &[RunItem]) -> Table {
         ("Reply time [ms]: transfer", |r| ms(r.reply.transfer_ms)),
         ("Reply size [B]: header", |r| num(r.reply.header_bytes, 1)),
         ("Reply size [B]: content", |r| num(r.reply.content_bytes, 1)),
-        ("Reply status: 2xx", |r| num(r.reply.status.success as f64, 0)),
+        ("Reply status: 2xx", |r| {
+            num(r.reply.status.success as f64, 0)
+        }),
         ("Reply status: 3xx/4xx/5xx", |r| {
             format!(
                 "{}/{}/{}",

@@ -120,8 +120,12 @@ fn sessions_with_think_times() {
     assert_eq!(r.totals.requests, 24);
     assert_eq!(r.totals.replies, 24);
     assert_eq!(r.totals.connections, 6);
-    let ss: &httplab_load::SessionStats =
-        r.config.facts.session_stats.as_ref().expect("session stats");
+    let ss: &httplab_load::SessionStats = r
+        .config
+        .facts
+        .session_stats
+        .as_ref()
+        .expect("session stats");
     assert_eq!((ss.started, ss.completed, ss.failed), (6, 6, 0));
     assert_eq!(ss.length_histogram.get(4), Some(&6));
     // 1 think of >= 10 ms per session: the session lifetime shows it.

@@ -42,7 +42,11 @@ fn three_times_capacity_degrades_instead_of_collapsing() {
     // Nothing ran out, and the report says what held the demand back.
     assert_eq!(r.errors.fd_unavail, 0);
     assert_eq!(r.errors.addrunavail, 0);
-    let auto = r.config.facts.local_addrs_auto.expect("source addresses chosen");
+    let auto = r
+        .config
+        .facts
+        .local_addrs_auto
+        .expect("source addresses chosen");
     assert_eq!(
         (auto.first.to_string(), auto.last.to_string()),
         ("127.0.0.1".to_string(), "127.0.0.16".to_string())

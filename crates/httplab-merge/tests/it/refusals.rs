@@ -5,8 +5,8 @@ use crate::common;
 use common::{named, shard};
 use httplab_merge::{merge_documents, merge_runs, merge_sweeps, MergeError, Options};
 use httplab_model::{
-    ClientShard, Document, RunResult, Saturation, StudyResult, SweepResult, SweepStep,
-    SweepTarget, STUDY_SCHEMA, SWEEP_SCHEMA,
+    ClientShard, Document, RunResult, Saturation, StudyResult, SweepResult, SweepStep, SweepTarget,
+    STUDY_SCHEMA, SWEEP_SCHEMA,
 };
 
 fn three() -> Vec<RunResult> {
@@ -85,9 +85,14 @@ fn as_version_1(r: &RunResult) -> RunResult {
 
 #[test]
 fn version_1_shards_merge_like_typed_ones() {
-    let typed = merge_runs(&named(three()), &Options::default()).unwrap().result;
+    let typed = merge_runs(&named(three()), &Options::default())
+        .unwrap()
+        .result;
     let old: Vec<RunResult> = three().iter().map(as_version_1).collect();
-    assert_eq!(old[1].config.facts.client_shard, Some(ClientShard { index: 1, count: 3 }));
+    assert_eq!(
+        old[1].config.facts.client_shard,
+        Some(ClientShard { index: 1, count: 3 })
+    );
     let r = merge_runs(&named(old), &Options::default()).unwrap().result;
     assert_eq!(r.totals, typed.totals);
     assert_eq!(r.config.facts, typed.config.facts);
