@@ -8,7 +8,7 @@
 //! Every top-level document carries a `schema` string such as `httplab.run/1`.
 //! Adding an optional field keeps the version; removing or changing the meaning
 //! of a field bumps it. Readers reject a major version they do not know
-//! ([`check_schema`]). The JSON layout is documented in `docs/result-schema.md`.
+//! ([`check_schema`]). The JSON layout is documented on the types of this crate.
 //!
 //! # Units
 //! Times are milliseconds as `f64` unless a field name says otherwise
