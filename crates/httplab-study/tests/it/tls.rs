@@ -363,7 +363,11 @@ fn sharded_study_records_and_splits_the_schedule() {
         assert_eq!(shard_of(a).as_deref(), Some("0/2"));
         assert_eq!(shard_of(b).as_deref(), Some("1/2"));
         let id = a.config.facts.run_id.clone().unwrap_or_default();
-        assert_eq!(Some(&id), b.config.facts.run_id.as_ref(), "one run id per run");
+        assert_eq!(
+            Some(&id),
+            b.config.facts.run_id.as_ref(),
+            "one run id per run"
+        );
         assert!(id.starts_with(&format!("{run_id}:")), "{id}");
         if r0.workload == "open" {
             // 10 connections at 100/s, split exactly: 5 + 5.
