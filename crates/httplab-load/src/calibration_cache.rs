@@ -125,20 +125,14 @@ impl CalibrationCache {
 }
 
 /// Records the calibration a run's ceiling came from in its
-/// `config.extra` (key [`crate::EXTRA_CALIBRATION`]; the result format
-/// keeps it there as JSON text).
+/// `config.facts.calibration`.
 pub fn record(config: &mut httplab_model::RunConfig, c: &Calibration) {
-    if let Ok(j) = serde_json::to_string(c) {
-        config.extra.insert(crate::EXTRA_CALIBRATION.to_string(), j);
-    }
+    config.facts.calibration = Some(c.clone());
 }
 
 /// The calibration a run recorded with [`record`], if any.
 pub fn recorded(config: &httplab_model::RunConfig) -> Option<Calibration> {
-    config
-        .extra
-        .get(crate::EXTRA_CALIBRATION)
-        .and_then(|j| serde_json::from_str(j).ok())
+    config.facts.calibration.clone()
 }
 
 #[cfg(test)]
@@ -234,7 +228,7 @@ mod tests {
             ..Default::default()
         };
         record(&mut config, &c);
-        assert!(config.extra[crate::EXTRA_CALIBRATION].starts_with('{'));
+        assert!(config.facts.calibration.is_some());
         assert_eq!(recorded(&config), Some(c));
     }
 

@@ -78,20 +78,21 @@
 //!
 //! # JSON
 //!
-//! `--json FILE` writes [`httplab_model::RunResult`] (schema `httplab.run/1`,
+//! `--json FILE` writes [`httplab_model::RunResult`] (schema `httplab.run/1.1`,
 //! documented in the model crate): config, counters, the four latency HDR
 //! histograms (V2-deflate, base64), the time series, accuracy, self-check and
-//! environment. Keys this crate adds under `config.extra`:
-//! `normalized_command`, `max_connect_burst`, `lag_threshold_ms`,
-//! `session_stats` (JSON of [`SessionStats`], session workloads only),
-//! `abandoned_calls` (interrupted runs), `local_addrs`, `wset`, `burst_length`,
-//! `verbose`, `busy_poll`, `unsent_calls`, `retried_calls` ([`EXTRA_RETRIED`]),
-//! `reconnect`, `calls_per_conn`,
-//! `uri_list`, `calibration` (JSON of [`Calibration`]), `host`, `max_connecting`,
-//! `local_addrs_auto`, `setup_capped`, `setup_waited`, `setup_wait_p99_ms`,
-//! `not_attempted`, `io_engine` ([`EXTRA_IO_ENGINE`]); client shards (`--client I/N` with N > 1, `--run-id`,
-//! `--start-at`) add `client_shard`, `run_id`, `start_at` and
-//! [`EXTRA_SHARD_SESSIONS`]. HTTPS runs add [`httplab_model::RunResult::tls`], `--http2` runs
+//! environment. What this crate records beyond httperf's configuration is
+//! typed, in `config.facts` ([`httplab_model::RunFacts`]): the normalised
+//! command line, the largest connect burst, the lag threshold, the session
+//! statistics ([`SessionStats`], session workloads), abandoned, unsent and
+//! retried calls, the options httperf's configuration has no field for
+//! (`--verbose`, `--busy-poll`, `--reconnect`, `--calls-per-conn`,
+//! `--uri-list`, `--local-addr`, `--wset`, `--burst-length`), the
+//! [`Calibration`] behind the client ceiling, the host, the overload guard
+//! (`max_connecting`, `local_addrs_auto`, `setup_capped`, `setup_waited`,
+//! `setup_wait_p99_ms`, `not_attempted`) and the I/O engine; client shards
+//! (`--client I/N` with N > 1, `--run-id`, `--start-at`) add `client_shard`,
+//! `run_id`, `start_at` and `shard_sessions`. HTTPS runs add [`httplab_model::RunResult::tls`], `--http2` runs
 //! [`httplab_model::RunResult::http2`], `--http3` runs [`httplab_model::RunResult::http3`].
 //! `--stages` runs add [`httplab_model::RunResult::stages`] (one row per stage),
 //! `--probe` runs [`httplab_model::RunResult::probe`].
@@ -161,15 +162,12 @@ pub use client_check::{
 };
 pub use command::cli_main;
 pub use live::LiveSpec;
-pub use report::EXTRA_IO_ENGINE;
 pub use report::{
-    environment, render_httperf_report, write_csv, Calibration, CPU_LIMIT_PCT, EXTRA_ABANDONED,
-    EXTRA_CALIBRATION, EXTRA_COMMAND, EXTRA_LAG_THRESHOLD, EXTRA_MAX_BURST, EXTRA_RETRIED,
-    EXTRA_SESSIONS, EXTRA_UNSENT, MIN_CPU_JUDGE_S, UTILIZATION_LIMIT,
+    environment, render_httperf_report, write_csv, Calibration, CPU_LIMIT_PCT, MIN_CPU_JUDGE_S,
+    UTILIZATION_LIMIT,
 };
 pub use run::{
-    check_start_at, io_uring_available, run, run_with_stop, AUTO_LOOPBACK_SOURCES,
-    EXTRA_SHARD_SESSIONS, MAX_START_WAIT_S,
+    check_start_at, io_uring_available, run, run_with_stop, AUTO_LOOPBACK_SOURCES, MAX_START_WAIT_S,
 };
 pub use spec::{
     format_unix_micros, parse_session_log, parse_start_at, parse_time, parse_uri_list, Arrival,

@@ -29,10 +29,7 @@ pub(crate) fn reply(
     }
     let st = tally.of(m);
     st.replies += 1;
-    let class = (info.status / 100) as usize;
-    if (1..=5).contains(&class) {
-        st.status[class - 1] += 1;
-    }
+    st.status.record(info.status);
     st.header_bytes += info.header_bytes;
     st.body_bytes += info.body_bytes;
     st.footer_bytes += info.footer_bytes;

@@ -3,40 +3,16 @@
 
 use std::fmt::Write as _;
 
+pub use httplab_model::Calibration;
 use httplab_model::{
-    Accuracy, ConnectionStats, Environment, Errors, Interval, Latencies, Latency, LoadMode,
-    ReplyStats, RequestStats, Resources, RunConfig, RunResult, SelfCheck, Summary, TlsSummary,
-    ToolInfo, Totals, RUN_SCHEMA,
+    Accuracy, AddrRange, ConnectionStats, Environment, Errors, Interval, Latencies, Latency,
+    LoadMode, ReplyStats, RequestStats, Resources, RunConfig, RunFacts, RunResult, SelfCheck,
+    Summary, TlsSummary, ToolInfo, Totals, WorkingSet, RUN_SCHEMA,
 };
-
-use serde::{Deserialize, Serialize};
 
 use crate::spec::{Arrival, LoadSpec, Workload};
 use crate::stats::{ErrClass, SessionStats, WorkerStats};
 use crate::sys;
-
-/// Key of `config.extra` holding the httperf-style normalised command line.
-pub const EXTRA_COMMAND: &str = "normalized_command";
-/// Key of `config.extra` holding the largest number of connections started at once.
-pub const EXTRA_MAX_BURST: &str = "max_connect_burst";
-/// Key of `config.extra` holding [`SessionStats`] as JSON (session workloads only).
-pub const EXTRA_SESSIONS: &str = "session_stats";
-/// Key of `config.extra` with the late-start threshold, ms.
-pub const EXTRA_LAG_THRESHOLD: &str = "lag_threshold_ms";
-/// Key of `config.extra` counting calls abandoned when the run was interrupted.
-pub const EXTRA_ABANDONED: &str = "abandoned_calls";
-/// Key of `config.extra` counting calls not made because the server closed
-/// their connection (request-oriented runs without `--reconnect`).
-pub const EXTRA_UNSENT: &str = "unsent_calls";
-/// Key of `config.extra` counting HTTP/1.1 calls the server closed their
-/// connection on without answering, made again on a new connection.
-pub const EXTRA_RETRIED: &str = "retried_calls";
-/// Key of `config.extra` naming the socket I/O engine that ran: `io_uring`,
-/// `epoll` (HTTP/1.1, HTTPS) or `tokio` (`--http2`).
-pub const EXTRA_IO_ENGINE: &str = "io_engine";
-/// Key of `config.extra` holding the [`Calibration`] (JSON) the run's
-/// client ceiling came from, when it was measured in the same command.
-pub const EXTRA_CALIBRATION: &str = "calibration";
 
 /// Utilization of the calibrated ceiling at which a run is client-bound.
 pub const UTILIZATION_LIMIT: f64 = 0.85;
@@ -253,7 +229,7 @@ fn run_config(spec: &LoadSpec, st: &WorkerStats, full: &[&(Interval, u64)]) -> R
             ..
         } => (None, *requests_per_user, Some(*users), Some(think * 1000.0)),
     };
-    let extra = config_extra(spec, st, full);
+    let facts = config_facts(spec, st, full);
     let targets = targets(spec);
     RunConfig {
         command_line: spec.command_line.clone(),
@@ -270,7 +246,8 @@ fn run_config(spec: &LoadSpec, st: &WorkerStats, full: &[&(Interval, u64)]) -> R
         threads: spec.threads,
         method: spec.method.clone(),
         warmup_s: spec.warmup,
-        extra,
+        facts,
+        extra: Default::default(),
     }
 }
 
@@ -300,70 +277,42 @@ fn targets(spec: &LoadSpec) -> Vec<String> {
     }
 }
 
-/// `config.extra`: what httperf's configuration has no field for.
-fn config_extra(
-    spec: &LoadSpec,
-    st: &WorkerStats,
-    full: &[&(Interval, u64)],
-) -> std::collections::BTreeMap<String, String> {
-    let mut extra = std::collections::BTreeMap::new();
-    extra.insert(EXTRA_COMMAND.to_string(), spec.normalized_command());
-    extra.insert(EXTRA_MAX_BURST.to_string(), st.max_burst.to_string());
-    extra.insert(
-        EXTRA_LAG_THRESHOLD.to_string(),
-        format!("{}", spec.lag_threshold * 1000.0),
-    );
-    if spec.verbose {
-        extra.insert("verbose".into(), "true".into());
-    }
-    if spec.busy_poll {
-        extra.insert("busy_poll".into(), "true".into());
-    }
-    if st.abandoned > 0 {
-        extra.insert(EXTRA_ABANDONED.to_string(), st.abandoned.to_string());
-    }
-    if st.unsent_calls > 0 {
-        extra.insert(EXTRA_UNSENT.to_string(), st.unsent_calls.to_string());
-    }
-    if st.retried_calls > 0 {
-        extra.insert(EXTRA_RETRIED.to_string(), st.retried_calls.to_string());
-    }
-    if spec.reconnect {
-        extra.insert("reconnect".into(), "true".into());
-    }
-    if let Some(n) = spec.calls_per_conn {
-        extra.insert("calls_per_conn".into(), n.to_string());
-    }
-    if !spec.uris.is_empty() {
-        extra.insert("uri_list".into(), spec.uris.len().to_string());
-    }
-    if !spec.local_addrs.is_empty() {
-        let v: Vec<String> = spec.local_addrs.iter().map(|a| a.to_string()).collect();
-        extra.insert("local_addrs".into(), v.join(","));
-    }
-    if let Some((n, x)) = spec.wset {
-        extra.insert("wset".into(), format!("{n},{x}"));
-    }
-    if let Workload::Requests { burst, .. }
-    | Workload::Sessions { burst, .. }
-    | Workload::Users { burst, .. } = spec.workload
-    {
-        if burst > 1 {
-            extra.insert("burst_length".into(), burst.to_string());
-        }
-    }
+/// `config.facts`: what httperf's configuration has no field for.
+fn config_facts(spec: &LoadSpec, st: &WorkerStats, full: &[&(Interval, u64)]) -> RunFacts {
+    let burst = match spec.workload {
+        Workload::Requests { burst, .. }
+        | Workload::Sessions { burst, .. }
+        | Workload::Users { burst, .. } => burst,
+        Workload::SessionLog { .. } => 1,
+    };
     let is_session = matches!(
         spec.workload,
         Workload::Sessions { .. } | Workload::SessionLog { .. }
     );
-    if is_session {
+    let session_stats = is_session.then(|| {
         let mut ss: SessionStats = st.sessions.clone();
         ss.rate_samples = full.iter().map(|(i, s)| *s as f64 / i.len_s).collect();
-        if let Ok(j) = serde_json::to_string(&ss) {
-            extra.insert(EXTRA_SESSIONS.to_string(), j);
-        }
+        ss
+    });
+    let when_any = |n: u64| (n > 0).then_some(n);
+    RunFacts {
+        normalized_command: Some(spec.normalized_command()),
+        max_connect_burst: Some(st.max_burst),
+        lag_threshold_ms: Some(spec.lag_threshold * 1000.0),
+        verbose: spec.verbose,
+        busy_poll: spec.busy_poll,
+        reconnect: spec.reconnect,
+        abandoned_calls: when_any(st.abandoned),
+        unsent_calls: when_any(st.unsent_calls),
+        retried_calls: when_any(st.retried_calls),
+        calls_per_conn: spec.calls_per_conn,
+        uri_list: (!spec.uris.is_empty()).then_some(spec.uris.len() as u64),
+        local_addrs: spec.local_addrs.clone(),
+        wset: spec.wset.map(|(files, ratio)| WorkingSet { files, ratio }),
+        burst_length: (burst > 1).then_some(burst as u64),
+        session_stats,
+        ..RunFacts::default()
     }
-    extra
 }
 
 /// httperf's error classes, and the protocol faults named one by one.
@@ -555,10 +504,6 @@ fn limits_and_failures(
     }
 }
 
-/// Key of `config.extra`: arrivals dropped after waiting longer than
-/// --timeout for a connection slot (counted as client-timo).
-pub const EXTRA_NOT_ATTEMPTED: &str = "not_attempted";
-
 /// Records the overload guard (connections in setup capped, source
 /// addresses) and, when it held arrivals back, says so and names why.
 pub(crate) fn add_overload(
@@ -568,13 +513,17 @@ pub(crate) fn add_overload(
     local_addrs: &[std::net::IpAddr],
     cap: u64,
 ) {
-    let x = &mut r.config.extra;
-    x.insert("max_connecting".into(), cap.to_string());
-    if spec.local_addrs.is_empty() && !local_addrs.is_empty() {
-        x.insert(
-            "local_addrs_auto".into(),
-            format!("{}-{}", local_addrs[0], local_addrs[local_addrs.len() - 1]),
-        );
+    let x = &mut r.config.facts;
+    x.max_connecting = Some(cap);
+    if let (true, Some(first), Some(last)) = (
+        spec.local_addrs.is_empty(),
+        local_addrs.first(),
+        local_addrs.last(),
+    ) {
+        x.local_addrs_auto = Some(AddrRange {
+            first: *first,
+            last: *last,
+        });
     }
     if st.setup_capped == 0 {
         return;
@@ -585,12 +534,10 @@ pub(crate) fn add_overload(
     } else {
         0.0
     };
-    x.insert("setup_capped".into(), st.setup_capped.to_string());
-    x.insert("setup_waited".into(), waited.to_string());
-    x.insert("setup_wait_p99_ms".into(), format!("{p99:.3}"));
-    if st.not_attempted > 0 {
-        x.insert(EXTRA_NOT_ATTEMPTED.into(), st.not_attempted.to_string());
-    }
+    x.setup_capped = Some(st.setup_capped);
+    x.setup_waited = Some(waited);
+    x.setup_wait_p99_ms = Some(p99);
+    x.not_attempted = (st.not_attempted > 0).then_some(st.not_attempted);
     r.self_check.warnings.push(format!(
         "demand exceeded what the server took: {cap} connections were in setup (connecting or waiting for their first reply byte; --max-connecting) {} times, so {waited} arrivals waited for a slot (p99 {p99:.3} ms, included in the corrected latency) and {} were not attempted after waiting longer than --timeout (counted as client-timo). The limit is the server's rate of accepting and answering new connections (its listen queue), not the generator's descriptors or ports",
         st.setup_capped, st.not_attempted
@@ -649,6 +596,7 @@ pub fn environment() -> Environment {
         cores,
         client_affinity: sys::affinity(),
         memory_bytes,
+        facts: Default::default(),
         extra: Default::default(),
     }
 }
@@ -676,14 +624,14 @@ fn fmt_pct_row(out: &mut String, name: &str, l: &Latency) {
 /// self-check). Works on any [`RunResult`], including one read from JSON.
 pub fn render_httperf_report(r: &RunResult) -> String {
     let mut o = String::new();
-    let x = &r.config.extra;
-    if let Some(c) = x.get(EXTRA_COMMAND) {
+    let x = &r.config.facts;
+    if let Some(c) = &x.normalized_command {
         let _ = writeln!(o, "{c}");
     }
     let _ = writeln!(
         o,
         "Maximum connect burst length: {}",
-        x.get(EXTRA_MAX_BURST).map_or("0", |s| s.as_str())
+        x.max_connect_burst.unwrap_or(0)
     );
     let t = &r.totals;
     let c = &r.connection;
@@ -743,7 +691,7 @@ pub fn render_httperf_report(r: &RunResult) -> String {
     let _ = writeln!(
         o,
         "Reply status: 1xx={} 2xx={} 3xx={} 4xx={} 5xx={}",
-        s[0], s[1], s[2], s[3], s[4]
+        s.informational, s.success, s.redirect, s.client_error, s.server_error
     );
     let _ = writeln!(o);
     let res = &r.resources;
@@ -794,12 +742,8 @@ pub fn render_httperf_report(r: &RunResult) -> String {
 
 /// httperf's session section (session workloads).
 fn render_sessions(o: &mut String, r: &RunResult) {
-    let x = &r.config.extra;
     let d = r.totals.test_duration_s.max(1e-9);
-    if let Some(ss) = x
-        .get(EXTRA_SESSIONS)
-        .and_then(|j| serde_json::from_str::<SessionStats>(j).ok())
-    {
+    if let Some(ss) = &r.config.facts.session_stats {
         let rs = Summary::of(&ss.rate_samples);
         let _ = writeln!(o);
         let _ = writeln!(
@@ -846,7 +790,7 @@ fn render_sessions(o: &mut String, r: &RunResult) {
 
 /// httplab's own block of the report: TLS, sessions, warm-up, samples, latency.
 fn render_httplab_block(o: &mut String, r: &RunResult) {
-    let x = &r.config.extra;
+    let x = &r.config.facts;
     let t = &r.totals;
     let e = &r.errors;
     let d = t.test_duration_s.max(1e-9);
@@ -914,13 +858,13 @@ fn render_httplab_block(o: &mut String, r: &RunResult) {
             r.config.warmup_s, t.test_duration_s
         );
     }
-    if let Some(n) = x.get(EXTRA_UNSENT) {
+    if let Some(n) = x.unsent_calls {
         let _ = writeln!(
             o,
             "httplab: {n} calls not made: the server closed their connection (httperf behaviour; --reconnect makes them on a new connection)"
         );
     }
-    if let Some(n) = x.get(EXTRA_RETRIED) {
+    if let Some(n) = x.retried_calls {
         let _ = writeln!(
             o,
             "httplab: {n} calls made again on a new connection: the server closed theirs without answering them (behind a `Connection: close` reply, or as it closed an idle connection); counted as sent once"
@@ -973,7 +917,7 @@ fn render_samples(o: &mut String, r: &RunResult) {
     } else {
         let show = if r.config.mode == LoadMode::ClosedLoop
             || full.len() <= 12
-            || r.config.extra.contains_key("verbose")
+            || r.config.facts.verbose
         {
             full.len()
         } else {
@@ -996,7 +940,7 @@ fn render_samples(o: &mut String, r: &RunResult) {
 
 /// The report's accuracy, self-check and environment lines.
 fn render_accuracy_and_self_check(o: &mut String, r: &RunResult) {
-    let x = &r.config.extra;
+    let x = &r.config.facts;
     let a = &r.accuracy;
     let pct = if a.bytes_expected > 0 {
         100.0 * a.bytes_received as f64 / a.bytes_expected as f64
@@ -1028,15 +972,13 @@ fn render_accuracy_and_self_check(o: &mut String, r: &RunResult) {
         sc.schedule_lag_p99_ms,
         sc.schedule_lag_max_ms,
         sc.late_starts,
-        x.get(EXTRA_LAG_THRESHOLD).map_or("?", |s| s.as_str())
+        x.lag_threshold_ms
+            .map_or_else(|| "?".to_string(), |ms| ms.to_string())
     );
-    if let Some(io) = x.get(EXTRA_IO_ENGINE) {
+    if let Some(io) = &x.io_engine {
         let _ = writeln!(o, "httplab I/O engine: {io}");
     }
-    if let Some(c) = x
-        .get(EXTRA_CALIBRATION)
-        .and_then(|j| serde_json::from_str::<Calibration>(j).ok())
-    {
+    if let Some(c) = &x.calibration {
         let _ = writeln!(o, "{}", c.describe());
     }
     if let Some(ceiling) = sc.client_ceiling {
@@ -1067,9 +1009,7 @@ fn render_accuracy_and_self_check(o: &mut String, r: &RunResult) {
             "httplab verdict: nothing measured: {}; not client-bound (there was no load to judge the client by)",
             why_no_reply(r)
         );
-    } else if r.totals.test_duration_s < MIN_CPU_JUDGE_S
-        && !x.get("busy_poll").is_some_and(|v| v == "true")
-    {
+    } else if r.totals.test_duration_s < MIN_CPU_JUDGE_S && !x.busy_poll {
         let _ = writeln!(
             o,
             "httplab verdict: too short to judge the client: {:.3} s measured, under the {MIN_CPU_JUDGE_S} s its CPU share needs; no other client limit seen",
@@ -1253,72 +1193,6 @@ fn render_http3_block(o: &mut String, r: &httplab_model::RunResult) {
     if let Some(e) = &h.first_error {
         let _ = writeln!(o, "HTTP/3 error (first of {}): {e}", h.failed_connections);
     }
-}
-
-/// What a calibration measured.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Calibration {
-    /// Replies per second the generator sustained for this shape: its ceiling.
-    pub ceiling_rps: f64,
-    /// The shape, in words (e.g. "16 connections, 10 calls/connection, no pipelining, 100 B responses, 1 thread").
-    pub shape: String,
-    /// Connections (or users) in flight.
-    pub connections: u64,
-    /// Calls per connection (None: a connection carries all of a user's calls).
-    pub calls_per_conn: Option<u64>,
-    /// Calls per pipelined burst.
-    pub pipeline: u32,
-    /// Response body size, bytes.
-    pub response_bytes: u64,
-    /// Generator threads.
-    pub threads: u32,
-    /// CPUs the generator could use.
-    pub client_cores: Vec<u32>,
-    /// CPUs the sink ran on.
-    pub sink_cores: Vec<u32>,
-    /// True when the sink had to share the client's cores (the ceiling is then a lower bound).
-    pub shared_cores: bool,
-    /// Measured window, seconds.
-    pub window_s: f64,
-    /// Replies in the window.
-    pub replies: u64,
-    /// Reply rate reached against the sink (bounded by round trips when few
-    /// connections are in flight; the ceiling extrapolates by CPU cost).
-    #[serde(default)]
-    pub reached_rps: f64,
-    /// Generator CPU over the window, percent of one core.
-    pub client_cpu_pct: f64,
-}
-
-impl Calibration {
-    /// One line for the text report.
-    pub fn describe(&self) -> String {
-        format!(
-            "httplab calibration: client ceiling {:.0} requests/s for {} ({} replies in {:.2} s, {:.0}/s at client CPU {:.0}%: the ceiling is where that CPU cost per reply fills the client's cores; sink on CPU {}{})",
-            self.ceiling_rps,
-            self.shape,
-            self.replies,
-            self.window_s,
-            self.reached_rps,
-            self.client_cpu_pct,
-            cpu_list(&self.sink_cores),
-            if self.shared_cores {
-                ", shared with the client: a lower bound"
-            } else {
-                ""
-            }
-        )
-    }
-}
-
-fn cpu_list(c: &[u32]) -> String {
-    if c.is_empty() {
-        return "?".into();
-    }
-    c.iter()
-        .map(|x| x.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 #[cfg(test)]

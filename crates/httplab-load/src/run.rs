@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use httplab_model::RunResult;
+use httplab_model::{ClientShard, IoEngineUsed, RunResult};
 
 use crate::arrivals::schedule::share_lane;
-use crate::report::{self, EXTRA_IO_ENGINE};
+use crate::report;
 use crate::spec::{self, Arrival, IoEngine, LoadSpec};
 use crate::worker::WorkerCtx;
 use crate::{engine, http3, plan, stats, sys, tls, uring};
@@ -124,7 +124,7 @@ fn wait_start(spec: &LoadSpec, stop: &AtomicBool) -> Result<(Instant, String)> {
     ))
 }
 
-/// The client's host name (`config.extra.host`).
+/// The client's host name (`config.facts.host`).
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
@@ -174,7 +174,7 @@ pub(crate) fn run_raw(
     let _live = LiveRun::start(spec.live.metrics.as_ref());
     let local_addrs = source_addrs(spec, addr);
     let (io_engine, io_note) = choose_io(spec);
-    let uring = io_engine == EXTRA_IO_URING;
+    let uring = io_engine == IoEngineUsed::IoUring;
     let cap = spec.max_connecting.unwrap_or(spec::DEFAULT_MAX_CONNECTING);
     let (t0, started_at) = wait_start(spec, stop)?;
     let wall0 = Instant::now();
@@ -221,35 +221,20 @@ pub(crate) fn run_raw(
     if let Some(note) = io_note {
         result.self_check.warnings.push(note);
     }
-    let extra = &mut result.config.extra;
-    extra.insert(EXTRA_IO_ENGINE.into(), io_engine.into());
-    extra.insert(httplab_model::EXTRA_HOST.into(), host_name());
+    let facts = &mut result.config.facts;
+    facts.io_engine = Some(io_engine);
+    facts.host = Some(host_name());
     if spec.is_shard() {
-        let (i, n) = spec.client;
-        extra.insert(httplab_model::EXTRA_CLIENT_SHARD.into(), format!("{i}/{n}"));
-        extra.insert(
-            httplab_model::EXTRA_RUN_ID.into(),
-            spec.run_id(&result.started_at),
-        );
-        if let Some(at) = spec.start_at {
-            extra.insert(
-                httplab_model::EXTRA_START_AT.into(),
-                spec::format_unix_micros(at),
-            );
-        }
+        let (index, count) = spec.client;
+        facts.client_shard = Some(ClientShard { index, count });
+        facts.run_id = Some(spec.run_id(&result.started_at));
+        facts.start_at = spec.start_at.map(spec::format_unix_micros);
         // config.rate, num_conns, users ... are the whole run's demand;
         // this is the part of a counted demand this shard ran.
-        if total.planned_sessions > 0 {
-            extra.insert(
-                EXTRA_SHARD_SESSIONS.into(),
-                total.planned_sessions.to_string(),
-            );
-        }
+        facts.shard_sessions = (total.planned_sessions > 0).then_some(total.planned_sessions);
     }
     Ok((result, total.raw.take()))
 }
-
-const EXTRA_IO_URING: &str = "io_uring";
 
 /// Marks the live metrics running while it lives (`httplab_load_running`),
 /// also when the run fails.
@@ -280,27 +265,27 @@ pub fn io_uring_available() -> bool {
 
 /// The I/O engine for this run (see `--io`), and a warning when `--io uring`
 /// was asked for and cannot run.
-fn choose_io(spec: &LoadSpec) -> (&'static str, Option<String>) {
+fn choose_io(spec: &LoadSpec) -> (IoEngineUsed, Option<String>) {
     if spec.http3.is_some() {
-        return ("tokio", None);
+        return (IoEngineUsed::Tokio, None);
     }
     let asked = spec.io == IoEngine::Uring;
     if spec.http2.is_some() && spec.io == IoEngine::Auto {
         // HTTP/2 runs on epoll unless io_uring is asked for.
-        return ("epoll", None);
+        return (IoEngineUsed::Epoll, None);
     }
     if spec.tls.is_some() {
         // rustls sits between the socket and H1Conn; porting its record I/O to
         // completions is not done: HTTPS stays on the epoll engine.
         let note = asked.then(|| "--io uring: HTTPS runs on the epoll engine".to_string());
-        return ("epoll", note);
+        return (IoEngineUsed::Epoll, note);
     }
     match spec.io {
-        IoEngine::Epoll => ("epoll", None),
+        IoEngine::Epoll => (IoEngineUsed::Epoll, None),
         IoEngine::Auto | IoEngine::Uring => match uring::probe() {
-            Ok(()) => (EXTRA_IO_URING, None),
+            Ok(()) => (IoEngineUsed::IoUring, None),
             Err(why) => (
-                "epoll",
+                IoEngineUsed::Epoll,
                 asked.then(|| format!("--io uring: {why}; the run used epoll")),
             ),
         },
@@ -409,7 +394,3 @@ fn run_workers(
             .collect()
     })
 }
-
-/// Key of `config.extra` holding, for a client shard of a counted run, the
-/// sessions (connections, sessions or users) of the schedule it ran.
-pub const EXTRA_SHARD_SESSIONS: &str = "shard_sessions";

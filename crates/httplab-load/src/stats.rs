@@ -5,8 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
-use httplab_model::Interval;
-use serde::{Deserialize, Serialize};
+use httplab_model::{Interval, StatusClasses};
 
 use crate::h2proto::REASONS;
 use crate::spec::{Http2Spec, Http3Spec, LoadSpec};
@@ -148,27 +147,9 @@ impl ErrClass {
     }
 }
 
-/// Session statistics (httperf's session block), stored in the JSON under
-/// `config.extra["session_stats"]` as a JSON string.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct SessionStats {
-    /// Sessions started.
-    pub started: u64,
-    /// Sessions that completed every call.
-    pub completed: u64,
-    /// Sessions that failed.
-    pub failed: u64,
-    /// Connections opened by sessions.
-    pub connections: u64,
-    /// Sum of lifetimes of completed sessions, s.
-    pub lifetime_sum_s: f64,
-    /// Sum of lifetimes of failed sessions, s.
-    pub failtime_sum_s: f64,
-    /// Completed sessions per interval (session rate samples).
-    pub rate_samples: Vec<f64>,
-    /// `length_histogram[n]`: sessions that got n replies.
-    pub length_histogram: Vec<u64>,
-}
+/// Session statistics (httperf's session block), recorded in the JSON as
+/// `config.facts.session_stats`.
+pub use httplab_model::SessionStats;
 
 /// Everything one worker thread measured.
 #[derive(Debug)]
@@ -179,7 +160,7 @@ pub(crate) struct WorkerStats {
     pub replies: u64,
     pub bytes_sent: u64,
     pub bytes_recv: u64,
-    pub status: [u64; 5],
+    pub status: StatusClasses,
     pub header_bytes: u64,
     pub body_bytes: u64,
     pub footer_bytes: u64,
@@ -304,7 +285,7 @@ impl WorkerStats {
             replies: 0,
             bytes_sent: 0,
             bytes_recv: 0,
-            status: [0; 5],
+            status: StatusClasses::default(),
             header_bytes: 0,
             body_bytes: 0,
             footer_bytes: 0,
@@ -385,9 +366,7 @@ impl WorkerStats {
         self.replies += o.replies;
         self.bytes_sent += o.bytes_sent;
         self.bytes_recv += o.bytes_recv;
-        for i in 0..5 {
-            self.status[i] += o.status[i];
-        }
+        self.status = self.status.add(&o.status);
         self.header_bytes += o.header_bytes;
         self.body_bytes += o.body_bytes;
         self.footer_bytes += o.footer_bytes;
@@ -960,8 +939,8 @@ mod tests {
         let mut b = WorkerStats::new();
         a.replies = 3;
         b.replies = 4;
-        a.status[1] = 3;
-        b.status[3] = 4;
+        a.status.success = 3;
+        b.status.client_error = 4;
         a.error(ErrClass::FdUnavail);
         b.error(ErrClass::ClientTimo);
         rec(&mut a.response, 500);
@@ -973,7 +952,7 @@ mod tests {
         b.first_s = Some(0.1);
         a.merge(&b);
         assert_eq!(a.replies, 7);
-        assert_eq!(a.status, [0, 3, 0, 4, 0]);
+        assert_eq!(a.status.as_array(), [0, 3, 0, 4, 0]);
         assert_eq!(a.errors_total(), 2);
         assert!(a.fd_exhausted);
         assert_eq!(a.response.len(), 2);

@@ -482,10 +482,7 @@ impl<'a, P: Proto> Driver<'a, P> {
         let st = a.of(measured);
         P::streams(st).completed += 1;
         st.replies += 1;
-        let class = (x.status / 100) as usize;
-        if (1..=5).contains(&class) {
-            st.status[class - 1] += 1;
-        }
+        st.status.record(x.status);
         st.header_bytes += x.header_bytes;
         st.body_bytes += x.body_bytes;
         st.body_received += x.body_bytes;

@@ -19,7 +19,7 @@
 //!
 //! A few numbers cannot be merged exactly from what a shard stores (no
 //! histogram is kept for them); the merged document names them in
-//! `config.extra["merge_approximations"]` and says which bound they are.
+//! `config.facts.merge_approximations` and says which bound they are.
 //!
 //! It refuses, with an error naming the files: documents of different runs
 //! (different `run_id`, or different configurations when no run id was
@@ -27,11 +27,11 @@
 //! schemas, studies, and results that were already merged. It warns when the
 //! shards started further apart than [`Options::max_skew_s`].
 //!
-//! Shards are identified by `config.extra` keys the load generator writes:
-//! `client_shard` (`I/N`), `run_id`, and optionally `start_at` (the shared
-//! `--start-at` instant) and `host` ([`httplab_model::EXTRA_CLIENT_SHARD`] and
-//! its neighbours). Results without them merge only with [`Options::force`],
-//! numbered in the order given.
+//! Shards are identified by the facts the load generator records
+//! ([`httplab_model::RunFacts`]): `client_shard` (`I/N`), `run_id`, and
+//! optionally `start_at` (the shared `--start-at` instant) and `host`; older
+//! documents' words in `config.extra` are read into them. Results without
+//! them merge only with [`Options::force`], numbered in the order given.
 //!
 //! ```
 //! use httplab_merge::{merge_runs, Options};
@@ -41,8 +41,8 @@
 //! #     r.started_at = "2026-01-01T00:00:00Z".into();
 //! #     r.reply.sample_interval_s = 1.0;
 //! #     r.totals.replies = 10;
-//! #     r.config.extra.insert("client_shard".into(), format!("{i}/2"));
-//! #     r.config.extra.insert("run_id".into(), "r1".into());
+//! #     r.config.facts.client_shard = Some(httplab_model::ClientShard { index: i, count: 2 });
+//! #     r.config.facts.run_id = Some("r1".into());
 //! #     r
 //! # }
 //! let shards = vec![("a.json".to_string(), shard(0)), ("b.json".to_string(), shard(1))];
@@ -132,7 +132,7 @@ pub enum MergeError {
     #[error("{0}: holds {1} repeated runs (`httplab load --repeat`), not one shard of a run: merge combines the shards of one run; compare repeated results with `httplab compare`")]
     Repeated(String, usize),
     /// No shard recorded, and `--force` not given.
-    #[error("{0}: records no client shard (config.extra \"client_shard\" = \"I/N\", written by a sharded `httplab load --client I/N`); pass --force to merge such results as shards 0..N-1 in the order given")]
+    #[error("{0}: records no client shard (config.facts.client_shard, written by a sharded `httplab load --client I/N`); pass --force to merge such results as shards 0..N-1 in the order given")]
     NoShardInfo(String),
     /// Some inputs are shards, others are not.
     #[error("{unsharded}: records no client shard while {sharded} is shard {shard}: merge only the shards of one run")]
@@ -187,7 +187,7 @@ pub enum MergeError {
         count: u32,
     },
     /// No run id recorded, and `--force` not given.
-    #[error("{0}: records no run id (config.extra \"run_id\"); pass --force to merge results without one (their configurations must then match)")]
+    #[error("{0}: records no run id (config.facts.run_id); pass --force to merge results without one (their configurations must then match)")]
     NoRunId(String),
     /// Different run ids.
     #[error(

@@ -3,33 +3,22 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use httplab_model::{
-    Accuracy, Errors, Interval, Latencies, Latency, ProbeResult, RunResult, ShardInfo, StageResult,
-    Summary, ToolInfo, EXTRA_CLIENT_SHARD, EXTRA_HOST, EXTRA_RUN_ID, EXTRA_START_AT, RUN_SCHEMA,
+    Accuracy, ClientShard, Errors, Interval, Latencies, Latency, ProbeResult, RunFacts, RunResult,
+    ShardInfo, StageResult, StatusClasses, Summary, ToolInfo, RUN_SCHEMA,
 };
 use serde_json::Value;
 
 use crate::latency::merge_latency;
 use crate::{MergeError, Merged, Options};
 
-/// Key of the merged `config.extra` listing the fields that could not be
-/// merged exactly, and how they were estimated.
-pub const EXTRA_APPROXIMATIONS: &str = "merge_approximations";
-/// Key of the merged `config.extra` holding the number of shards merged.
-pub const EXTRA_MERGED_SHARDS: &str = "merged_shards";
-
-/// What the merged document says about its inexact fields.
-const APPROXIMATIONS: &str = "connection.lifetime_ms.median: count-weighted mean of the shards' medians; \
-series[].p50_ms: reply-weighted mean of the shards' interval medians; \
-series[].p99_ms and self_check.schedule_lag_p50_ms/p99_ms: largest of the shards' values (an upper bound); \
-totals.max_concurrent_connections: sum of the shards' maxima (an upper bound)";
-
-/// Keys of `config.extra` whose values add up across shards.
-const SUM_KEYS: &[&str] = &["abandoned_calls", "unsent_calls", "retried_calls"];
-/// Keys of `config.extra` whose merged value is the largest shard's.
-const MAX_KEYS: &[&str] = &["max_connect_burst"];
-/// Keys of `config.extra` holding JSON whose numbers add up (the load
-/// generator's session statistics).
-const JSON_SUM_KEYS: &[&str] = &["session_stats"];
+/// What the merged document says about its inexact fields
+/// (`config.facts.merge_approximations`).
+const APPROXIMATIONS: [&str; 4] = [
+    "connection.lifetime_ms.median: count-weighted mean of the shards' medians",
+    "series[].p50_ms: reply-weighted mean of the shards' interval medians",
+    "series[].p99_ms and self_check.schedule_lag_p50_ms/p99_ms: largest of the shards' values (an upper bound)",
+    "totals.max_concurrent_connections: sum of the shards' maxima (an upper bound)",
+];
 
 /// Merges the results of every shard of one run. Inputs are (name, result)
 /// pairs; the name (a file name) appears in errors and in the shard list.
@@ -245,9 +234,10 @@ fn merge_reply(out: &mut RunResult, agg: &Runs<'_>, interval: f64) {
     p.header_bytes = by_replies(&|r| r.reply.header_bytes);
     p.content_bytes = by_replies(&|r| r.reply.content_bytes);
     p.footer_bytes = by_replies(&|r| r.reply.footer_bytes);
-    for (k, s) in p.status.iter_mut().enumerate() {
-        *s = agg.sum(|r| r.reply.status[k]);
-    }
+    p.status = agg
+        .0
+        .iter()
+        .fold(StatusClasses::default(), |a, r| a.add(&r.reply.status));
 }
 
 /// The resources section: CPU times and bytes added, rates over the span.
@@ -311,29 +301,15 @@ fn self_check_warnings(
     out
 }
 
-/// Configuration and environment: the first shard's, with the shard key
-/// replaced by the number of shards and per-shard keys dropped (each shard
-/// keeps its own in `shards`).
+/// Configuration and environment: the first shard's, with the shard's
+/// `I/N` replaced by the number of shards and per-shard facts dropped (each
+/// shard keeps its own in `shards`).
 fn merge_config_and_environment(out: &mut RunResult, runs: &[&RunResult], count: u32) {
+    out.config.facts = merge_facts(runs, count);
     out.config.extra = merge_extra(runs);
-    out.config.extra.remove(EXTRA_CLIENT_SHARD);
-    // Each shard's own share of a counted demand; the merged run is the whole.
-    out.config.extra.remove("shard_sessions");
-    out.config
-        .extra
-        .insert(EXTRA_MERGED_SHARDS.into(), count.to_string());
-    out.config
-        .extra
-        .insert(EXTRA_APPROXIMATIONS.into(), APPROXIMATIONS.into());
-    let host_list: Vec<String> = hosts(runs).into_iter().filter(|h| !h.is_empty()).collect();
-    out.environment
-        .extra
-        .insert("shards".into(), count.to_string());
-    if !host_list.is_empty() {
-        out.environment
-            .extra
-            .insert("hosts".into(), host_list.join(","));
-    }
+    let f = &mut out.environment.facts;
+    f.shards = Some(count);
+    f.hosts = hosts(runs).into_iter().filter(|h| !h.is_empty()).collect();
 }
 
 fn res_cpu(runs: &[&RunResult]) -> f64 {
@@ -350,15 +326,17 @@ fn shard_label(i: u32, n: u32, host: &str) -> String {
     }
 }
 
-/// The host each run recorded: `config.extra["host"]`, else the
-/// environment's `host` or `hostname`, else empty.
+/// The host each run recorded: `config.facts.host`, else a `host` or
+/// `hostname` a user or another tool wrote among the environment's free-form
+/// facts, else empty.
 fn hosts(runs: &[&RunResult]) -> Vec<String> {
     runs.iter()
         .map(|r| {
             r.config
-                .extra
-                .get(EXTRA_HOST)
-                .or_else(|| r.environment.extra.get(EXTRA_HOST))
+                .facts
+                .host
+                .as_ref()
+                .or_else(|| r.environment.extra.get("host"))
                 .or_else(|| r.environment.extra.get("hostname"))
                 .cloned()
                 .unwrap_or_default()
@@ -378,12 +356,7 @@ fn shard_info(name: &str, r: &RunResult, i: u32, n: u32, off: f64, host: String)
     ShardInfo {
         index: i,
         count: n,
-        run_id: r
-            .config
-            .extra
-            .get(EXTRA_RUN_ID)
-            .cloned()
-            .unwrap_or_default(),
+        run_id: r.config.facts.run_id.clone().unwrap_or_default(),
         host,
         source: name.to_string(),
         started_at: r.started_at.clone(),
@@ -398,17 +371,29 @@ fn shard_info(name: &str, r: &RunResult, i: u32, n: u32, off: f64, host: String)
         client_bound: r.self_check.client_bound,
         warnings: r.self_check.warnings.clone(),
         command_line: r.config.command_line.clone(),
+        facts: r.config.facts.clone(),
         extra: r.config.extra.clone(),
         tool: r.tool.clone(),
         environment: r.environment.clone(),
     }
 }
 
-fn parse_shard(s: &str) -> Option<(u32, u32)> {
-    let (i, n) = s.trim().split_once('/')?;
-    let i: u32 = i.trim().parse().ok()?;
-    let n: u32 = n.trim().parse().ok()?;
-    (n > 0 && i < n).then_some((i, n))
+/// The run's shard, checked: None for a run from one client; an error for
+/// a shard that is not I/N with 0 <= I < N (an older document's word that
+/// did not parse stays in `config.extra`).
+fn shard_of(name: &str, r: &RunResult) -> Result<Option<(u32, u32)>, MergeError> {
+    let bad = |value: String| MergeError::BadShard {
+        source_name: name.to_string(),
+        value,
+    };
+    match r.config.facts.client_shard {
+        Some(ClientShard { index, count }) if index < count => Ok(Some((index, count))),
+        Some(s) => Err(bad(s.to_string())),
+        None => match r.config.extra.get("client_shard") {
+            Some(word) => Err(bad(word.clone())),
+            None => Ok(None),
+        },
+    }
 }
 
 /// (I, N) of every input, checked: one N, every I once.
@@ -418,13 +403,7 @@ fn assign_shards(
 ) -> Result<Vec<(u32, u32)>, MergeError> {
     let mut parsed = Vec::with_capacity(inputs.len());
     for (name, r) in inputs {
-        parsed.push(match r.config.extra.get(EXTRA_CLIENT_SHARD) {
-            None => None,
-            Some(v) => Some(parse_shard(v).ok_or_else(|| MergeError::BadShard {
-                source_name: name.to_string(),
-                value: v.clone(),
-            })?),
-        });
+        parsed.push(shard_of(name, r)?);
     }
     let sharded = parsed.iter().position(Option::is_some);
     let unsharded = parsed.iter().position(Option::is_none);
@@ -485,8 +464,9 @@ fn check_same_run(shards: &[(&str, &RunResult, u32)], force: bool) -> Result<(),
     let (first, base, _) = shards[0];
     let id = |r: &RunResult| {
         r.config
-            .extra
-            .get(EXTRA_RUN_ID)
+            .facts
+            .run_id
+            .as_ref()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
     };
@@ -619,10 +599,10 @@ fn shard_starts(
                 })
             }
         };
-        let planned = match r.config.extra.get(EXTRA_START_AT) {
+        let planned = match &r.config.facts.start_at {
             Some(v) => Some(parse_time(v).ok_or_else(|| MergeError::BadTime {
                 source_name: name.to_string(),
-                field: format!("config.extra.{EXTRA_START_AT}"),
+                field: "config.facts.start_at".into(),
                 value: v.clone(),
             })?),
             None => None,
@@ -899,36 +879,75 @@ fn merge_series(
         .collect()
 }
 
-/// Merges `config.extra`: values every shard agrees on are kept; counters
-/// add; per-shard values (command lines, hosts) are dropped here and kept in
-/// each shard's [`ShardInfo::extra`].
+/// Merges `config.facts`: counters add, the largest burst is the largest
+/// shard's, the session statistics add; a fact every shard records alike is
+/// kept, others (each shard's command line, host, calibration) are dropped
+/// here and kept in each shard's [`ShardInfo::facts`]. The shard's own `I/N`
+/// and share of a counted demand give way to the number of shards: the
+/// merged run is the whole.
+fn merge_facts(runs: &[&RunResult], count: u32) -> RunFacts {
+    let fs: Vec<&RunFacts> = runs.iter().map(|r| &r.config.facts).collect();
+    let sum = |f: fn(&RunFacts) -> Option<u64>| -> Option<u64> {
+        fs.iter().filter_map(|x| f(x)).reduce(|a, b| a + b)
+    };
+    RunFacts {
+        normalized_command: agree(&fs, |f| &f.normalized_command),
+        max_connect_burst: fs.iter().filter_map(|f| f.max_connect_burst).max(),
+        lag_threshold_ms: agree(&fs, |f| &f.lag_threshold_ms),
+        verbose: fs.iter().all(|f| f.verbose),
+        busy_poll: fs.iter().all(|f| f.busy_poll),
+        reconnect: fs.iter().all(|f| f.reconnect),
+        calls_per_conn: agree(&fs, |f| &f.calls_per_conn),
+        uri_list: agree(&fs, |f| &f.uri_list),
+        local_addrs: agree(&fs, |f| &f.local_addrs),
+        wset: agree(&fs, |f| &f.wset),
+        burst_length: agree(&fs, |f| &f.burst_length),
+        session_stats: fs.iter().filter_map(|f| f.session_stats.as_ref()).fold(
+            None,
+            |a: Option<httplab_model::SessionStats>, s| {
+                Some(a.map_or_else(|| s.clone(), |a| a.add(s)))
+            },
+        ),
+        abandoned_calls: sum(|f| f.abandoned_calls),
+        unsent_calls: sum(|f| f.unsent_calls),
+        retried_calls: sum(|f| f.retried_calls),
+        max_connecting: agree(&fs, |f| &f.max_connecting),
+        local_addrs_auto: agree(&fs, |f| &f.local_addrs_auto),
+        setup_capped: agree(&fs, |f| &f.setup_capped),
+        setup_waited: agree(&fs, |f| &f.setup_waited),
+        setup_wait_p99_ms: agree(&fs, |f| &f.setup_wait_p99_ms),
+        not_attempted: agree(&fs, |f| &f.not_attempted),
+        io_engine: agree(&fs, |f| &f.io_engine),
+        host: agree(&fs, |f| &f.host),
+        client_shard: None,
+        run_id: agree(&fs, |f| &f.run_id),
+        start_at: agree(&fs, |f| &f.start_at),
+        shard_sessions: None,
+        calibration: agree(&fs, |f| &f.calibration),
+        merged_shards: Some(count),
+        merge_approximations: APPROXIMATIONS.iter().map(|s| s.to_string()).collect(),
+        staged_step: agree(&fs, |f| &f.staged_step),
+    }
+}
+
+/// The value every shard has (the type's default, "none", when they differ).
+fn agree<T: PartialEq + Clone + Default>(fs: &[&RunFacts], f: impl Fn(&RunFacts) -> &T) -> T {
+    let first = fs.first().map(|x| f(x));
+    match first {
+        Some(v) if fs.iter().all(|x| f(x) == v) => v.clone(),
+        _ => T::default(),
+    }
+}
+
+/// Merges `config.extra` (the free-form words): a word every shard agrees
+/// on is kept, others are dropped here and kept in each shard's
+/// [`ShardInfo::extra`].
 fn merge_extra(runs: &[&RunResult]) -> BTreeMap<String, String> {
     let keys: BTreeSet<&String> = runs.iter().flat_map(|r| r.config.extra.keys()).collect();
     let mut out = BTreeMap::new();
     for key in keys {
         let vals: Vec<Option<&String>> = runs.iter().map(|r| r.config.extra.get(key)).collect();
-        let k = key.as_str();
-        if SUM_KEYS.contains(&k) || MAX_KEYS.contains(&k) {
-            let nums = vals
-                .iter()
-                .flatten()
-                .filter_map(|v| v.trim().parse::<u64>().ok());
-            let v = if SUM_KEYS.contains(&k) {
-                nums.sum::<u64>()
-            } else {
-                nums.max().unwrap_or(0)
-            };
-            out.insert(key.clone(), v.to_string());
-        } else if JSON_SUM_KEYS.contains(&k) {
-            let parsed: Option<Vec<Value>> = vals
-                .iter()
-                .flatten()
-                .map(|v| serde_json::from_str(v).ok())
-                .collect();
-            if let Some(s) = parsed.and_then(|p| sum_json(&p)) {
-                out.insert(key.clone(), s.to_string());
-            }
-        } else if let Some(Some(first)) = vals.first() {
+        if let Some(Some(first)) = vals.first() {
             if vals.iter().all(|v| *v == Some(*first)) {
                 out.insert(key.clone(), (*first).clone());
             }
@@ -937,60 +956,9 @@ fn merge_extra(runs: &[&RunResult]) -> BTreeMap<String, String> {
     out
 }
 
-/// Adds JSON documents of one shape: numbers add (integers stay integers),
-/// arrays add element by element, objects key by key; other values must agree.
-fn sum_json(vals: &[Value]) -> Option<Value> {
-    let first = vals.first()?;
-    match first {
-        Value::Number(_) => {
-            if vals.iter().all(|v| v.as_u64().is_some()) {
-                Some(Value::from(
-                    vals.iter().filter_map(Value::as_u64).sum::<u64>(),
-                ))
-            } else {
-                let s: f64 = vals.iter().map(|v| v.as_f64()).sum::<Option<f64>>()?;
-                serde_json::Number::from_f64(s).map(Value::Number)
-            }
-        }
-        Value::Array(_) => {
-            let arrays: Vec<&Vec<Value>> =
-                vals.iter().map(Value::as_array).collect::<Option<_>>()?;
-            let len = arrays.iter().map(|a| a.len()).max().unwrap_or(0);
-            let mut out = Vec::with_capacity(len);
-            for i in 0..len {
-                let col: Vec<Value> = arrays.iter().filter_map(|a| a.get(i).cloned()).collect();
-                out.push(sum_json(&col)?);
-            }
-            Some(Value::Array(out))
-        }
-        Value::Object(_) => {
-            let objs: Vec<&serde_json::Map<String, Value>> =
-                vals.iter().map(Value::as_object).collect::<Option<_>>()?;
-            let keys: BTreeSet<&String> = objs.iter().flat_map(|o| o.keys()).collect();
-            let mut out = serde_json::Map::new();
-            for k in keys {
-                let col: Vec<Value> = objs.iter().filter_map(|o| o.get(k).cloned()).collect();
-                out.insert(k.clone(), sum_json(&col)?);
-            }
-            Some(Value::Object(out))
-        }
-        other => vals.iter().all(|v| v == other).then(|| other.clone()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shard_strings() {
-        assert_eq!(parse_shard("0/3"), Some((0, 3)));
-        assert_eq!(parse_shard(" 2 / 3 "), Some((2, 3)));
-        assert_eq!(parse_shard("3/3"), None);
-        assert_eq!(parse_shard("1/0"), None);
-        assert_eq!(parse_shard("a/3"), None);
-        assert_eq!(parse_shard("1"), None);
-    }
 
     #[test]
     fn times() {
@@ -1013,19 +981,32 @@ mod tests {
     }
 
     #[test]
-    fn json_sums() {
-        let a: Value = serde_json::from_str(
-            r#"{"started":2,"lifetime_sum_s":0.5,"length_histogram":[0,1],"x":"k"}"#,
-        )
-        .unwrap();
-        let b: Value = serde_json::from_str(
-            r#"{"started":3,"lifetime_sum_s":0.25,"length_histogram":[1,1,4],"x":"k"}"#,
-        )
-        .unwrap();
-        let s = sum_json(&[a, b]).unwrap();
-        assert_eq!(s["started"], 5);
-        assert_eq!(s["lifetime_sum_s"], 0.75);
-        assert_eq!(s["length_histogram"], serde_json::json!([1, 2, 4]));
-        assert_eq!(s["x"], "k");
+    fn facts_add_counters_keep_agreement_and_drop_the_rest() {
+        let run = |i: u32, host: &str, unsent: Option<u64>| RunResult {
+            config: httplab_model::RunConfig {
+                facts: RunFacts {
+                    unsent_calls: unsent,
+                    max_connect_burst: Some(u64::from(i) + 3),
+                    host: Some(host.into()),
+                    run_id: Some("r".into()),
+                    client_shard: Some(ClientShard { index: i, count: 2 }),
+                    shard_sessions: Some(5),
+                    reconnect: true,
+                    ..RunFacts::default()
+                },
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let (a, b) = (run(0, "a", Some(2)), run(1, "b", None));
+        let f = merge_facts(&[&a, &b], 2);
+        assert_eq!(f.unsent_calls, Some(2));
+        assert_eq!(f.max_connect_burst, Some(4));
+        assert_eq!(f.host, None);
+        assert_eq!(f.run_id.as_deref(), Some("r"));
+        assert_eq!((f.client_shard, f.shard_sessions), (None, None));
+        assert!(f.reconnect);
+        assert_eq!(f.merged_shards, Some(2));
+        assert_eq!(f.merge_approximations.len(), APPROXIMATIONS.len());
     }
 }

@@ -72,9 +72,7 @@ pub fn merge_sweeps(
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map_or_else(|| base.started_at.clone(), |(_, s)| s.clone());
     let mut environment = base.environment.clone();
-    environment
-        .extra
-        .insert("shards".into(), inputs.len().to_string());
+    environment.facts.shards = Some(inputs.len() as u32);
     Ok(Merged {
         result: SweepResult {
             schema: SWEEP_SCHEMA.into(),

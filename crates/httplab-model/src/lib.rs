@@ -8,7 +8,7 @@
 //! Every top-level document carries a `schema` string such as `httplab.run/1`.
 //! Adding an optional field keeps the version; removing or changing the meaning
 //! of a field bumps it. Readers reject a major version they do not know
-//! ([`check_schema`]). The JSON layout is documented in `docs/result-schema.md`.
+//! ([`check_schema`]). The JSON layout is documented on the types of this crate.
 //!
 //! # Units
 //! Times are milliseconds as `f64` unless a field name says otherwise
@@ -17,8 +17,16 @@
 
 #![forbid(unsafe_code)]
 
+pub mod facts;
 pub mod metric;
 pub mod series;
+mod status;
+
+pub use facts::{
+    AddrRange, Calibration, ClientShard, EnvironmentFacts, Extra, IoEngineUsed, RunFacts,
+    SessionStats, StagedStep, WorkingSet,
+};
+pub use status::StatusClasses;
 
 pub use metric::{Direction, MeasuredBy, Metric, MetricKey};
 
@@ -27,17 +35,23 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-/// Schema tag of a single load run ([`RunResult`]).
-pub const RUN_SCHEMA: &str = "httplab.run/1";
-/// Schema tag of a rate sweep ([`SweepResult`]).
-pub const SWEEP_SCHEMA: &str = "httplab.sweep/1";
+/// Schema tag of a single load run ([`RunResult`]). Version 1.1 moved the
+/// facts httplab records beyond httperf's configuration out of the
+/// `extra` maps of words into typed `facts` ([`RunFacts`],
+/// [`EnvironmentFacts`]); version 1 documents still load, their words
+/// moved into the typed fields as they are read.
+pub const RUN_SCHEMA: &str = "httplab.run/1.1";
+/// Schema tag of a rate sweep ([`SweepResult`]); 1.1 for the runs' typed
+/// facts, as [`RUN_SCHEMA`].
+pub const SWEEP_SCHEMA: &str = "httplab.sweep/1.1";
 /// Schema tag of a study ([`StudyResult`]). Version 2 added repetitions in
 /// rounds, per-cell statistics and verdicts; version 3 gives every verdict one
 /// of three outcomes (winner, equivalent, inconclusive) with its detectable
 /// effect, adds server-side verdicts and comparisons with a baseline, and the
-/// sequential design's rounds per cell. Readers still accept versions 1 and 2
+/// sequential design's rounds per cell; 3.1 gives its runs typed facts, as
+/// [`RUN_SCHEMA`]. Readers still accept versions 1 and 2
 /// ([`STUDY_SCHEMA_V1`], [`STUDY_SCHEMA_V2`]), whose new fields read as empty.
-pub const STUDY_SCHEMA: &str = "httplab.study/3";
+pub const STUDY_SCHEMA: &str = "httplab.study/3.1";
 /// Version 2 of the study schema, still read.
 pub const STUDY_SCHEMA_V2: &str = "httplab.study/2";
 /// Version 1 of the study schema, still read.
@@ -102,6 +116,7 @@ impl ToolInfo {
 
 /// Where a run happened: enough to tell two machines or kernels apart.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(remote = "Self")]
 pub struct Environment {
     /// `uname -sr` style kernel string.
     pub kernel: String,
@@ -114,10 +129,38 @@ pub struct Environment {
     pub client_affinity: Vec<u32>,
     /// Total memory in bytes.
     pub memory_bytes: u64,
-    /// Free-form extra facts (e.g. "server_version": "nginx/1.22.1").
+    /// What `httplab merge` records about the machines of a merged result.
+    #[serde(default, skip_serializing_if = "EnvironmentFacts::is_empty")]
+    pub facts: EnvironmentFacts,
+    /// Free-form extra facts (e.g. "server_version": "nginx/1.22.1"), and
+    /// words of older or newer versions this one does not know.
     #[serde(default)]
-    pub extra: std::collections::BTreeMap<String, String>,
+    pub extra: Extra,
 }
+
+/// Serde for a type whose older documents kept typed facts as words in
+/// `extra`: the derived form (`#[serde(remote = "Self")]`), then the words
+/// moved into the facts.
+macro_rules! with_legacy_facts {
+    ($t:ty, |$v:ident| $adopt:expr) => {
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                <$t>::serialize(self, s)
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let mut $v = <$t>::deserialize(d)?;
+                $adopt;
+                Ok($v)
+            }
+        }
+    };
+}
+
+with_legacy_facts!(Environment, |e| e.facts.adopt_legacy(&mut e.extra));
+with_legacy_facts!(RunConfig, |c| c.facts.adopt_legacy(&mut c.extra));
+with_legacy_facts!(ShardInfo, |s| s.facts.adopt_legacy(&mut s.extra));
 
 /// min/avg/max/median/stddev of a sample, as the seeds tabulate them.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -319,6 +362,7 @@ pub enum LoadMode {
 
 /// The configuration a run used, normalised. The exact command line is kept too.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(remote = "Self")]
 pub struct RunConfig {
     /// argv as given (after `httplab load`).
     pub command_line: Vec<String>,
@@ -350,9 +394,14 @@ pub struct RunConfig {
     /// earlier is left out of every statistic (0: no warm-up).
     #[serde(default)]
     pub warmup_s: f64,
-    /// Free-form options not covered above.
+    /// What httplab records beyond httperf's configuration (version 1.1;
+    /// older documents kept these as words in `extra`).
+    #[serde(default, skip_serializing_if = "RunFacts::is_empty")]
+    pub facts: RunFacts,
+    /// Free-form options not covered above, and words of older or newer
+    /// versions this one does not know.
     #[serde(default)]
-    pub extra: std::collections::BTreeMap<String, String>,
+    pub extra: Extra,
 }
 
 /// Counters in httperf's sense.
@@ -413,8 +462,8 @@ pub struct ReplyStats {
     pub content_bytes: f64,
     /// Average trailer size, bytes.
     pub footer_bytes: f64,
-    /// Status classes 1xx..5xx.
-    pub status: [u64; 5],
+    /// Replies by status class, 1xx..5xx (written as the array of five).
+    pub status: StatusClasses,
 }
 
 /// httperf's "CPU time" and "Net I/O" lines.
@@ -1027,20 +1076,10 @@ pub struct TlsSummary {
     pub first_error: Option<String>,
 }
 
-/// Key of `RunConfig::extra` holding a sharded run's `I/N` (`--client I/N`;
-/// shard I of N, 0 <= I < N).
-pub const EXTRA_CLIENT_SHARD: &str = "client_shard";
-/// Key of `RunConfig::extra` holding the run id shared by every shard of one run.
-pub const EXTRA_RUN_ID: &str = "run_id";
-/// Key of `RunConfig::extra` holding the shared start instant (`--start-at`),
-/// RFC 3339 or unix seconds.
-pub const EXTRA_START_AT: &str = "start_at";
-/// Key of `RunConfig::extra` (or `Environment::extra`) holding the client's host name.
-pub const EXTRA_HOST: &str = "host";
-
 /// One client shard of a merged run: who ran it, when, and what it saw, so a
 /// report can show one slow client. Filled by `httplab merge`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(remote = "Self")]
 pub struct ShardInfo {
     /// Shard index I (0-based) of `I/N`.
     pub index: u32,
@@ -1081,9 +1120,12 @@ pub struct ShardInfo {
     /// The shard's command line.
     #[serde(default)]
     pub command_line: Vec<String>,
+    /// The shard's `config.facts`.
+    #[serde(default, skip_serializing_if = "RunFacts::is_empty")]
+    pub facts: RunFacts,
     /// The shard's `config.extra`.
     #[serde(default)]
-    pub extra: std::collections::BTreeMap<String, String>,
+    pub extra: Extra,
     /// Writer of the shard's document.
     #[serde(default)]
     pub tool: ToolInfo,

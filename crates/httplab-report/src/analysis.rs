@@ -267,7 +267,7 @@ mod tests {
         ];
         assert!(metrics(1000.0, &r, 1000.0).sustained);
         // The same replies, 20 of them 503: 0.2 % of the calls failed.
-        r.reply.status[4] = 20;
+        r.reply.status.server_error = 20;
         let m = metrics(1000.0, &r, 1000.0);
         assert!((m.error_pct - 0.2).abs() < 1e-12, "{}", m.error_pct);
         assert!(!m.sustained);

@@ -707,7 +707,8 @@ fn push_method_and_environment(h: &mut String, c: &Collected) {
         ] {
             h.push_str(&format!("<dt>{}</dt><dd>{}</dd>\n", k, esc_html(&v)));
         }
-        for (k, v) in &e.extra {
+        let facts = e.facts.entries();
+        for (k, v) in facts.iter().map(|(k, v)| (k, v)).chain(&e.extra) {
             h.push_str(&format!(
                 "<dt>{}</dt><dd>{}</dd>\n",
                 esc_html(k),

@@ -10,8 +10,8 @@
 use hdrhistogram::Histogram;
 use httplab_model::{
     ConnectionStats, Environment, Errors, Interval, Latencies, Latency, LoadMode, ReplyStats,
-    RequestStats, Resources, RunConfig, RunResult, SelfCheck, Summary, SweepResult, SweepStep,
-    SweepTarget, ToolInfo, Totals, RUN_SCHEMA, SWEEP_SCHEMA,
+    RequestStats, Resources, RunConfig, RunResult, SelfCheck, StatusClasses, Summary, SweepResult,
+    SweepStep, SweepTarget, ToolInfo, Totals, RUN_SCHEMA, SWEEP_SCHEMA,
 };
 
 /// The tool version written into synthetic documents (fixed, so that
@@ -120,7 +120,10 @@ pub fn run(server: &SynthServer, rate: f64, num_calls: u64, duration_s: f64) -> 
             header_bytes: 200.0,
             content_bytes: 1100.0,
             footer_bytes: 0.0,
-            status: [0, replies, 0, 0, 0],
+            status: StatusClasses {
+                success: replies,
+                ..StatusClasses::default()
+            },
         },
         resources: Resources {
             user_s: test_duration_s * 0.2,
@@ -307,6 +310,7 @@ fn run_config(
         timeout_s: Some(timeout_s),
         threads: 1,
         method: "GET".into(),
+        facts: Default::default(),
         extra: Default::default(),
         warmup_s: 0.0,
     }
@@ -338,6 +342,7 @@ pub fn environment() -> Environment {
         cores: 2,
         client_affinity: vec![],
         memory_bytes: 8 << 30,
+        facts: Default::default(),
         extra: Default::default(),
     }
 }

@@ -407,11 +407,13 @@ pub fn httperf_table(items: &[RunItem]) -> Table {
         ("Reply time [ms]: transfer", |r| ms(r.reply.transfer_ms)),
         ("Reply size [B]: header", |r| num(r.reply.header_bytes, 1)),
         ("Reply size [B]: content", |r| num(r.reply.content_bytes, 1)),
-        ("Reply status: 2xx", |r| num(r.reply.status[1] as f64, 0)),
+        ("Reply status: 2xx", |r| {
+            num(r.reply.status.success as f64, 0)
+        }),
         ("Reply status: 3xx/4xx/5xx", |r| {
             format!(
                 "{}/{}/{}",
-                r.reply.status[2], r.reply.status[3], r.reply.status[4]
+                r.reply.status.redirect, r.reply.status.client_error, r.reply.status.server_error
             )
         }),
         ("CPU time [s]: user", |r| num(r.resources.user_s, 2)),

@@ -1,7 +1,8 @@
 //! Every key the study writes under `extra` in its results, in one place:
 //! [`EnvKey`] for `environment.extra` (facts about the whole study) and
 //! the `RUN_*` keys for each run's `config.extra`. The maps stay maps of
-//! words in `httplab.study/3`; the code names their keys by type.
+//! words in `httplab.study/3.1` (the facts of httplab-load and of merge are
+//! typed, `httplab_model::RunFacts`); the code names their keys by type.
 
 use std::borrow::Cow;
 

@@ -7,7 +7,7 @@
 use crate::plan::{fmt_rate, SweepPlan, Target};
 use anyhow::{bail, Result};
 use httplab_load::{Length, Load, LoadSpec, Offer, Stage};
-use httplab_model::{Errors, RunResult, StageResult, Summary};
+use httplab_model::{Errors, RunResult, StageResult, StagedStep, StatusClasses, Summary};
 
 /// Seconds each step's stage lasts at `rate`: its planned connections over the rate.
 fn stage_seconds(plan: &SweepPlan, rate: f64) -> f64 {
@@ -102,7 +102,10 @@ fn narrow(run: &RunResult, s: &StageResult, rate: f64) -> RunResult {
         other: s.errors,
         ..Errors::default()
     };
-    r.reply.status = [0, s.replies, 0, 0, 0];
+    r.reply.status = StatusClasses {
+        success: s.replies,
+        ..StatusClasses::default()
+    };
     let end = s.start_s + s.duration_s;
     r.series
         .retain(|i| i.t_s + 1e-9 >= s.start_s && i.t_s + i.len_s <= end + 1e-9);
@@ -113,13 +116,10 @@ fn narrow(run: &RunResult, s: &StageResult, rate: f64) -> RunResult {
         .map(|i| i.reply_rate)
         .collect();
     r.reply.rate = Summary::of(&full);
-    r.config.extra.insert(
-        "staged_step".into(),
-        format!(
-            "stage at {} s for {} s of one staged run; errors not split by class, replies counted as 2xx",
-            s.start_s, s.duration_s
-        ),
-    );
+    r.config.facts.staged_step = Some(StagedStep {
+        start_s: s.start_s,
+        duration_s: s.duration_s,
+    });
     r
 }
 

@@ -470,7 +470,7 @@ fn replies_with_a_5xx_status_are_failed_calls_and_none_on_either_side_is_no_regr
     // errors over the attempted calls (the model's one definition), and a regression.
     let mut doc = document(&runs, 20.0);
     if let httplab_model::Document::Run(r) = &mut doc {
-        r.repeats[0].reply.status[4] = 300;
+        r.repeats[0].reply.status.server_error = 300;
     }
     let new = side_of(vec![("new.json".into(), doc)]).expect("new");
     assert_eq!(

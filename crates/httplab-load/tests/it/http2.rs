@@ -143,7 +143,7 @@ fn counts_streams_connections_and_bytes() {
     assert_eq!(r.totals.connections, 3);
     assert_eq!(r.totals.requests, 60);
     assert_eq!(r.totals.replies, 60);
-    assert_eq!(r.reply.status[1], 60);
+    assert_eq!(r.reply.status.success, 60);
     assert_eq!(r.errors.total, 0);
     assert_eq!(h.connections, 3);
     assert_eq!(h.streams_started, 60);
@@ -271,10 +271,7 @@ fn request_oriented_connections_end_at_goaway_as_httperf() {
     assert_eq!(r.totals.connections, 2);
     assert_eq!(r.totals.replies, 6);
     assert_eq!(h2(&r).goaway_received, 2);
-    assert_eq!(
-        r.config.extra.get("unsent_calls").map(String::as_str),
-        Some("4")
-    );
+    assert_eq!(r.config.facts.unsent_calls, Some(4));
     // With --reconnect the remaining calls go on new connections.
     let r = load(&format!(
         "{} --uri /ok --num-conns 2 --num-calls 5 --reconnect --timeout 10",
@@ -347,7 +344,7 @@ fn failure_status_and_retries_follow_the_http1_rules() {
     for extra in ["", "--retry-on-failure"] {
         let r = load(&format!("{} --uri /404 {args} {extra}", target(&s)));
         assert_eq!(r.totals.replies, 6, "{extra}");
-        assert_eq!(r.reply.status[3], 6, "{extra}");
+        assert_eq!(r.reply.status.client_error, 6, "{extra}");
         assert_eq!(h2(&r).streams_started, 6, "{extra}");
         assert_eq!(r.errors.total, 0, "{extra}");
     }
@@ -361,7 +358,7 @@ fn failure_status_and_retries_follow_the_http1_rules() {
             "--server 127.0.0.1 --port {port} --uri /missing {args} {extra}"
         ));
         assert_eq!(r.totals.replies, 6, "{extra}");
-        assert_eq!(r.reply.status[3], 6, "{extra}");
+        assert_eq!(r.reply.status.client_error, 6, "{extra}");
         assert_eq!(r.errors.total, 0, "{extra}");
     }
 }

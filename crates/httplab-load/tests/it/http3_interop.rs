@@ -165,7 +165,7 @@ fn load(args: &str) -> RunResult {
 
 fn check(r: &RunResult, replies: u64) {
     assert_eq!(r.totals.replies, replies, "{:?}", r.errors);
-    assert_eq!(r.reply.status[1], replies);
+    assert_eq!(r.reply.status.success, replies);
     assert_eq!(r.errors.total, 0, "{:?}", r.errors);
     assert_eq!(r.accuracy.bytes_received, replies * PAGE_LEN as u64);
     let h = r.http3.as_ref().expect("http3 block");

@@ -87,8 +87,8 @@ impl Drop for Nginx {
     }
 }
 
-/// (connections, requests, replies, [1xx..5xx]) from an httperf report.
-fn parse_httperf(out: &str) -> (u64, u64, u64, [u64; 5]) {
+/// (connections, requests, replies, status classes) from an httperf report.
+fn parse_httperf(out: &str) -> (u64, u64, u64, httplab_model::StatusClasses) {
     let nums = |line: &str| -> Vec<u64> {
         line.split(|c: char| !c.is_ascii_digit())
             .filter(|s| !s.is_empty())
@@ -106,7 +106,13 @@ fn parse_httperf(out: &str) -> (u64, u64, u64, [u64; 5]) {
         .expect("status line");
     // "1xx=0 2xx=90 ..." -> digits include the class digits; take every second.
     let s = nums(status);
-    let st = [s[1], s[3], s[5], s[7], s[9]];
+    let st = httplab_model::StatusClasses {
+        informational: s[1],
+        success: s[3],
+        redirect: s[5],
+        client_error: s[7],
+        server_error: s[9],
+    };
     (t[0], t[1], t[2], st)
 }
 
@@ -175,7 +181,7 @@ fn nginx_counts_pipelining_and_verify() {
     ));
     assert_eq!(r.totals.connections, 40);
     assert_eq!(r.totals.replies, 240);
-    assert_eq!(r.reply.status[1], 240);
+    assert_eq!(r.reply.status.success, 240);
     assert_eq!(r.accuracy.verified, 240);
     assert_eq!(r.accuracy.mismatches, 0);
     assert_eq!(r.reply.content_bytes, 4148.0);
@@ -204,7 +210,7 @@ fn against_httplab_serve() {
     assert_eq!(r.totals.connections, 50);
     assert_eq!(r.totals.requests, 200);
     assert_eq!(r.totals.replies, 200);
-    assert_eq!(r.reply.status[1], 200);
+    assert_eq!(r.reply.status.success, 200);
     assert_eq!(r.errors.total, 0);
     assert_eq!((r.accuracy.verified, r.accuracy.mismatches), (200, 0));
     let w = load(&format!(
@@ -212,7 +218,7 @@ fn against_httplab_serve() {
         dir.path().display()
     ));
     // /f/N.html exists for N in 0..10.
-    assert_eq!(w.reply.status[1], 20);
+    assert_eq!(w.reply.status.success, 20);
     assert_eq!(w.accuracy.mismatches, 0);
     let dir2 = tempfile::tempdir().unwrap();
     let f = dir2.path().join("s.log");
@@ -226,6 +232,6 @@ fn against_httplab_serve() {
         f.display()
     ));
     assert_eq!(s.totals.replies, 40);
-    assert_eq!(s.reply.status[1], 40);
+    assert_eq!(s.reply.status.success, 40);
     handle.shutdown();
 }

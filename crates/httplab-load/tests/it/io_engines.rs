@@ -19,10 +19,7 @@ fn run(args: &str, io: &str) -> RunResult {
 }
 
 fn engine(r: &RunResult) -> &str {
-    r.config
-        .extra
-        .get(httplab_load::EXTRA_IO_ENGINE)
-        .map_or("", String::as_str)
+    r.config.facts.io_engine.as_ref().map_or("", |e| e.as_str())
 }
 
 /// What must not depend on the engine.

@@ -194,21 +194,13 @@ fn udp_bound(port: u16) -> bool {
 /// The calls the server's close left unmade (httperf's request-oriented
 /// connections end at the server's close).
 fn unsent(r: &RunResult) -> u64 {
-    r.config
-        .extra
-        .get(httplab_load::EXTRA_UNSENT)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    r.config.facts.unsent_calls.unwrap_or(0)
 }
 
 /// HTTP/1.1 calls the server closed their connection on unanswered, made
 /// again on a new connection.
 fn retried(r: &RunResult) -> u64 {
-    r.config
-        .extra
-        .get(httplab_load::EXTRA_RETRIED)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    r.config.facts.retried_calls.unwrap_or(0)
 }
 
 /// The exact counts of a load in which the server ended connections by its
@@ -232,7 +224,7 @@ fn exact_retried(r: &RunResult, what: &str, replies: u64, connections: u64, agai
     assert_eq!(r.errors.total, 0, "{what}: errors {:?}\n{report}", r.errors);
     assert_eq!(r.totals.requests, replies, "{what}: requests\n{report}");
     assert_eq!(r.totals.replies, replies, "{what}: replies\n{report}");
-    assert_eq!(r.reply.status[1], replies, "{what}: 2xx\n{report}");
+    assert_eq!(r.reply.status.success, replies, "{what}: 2xx\n{report}");
     assert_eq!(
         r.accuracy.bytes_received,
         replies * PAGE_LEN,

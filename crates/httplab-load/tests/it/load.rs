@@ -24,7 +24,7 @@ fn open_loop_counts_match() {
     assert_eq!(r.totals.connections, 50);
     assert_eq!(r.totals.requests, 200);
     assert_eq!(r.totals.replies, 200);
-    assert_eq!(r.reply.status[1], 200);
+    assert_eq!(r.reply.status.success, 200);
     assert_eq!(r.errors.total, 0);
     assert_eq!(s.requests(), 200);
     assert_eq!(r.reply.content_bytes, 500.0);
@@ -120,13 +120,12 @@ fn sessions_with_think_times() {
     assert_eq!(r.totals.requests, 24);
     assert_eq!(r.totals.replies, 24);
     assert_eq!(r.totals.connections, 6);
-    let ss: httplab_load::SessionStats = serde_json::from_str(
-        r.config
-            .extra
-            .get(httplab_load::EXTRA_SESSIONS)
-            .expect("session stats"),
-    )
-    .unwrap();
+    let ss: &httplab_load::SessionStats = r
+        .config
+        .facts
+        .session_stats
+        .as_ref()
+        .expect("session stats");
     assert_eq!((ss.started, ss.completed, ss.failed), (6, 6, 0));
     assert_eq!(ss.length_histogram.get(4), Some(&6));
     // 1 think of >= 10 ms per session: the session lifetime shows it.
@@ -225,13 +224,7 @@ fn close_delimited_replies_reconnect() {
     ));
     assert_eq!((r.totals.connections, r.totals.replies), (4, 4));
     assert_eq!(r.errors.total, 0);
-    assert_eq!(
-        r.config
-            .extra
-            .get(httplab_load::EXTRA_UNSENT)
-            .map(String::as_str),
-        Some("4")
-    );
+    assert_eq!(r.config.facts.unsent_calls, Some(4));
 }
 
 #[test]

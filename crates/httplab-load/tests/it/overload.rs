@@ -42,11 +42,16 @@ fn three_times_capacity_degrades_instead_of_collapsing() {
     // Nothing ran out, and the report says what held the demand back.
     assert_eq!(r.errors.fd_unavail, 0);
     assert_eq!(r.errors.addrunavail, 0);
+    let auto = r
+        .config
+        .facts
+        .local_addrs_auto
+        .expect("source addresses chosen");
     assert_eq!(
-        r.config.extra.get("local_addrs_auto").map(String::as_str),
-        Some("127.0.0.1-127.0.0.16")
+        (auto.first.to_string(), auto.last.to_string()),
+        ("127.0.0.1".to_string(), "127.0.0.16".to_string())
     );
-    if r.config.extra.contains_key("setup_capped") {
+    if r.config.facts.setup_capped.is_some() {
         assert!(
             text.contains("demand exceeded what the server took"),
             "{text}"
@@ -70,9 +75,6 @@ fn setup_cap_of_one_is_still_correct() {
     assert_eq!(r.totals.connections, 200);
     assert_eq!(r.totals.replies, 400);
     assert_eq!(r.errors.total, 0);
-    assert_eq!(
-        r.config.extra.get("max_connecting").map(String::as_str),
-        Some("1")
-    );
+    assert_eq!(r.config.facts.max_connecting, Some(1));
     h.shutdown();
 }

@@ -87,7 +87,7 @@ fn ssl_against_httplab_serve_counts_resumes_and_reports() {
     ));
     assert_eq!(r.totals.connections, 30);
     assert_eq!(r.totals.replies, 90);
-    assert_eq!(r.reply.status[1], 90);
+    assert_eq!(r.reply.status.success, 90);
     assert_eq!(r.errors.total, 0);
     assert_eq!((r.accuracy.verified, r.accuracy.mismatches), (90, 0));
     let t = tls(&r);
@@ -321,7 +321,7 @@ fn ssl_and_https_against_nginx_match_httperf() {
             ours.totals.connections,
             ours.totals.requests,
             ours.totals.replies,
-            ours.reply.status[1]
+            ours.reply.status.success
         ),
         theirs,
         "httperf --ssl said:\n{text}"

@@ -266,8 +266,8 @@ fn wire_clean(end: End, args: &str, check: impl Fn(&RunResult)) {
             "{what}: every connection the client opened began with TLS"
         );
         assert_eq!(
-            r.config.extra.get("io_engine").map(String::as_str),
-            Some("epoll"),
+            r.config.facts.io_engine,
+            Some(httplab_model::IoEngineUsed::Epoll),
             "{what}: HTTPS runs on the epoll engine"
         );
         check(&r);

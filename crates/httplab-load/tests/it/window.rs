@@ -74,7 +74,7 @@ fn uri_list_verified_in_every_mode() {
     ] {
         let r = load(&format!("{common} {args}"));
         assert_eq!(r.totals.replies, n, "{args}");
-        assert_eq!(r.reply.status[1], n, "{args}");
+        assert_eq!(r.reply.status.success, n, "{args}");
         assert_eq!(r.errors.total, 0, "{args}");
         assert_eq!(
             (r.accuracy.verified, r.accuracy.mismatches),
@@ -94,13 +94,7 @@ fn sessions_survive_a_closing_server_with_reconnect() {
         s.port()
     ));
     assert_eq!((r.totals.connections, r.totals.replies), (4, 4));
-    assert_eq!(
-        r.config
-            .extra
-            .get(httplab_load::EXTRA_UNSENT)
-            .map(String::as_str),
-        Some("8")
-    );
+    assert_eq!(r.config.facts.unsent_calls, Some(8));
     assert_eq!(r.latency.session.count, 0, "no session made all its calls");
     let text = httplab_load::render_httperf_report(&r);
     assert!(text.contains("8 calls not made"), "{text}");
@@ -116,7 +110,7 @@ fn sessions_survive_a_closing_server_with_reconnect() {
         assert_eq!(r.errors.total, 0, "{extra}");
         assert_eq!(r.latency.session.count, 4, "{extra}");
         assert!(r.latency.session.mean_ms >= r.latency.response_uncorrected.mean_ms);
-        assert!(!r.config.extra.contains_key(httplab_load::EXTRA_UNSENT));
+        assert_eq!(r.config.facts.unsent_calls, None);
         let text = httplab_load::render_httperf_report(&r);
         assert!(text.contains("httplab session time: 4 sessions"), "{text}");
     }
@@ -177,7 +171,8 @@ fn warmup_leaves_out_what_was_scheduled_before_the_window() {
     assert_eq!(series, 38);
     let text = httplab_load::render_httperf_report(&r);
     assert!(text.contains("httplab warm-up: 0.105 s"), "{text}");
-    assert!(r.config.extra[httplab_load::EXTRA_COMMAND].contains("--warmup=0.105"));
+    let command = r.config.facts.normalized_command.as_deref();
+    assert!(command.is_some_and(|c| c.contains("--warmup=0.105")));
 }
 
 #[test]
@@ -346,7 +341,7 @@ fn cli_calibrate_only_and_calibrate_then_run() {
     assert_eq!(r.totals.replies, 10);
     assert!(r.self_check.client_ceiling.is_some());
     assert!(r.self_check.client_utilization.is_some());
-    assert!(r.config.extra.contains_key(httplab_load::EXTRA_CALIBRATION));
+    assert!(r.config.facts.calibration.is_some());
     let text = httplab_load::render_httperf_report(&r);
     assert!(
         text.contains("httplab calibration: client ceiling"),

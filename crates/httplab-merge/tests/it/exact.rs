@@ -89,11 +89,10 @@ proptest! {
         let e: u64 = errs[..n as usize].iter().sum();
         prop_assert_eq!(merged.errors.total, e);
         prop_assert_eq!(merged.errors.client_timo, e);
-        prop_assert_eq!(merged.reply.status[1], all.len() as u64);
+        prop_assert_eq!(merged.reply.status.success, all.len() as u64);
         prop_assert_eq!(merged.resources.bytes_received, 1000 * all.len() as u64);
         prop_assert_eq!(merged.series.iter().map(|i| i.replies).sum::<u64>(), all.len() as u64);
-        let abandoned = n.to_string();
-        prop_assert_eq!(merged.config.extra.get("abandoned_calls"), Some(&abandoned));
+        prop_assert_eq!(merged.config.facts.abandoned_calls, Some(u64::from(n)));
         // The union span is the longest shard (all started together).
         prop_assert_eq!(t.test_duration_s, 10.0 + f64::from(n - 1));
         prop_assert_eq!(merged.shards.len(), n as usize);

@@ -5,8 +5,8 @@ use crate::common;
 use common::{named, shard};
 use httplab_merge::{merge_documents, merge_runs, merge_sweeps, MergeError, Options};
 use httplab_model::{
-    Document, RunResult, Saturation, StudyResult, SweepResult, SweepStep, SweepTarget,
-    EXTRA_START_AT, STUDY_SCHEMA, SWEEP_SCHEMA,
+    ClientShard, Document, RunResult, Saturation, StudyResult, SweepResult, SweepStep, SweepTarget,
+    STUDY_SCHEMA, SWEEP_SCHEMA,
 };
 
 fn three() -> Vec<RunResult> {
@@ -33,11 +33,16 @@ fn a_complete_set_merges() {
         [0, 1, 2]
     );
     assert_eq!(r.shards[2].host, "client-2");
-    assert_eq!(r.environment.extra["hosts"], "client-0,client-1,client-2");
-    assert_eq!(r.config.extra["merged_shards"], "3");
-    assert_eq!(r.config.extra["run_id"], "run-a");
-    assert!(!r.config.extra.contains_key("client_shard"));
-    assert!(r.config.extra.contains_key("merge_approximations"));
+    assert_eq!(
+        r.environment.facts.hosts,
+        ["client-0", "client-1", "client-2"]
+    );
+    assert_eq!(r.environment.facts.shards, Some(3));
+    assert_eq!(r.config.facts.merged_shards, Some(3));
+    assert_eq!(r.config.facts.run_id.as_deref(), Some("run-a"));
+    assert_eq!(r.config.facts.client_shard, None);
+    assert!(!r.config.facts.merge_approximations.is_empty());
+    assert_eq!(r.shards[1].facts.client_shard.map(|s| s.index), Some(1));
     // Rates over the union span (the longest shard: 12 s).
     assert_eq!(r.totals.test_duration_s, 12.0);
     assert!((r.request.rate_per_s - 6.0 / 12.0).abs() < 1e-12);
@@ -61,10 +66,45 @@ fn a_complete_set_merges() {
     assert!(matches!(e, MergeError::AlreadyMerged(_)), "{e}");
 }
 
+/// `r` as a version 1 document wrote it: the facts as words in `config.extra`.
+fn as_version_1(r: &RunResult) -> RunResult {
+    let f = &r.config.facts;
+    let mut v = serde_json::to_value(r).unwrap();
+    v["schema"] = "httplab.run/1".into();
+    v["config"].as_object_mut().unwrap().remove("facts");
+    let words = serde_json::json!({
+        "client_shard": f.client_shard.map(|s| s.to_string()),
+        "run_id": f.run_id,
+        "host": f.host,
+        "abandoned_calls": f.abandoned_calls.map(|n| n.to_string()),
+        "server_version": "nginx/1.22.1",
+    });
+    v["config"]["extra"] = words;
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn version_1_shards_merge_like_typed_ones() {
+    let typed = merge_runs(&named(three()), &Options::default())
+        .unwrap()
+        .result;
+    let old: Vec<RunResult> = three().iter().map(as_version_1).collect();
+    assert_eq!(
+        old[1].config.facts.client_shard,
+        Some(ClientShard { index: 1, count: 3 })
+    );
+    let r = merge_runs(&named(old), &Options::default()).unwrap().result;
+    assert_eq!(r.totals, typed.totals);
+    assert_eq!(r.config.facts, typed.config.facts);
+    assert_eq!(r.environment.facts.hosts, typed.environment.facts.hosts);
+    // A free-form word every shard agrees on is kept.
+    assert_eq!(r.config.extra["server_version"], "nginx/1.22.1");
+}
+
 #[test]
 fn different_runs_are_refused() {
     let mut v = three();
-    v[1].config.extra.insert("run_id".into(), "run-b".into());
+    v[1].config.facts.run_id = Some("run-b".into());
     let e = err(v, Options::default());
     assert!(matches!(e, MergeError::DifferentRuns { .. }), "{e}");
     assert!(
@@ -76,9 +116,7 @@ fn different_runs_are_refused() {
 #[test]
 fn overlapping_shards_are_refused() {
     let mut v = three();
-    v[2].config
-        .extra
-        .insert("client_shard".into(), "1/3".into());
+    v[2].config.facts.client_shard = Some(ClientShard { index: 1, count: 3 });
     let e = err(v, Options::default());
     assert!(matches!(e, MergeError::Overlap { .. }), "{e}");
     assert!(e.to_string().contains("shard 1/3 given twice"), "{e}");
@@ -107,21 +145,29 @@ fn missing_shards_are_refused() {
 #[test]
 fn shards_of_different_splits_are_refused() {
     let mut v = three();
-    v[1].config
-        .extra
-        .insert("client_shard".into(), "1/4".into());
+    v[1].config.facts.client_shard = Some(ClientShard { index: 1, count: 4 });
     assert!(matches!(
         err(v, Options::default()),
         MergeError::ShardCount { .. }
     ));
     let mut v = three();
-    v[1].config
-        .extra
-        .insert("client_shard".into(), "3/3".into());
+    v[1].config.facts.client_shard = Some(ClientShard { index: 3, count: 3 });
     assert!(matches!(
         err(v, Options::default()),
         MergeError::BadShard { .. }
     ));
+    // An older document's word that does not parse is refused the same way.
+    let mut v = three();
+    let mut doc = serde_json::to_value(&v[1]).unwrap();
+    doc["config"]["facts"]
+        .as_object_mut()
+        .unwrap()
+        .remove("client_shard");
+    doc["config"]["extra"]["client_shard"] = "3/3".into();
+    v[1] = serde_json::from_value(doc).unwrap();
+    let e = err(v, Options::default());
+    assert!(matches!(e, MergeError::BadShard { .. }), "{e}");
+    assert!(e.to_string().contains("\"3/3\""), "{e}");
 }
 
 #[test]
@@ -149,7 +195,7 @@ fn unsharded_results_need_force_and_matching_configs() {
     assert!(matches!(e, MergeError::PartlySharded { .. }), "{e}");
     // A shard without a run id.
     let mut v = three();
-    v[0].config.extra.remove("run_id");
+    v[0].config.facts.run_id = None;
     assert!(matches!(err(v, Options::default()), MergeError::NoRunId(_)));
 }
 
@@ -221,9 +267,7 @@ fn skewed_starts_warn_and_shift_the_series() {
 fn a_shared_start_at_aligns_and_late_shards_warn() {
     let mut v = three();
     for r in &mut v {
-        r.config
-            .extra
-            .insert(EXTRA_START_AT.into(), "2026-03-01T12:00:00Z".into());
+        r.config.facts.start_at = Some("2026-03-01T12:00:00Z".into());
     }
     // started_at has whole seconds; the planned start aligns exactly.
     v[2].started_at = "2026-03-01T11:59:59Z".into();
@@ -343,11 +387,7 @@ fn a_step_missing_from_one_sweep_is_left_out() {
     // Steps of different runs are refused like runs.
     let a = sweep(0, &[100.0]);
     let mut b = sweep(1, &[100.0]);
-    b.targets[0].steps[0]
-        .run
-        .config
-        .extra
-        .insert("run_id".into(), "other".into());
+    b.targets[0].steps[0].run.config.facts.run_id = Some("other".into());
     let e = merge_sweeps(
         &[("a.json".into(), a), ("b.json".into(), b)],
         &Options::default(),

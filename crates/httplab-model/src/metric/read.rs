@@ -14,7 +14,7 @@ pub fn attempted_calls(r: &RunResult) -> u64 {
 /// definition). At most [`attempted_calls`] for a consistent document; clamped to it
 /// otherwise, so a rate never exceeds 1.
 pub fn failed_calls(r: &RunResult) -> u64 {
-    let server_errors = r.reply.status[4].min(r.totals.replies);
+    let server_errors = r.reply.status.server_error.min(r.totals.replies);
     r.errors
         .total
         .saturating_add(server_errors)
@@ -166,7 +166,7 @@ mod tests {
         let mut r = RunResult::default();
         r.totals.replies = replies;
         r.errors.total = errors;
-        r.reply.status[4] = fivexx;
+        r.reply.status.server_error = fivexx;
         r.totals.test_duration_s = 2.0;
         r
     }

@@ -169,9 +169,9 @@ mod tests {
         r.totals.replies = 1;
         assert!(!measured_nothing(&r));
         // A 5xx reply is a failed call (the model's one definition).
-        r.reply.status[4] = 1;
+        r.reply.status.server_error = 1;
         assert_eq!(metrics_of(&r).get(&Metric::ErrorPct), Some(&100.0));
-        r.reply.status[4] = 0;
+        r.reply.status.server_error = 0;
         r.totals.replies = 0;
         r.interrupted = true;
         assert!(

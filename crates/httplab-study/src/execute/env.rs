@@ -24,6 +24,7 @@ pub fn environment() -> Environment {
         cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         client_affinity: Vec::new(),
         memory_bytes,
+        facts: Default::default(),
         extra: Default::default(),
     }
 }

@@ -148,7 +148,7 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         assert!(html.contains(needle), "index.html lacks {needle}");
     }
     let json = std::fs::read_to_string(out.path().join("results.json")).unwrap();
-    assert!(json.contains("\"httplab.study/3\""));
+    assert!(json.contains(&format!("\"{}\"", m::STUDY_SCHEMA)));
     match m::Document::from_json(&json).unwrap() {
         m::Document::Study(back) => {
             assert_eq!(back.runs.len(), 8);

@@ -359,10 +359,15 @@ fn sharded_study_records_and_splits_the_schedule() {
         let (a, b) = (r0.run.as_ref().unwrap(), r1.run.as_ref().unwrap());
         assert_eq!(r0.status, "ok", "{}", r0.reason);
         assert_eq!(r1.status, "ok", "{}", r1.reason);
-        assert_eq!(a.config.extra[m::EXTRA_CLIENT_SHARD], "0/2");
-        assert_eq!(b.config.extra[m::EXTRA_CLIENT_SHARD], "1/2");
-        let id = &a.config.extra[m::EXTRA_RUN_ID];
-        assert_eq!(id, &b.config.extra[m::EXTRA_RUN_ID], "one run id per run");
+        let shard_of = |r: &m::RunResult| r.config.facts.client_shard.map(|s| s.to_string());
+        assert_eq!(shard_of(a).as_deref(), Some("0/2"));
+        assert_eq!(shard_of(b).as_deref(), Some("1/2"));
+        let id = a.config.facts.run_id.clone().unwrap_or_default();
+        assert_eq!(
+            Some(&id),
+            b.config.facts.run_id.as_ref(),
+            "one run id per run"
+        );
         assert!(id.starts_with(&format!("{run_id}:")), "{id}");
         if r0.workload == "open" {
             // 10 connections at 100/s, split exactly: 5 + 5.

@@ -16,10 +16,8 @@ fn shard(i: u32, n: u32, samples_us: &[u64]) -> RunResult {
         started_at: "2026-03-01T12:00:00Z".into(),
         ..Default::default()
     };
-    r.config
-        .extra
-        .insert("client_shard".into(), format!("{i}/{n}"));
-    r.config.extra.insert("run_id".into(), "cli-run".into());
+    r.config.facts.client_shard = Some(httplab_model::ClientShard { index: i, count: n });
+    r.config.facts.run_id = Some("cli-run".into());
     r.reply.sample_interval_s = 1.0;
     r.totals.requests = samples_us.len() as u64;
     r.totals.replies = samples_us.len() as u64;

@@ -322,17 +322,17 @@ fn three_client_hosts_merge_to_the_one_machine_run() {
 
     // Every shard says which part it ran, of which run, from where, when.
     for (i, r) in parts.iter().enumerate() {
-        let x = &r.config.extra;
-        assert_eq!(x.get("client_shard"), Some(&format!("{i}/3")));
-        assert_eq!(x.get("run_id").map(String::as_str), Some("netns-test"));
-        assert!(
-            x.contains_key("start_at") && x.contains_key("host"),
-            "{x:?}"
+        let x = &r.config.facts;
+        assert_eq!(
+            x.client_shard.map(|s| s.to_string()),
+            Some(format!("{i}/3"))
         );
+        assert_eq!(x.run_id.as_deref(), Some("netns-test"));
+        assert!(x.start_at.is_some() && x.host.is_some(), "{x:?}");
         // The whole run's demand, and this shard's part of it (k mod 3 == i).
         assert_eq!(r.config.num_conns, Some(CONNS));
         let mine = (CONNS - i as u64).div_ceil(3);
-        assert_eq!(x.get("shard_sessions"), Some(&mine.to_string()));
+        assert_eq!(x.shard_sessions, Some(mine));
         assert_eq!(r.totals.connections, mine, "shard {i}");
         assert_eq!(r.errors.total, 0, "shard {i} had errors");
     }

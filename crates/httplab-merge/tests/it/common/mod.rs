@@ -1,7 +1,7 @@
 //! Builders of shard results for the merge tests.
 
 use hdrhistogram::Histogram;
-use httplab_model::{Interval, Latency, RunResult, EXTRA_CLIENT_SHARD, EXTRA_RUN_ID, RUN_SCHEMA};
+use httplab_model::{ClientShard, Interval, Latency, RunResult, StatusClasses, RUN_SCHEMA};
 
 /// The load generator's histogram: microseconds, 1 µs .. 1 h, 3 digits.
 pub fn hist() -> Histogram<u64> {
@@ -38,13 +38,11 @@ pub fn shard(i: u32, n: u32, run_id: &str, samples_us: &[u64], errors: u64) -> R
         format!("{i}/{n}"),
     ];
     if !run_id.is_empty() {
-        r.config
-            .extra
-            .insert(EXTRA_CLIENT_SHARD.into(), format!("{i}/{n}"));
-        r.config.extra.insert(EXTRA_RUN_ID.into(), run_id.into());
+        r.config.facts.client_shard = Some(ClientShard { index: i, count: n });
+        r.config.facts.run_id = Some(run_id.into());
     }
-    r.config.extra.insert("host".into(), format!("client-{i}"));
-    r.config.extra.insert("abandoned_calls".into(), "1".into());
+    r.config.facts.host = Some(format!("client-{i}"));
+    r.config.facts.abandoned_calls = Some(1);
     r.totals.connections = k;
     r.totals.requests = k;
     r.totals.replies = k;
@@ -54,7 +52,10 @@ pub fn shard(i: u32, n: u32, run_id: &str, samples_us: &[u64], errors: u64) -> R
     r.request.size_bytes = 80.0 + f64::from(i);
     r.reply.sample_interval_s = 1.0;
     r.reply.content_bytes = 1000.0 * f64::from(i + 1);
-    r.reply.status = [0, k, 0, 0, 0];
+    r.reply.status = StatusClasses {
+        success: k,
+        ..StatusClasses::default()
+    };
     r.resources.bytes_sent = 80 * k;
     r.resources.bytes_received = 1000 * k;
     r.resources.user_s = 0.5;
