@@ -4,7 +4,11 @@
 //! start): no parsing beyond finding each request's end (`\r\n\r\n`), no
 //! path lookup, no file system, no date, no log, no statistics. One thread,
 //! epoll (mio), keep-alive; pipelined requests are answered together in one
-//! write; a request carrying `Connection: close` is answered and the
+//! write. New connections take the cheapest path an epoll loop has, the one
+//! `httplab serve` takes by default: TCP_DEFER_ACCEPT on the listener (a
+//! connection is accepted once its request is there), the request read at
+//! once after accept, sockets registered for reading only (writable interest
+//! only while a reply waits); a request carrying `Connection: close` is answered and the
 //! connection closed, as a server must.
 //!
 //! Usage: floor-server ADDR FILE [SECONDS]
@@ -35,6 +39,8 @@ struct Conn {
     /// Replies owed before a write completes.
     owed: usize,
     close_after: bool,
+    /// Registered for writable events too (once a reply had to wait).
+    writable: bool,
 }
 
 struct Floor {
@@ -75,6 +81,10 @@ impl Floor {
     fn run(&mut self, addr: SocketAddr, limit: Duration) {
         let mut poll = Poll::new().expect("epoll");
         let mut listener = TcpListener::bind(addr).expect("bind");
+        {
+            use std::os::fd::AsRawFd;
+            httplab_sys::net::set_defer_accept(listener.as_raw_fd(), 1).expect("TCP_DEFER_ACCEPT");
+        }
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .expect("register");
@@ -89,7 +99,7 @@ impl Floor {
                 .expect("epoll_wait");
             for ev in events.iter() {
                 if ev.token() == LISTENER {
-                    self.accept(&poll, &listener, &mut conns, &mut free);
+                    self.accept(&poll, &listener, &mut conns, &mut free, &mut buf);
                     continue;
                 }
                 let i = ev.token().0;
@@ -97,6 +107,17 @@ impl Floor {
                     continue;
                 };
                 let keep = (!ev.is_writable() || self.flush(c)) && self.serve(c, &mut buf);
+                if keep && c.pending > 0 && !c.writable {
+                    // A reply larger than the socket buffer: wait for room.
+                    c.writable = true;
+                    poll.registry()
+                        .reregister(
+                            &mut c.sock,
+                            ev.token(),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .expect("reregister");
+                }
                 if !keep {
                     if let Some(mut c) = conns[i].take() {
                         let _ = poll.registry().deregister(&mut c.sock);
@@ -113,26 +134,39 @@ impl Floor {
         listener: &TcpListener,
         conns: &mut Vec<Option<Conn>>,
         free: &mut Vec<usize>,
+        buf: &mut [u8],
     ) {
         loop {
             match listener.accept() {
-                Ok((mut sock, _)) => {
-                    let _ = sock.set_nodelay(true);
-                    let i = free.pop().unwrap_or_else(|| {
-                        conns.push(None);
-                        conns.len() - 1
-                    });
-                    poll.registry()
-                        .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
-                        .expect("register");
-                    conns[i] = Some(Conn {
+                Ok((sock, _)) => {
+                    self.connections += 1;
+                    let mut c = Conn {
                         sock,
                         state: 0,
                         pending: 0,
                         owed: 0,
                         close_after: false,
+                        writable: false,
+                    };
+                    // The request is there (deferred accept): answer it
+                    // before the socket ever meets epoll.
+                    if !self.serve(&mut c, buf) {
+                        continue;
+                    }
+                    let i = free.pop().unwrap_or_else(|| {
+                        conns.push(None);
+                        conns.len() - 1
                     });
-                    self.connections += 1;
+                    c.writable = c.pending > 0;
+                    let interest = if c.writable {
+                        Interest::READABLE | Interest::WRITABLE
+                    } else {
+                        Interest::READABLE
+                    };
+                    poll.registry()
+                        .register(&mut c.sock, Token(i), interest)
+                        .expect("register");
+                    conns[i] = Some(c);
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(_) => return,
