@@ -53,7 +53,32 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         common::helper_server_toml("beta", None)
     );
     let s = study(&servers, TWO_RUNS);
-    let res = runner::run_study(&s, &Options::default()).unwrap();
+    let opts = Options::default();
+    // The plan `--dry-run` prints is the one that runs: every run it
+    // counts, on the servers and workloads it names.
+    let plan = runner::plan_of(&s, &opts);
+    let shown = runner::describe_plan(&s, &plan);
+    let res = runner::run_study(&s, &opts).unwrap();
+    let (lo, hi) = plan.runs_range();
+    assert_eq!(
+        (lo, hi),
+        (res.runs.len() as u64, res.runs.len() as u64),
+        "{shown}"
+    );
+    for r in &res.runs {
+        let wi = s
+            .workloads
+            .iter()
+            .position(|w| w.name == r.workload)
+            .expect("a planned workload");
+        assert!(
+            plan.servers_of(wi).any(|x| x.name == r.server),
+            "{} not planned for {}",
+            r.server,
+            r.workload
+        );
+        assert!(shown.contains(&format!("  {} (", r.workload)), "{shown}");
+    }
     // 2 servers × 2 workloads × 2 rounds.
     assert_eq!(
         res.runs.len(),
