@@ -13,11 +13,12 @@ use crate::{MergeError, Merged, Options};
 
 /// What the merged document says about its inexact fields
 /// (`config.facts.merge_approximations`).
-const APPROXIMATIONS: [&str; 4] = [
+const APPROXIMATIONS: [&str; 5] = [
     "connection.lifetime_ms.median: count-weighted mean of the shards' medians",
     "series[].p50_ms: reply-weighted mean of the shards' interval medians",
     "series[].p99_ms and self_check.schedule_lag_p50_ms/p99_ms: largest of the shards' values (an upper bound)",
     "totals.max_concurrent_connections: sum of the shards' maxima (an upper bound)",
+    "config.facts.setup_wait_p99_ms: largest of the shards' values (an upper bound)",
 ];
 
 /// Merges the results of every shard of one run. Inputs are (name, result)
@@ -879,7 +880,9 @@ fn merge_series(
         .collect()
 }
 
-/// Merges `config.facts`: counters add, the largest burst is the largest
+/// Merges `config.facts`: counters add (calls abandoned, unsent, retried,
+/// not attempted; setup waits), the p99 setup wait is the largest shard's
+/// (an upper bound), the largest burst is the largest
 /// shard's, the session statistics add; a fact every shard records alike is
 /// kept, others (each shard's command line, host, calibration) are dropped
 /// here and kept in each shard's [`ShardInfo::facts`]. The shard's own `I/N`
@@ -913,10 +916,13 @@ fn merge_facts(runs: &[&RunResult], count: u32) -> RunFacts {
         retried_calls: sum(|f| f.retried_calls),
         max_connecting: agree(&fs, |f| &f.max_connecting),
         local_addrs_auto: agree(&fs, |f| &f.local_addrs_auto),
-        setup_capped: agree(&fs, |f| &f.setup_capped),
-        setup_waited: agree(&fs, |f| &f.setup_waited),
-        setup_wait_p99_ms: agree(&fs, |f| &f.setup_wait_p99_ms),
-        not_attempted: agree(&fs, |f| &f.not_attempted),
+        setup_capped: sum(|f| f.setup_capped),
+        setup_waited: sum(|f| f.setup_waited),
+        setup_wait_p99_ms: fs
+            .iter()
+            .filter_map(|f| f.setup_wait_p99_ms)
+            .reduce(f64::max),
+        not_attempted: sum(|f| f.not_attempted),
         io_engine: agree(&fs, |f| &f.io_engine),
         host: agree(&fs, |f| &f.host),
         client_shard: None,
@@ -986,6 +992,11 @@ mod tests {
             config: httplab_model::RunConfig {
                 facts: RunFacts {
                     unsent_calls: unsent,
+                    // The same counts on both shards: the whole run's are twice them.
+                    not_attempted: Some(3),
+                    setup_capped: Some(1),
+                    setup_waited: Some(7),
+                    setup_wait_p99_ms: Some(f64::from(i) + 2.0),
                     max_connect_burst: Some(u64::from(i) + 3),
                     host: Some(host.into()),
                     run_id: Some("r".into()),
@@ -1001,6 +1012,11 @@ mod tests {
         let (a, b) = (run(0, "a", Some(2)), run(1, "b", None));
         let f = merge_facts(&[&a, &b], 2);
         assert_eq!(f.unsent_calls, Some(2));
+        assert_eq!(
+            (f.not_attempted, f.setup_capped, f.setup_waited),
+            (Some(6), Some(2), Some(14))
+        );
+        assert_eq!(f.setup_wait_p99_ms, Some(3.0));
         assert_eq!(f.max_connect_burst, Some(4));
         assert_eq!(f.host, None);
         assert_eq!(f.run_id.as_deref(), Some("r"));
