@@ -89,7 +89,6 @@ pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m
         opts,
         corpus: &corpus,
         proto: plan.protocol.clone(),
-        client_cores: plan.pinning.client_cores.clone(),
         tls: cert,
         runs: Vec::new(),
         calibrations: CalibrationCache::new(),

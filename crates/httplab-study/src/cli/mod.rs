@@ -137,6 +137,16 @@ fn shard_of(cli: &Cli, study: &mut spec::StudyFile) -> Result<Option<shard::Shar
     Ok(Some(sh))
 }
 
+/// The budget of extra rounds in force: none for a client shard (every
+/// cell exactly its fewest rounds), else `--budget` (None: the study's).
+fn budget_of(cli: &Cli, sharded: bool) -> Option<f64> {
+    if sharded {
+        Some(0.0)
+    } else {
+        cli.budget
+    }
+}
+
 /// Runs the study (Ctrl-C stops it and keeps what ran), then writes the
 /// report, the shard's run files and the summary.
 fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Result<ExitCode> {
@@ -150,11 +160,7 @@ fn run(cli: &Cli, study: &spec::StudyFile, shard: Option<shard::Shard>) -> Resul
         quick: cli.quick,
         tls: cli.tls,
         shard: shard.clone(),
-        budget_s: if shard.is_some() {
-            Some(0.0)
-        } else {
-            cli.budget
-        },
+        budget_s: budget_of(cli, shard.is_some()),
         live,
     };
     let plan = crate::runner::plan_of(study, &opts);

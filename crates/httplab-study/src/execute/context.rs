@@ -1,5 +1,5 @@
-//! The state of a study while it runs: what every run needs (study,
-//! corpus, protocol, client cores, certificate, calibrations) and the rows
+//! The state of a study while it runs: what every run needs (study, its
+//! plan, corpus, protocol, certificate, calibrations) and the rows
 //! filed so far.
 
 use std::path::PathBuf;
@@ -28,8 +28,6 @@ pub struct Execution<'a> {
     pub corpus: &'a CorpusIndex,
     /// The protocol in force (the design's figures are added as it goes).
     pub proto: m::Protocol,
-    /// The load generator's cores.
-    pub client_cores: Vec<usize>,
     /// HTTPS: the study's certificate (also the load generator's CA file).
     pub tls: Option<CertFiles>,
     /// Every run filed so far, in order.

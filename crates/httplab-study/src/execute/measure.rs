@@ -333,7 +333,7 @@ fn one_run(
         (None, _) => None,
     };
     let run = execute_run(
-        &cx.client_cores,
+        &cx.plan.pinning.client_cores,
         &cx.opts.stop,
         slot,
         w,
@@ -410,7 +410,7 @@ fn load_run(
         params: p.clone(),
         root: cx.corpus.root.clone(),
         label,
-        threads: cx.client_cores.len().max(1),
+        threads: cx.plan.pinning.client_cores.len().max(1),
         tls: cx.tls.as_ref().map(|t| RunTls {
             ca: t.cert.clone(),
             resume: w.tls_resume.unwrap_or(true),
@@ -453,7 +453,7 @@ fn prepare_run(
     if !cx.calibrations.contains(&spec) {
         cx.announce(format!("calibrating the client for {}", w.name));
     }
-    let cores = cx.client_cores.clone();
+    let cores = cx.plan.pinning.client_cores.clone();
     spec.client_ceiling = cx.calibrations.ceiling(&spec, |s| {
         with_client_cores(&cores, || httplab_load::calibrate(s))?
     });
@@ -561,9 +561,11 @@ fn client_check(
     if !w.check_client || round > 0 {
         return Ok(None);
     }
-    let c = with_client_cores(&cx.client_cores, || httplab_load::check_client(spec))
-        .and_then(|r| r)
-        .map_err(|e| failed(format!("client check: {e:#}")))?;
+    let c = with_client_cores(&cx.plan.pinning.client_cores, || {
+        httplab_load::check_client(spec)
+    })
+    .and_then(|r| r)
+    .map_err(|e| failed(format!("client check: {e:#}")))?;
     Ok(Some(c))
 }
 
