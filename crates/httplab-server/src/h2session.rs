@@ -183,6 +183,33 @@ impl Budget {
     }
 }
 
+/// What a connection's first bytes say it speaks (`--http2 on`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sniffed {
+    /// Too few bytes yet, all of them the start of the preface.
+    Wait,
+    /// Anything but the preface: HTTP/1.1.
+    Http1,
+    /// The whole 24-octet client preface: HTTP/2 by prior knowledge.
+    Http2,
+}
+
+/// Decides a connection's protocol from its first bytes `first` (looked
+/// at once per connection, until decided); `ended`: the peer sent nothing
+/// more, so a partial preface is HTTP/1.1 (which answers or closes it).
+pub(crate) fn sniff(first: &[u8], ended: bool) -> Sniffed {
+    let n = first.len().min(PREFACE.len());
+    if first[..n] != PREFACE[..n] {
+        Sniffed::Http1
+    } else if n == PREFACE.len() {
+        Sniffed::Http2
+    } else if ended {
+        Sniffed::Http1
+    } else {
+        Sniffed::Wait
+    }
+}
+
 /// Response body waiting for windows.
 #[derive(Debug)]
 enum Waiting {
