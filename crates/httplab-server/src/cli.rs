@@ -645,6 +645,26 @@ mod tests {
     }
 
     #[test]
+    fn http2_where_it_is_not_served_is_a_usage_error() {
+        let off = parse(&[]).unwrap().to_config();
+        assert!(!off.http2);
+        assert!(parse(&["--http2", "on"]).unwrap().to_config().http2);
+        for extra in [
+            &["--model", "threads"][..],
+            &["--io", "uring"],
+            &["--tls-cert", "c.pem", "--tls-key", "k.pem"],
+            &["--processes", "2", "--io", "uring"],
+        ] {
+            let args = ["httplab serve", "--quiet", "--http2", "on"]
+                .iter()
+                .chain(extra)
+                .map(OsString::from)
+                .collect();
+            assert_eq!(main(args).unwrap(), ExitCode::from(2), "{extra:?}");
+        }
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
         assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));

@@ -10,6 +10,12 @@
 //! buffer pool, the accept gate, the shutdown and the sweep are the
 //! worker lifecycle in `lifecycle.rs`, shared with the io_uring engine;
 //! this module waits on epoll and moves bytes.
+//!
+//! A connection speaks HTTP/1.1 (its `Session`) or, with `--http2 on`,
+//! whatever its first bytes say: a `Proto` per connection, decided once
+//! (the HTTP/2 client preface selects the `H2Session`, which then reads
+//! through the session's pooled read buffer). With `--http2 off` every
+//! connection starts as HTTP/1.1 and its step is the HTTP/1.1 one alone.
 
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;

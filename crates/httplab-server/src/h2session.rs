@@ -7,7 +7,9 @@
 //! unchanged), reports writes ([`H2Session::wrote`], which frames more body
 //! data as the queue drains) and asks [`H2Session::deadline`] when to call
 //! [`H2Session::on_timeout`]. Framing and HPACK are `httplab-wire`'s `h2`
-//! codec, the one the load generator's client uses.
+//! codec, the one the load generator's client uses. The event model's epoll
+//! engine drives it with `--http2 on` for a connection whose first bytes
+//! are the client preface ([`sniff`]: h2c by prior knowledge).
 //!
 //! **Requests go to the same handler as HTTP/1.1.** A stream's decoded
 //! header list becomes the wire crate's typed `Request` (the type the

@@ -233,6 +233,19 @@ fn http2_off_answers_the_preface_in_http1() {
 }
 
 #[test]
+fn a_partial_preface_then_the_end_of_input_is_http1() {
+    let site = site();
+    let server = start(h2c_config(&site.root));
+    // The preface's first 18 octets are a whole HTTP/1.1 head: once the
+    // peer ends its input, HTTP/1.1 answers it.
+    let mut c = Client::new(server.local_addr());
+    c.send(&PREFACE[..18]);
+    c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let r = c.read_response(false).expect("an HTTP/1.1 response");
+    assert_eq!(r.status, 505);
+}
+
+#[test]
 fn http2_is_refused_where_it_is_not_served() {
     let site = site();
     for model in [Model::Threads, Model::Fork, Model::Single] {
