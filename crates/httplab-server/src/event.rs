@@ -409,7 +409,10 @@ impl Worker {
         let fd = c.stream.as_raw_fd();
         let mut drained = false;
         loop {
-            match sniff(c.session.unread(), c.session.input_ended()) {
+            // Closing before a byte came (a graceful shutdown of an idle
+            // connection): HTTP/1.1 closes it.
+            let ended = c.session.input_ended() || c.session.closing();
+            match sniff(c.session.unread(), ended) {
                 Sniffed::Http1 => {
                     c.proto = Proto::Http1;
                     return self.step_h1(c, idx, drained);

@@ -246,6 +246,31 @@ fn a_partial_preface_then_the_end_of_input_is_http1() {
 }
 
 #[test]
+fn graceful_shutdown_closes_a_connection_that_sent_nothing() {
+    let site = site();
+    let mut cfg = h2c_config(&site.root);
+    cfg.workers = 1;
+    cfg.defer_accept = false;
+    // Far beyond the clients' read guard: only a graceful close ends the
+    // silent connection in time.
+    cfg.shutdown_timeout = std::time::Duration::from_secs(3600);
+    cfg.idle_timeout = std::time::Duration::from_secs(3600);
+    let server = start(cfg);
+    let mut silent = connect(server.local_addr());
+    // Answered after the silent one was accepted (one worker, accepted in
+    // order), so the silent one is open, undecided, at shutdown.
+    let r = h1_get(server.local_addr(), "/small.html", "");
+    assert_eq!(r.status, 200);
+    let stopper = std::thread::spawn(move || server.shutdown());
+    let mut rest = Vec::new();
+    silent
+        .read_to_end(&mut rest)
+        .expect("closed before the read guard");
+    assert!(rest.is_empty());
+    stopper.join().expect("shutdown");
+}
+
+#[test]
 fn http2_is_refused_where_it_is_not_served() {
     let site = site();
     for model in [Model::Threads, Model::Fork, Model::Single] {
