@@ -18,7 +18,7 @@ use crate::{sys, Server};
 /// Serve a directory over HTTP/1.1.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model)",
+    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 in cleartext by prior knowledge (event model, epoll)",
     long_about = None,
     after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes.",
     args_override_self = true
@@ -174,6 +174,14 @@ pub struct Args {
     /// Also write the statistics as JSON lines to FILE
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// HTTP/2 in cleartext by prior knowledge (h2c): a connection whose
+    /// first bytes are the HTTP/2 client preface speaks HTTP/2, any other
+    /// HTTP/1.1 (one look at the first bytes per connection). Event model
+    /// on epoll only: refused with --model threads|fork|single, --io uring
+    /// and --tls-* (no ALPN h2 yet; no HTTP/3). Off: HTTP/1.1 only, the
+    /// preface is answered 505
+    #[arg(long, value_enum, default_value_t = OnOff::Off)]
+    pub http2: OnOff,
     /// Serve HTTPS (TLS 1.2 and 1.3, ALPN http/1.1) with this PEM certificate
     /// chain, leaf first (needs --tls-key)
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -269,6 +277,7 @@ impl Args {
                 .map(|c| c.0.clone())
                 .unwrap_or_default(),
             cache_control: self.cache_control.clone(),
+            http2: self.http2 == OnOff::On,
             ..d
         }
     }
@@ -381,6 +390,10 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         Ok(a) => a,
         Err(e) => return Ok(httplab_usage::clap_exit("serve", &e, SERVE_HINTS)),
     };
+    if let Err(e) = args.to_config().check_http2() {
+        eprintln!("httplab serve: error: {e}");
+        return Ok(ExitCode::from(httplab_usage::USAGE));
+    }
     if args.processes > 1 {
         if args.model != Model::Event {
             eprintln!(
@@ -420,6 +433,11 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     sys::block_term_signals()?;
     let quiet = cfg.quiet;
     let tls_on = cfg.tls.is_some();
+    let h2c = if cfg.http2 {
+        ", HTTP/1.1 and h2c by prior knowledge"
+    } else {
+        ""
+    };
     let file_io = cfg.file_io;
     let server = Server::start(cfg)?;
     let metrics = args
@@ -429,7 +447,7 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     if !quiet || crate::processes::is_child() {
         let extra = match server.model() {
             Model::Event => format!(
-                "event model, {} workers, {} I/O, {}",
+                "event model, {} workers, {} I/O, {}{h2c}",
                 server.workers(),
                 server.io_engine().name(),
                 file_io_line(file_io, true)
@@ -624,6 +642,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(code, ExitCode::from(2));
+    }
+
+    #[test]
+    fn http2_where_it_is_not_served_is_a_usage_error() {
+        let off = parse(&[]).unwrap().to_config();
+        assert!(!off.http2);
+        assert!(parse(&["--http2", "on"]).unwrap().to_config().http2);
+        for extra in [
+            &["--model", "threads"][..],
+            &["--io", "uring"],
+            &["--tls-cert", "c.pem", "--tls-key", "k.pem"],
+            &["--processes", "2", "--io", "uring"],
+        ] {
+            let args = ["httplab serve", "--quiet", "--http2", "on"]
+                .iter()
+                .chain(extra)
+                .map(OsString::from)
+                .collect();
+            assert_eq!(main(args).unwrap(), ExitCode::from(2), "{extra:?}");
+        }
     }
 
     #[test]

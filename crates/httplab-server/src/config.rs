@@ -176,6 +176,11 @@ pub struct ServerConfig {
     /// `--cache-control` rules: which files' 200, 206 and 304 responses carry
     /// which `Cache-Control` value; empty = no Cache-Control.
     pub cache_control: Vec<CacheRule>,
+    /// `--http2 on`: a connection whose first bytes are the HTTP/2 client
+    /// preface is served by the HTTP/2 machine (h2c by prior knowledge);
+    /// any other speaks HTTP/1.1. Event model on epoll, cleartext only
+    /// ([`ServerConfig::check_http2`]). Off: the preface gets a 505.
+    pub http2: bool,
 }
 
 /// A content coding of precompressed sibling files (`--precompressed`).
@@ -445,6 +450,7 @@ impl Default for ServerConfig {
             tls_handshake_timeout: Duration::from_secs(10),
             precompressed: Vec::new(),
             cache_control: Vec::new(),
+            http2: false,
         }
     }
 }
@@ -457,6 +463,32 @@ impl ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             ..ServerConfig::default()
         }
+    }
+
+    /// Whether `http2` can be served as configured: h2c by prior knowledge
+    /// runs on the event model's epoll engine, in cleartext. The error is
+    /// one line saying what to change.
+    pub fn check_http2(&self) -> Result<(), String> {
+        if !self.http2 {
+            return Ok(());
+        }
+        if self.model != Model::Event {
+            return Err(format!(
+                "--http2 on is served by the event model only (--model event); --model {} speaks HTTP/1.1",
+                self.model.name()
+            ));
+        }
+        if self.io == IoEngine::Uring {
+            return Err(
+                "--http2 on runs on the epoll engine only; use --io epoll or auto".to_string(),
+            );
+        }
+        if self.tls.is_some() {
+            return Err(
+                "--http2 on serves h2c (cleartext, prior knowledge) only; HTTP/2 over TLS (ALPN h2) is not supported yet: drop --tls-cert/--tls-key or --http2".to_string(),
+            );
+        }
+        Ok(())
     }
 
     /// Number of event-model workers after resolving 0 to the core count.
@@ -488,6 +520,54 @@ mod tests {
             .contains("deflate"));
         assert!(parse_codings("gzip,gzip").unwrap_err().contains("twice"));
         assert!(parse_codings("").unwrap_err().contains("unknown"));
+    }
+
+    #[test]
+    fn http2_is_refused_where_it_is_not_served() {
+        let on = ServerConfig {
+            http2: true,
+            ..ServerConfig::default()
+        };
+        assert_eq!(on.check_http2(), Ok(()));
+        let epoll = ServerConfig {
+            io: IoEngine::Epoll,
+            ..on.clone()
+        };
+        assert_eq!(epoll.check_http2(), Ok(()));
+        for model in [Model::Threads, Model::Fork, Model::Single] {
+            let e = ServerConfig {
+                model,
+                ..on.clone()
+            }
+            .check_http2()
+            .unwrap_err();
+            assert!(
+                e.contains(model.name()) && e.contains("--model event"),
+                "{e}"
+            );
+        }
+        let e = ServerConfig {
+            io: IoEngine::Uring,
+            ..on.clone()
+        }
+        .check_http2()
+        .unwrap_err();
+        assert!(e.contains("--io epoll"), "{e}");
+        let tls = Some(TlsFiles {
+            cert: "c.pem".into(),
+            key: "k.pem".into(),
+        });
+        let e = ServerConfig { tls, ..on.clone() }
+            .check_http2()
+            .unwrap_err();
+        assert!(e.contains("ALPN h2"), "{e}");
+        // Off: every model, engine and transport as before.
+        let off = ServerConfig {
+            model: Model::Fork,
+            io: IoEngine::Uring,
+            ..ServerConfig::default()
+        };
+        assert_eq!(off.check_http2(), Ok(()));
     }
 
     #[test]

@@ -10,6 +10,12 @@
 //! buffer pool, the accept gate, the shutdown and the sweep are the
 //! worker lifecycle in `lifecycle.rs`, shared with the io_uring engine;
 //! this module waits on epoll and moves bytes.
+//!
+//! A connection speaks HTTP/1.1 (its `Session`) or, with `--http2 on`,
+//! whatever its first bytes say: a `Proto` per connection, decided once
+//! (the HTTP/2 client preface selects the `H2Session`, which then reads
+//! through the session's pooled read buffer). With `--http2 off` every
+//! connection starts as HTTP/1.1 and its step is the HTTP/1.1 one alone.
 
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
@@ -20,6 +26,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
+use crate::h2session::{sniff, H2Limits, H2Session, Sniffed};
 use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::Flush;
@@ -31,9 +38,22 @@ const WAKER: Token = Token(usize::MAX - 2);
 /// Reads per connection per turn before yielding to others.
 const READS_PER_TURN: usize = 16;
 
+/// The protocol a connection speaks.
+enum Proto {
+    /// HTTP/1.1: the `session`.
+    Http1,
+    /// `--http2 on`, nothing decided yet: the first bytes gather in the
+    /// session's read buffer until [`sniff`] decides (once per connection).
+    Sniff,
+    /// HTTP/2 by prior knowledge. The session only lends its read buffer
+    /// (bytes read there are fed to the machine at once).
+    Http2(Box<H2Session>),
+}
+
 pub(crate) struct Conn {
     stream: TcpStream,
     session: Session,
+    proto: Proto,
     /// Plain or TLS: moves the session's bytes.
     tp: Transport,
     /// Lingering close: output done, write side shut, draining input until
@@ -55,15 +75,24 @@ impl Swept for Conn {
     }
 
     fn deadline(&self, h: &Handler) -> Instant {
-        self.tp.deadline(&self.session, h)
+        match &self.proto {
+            Proto::Http2(s) => s.deadline(h),
+            _ => self.tp.deadline(&self.session, h),
+        }
     }
 
     fn on_timeout(&mut self, h: &mut Handler, now: Instant) -> Option<CloseReason> {
-        self.tp.on_timeout(&mut self.session, h, now)
+        match &mut self.proto {
+            Proto::Http2(s) => s.on_timeout(h, now),
+            _ => self.tp.on_timeout(&mut self.session, h, now),
+        }
     }
 
-    fn session(&mut self) -> &mut Session {
-        &mut self.session
+    fn begin_shutdown(&mut self) {
+        match &mut self.proto {
+            Proto::Http2(s) => s.begin_shutdown(),
+            _ => self.session.begin_shutdown(),
+        }
     }
 }
 
@@ -76,6 +105,8 @@ pub struct Worker {
     conns: Vec<Option<Conn>>,
     read_on_accept: bool,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// `--http2 on` (cleartext): new connections start in [`Proto::Sniff`].
+    h2c: bool,
 }
 
 impl Worker {
@@ -94,6 +125,7 @@ impl Worker {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let read_on_accept = handler.config().defer_accept;
+        let h2c = handler.config().http2 && tls.is_none();
         let core = Core::new(handler, max_conns, shutdown, tls.is_some());
         Ok((
             Worker {
@@ -104,6 +136,7 @@ impl Worker {
                 conns: Vec::new(),
                 read_on_accept,
                 tls,
+                h2c,
             },
             waker,
         ))
@@ -193,6 +226,7 @@ impl Worker {
         self.conns[idx] = Some(Conn {
             stream,
             session: Session::new(peer, now),
+            proto: if self.h2c { Proto::Sniff } else { Proto::Http1 },
             tp,
             linger_until: None,
             want_write: false,
@@ -263,14 +297,23 @@ impl Worker {
     }
 
     /// Returns false when the connection must be closed.
+    #[inline]
     fn step(&mut self, c: &mut Conn, idx: usize) -> bool {
+        match c.proto {
+            Proto::Http1 => self.step_h1(c, idx, false),
+            Proto::Sniff => self.step_sniff(c, idx),
+            Proto::Http2(_) => self.step_h2(c, idx, false),
+        }
+    }
+
+    /// [`Worker::step`] of an HTTP/1.1 connection. `drained`: a short read
+    /// drained the socket: edge-triggered epoll reports the next arrival,
+    /// so another read now would only return EAGAIN.
+    fn step_h1(&mut self, c: &mut Conn, idx: usize, mut drained: bool) -> bool {
         let now = self.core.now;
         let fd = c.stream.as_raw_fd();
         let shutting = self.core.shutdown.begun();
         let mut reads = 0;
-        // A short read drained the socket: edge-triggered epoll reports the
-        // next arrival, so another read now would only return EAGAIN.
-        let mut drained = false;
         self.core.pool.lend_wbuf(&mut c.session);
         self.core.pool.restore_rbuf(&mut c.session);
         loop {
@@ -358,6 +401,156 @@ impl Worker {
                 Err(_) => return false,
             }
         }
+    }
+
+    /// [`Worker::step`] of a connection whose protocol is not known yet:
+    /// reads until its first bytes decide, then goes on as that protocol.
+    fn step_sniff(&mut self, c: &mut Conn, idx: usize) -> bool {
+        let fd = c.stream.as_raw_fd();
+        let mut drained = false;
+        loop {
+            // Closing before a byte came (a graceful shutdown of an idle
+            // connection): HTTP/1.1 closes it.
+            let ended = c.session.input_ended() || c.session.closing();
+            match sniff(c.session.unread(), ended) {
+                Sniffed::Http1 => {
+                    c.proto = Proto::Http1;
+                    return self.step_h1(c, idx, drained);
+                }
+                Sniffed::Http2 => {
+                    let core = &mut self.core;
+                    let mut s = H2Session::new(
+                        c.session.peer(),
+                        core.now,
+                        &core.handler,
+                        H2Limits::default(),
+                    );
+                    if core.shutdown.begun() {
+                        s.begin_shutdown();
+                    }
+                    c.proto = Proto::Http2(Box::new(s));
+                    return self.step_h2(c, idx, drained);
+                }
+                Sniffed::Wait if drained => return true,
+                Sniffed::Wait => {}
+            }
+            self.core.pool.full_rbuf(&mut c.session);
+            match c.tp.fill(&mut c.session, fd, self.core.now) {
+                Ok(Fill::Read { drained: d, .. }) => drained = d,
+                Ok(Fill::Eof) => {}
+                Ok(Fill::WouldBlock) | Ok(Fill::NoRoom) => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// [`Worker::step`] of an HTTP/2 connection: writes the machine's
+    /// output, reads into the session's read buffer and feeds what arrived
+    /// to the machine at once. `drained` as in [`Worker::step_h1`].
+    fn step_h2(&mut self, c: &mut Conn, idx: usize, mut drained: bool) -> bool {
+        let now = self.core.now;
+        let fd = c.stream.as_raw_fd();
+        let budget = self.core.handler.config().sendfile_chunk;
+        let mut reads = 0;
+        // Bytes written this turn: a large response yields to the others
+        // after `budget`, as over HTTP/1.1.
+        let mut sent = 0u64;
+        self.core.pool.restore_rbuf(&mut c.session);
+        loop {
+            if c.linger_until.is_some() {
+                return self.linger_drain(c, idx);
+            }
+            let Proto::Http2(h2) = &mut c.proto else {
+                return false;
+            };
+            if !h2.out.is_empty() {
+                if sent >= budget as u64 {
+                    self.core.ready.push_back(idx);
+                    return true;
+                }
+                let core = &mut self.core;
+                let loopback = c.session.peer_is_loopback();
+                let opts = core.send_path.for_out(&h2.out, loopback, c.tp.is_plain());
+                let mut written = 0;
+                let r = c.tp.write_out(
+                    &mut h2.out,
+                    fd,
+                    budget,
+                    opts,
+                    &mut core.scratch,
+                    &mut written,
+                );
+                core.send_path.count_sent(opts, &mut h2.out);
+                let writes = std::mem::take(&mut h2.out.writes);
+                core.handler.count_io(written, writes);
+                sent += written;
+                if written > 0 {
+                    // Frames more waiting body data into the room made.
+                    h2.wrote(now);
+                }
+                match r {
+                    Ok(Flush::Done) => continue,
+                    Ok(Flush::Blocked) => return self.want_writable(c, idx),
+                    Ok(Flush::Yield) => {
+                        self.core.ready.push_back(idx);
+                        return true;
+                    }
+                    Err(_) => return false,
+                }
+            }
+            if !c.session.unread().is_empty() {
+                // The output is empty, so the machine takes input unless
+                // it is closing (then the input is dropped).
+                h2.feed(c.session.unread(), &mut self.core.handler, now);
+                c.session.consume_unread();
+                continue;
+            }
+            if h2.finished() {
+                if c.session.input_ended() {
+                    return false;
+                }
+                // Drain what the peer still sends, so the close does not
+                // turn into a reset that destroys the GOAWAY.
+                let _ = c.stream.shutdown(std::net::Shutdown::Write);
+                c.linger_until = Some(now + self.core.linger);
+                continue;
+            }
+            if drained || !h2.wants_input() {
+                return true;
+            }
+            if reads >= READS_PER_TURN {
+                self.core.ready.push_back(idx);
+                return true;
+            }
+            self.core.pool.attach_rbuf(&mut c.session);
+            reads += 1;
+            match c.tp.fill(&mut c.session, fd, now) {
+                Ok(Fill::Read { drained: d, .. }) => drained = d,
+                Ok(Fill::Eof) => h2.on_eof(),
+                Ok(Fill::WouldBlock) | Ok(Fill::NoRoom) => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// A write would block: asks for writability (once). False when the
+    /// connection must be closed.
+    fn want_writable(&mut self, c: &mut Conn, idx: usize) -> bool {
+        if c.want_write {
+            return true;
+        }
+        c.want_write = true;
+        // Not yet registered: `register_late` asks for writability.
+        !c.registered
+            || self
+                .poll
+                .registry()
+                .reregister(
+                    &mut c.stream,
+                    Token(idx),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+                .is_ok()
     }
 
     fn linger_drain(&mut self, c: &mut Conn, idx: usize) -> bool {

@@ -7,7 +7,9 @@
 //! unchanged), reports writes ([`H2Session::wrote`], which frames more body
 //! data as the queue drains) and asks [`H2Session::deadline`] when to call
 //! [`H2Session::on_timeout`]. Framing and HPACK are `httplab-wire`'s `h2`
-//! codec, the one the load generator's client uses.
+//! codec, the one the load generator's client uses. The event model's epoll
+//! engine drives it with `--http2 on` for a connection whose first bytes
+//! are the client preface ([`sniff`]: h2c by prior knowledge).
 //!
 //! **Requests go to the same handler as HTTP/1.1.** A stream's decoded
 //! header list becomes the wire crate's typed `Request` (the type the
@@ -180,6 +182,33 @@ impl Budget {
             return Err(Error::Calm(what.what()));
         }
         Ok(())
+    }
+}
+
+/// What a connection's first bytes say it speaks (`--http2 on`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sniffed {
+    /// Too few bytes yet, all of them the start of the preface.
+    Wait,
+    /// Anything but the preface: HTTP/1.1.
+    Http1,
+    /// The whole 24-octet client preface: HTTP/2 by prior knowledge.
+    Http2,
+}
+
+/// Decides a connection's protocol from its first bytes `first` (looked
+/// at once per connection, until decided); `ended`: the peer sent nothing
+/// more, so a partial preface is HTTP/1.1 (which answers or closes it).
+pub(crate) fn sniff(first: &[u8], ended: bool) -> Sniffed {
+    let n = first.len().min(PREFACE.len());
+    if first[..n] != PREFACE[..n] {
+        Sniffed::Http1
+    } else if n == PREFACE.len() {
+        Sniffed::Http2
+    } else if ended {
+        Sniffed::Http1
+    } else {
+        Sniffed::Wait
     }
 }
 

@@ -26,7 +26,8 @@
 //! - `session`: one connection's protocol state machine, without I/O;
 //!   `h2session`: its HTTP/2 twin on `httplab-wire`'s `h2` codec (requests
 //!   to the same handler, responses framed within the peer's windows,
-//!   hostile input bounded; not yet driven by a model).
+//!   hostile input bounded; driven by `event` for h2c by prior knowledge
+//!   with `--http2 on`).
 //! - `handler`: request → response (files, ranges, conditionals, errors);
 //!   `negotiate`: `Accept-Encoding` against a file's precompressed variants.
 //! - `files`: safe path resolution and the per-worker file cache (with the
@@ -135,6 +136,7 @@ impl Server {
         std::fs::read_dir(&root)
             .with_context(|| format!("cannot read root directory {}", root.display()))?;
         config::check_cache_rules(&cfg.cache_control).map_err(anyhow::Error::msg)?;
+        cfg.check_http2().map_err(anyhow::Error::msg)?;
         let tls = match &cfg.tls {
             Some(files) => Some(tls::load(files)?),
             None => None,

@@ -298,7 +298,8 @@ pub(crate) trait Swept {
     fn deadline(&self, h: &Handler) -> Instant;
     /// Applies an expired timeout: Some when the connection must close.
     fn on_timeout(&mut self, h: &mut Handler, now: Instant) -> Option<CloseReason>;
-    fn session(&mut self) -> &mut Session;
+    /// Graceful shutdown began: stop after what is in flight.
+    fn begin_shutdown(&mut self);
 }
 
 /// What the sweep does with one connection.
@@ -435,7 +436,7 @@ fn begin_shutdown<E: Engine>(e: &mut E, now: Instant) {
             e.close(i);
             continue;
         }
-        c.session().begin_shutdown();
+        c.begin_shutdown();
         e.drive(i);
     }
 }
@@ -498,8 +499,8 @@ mod tests {
             self.timeouts += 1;
             self.closes.then_some(CloseReason::Timeout)
         }
-        fn session(&mut self) -> &mut Session {
-            &mut self.session
+        fn begin_shutdown(&mut self) {
+            self.session.begin_shutdown();
         }
     }
 

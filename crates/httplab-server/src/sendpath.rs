@@ -146,6 +146,15 @@ impl SendPath {
         }
     }
 
+    /// [`SendPath::for_write`] for an HTTP/2 connection's output queue, to
+    /// a peer that is (`loopback`) or is not on this machine.
+    pub fn for_out(&mut self, out: &OutQueue, loopback: bool, plain: bool) -> FileOpts {
+        match out.front_file_len() {
+            Some(len) if plain => self.choose(loopback, len),
+            _ => self.sendfile,
+        }
+    }
+
     /// Counts the file bytes `out`'s last write sent with `opts` (taking
     /// them from [`OutQueue::file_bytes`]). Inlined: a write of memory bytes
     /// only pays one test.

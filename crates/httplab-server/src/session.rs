@@ -78,6 +78,29 @@ impl Session {
         })
     }
 
+    /// The peer's address.
+    pub fn peer(&self) -> Option<IpAddr> {
+        self.peer
+    }
+
+    /// The bytes read and not yet processed.
+    pub fn unread(&self) -> &[u8] {
+        &self.rbuf[self.rstart..self.rend]
+    }
+
+    /// Drops the unread bytes (a driver that handed them to another
+    /// machine, the HTTP/2 one, which then only borrows this session's read
+    /// buffer).
+    pub fn consume_unread(&mut self) {
+        self.rstart = 0;
+        self.rend = 0;
+    }
+
+    /// Whether the peer's input ended (end of file read).
+    pub fn input_ended(&self) -> bool {
+        self.eof
+    }
+
     /// Whether closing should drain the peer's input first (it may still be
     /// sending: unread request bytes, an undrained body, or an error), so
     /// that the close does not turn into a reset that destroys the response.

@@ -32,7 +32,7 @@ use rustls::{ServerConfig as RustlsConfig, ServerConnection};
 
 use crate::config::TlsFiles;
 use crate::handler::Handler;
-use crate::out::{FileOpts, Flush};
+use crate::out::{FileOpts, Flush, OutQueue};
 use crate::session::{CloseReason, Session};
 use crate::sys;
 
@@ -304,9 +304,23 @@ impl Transport {
         scratch: &mut Vec<u8>,
         written: &mut u64,
     ) -> io::Result<Flush> {
+        self.write_out(&mut s.out, fd, budget, opts, scratch, written)
+    }
+
+    /// [`Transport::write`] of any output queue (an HTTP/2 connection's).
+    #[inline]
+    pub fn write_out(
+        &mut self,
+        out: &mut OutQueue,
+        fd: RawFd,
+        budget: usize,
+        opts: FileOpts,
+        scratch: &mut Vec<u8>,
+        written: &mut u64,
+    ) -> io::Result<Flush> {
         match self {
-            Transport::Plain => s.out.write_to(fd, budget, opts, scratch, written),
-            Transport::Tls(t) => s.out.write_tls(
+            Transport::Plain => out.write_to(fd, budget, opts, scratch, written),
+            Transport::Tls(t) => out.write_tls(
                 &mut t.conn,
                 &mut |conn: &mut ServerConnection| conn.write_tls(&mut FdIo { fd, short: false }),
                 scratch,

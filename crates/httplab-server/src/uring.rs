@@ -123,8 +123,8 @@ impl Swept for Conn {
         self.session.on_timeout(h, now)
     }
 
-    fn session(&mut self) -> &mut Session {
-        &mut self.session
+    fn begin_shutdown(&mut self) {
+        self.session.begin_shutdown();
     }
 }
 

@@ -720,3 +720,27 @@ fn frames_split_across_reads_are_reassembled() {
     assert_eq!(c.seen.bodies[&1], c.fx.small);
     assert_eq!(c.seen.bodies[&3], c.fx.big);
 }
+
+#[test]
+fn the_first_bytes_pick_the_protocol() {
+    assert_eq!(sniff(b"", false), Sniffed::Wait);
+    assert_eq!(sniff(&PREFACE[..1], false), Sniffed::Wait);
+    assert_eq!(sniff(&PREFACE[..23], false), Sniffed::Wait);
+    assert_eq!(sniff(PREFACE, false), Sniffed::Http2);
+    let mut more = PREFACE.to_vec();
+    more.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    assert_eq!(sniff(&more, false), Sniffed::Http2);
+    assert_eq!(sniff(&more, true), Sniffed::Http2);
+    // The HTTP/1.1 head the preface starts with, and anything else, is
+    // HTTP/1.1 as soon as a byte differs.
+    assert_eq!(sniff(b"GET / HTTP/1.1\r\n", false), Sniffed::Http1);
+    assert_eq!(sniff(b"G", false), Sniffed::Http1);
+    assert_eq!(
+        sniff(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n", false),
+        Sniffed::Http1
+    );
+    assert_eq!(sniff(b"PRI * HTTP/1.1\r\n", false), Sniffed::Http1);
+    // A partial preface and then the end of input: HTTP/1.1 answers it.
+    assert_eq!(sniff(&PREFACE[..18], true), Sniffed::Http1);
+    assert_eq!(sniff(b"", true), Sniffed::Http1);
+}

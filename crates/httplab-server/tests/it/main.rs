@@ -3,6 +3,7 @@
 //! dependency graph). Shared helpers are modules too.
 
 mod conformance;
+mod h2c;
 mod interop;
 mod properties;
 mod support;

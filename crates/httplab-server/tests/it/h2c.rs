@@ -1,0 +1,378 @@
+//! HTTP/2 in cleartext by prior knowledge (`--http2 on`, event model on
+//! epoll): the server on 127.0.0.1 port 0 answers h2c and HTTP/1.1 on one
+//! port, driven by frames written here (404, ranges, the access log, the
+//! statistics, the GOAWAY of a graceful shutdown), by curl
+//! (`--http2-prior-knowledge`; skipped with the reason when curl is missing
+//! or lacks HTTP/2, a failure under CI) and by httplab's own load client
+//! in process, several streams per connection.
+
+use crate::support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+
+use httplab_server::{IoEngine, Model, ServerConfig};
+use httplab_wire::h2::hpack::{request_block, Decoder};
+use httplab_wire::h2::{self as wire, code, flag, frame, Frame, HEAD, PREFACE};
+use support::*;
+
+/// The event model on epoll with `--http2 on`.
+fn h2c_config(root: &std::path::Path) -> ServerConfig {
+    let v = Variant {
+        name: "event/h2c",
+        model: Model::Event,
+        io: IoEngine::Epoll,
+        keep_alive: true,
+        pipelining: true,
+    };
+    let mut c = config(&v, root);
+    c.http2 = true;
+    c
+}
+
+/// One response as a client sees it.
+#[derive(Debug)]
+struct H2Resp {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl H2Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A minimal HTTP/2 client over one blocking socket: one request at a
+/// time, frames read whole, the server's SETTINGS acknowledged.
+struct H2Raw {
+    s: TcpStream,
+    dec: Decoder,
+    next_id: u32,
+}
+
+impl H2Raw {
+    fn open(addr: SocketAddr) -> H2Raw {
+        let mut s = connect(addr);
+        let mut hello = PREFACE.to_vec();
+        wire::write_settings(&mut hello, &[]);
+        // Room for large bodies on the connection; streams keep the
+        // default 65,535-octet window and get more as they read.
+        wire::write_window_update(&mut hello, 0, 16 << 20);
+        s.write_all(&hello).expect("send preface");
+        H2Raw {
+            s,
+            dec: Decoder::new(),
+            next_id: 1,
+        }
+    }
+
+    /// The next frame (head and payload), or None at the end of input.
+    fn frame(&mut self) -> Option<Vec<u8>> {
+        let mut f = vec![0u8; HEAD];
+        if self.s.read_exact(&mut f).is_err() {
+            return None;
+        }
+        let len = wire::frame_len(&f);
+        f.resize(HEAD + len, 0);
+        self.s.read_exact(&mut f[HEAD..]).expect("a whole frame");
+        Some(f)
+    }
+
+    /// GET `path` with `extra` fields on a new stream, read to its end.
+    fn get(&mut self, path: &str, extra: &[(&str, &str)]) -> H2Resp {
+        let id = self.next_id;
+        self.next_id += 2;
+        let block = request_block("GET", false, "localhost", path, extra);
+        let mut out = Vec::new();
+        wire::write_frame(
+            &mut out,
+            frame::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            id,
+            &block,
+        );
+        self.s.write_all(&out).expect("send request");
+        let mut r = H2Resp {
+            status: 0,
+            headers: Vec::new(),
+            body: Vec::new(),
+        };
+        loop {
+            let f = self.frame().expect("the response before the end of input");
+            let end = match wire::decode::frame(&f).expect("a valid frame") {
+                Frame::Settings { ack: false, .. } => {
+                    let mut ack = Vec::new();
+                    wire::write_frame(&mut ack, frame::SETTINGS, flag::ACK, 0, &[]);
+                    self.s.write_all(&ack).expect("send SETTINGS ack");
+                    false
+                }
+                Frame::Headers {
+                    stream,
+                    end_stream,
+                    fragment,
+                    ..
+                } if stream == id => {
+                    let headers = &mut r.headers;
+                    self.dec
+                        .decode(fragment, 1 << 20, |n, v| {
+                            headers.push((
+                                String::from_utf8_lossy(n).into_owned(),
+                                String::from_utf8_lossy(v).into_owned(),
+                            ))
+                        })
+                        .expect("a valid header block");
+                    end_stream
+                }
+                Frame::Data {
+                    stream,
+                    end_stream,
+                    data,
+                    flow_len,
+                } if stream == id => {
+                    r.body.extend_from_slice(data);
+                    if flow_len > 0 && !end_stream {
+                        let mut wu = Vec::new();
+                        wire::write_window_update(&mut wu, id, flow_len);
+                        self.s.write_all(&wu).expect("send WINDOW_UPDATE");
+                    }
+                    end_stream
+                }
+                Frame::RstStream { stream, code } if stream == id => {
+                    panic!("stream {id} reset with {code}")
+                }
+                Frame::GoAway { code, .. } => panic!("GOAWAY {code} before the response"),
+                _ => false,
+            };
+            if end {
+                break;
+            }
+        }
+        r.status = r
+            .header(":status")
+            .and_then(|s| s.parse().ok())
+            .expect("a :status");
+        r
+    }
+}
+
+/// The HTTP/1.1 answer to GET `path` with `extra` header lines.
+fn h1_get(addr: SocketAddr, path: &str, extra: &str) -> Resp {
+    let mut c = Client::new(addr);
+    c.send(get(path, extra).as_bytes());
+    c.read_response(false).expect("an HTTP/1.1 response")
+}
+
+#[test]
+fn h2c_and_http1_share_the_port_with_the_same_answers() {
+    let site = site();
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().join("access.log");
+    let mut cfg = h2c_config(&site.root);
+    cfg.access_log = Some(httplab_server::AccessLog::File(log.clone()));
+    let server = start(cfg);
+    let addr = server.local_addr();
+    let mut c = H2Raw::open(addr);
+    let small = c.get("/small.html", &[]);
+    assert_eq!((small.status, small.body.as_slice()), (200, SMALL));
+    assert_eq!(small.header("content-length"), Some("87"));
+    // A 404 and a range: what HTTP/1.1 answers, in HTTP/2.
+    let miss = c.get("/no-such-file", &[]);
+    let miss1 = h1_get(addr, "/no-such-file", "");
+    assert_eq!((miss.status, miss1.status), (404, 404));
+    assert_eq!(miss.body, miss1.body);
+    assert_eq!(miss.header("content-type"), miss1.header("content-type"));
+    let four_k = std::fs::read(site.root.join("4k.txt")).unwrap();
+    let part = c.get("/4k.txt", &[("range", "bytes=10-19")]);
+    let part1 = h1_get(addr, "/4k.txt", "Range: bytes=10-19\r\n");
+    assert_eq!((part.status, part1.status), (206, 206));
+    assert_eq!(part.body, &four_k[10..20]);
+    assert_eq!(part.body, part1.body);
+    assert_eq!(part.header("content-range"), Some("bytes 10-19/4096"));
+    assert_eq!(part.header("content-range"), part1.header("content-range"));
+    // A file larger than the windows and the cache, byte-exact.
+    let big = c.get("/big.bin", &[]);
+    assert_eq!(big.status, 200);
+    assert!(big.body == site.big, "big.bin differs over h2c");
+    // Graceful shutdown: GOAWAY NO_ERROR naming the last stream (7), then
+    // the end of the connection.
+    let stopper = std::thread::spawn(move || server.shutdown());
+    let mut goaway = None;
+    while let Some(f) = c.frame() {
+        if let Ok(Frame::GoAway { last, code, .. }) = wire::decode::frame(&f) {
+            goaway = Some((last, code));
+        }
+    }
+    assert_eq!(goaway, Some((7, code::NO_ERROR)));
+    drop(c);
+    let stats = stopper.join().expect("shutdown");
+    // 4 over h2c, 2 over HTTP/1.1; 1 + 2 connections.
+    assert_eq!((stats.requests, stats.accepted), (6, 3));
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains("\"GET /small.html HTTP/2.0\" 200 87"), "{log}");
+    assert!(log.contains("\"GET /no-such-file HTTP/2.0\" 404"), "{log}");
+    assert!(log.contains("\"GET /4k.txt HTTP/2.0\" 206 10"), "{log}");
+    assert!(log.contains("\"GET /no-such-file HTTP/1.1\" 404"), "{log}");
+}
+
+#[test]
+fn http2_off_answers_the_preface_in_http1() {
+    let site = site();
+    let mut cfg = h2c_config(&site.root);
+    cfg.http2 = false;
+    let server = start(cfg);
+    let mut c = Client::new(server.local_addr());
+    c.send(PREFACE);
+    let r = c.read_response(false).expect("an HTTP/1.1 response");
+    assert_eq!(r.status, 505);
+}
+
+#[test]
+fn a_partial_preface_then_the_end_of_input_is_http1() {
+    let site = site();
+    let server = start(h2c_config(&site.root));
+    // The preface's first 18 octets are a whole HTTP/1.1 head: once the
+    // peer ends its input, HTTP/1.1 answers it.
+    let mut c = Client::new(server.local_addr());
+    c.send(&PREFACE[..18]);
+    c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let r = c.read_response(false).expect("an HTTP/1.1 response");
+    assert_eq!(r.status, 505);
+}
+
+#[test]
+fn graceful_shutdown_closes_a_connection_that_sent_nothing() {
+    let site = site();
+    let mut cfg = h2c_config(&site.root);
+    cfg.workers = 1;
+    cfg.defer_accept = false;
+    // Far beyond the clients' read guard: only a graceful close ends the
+    // silent connection in time.
+    cfg.shutdown_timeout = std::time::Duration::from_secs(3600);
+    cfg.idle_timeout = std::time::Duration::from_secs(3600);
+    let server = start(cfg);
+    let mut silent = connect(server.local_addr());
+    // Answered after the silent one was accepted (one worker, accepted in
+    // order), so the silent one is open, undecided, at shutdown.
+    let r = h1_get(server.local_addr(), "/small.html", "");
+    assert_eq!(r.status, 200);
+    let stopper = std::thread::spawn(move || server.shutdown());
+    let mut rest = Vec::new();
+    silent
+        .read_to_end(&mut rest)
+        .expect("closed before the read guard");
+    assert!(rest.is_empty());
+    stopper.join().expect("shutdown");
+}
+
+#[test]
+fn http2_is_refused_where_it_is_not_served() {
+    let site = site();
+    for model in [Model::Threads, Model::Fork, Model::Single] {
+        let mut cfg = h2c_config(&site.root);
+        cfg.model = model;
+        let e = httplab_server::Server::start(cfg).unwrap_err().to_string();
+        assert!(e.contains("--model event"), "{e}");
+    }
+}
+
+/// Whether curl is here and speaks HTTP/2 (else a visible skip, a failure
+/// under CI).
+fn curl_with_http2() -> bool {
+    if !require_tool("curl") {
+        return false;
+    }
+    let v = Command::new("curl").arg("-V").output().expect("curl -V");
+    let text = String::from_utf8_lossy(&v.stdout);
+    let h2 = text
+        .lines()
+        .any(|l| l.starts_with("Features:") && l.split_whitespace().any(|f| f == "HTTP2"));
+    if !h2 {
+        httplab_skip::skip("curl lacks HTTP/2 (no HTTP2 in `curl -V` Features)");
+    }
+    h2
+}
+
+#[test]
+fn curl_fetches_small_and_large_files_over_h2c() {
+    if !curl_with_http2() {
+        return;
+    }
+    let site = site();
+    let server = start(h2c_config(&site.root));
+    let base = format!("http://{}", server.local_addr());
+    let out_dir = tempfile::tempdir().unwrap();
+    let curl = |args: &[&str], url: &str| {
+        let out = Command::new("timeout")
+            .args(["-k", "5", "30", "curl", "-sS", "--http2-prior-knowledge"])
+            .args(args)
+            .arg(format!("{base}{url}"))
+            .output()
+            .expect("run curl");
+        assert!(
+            out.status.success(),
+            "curl {url}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let small = out_dir.path().join("small.html");
+    let big = out_dir.path().join("big.bin");
+    for (url, file, want) in [
+        ("/small.html", &small, SMALL),
+        ("/big.bin", &big, site.big.as_slice()),
+    ] {
+        let w = curl(
+            &[
+                "--fail",
+                "-o",
+                file.to_str().unwrap(),
+                "-w",
+                "%{http_version} %{http_code}",
+            ],
+            url,
+        );
+        assert_eq!(String::from_utf8_lossy(&w), "2 200", "{url}");
+        assert!(std::fs::read(file).unwrap() == want, "{url} differs");
+    }
+    let w = curl(
+        &["-o", "/dev/null", "-w", "%{http_version} %{http_code}"],
+        "/nope",
+    );
+    assert_eq!(String::from_utf8_lossy(&w), "2 404");
+    assert_eq!(curl(&["-r", "10-19"], "/small.html"), &SMALL[10..20]);
+    let stats = server.shutdown();
+    assert_eq!(stats.requests, 4);
+}
+
+#[test]
+fn httplab_load_runs_many_streams_per_connection_over_h2c() {
+    let site = site();
+    let server = start(h2c_config(&site.root));
+    let port = server.local_addr().port();
+    let spec = httplab_load::parse_args(
+        format!(
+            "--http2 --server 127.0.0.1 --port {port} --uri /4k.txt --num-conns 4 \
+             --num-calls 50 --max-concurrent-streams 8 --timeout 10"
+        )
+        .split_whitespace(),
+    )
+    .expect("a valid load spec");
+    let r = httplab_load::run(&spec, false).expect("the load run");
+    let h2 = r.http2.as_ref().expect("an HTTP/2 block");
+    assert_eq!(r.totals.connections, 4);
+    assert_eq!(r.totals.requests, 200);
+    assert_eq!(r.totals.replies, 200);
+    assert_eq!(r.reply.status.success, 200);
+    assert_eq!(r.errors.total, 0);
+    assert_eq!((h2.streams_completed, h2.streams_failed), (200, 0));
+    assert!(h2.cleartext && h2.rst_stream_received.is_empty());
+    assert_eq!(r.accuracy.bytes_received, 200 * 4096);
+    let stats = server.shutdown();
+    assert_eq!((stats.requests, stats.accepted), (200, 4));
+}
