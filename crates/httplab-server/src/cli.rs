@@ -18,7 +18,7 @@ use crate::{sys, Server};
 /// Serve a directory over HTTP/1.1.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 in cleartext by prior knowledge (event model, epoll)",
+    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 (h2c by prior knowledge, h2 by ALPN over TLS; event model, epoll)",
     long_about = None,
     after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes.",
     args_override_self = true
@@ -174,12 +174,13 @@ pub struct Args {
     /// Also write the statistics as JSON lines to FILE
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
-    /// HTTP/2 in cleartext by prior knowledge (h2c): a connection whose
-    /// first bytes are the HTTP/2 client preface speaks HTTP/2, any other
-    /// HTTP/1.1 (one look at the first bytes per connection). Event model
-    /// on epoll only: refused with --model threads|fork|single, --io uring
-    /// and --tls-* (no ALPN h2 yet; no HTTP/3). Off: HTTP/1.1 only, the
-    /// preface is answered 505
+    /// HTTP/2 beside HTTP/1.1. In cleartext by prior knowledge (h2c): a
+    /// connection whose first bytes are the HTTP/2 client preface speaks
+    /// HTTP/2, any other HTTP/1.1. With --tls-*: ALPN offers h2, then
+    /// http/1.1, and the handshake's choice decides. Event model on epoll
+    /// only: refused with --model threads|fork|single and --io uring (no
+    /// HTTP/3 yet). Off: HTTP/1.1 only, the preface is answered 505 and
+    /// ALPN offers http/1.1 alone
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub http2: OnOff,
     /// Serve HTTPS (TLS 1.2 and 1.3, ALPN http/1.1) with this PEM certificate
@@ -405,7 +406,7 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         let mut a = args;
         a.workers = Some(a.workers.unwrap_or(1));
         if let Some(files) = &a.to_config().tls {
-            if let Err(e) = crate::tls::load(files) {
+            if let Err(e) = crate::tls::load(files, a.http2 == OnOff::On) {
                 eprintln!("httplab serve: error: {e}");
                 return Ok(ExitCode::from(httplab_usage::USAGE));
             }
@@ -423,7 +424,7 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     if let Some(files) = &cfg.tls {
         // A certificate or key that cannot be used is a usage error: one
         // line, exit 2, before anything is bound.
-        if let Err(e) = crate::tls::load(files) {
+        if let Err(e) = crate::tls::load(files, cfg.http2) {
             eprintln!("httplab serve: error: {e}");
             return Ok(ExitCode::from(httplab_usage::USAGE));
         }
@@ -433,10 +434,10 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
     sys::block_term_signals()?;
     let quiet = cfg.quiet;
     let tls_on = cfg.tls.is_some();
-    let h2c = if cfg.http2 {
-        ", HTTP/1.1 and h2c by prior knowledge"
-    } else {
-        ""
+    let h2c = match (cfg.http2, cfg.tls.is_some()) {
+        (false, _) => "",
+        (true, false) => ", HTTP/1.1 and h2c by prior knowledge",
+        (true, true) => ", HTTP/1.1 and HTTP/2 by ALPN (h2, http/1.1)",
     };
     let file_io = cfg.file_io;
     let server = Server::start(cfg)?;
@@ -652,7 +653,6 @@ mod tests {
         for extra in [
             &["--model", "threads"][..],
             &["--io", "uring"],
-            &["--tls-cert", "c.pem", "--tls-key", "k.pem"],
             &["--processes", "2", "--io", "uring"],
         ] {
             let args = ["httplab serve", "--quiet", "--http2", "on"]

@@ -176,10 +176,12 @@ pub struct ServerConfig {
     /// `--cache-control` rules: which files' 200, 206 and 304 responses carry
     /// which `Cache-Control` value; empty = no Cache-Control.
     pub cache_control: Vec<CacheRule>,
-    /// `--http2 on`: a connection whose first bytes are the HTTP/2 client
-    /// preface is served by the HTTP/2 machine (h2c by prior knowledge);
-    /// any other speaks HTTP/1.1. Event model on epoll, cleartext only
-    /// ([`ServerConfig::check_http2`]). Off: the preface gets a 505.
+    /// `--http2 on`: in cleartext, a connection whose first bytes are the
+    /// HTTP/2 client preface is served by the HTTP/2 machine (h2c by prior
+    /// knowledge); over TLS, one whose handshake chose ALPN `h2`. Any other
+    /// speaks HTTP/1.1. Event model on epoll only
+    /// ([`ServerConfig::check_http2`]). Off: the preface gets a 505 and
+    /// ALPN offers `http/1.1` alone.
     pub http2: bool,
 }
 
@@ -465,8 +467,8 @@ impl ServerConfig {
         }
     }
 
-    /// Whether `http2` can be served as configured: h2c by prior knowledge
-    /// runs on the event model's epoll engine, in cleartext. The error is
+    /// Whether `http2` can be served as configured: HTTP/2 runs on the
+    /// event model's epoll engine (cleartext and TLS). The error is
     /// one line saying what to change.
     pub fn check_http2(&self) -> Result<(), String> {
         if !self.http2 {
@@ -481,11 +483,6 @@ impl ServerConfig {
         if self.io == IoEngine::Uring {
             return Err(
                 "--http2 on runs on the epoll engine only; use --io epoll or auto".to_string(),
-            );
-        }
-        if self.tls.is_some() {
-            return Err(
-                "--http2 on serves h2c (cleartext, prior knowledge) only; HTTP/2 over TLS (ALPN h2) is not supported yet: drop --tls-cert/--tls-key or --http2".to_string(),
             );
         }
         Ok(())
@@ -557,10 +554,8 @@ mod tests {
             cert: "c.pem".into(),
             key: "k.pem".into(),
         });
-        let e = ServerConfig { tls, ..on.clone() }
-            .check_http2()
-            .unwrap_err();
-        assert!(e.contains("ALPN h2"), "{e}");
+        // Over TLS: ALPN h2 on the same engine.
+        assert_eq!(ServerConfig { tls, ..on.clone() }.check_http2(), Ok(()));
         // Off: every model, engine and transport as before.
         let off = ServerConfig {
             model: Model::Fork,

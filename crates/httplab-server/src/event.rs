@@ -12,9 +12,10 @@
 //! this module waits on epoll and moves bytes.
 //!
 //! A connection speaks HTTP/1.1 (its `Session`) or, with `--http2 on`,
-//! whatever its first bytes say: a `Proto` per connection, decided once
-//! (the HTTP/2 client preface selects the `H2Session`, which then reads
-//! through the session's pooled read buffer). With `--http2 off` every
+//! what its TLS handshake chose by ALPN or, in cleartext, what its first
+//! bytes say: a `Proto` per connection, decided once (`h2` or the HTTP/2
+//! client preface selects the `H2Session`, which then reads through the
+//! session's pooled read buffer). With `--http2 off` every
 //! connection starts as HTTP/1.1 and its step is the HTTP/1.1 one alone.
 
 use std::io::{self, Read};
@@ -31,7 +32,7 @@ use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::Flush;
 use crate::session::{CloseReason, Session};
-use crate::tls::{Fill, Transport};
+use crate::tls::{Alpn, Fill, Transport};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
@@ -42,8 +43,9 @@ const READS_PER_TURN: usize = 16;
 enum Proto {
     /// HTTP/1.1: the `session`.
     Http1,
-    /// `--http2 on`, nothing decided yet: the first bytes gather in the
-    /// session's read buffer until [`sniff`] decides (once per connection).
+    /// `--http2 on`, nothing decided yet: in cleartext the first bytes
+    /// gather in the session's read buffer until [`sniff`] decides; over
+    /// TLS the handshake's ALPN choice decides (once per connection).
     Sniff,
     /// HTTP/2 by prior knowledge. The session only lends its read buffer
     /// (bytes read there are fed to the machine at once).
@@ -105,8 +107,8 @@ pub struct Worker {
     conns: Vec<Option<Conn>>,
     read_on_accept: bool,
     tls: Option<Arc<rustls::ServerConfig>>,
-    /// `--http2 on` (cleartext): new connections start in [`Proto::Sniff`].
-    h2c: bool,
+    /// `--http2 on`: new connections start in [`Proto::Sniff`].
+    http2: bool,
 }
 
 impl Worker {
@@ -125,7 +127,7 @@ impl Worker {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let read_on_accept = handler.config().defer_accept;
-        let h2c = handler.config().http2 && tls.is_none();
+        let http2 = handler.config().http2;
         let core = Core::new(handler, max_conns, shutdown, tls.is_some());
         Ok((
             Worker {
@@ -136,7 +138,7 @@ impl Worker {
                 conns: Vec::new(),
                 read_on_accept,
                 tls,
-                h2c,
+                http2,
             },
             waker,
         ))
@@ -226,7 +228,11 @@ impl Worker {
         self.conns[idx] = Some(Conn {
             stream,
             session: Session::new(peer, now),
-            proto: if self.h2c { Proto::Sniff } else { Proto::Http1 },
+            proto: if self.http2 {
+                Proto::Sniff
+            } else {
+                Proto::Http1
+            },
             tp,
             linger_until: None,
             want_write: false,
@@ -404,15 +410,48 @@ impl Worker {
     }
 
     /// [`Worker::step`] of a connection whose protocol is not known yet:
-    /// reads until its first bytes decide, then goes on as that protocol.
+    /// completes a TLS handshake (writing its records) or reads until the
+    /// first bytes decide, then goes on as that protocol.
     fn step_sniff(&mut self, c: &mut Conn, idx: usize) -> bool {
         let fd = c.stream.as_raw_fd();
         let mut drained = false;
         loop {
+            if c.tp.has_output(&c.session) {
+                // Handshake records (the session has written nothing yet).
+                let core = &mut self.core;
+                let mut written = 0;
+                let opts = core.send_path.for_write(&c.session, c.tp.is_plain());
+                let r = c.tp.write(
+                    &mut c.session,
+                    fd,
+                    core.handler.config().sendfile_chunk,
+                    opts,
+                    &mut core.scratch,
+                    &mut written,
+                );
+                let writes = std::mem::take(&mut c.session.out.writes);
+                core.handler.count_io(written, writes);
+                match r {
+                    Ok(Flush::Done) => {}
+                    Ok(Flush::Blocked) => return self.want_writable(c, idx),
+                    Ok(Flush::Yield) => {
+                        self.core.ready.push_back(idx);
+                        return true;
+                    }
+                    Err(_) => return false,
+                }
+            }
             // Closing before a byte came (a graceful shutdown of an idle
             // connection): HTTP/1.1 closes it.
             let ended = c.session.input_ended() || c.session.closing();
-            match sniff(c.session.unread(), ended) {
+            let decided = match c.tp.alpn() {
+                None => sniff(c.session.unread(), ended),
+                Some(Alpn::Handshaking) if ended => Sniffed::Http1,
+                Some(Alpn::Handshaking) => Sniffed::Wait,
+                Some(Alpn::H2) => Sniffed::Http2,
+                Some(Alpn::Http1) => Sniffed::Http1,
+            };
+            match decided {
                 Sniffed::Http1 => {
                     c.proto = Proto::Http1;
                     return self.step_h1(c, idx, drained);
@@ -463,7 +502,7 @@ impl Worker {
             let Proto::Http2(h2) = &mut c.proto else {
                 return false;
             };
-            if !h2.out.is_empty() {
+            if c.tp.has_output_of(&h2.out) {
                 if sent >= budget as u64 {
                     self.core.ready.push_back(idx);
                     return true;
@@ -506,6 +545,9 @@ impl Worker {
                 continue;
             }
             if h2.finished() {
+                if c.tp.close_notify() {
+                    continue;
+                }
                 if c.session.input_ended() {
                     return false;
                 }

@@ -138,7 +138,7 @@ impl Server {
         config::check_cache_rules(&cfg.cache_control).map_err(anyhow::Error::msg)?;
         cfg.check_http2().map_err(anyhow::Error::msg)?;
         let tls = match &cfg.tls {
-            Some(files) => Some(tls::load(files)?),
+            Some(files) => Some(tls::load(files, cfg.http2)?),
             None => None,
         };
         let _ = sys::raise_nofile_limit();
@@ -242,7 +242,7 @@ fn start_event(
     handle.addr = listeners[0].local_addr()?;
     handle.workers = n;
     let per_worker = cfg.max_connections.div_ceil(n);
-    let mut uring = wants_uring(cfg.io, tls.is_some())?;
+    let mut uring = wants_uring(cfg.io, tls.is_some(), cfg.http2)?;
     for (i, l) in listeners.into_iter().enumerate() {
         if uring {
             let h = make_handler();
@@ -312,8 +312,9 @@ fn set_listener_options(cfg: &ServerConfig, listeners: &[TcpListener]) {
 }
 
 /// Whether the event model starts on io_uring (`auto` may still fall back
-/// to epoll when a ring cannot be set up).
-fn wants_uring(io: IoEngine, tls: bool) -> anyhow::Result<bool> {
+/// to epoll when a ring cannot be set up; `auto` with HTTP/2 stays on
+/// epoll, the engine that serves it).
+fn wants_uring(io: IoEngine, tls: bool, http2: bool) -> anyhow::Result<bool> {
     Ok(match io {
         IoEngine::Epoll => false,
         IoEngine::Uring => {
@@ -329,7 +330,9 @@ fn wants_uring(io: IoEngine, tls: bool) -> anyhow::Result<bool> {
             }
             true
         }
-        IoEngine::Auto => AUTO_PREFERS_URING && !tls && httplab_sys::uring::probe().is_ok(),
+        IoEngine::Auto => {
+            AUTO_PREFERS_URING && !tls && !http2 && httplab_sys::uring::probe().is_ok()
+        }
     })
 }
 

@@ -36,10 +36,17 @@ use crate::out::{FileOpts, Flush, OutQueue};
 use crate::session::{CloseReason, Session};
 use crate::sys;
 
-/// ALPN protocols offered: HTTP/1.1 only. A client that offers ALPN but
-/// not `http/1.1` (e.g. only `h2`) gets a fatal `no_application_protocol`
-/// alert (RFC 7301, section 3.2); a client offering no ALPN is served.
+/// ALPN protocols offered with `--http2 off`: HTTP/1.1 only. A client that
+/// offers ALPN but not `http/1.1` (e.g. only `h2`) gets a fatal
+/// `no_application_protocol` alert (RFC 7301, section 3.2); a client
+/// offering no ALPN is served HTTP/1.1.
 pub const ALPN: &[&[u8]] = &[b"http/1.1"];
+
+/// ALPN protocols offered with `--http2 on`, in the server's preference
+/// (rustls picks the first of these the client offers): `h2`, else
+/// `http/1.1`. A client offering no ALPN speaks HTTP/1.1 (RFC 9113,
+/// section 3.3: HTTP/2 over TLS is chosen by ALPN only).
+pub const ALPN_H2: &[&[u8]] = &[b"h2", b"http/1.1"];
 
 /// Stateful session-ID cache entries (TLS 1.2 clients without tickets).
 const SESSION_CACHE: usize = 4096;
@@ -47,9 +54,10 @@ const SESSION_CACHE: usize = 4096;
 /// Loads the certificate chain and key and builds the rustls server
 /// configuration: TLS 1.2 and 1.3, ALPN http/1.1, session resumption by
 /// stateless tickets (see `tickets`: every worker and forked child can
-/// decrypt them) and by a session-ID cache. Errors are one line
-/// naming the file and the problem.
-pub fn load(files: &TlsFiles) -> anyhow::Result<Arc<RustlsConfig>> {
+/// decrypt them) and by a session-ID cache. `http2`: ALPN offers `h2`
+/// first ([`ALPN_H2`]). Errors are one line naming the file and the
+/// problem.
+pub fn load(files: &TlsFiles, http2: bool) -> anyhow::Result<Arc<RustlsConfig>> {
     let cert_path = files.cert.display();
     let key_path = files.key.display();
     let cert_pem = std::fs::read(&files.cert)
@@ -82,7 +90,8 @@ pub fn load(files: &TlsFiles) -> anyhow::Result<Arc<RustlsConfig>> {
             }
             e => anyhow!("cannot use TLS certificate {cert_path} with key {key_path}: {e}"),
         })?;
-    cfg.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+    let alpn = if http2 { ALPN_H2 } else { ALPN };
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     cfg.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     cfg.ticketer = Arc::new(
         crate::tickets::Tickets::new().map_err(|_| anyhow!("cannot create TLS ticket keys"))?,
@@ -140,6 +149,17 @@ pub enum Transport {
     Plain,
     /// HTTPS.
     Tls(Box<TlsConn>),
+}
+
+/// What a TLS connection's handshake chose ([`Transport::alpn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alpn {
+    /// The handshake is not over yet.
+    Handshaking,
+    /// ALPN chose `h2`: the client's next bytes are the HTTP/2 preface.
+    H2,
+    /// `http/1.1`, or no ALPN at all: HTTP/1.1.
+    Http1,
 }
 
 /// Result of [`Transport::fill`].
@@ -275,12 +295,33 @@ impl Transport {
 
     /// Whether anything waits to be written (session output, or TLS
     /// records such as handshake messages, tickets and alerts).
+    #[inline]
     pub fn has_output(&self, s: &Session) -> bool {
-        !s.out.is_empty()
+        self.has_output_of(&s.out)
+    }
+
+    /// [`Transport::has_output`] for any output queue (an HTTP/2
+    /// connection's).
+    #[inline]
+    pub fn has_output_of(&self, out: &OutQueue) -> bool {
+        !out.is_empty()
             || match self {
                 Transport::Plain => false,
                 Transport::Tls(t) => t.conn.wants_write(),
             }
+    }
+
+    /// The protocol ALPN chose; `None` in cleartext (no handshake: the
+    /// first bytes tell).
+    pub fn alpn(&self) -> Option<Alpn> {
+        match self {
+            Transport::Plain => None,
+            Transport::Tls(t) if t.conn.is_handshaking() => Some(Alpn::Handshaking),
+            Transport::Tls(t) => Some(match t.conn.alpn_protocol() {
+                Some(b"h2") => Alpn::H2,
+                _ => Alpn::Http1,
+            }),
+        }
     }
 
     /// Cleartext: file bytes leave by the path the caller picks (TLS

@@ -143,17 +143,23 @@ const PNG: &[u8] = &[
 
 #[test]
 fn chromium_loads_page_with_20_images() {
-    chromium_gallery(false);
+    chromium_gallery(false, false);
 }
 
 #[test]
 fn chromium_loads_page_with_20_images_over_https() {
-    chromium_gallery(true);
+    chromium_gallery(true, false);
+}
+
+#[test]
+fn chromium_loads_page_with_20_images_over_h2() {
+    chromium_gallery(true, true);
 }
 
 /// Headless Chromium loads a page with 20 images (over HTTPS with a
-/// self-signed certificate when `tls`) and all 20 decode.
-fn chromium_gallery(tls: bool) {
+/// self-signed certificate when `tls`; with `--http2 on` when `http2`, so
+/// ALPN chooses h2) and all 20 decode.
+fn chromium_gallery(tls: bool, http2: bool) {
     if !require_tool("chromium") {
         return;
     }
@@ -186,6 +192,7 @@ fn chromium_gallery(tls: bool) {
     if tls {
         cfg = with_tls(cfg, &tc);
     }
+    cfg.http2 = http2;
     let server = start(cfg);
     let scheme = if tls { "https" } else { "http" };
     let out = bounded(90, "chromium")
@@ -218,10 +225,12 @@ fn chromium_gallery(tls: bool) {
         dom.contains("images-loaded=20"),
         "not every image decoded: {dom}"
     );
-    // And the server's own log shows every image served with 200.
+    // And the server's own log shows every image served with 200, in the
+    // protocol ALPN chose.
     let text = std::fs::read_to_string(&log).unwrap();
+    let version = if http2 { "HTTP/2.0" } else { "HTTP/1.1" };
     for i in 0..20 {
-        let needle = format!("\"GET /gallery/img{i}.png HTTP/1.1\" 200 ");
+        let needle = format!("\"GET /gallery/img{i}.png {version}\" 200 ");
         assert!(text.contains(&needle), "img{i}.png not served: {text}");
     }
 }

@@ -3,7 +3,7 @@
 //! dependency graph). Shared helpers are modules too.
 
 mod conformance;
-mod h2c;
+mod http2;
 mod interop;
 mod properties;
 mod support;

@@ -1,10 +1,11 @@
-//! HTTP/2 in cleartext by prior knowledge (`--http2 on`, event model on
-//! epoll): the server on 127.0.0.1 port 0 answers h2c and HTTP/1.1 on one
-//! port, driven by frames written here (404, ranges, the access log, the
-//! statistics, the GOAWAY of a graceful shutdown), by curl
-//! (`--http2-prior-knowledge`; skipped with the reason when curl is missing
-//! or lacks HTTP/2, a failure under CI) and by httplab's own load client
-//! in process, several streams per connection.
+//! HTTP/2 (`--http2 on`, event model on epoll): the server on 127.0.0.1
+//! port 0 answers h2c by prior knowledge and HTTP/1.1 on one port, driven
+//! by frames written here (404, ranges, the access log, the statistics, the
+//! GOAWAY of a graceful shutdown), by curl (`--http2-prior-knowledge`;
+//! skipped with the reason when curl is missing or lacks HTTP/2, a failure
+//! under CI) and by httplab's own load client in process, several streams
+//! per connection. Over TLS, ALPN chooses h2 or http/1.1: curl, nghttp,
+//! h2load and httplab's client, and a rustls client offering no ALPN.
 
 use crate::support;
 
@@ -375,4 +376,177 @@ fn httplab_load_runs_many_streams_per_connection_over_h2c() {
     assert_eq!(r.accuracy.bytes_received, 200 * 4096);
     let stats = server.shutdown();
     assert_eq!((stats.requests, stats.accepted), (200, 4));
+}
+
+/// The event model on epoll with `--http2 on` over TLS (ALPN h2, http/1.1).
+fn h2_tls_config(root: &std::path::Path, tc: &TestCert) -> ServerConfig {
+    with_tls(h2c_config(root), tc)
+}
+
+#[test]
+fn curl_negotiates_h2_or_http1_by_alpn_over_tls() {
+    if !curl_with_http2() {
+        return;
+    }
+    let site = site();
+    let tc = test_cert();
+    let server = start(h2_tls_config(&site.root, &tc));
+    let port = server.local_addr().port();
+    // The certificate names localhost; --resolve keeps it on 127.0.0.1.
+    let resolve = format!("localhost:{port}:127.0.0.1");
+    let base = format!("https://localhost:{port}");
+    let out_dir = tempfile::tempdir().unwrap();
+    let big = out_dir.path().join("big.bin");
+    let curl = |args: &[&str], url: &str| {
+        let out = Command::new("timeout")
+            .args(["-k", "5", "30", "curl", "-sS", "-v", "--resolve", &resolve])
+            .arg("--cacert")
+            .arg(&tc.cert)
+            .args(args)
+            .arg(format!("{base}{url}"))
+            .output()
+            .expect("run curl");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "curl {url}: {err}");
+        (out.stdout, err)
+    };
+    let (w, err) = curl(
+        &[
+            "--http2",
+            "--fail",
+            "-o",
+            big.to_str().unwrap(),
+            "-w",
+            "%{http_version} %{http_code}",
+        ],
+        "/big.bin",
+    );
+    assert_eq!(String::from_utf8_lossy(&w), "2 200", "{err}");
+    assert!(err.contains("ALPN: server accepted h2"), "{err}");
+    assert!(std::fs::read(&big).unwrap() == site.big, "big.bin differs");
+    let (w, _) = curl(
+        &[
+            "--http2",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code}",
+        ],
+        "/nope",
+    );
+    assert_eq!(String::from_utf8_lossy(&w), "2 404");
+    let (body, _) = curl(&["--http2", "-r", "10-19"], "/small.html");
+    assert_eq!(body, &SMALL[10..20]);
+    // A client offering only http/1.1 gets it on the same port.
+    let (w, err) = curl(
+        &[
+            "--http1.1",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version} %{http_code}",
+        ],
+        "/small.html",
+    );
+    assert_eq!(String::from_utf8_lossy(&w), "1.1 200", "{err}");
+    assert!(err.contains("ALPN: server accepted http/1.1"), "{err}");
+    let stats = server.shutdown();
+    assert_eq!(stats.requests, 4);
+}
+
+#[test]
+fn a_tls_client_without_alpn_speaks_http1() {
+    let site = site();
+    let tc = test_cert();
+    let server = start(h2_tls_config(&site.root, &tc));
+    let cfg = tls_client(&tc, &[&rustls::version::TLS13], &[]);
+    let mut c = tls_connect(server.local_addr(), &cfg).expect("handshake");
+    assert_eq!(c.stream.conn.alpn_protocol(), None);
+    c.send(get("/small.html", "").as_bytes());
+    let r = c.read_response(false).expect("a response");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, SMALL);
+    drop(c);
+    // Offering h2 alone: h2 is chosen and the server's SETTINGS come first.
+    let cfg = tls_client(&tc, &[&rustls::version::TLS13], &[b"h2"]);
+    let mut c = tls_connect(server.local_addr(), &cfg).expect("handshake");
+    assert_eq!(c.stream.conn.alpn_protocol(), Some(&b"h2"[..]));
+    let mut hello = PREFACE.to_vec();
+    wire::write_settings(&mut hello, &[]);
+    c.send(&hello);
+    let mut head = [0u8; HEAD];
+    c.stream.read_exact(&mut head).expect("a frame");
+    assert_eq!(head[3], frame::SETTINGS, "first frame: {head:?}");
+    drop(c);
+    server.shutdown();
+}
+
+#[test]
+fn httplab_load_runs_many_streams_per_connection_over_tls() {
+    let site = site();
+    let tc = test_cert();
+    let server = start(h2_tls_config(&site.root, &tc));
+    let port = server.local_addr().port();
+    let spec = httplab_load::parse_args(
+        format!(
+            "--http2 --ssl --server 127.0.0.1 --port {port} --uri /4k.txt --num-conns 4 \
+             --num-calls 50 --max-concurrent-streams 8 --timeout 10"
+        )
+        .split_whitespace(),
+    )
+    .expect("a valid load spec");
+    let r = httplab_load::run(&spec, false).expect("the load run");
+    let h2 = r.http2.as_ref().expect("an HTTP/2 block");
+    assert_eq!(r.totals.requests, 200);
+    assert_eq!(r.totals.replies, 200);
+    assert_eq!(r.reply.status.success, 200);
+    assert_eq!(r.errors.total, 0);
+    assert_eq!((h2.streams_completed, h2.streams_failed), (200, 0));
+    assert!(!h2.cleartext);
+    assert_eq!(r.accuracy.bytes_received, 200 * 4096);
+    let stats = server.shutdown();
+    assert_eq!((stats.requests, stats.accepted), (200, 4));
+}
+
+#[test]
+fn h2load_and_nghttp_over_tls() {
+    if !require_tool("h2load") || !require_tool("nghttp") {
+        return;
+    }
+    let site = site();
+    let tc = test_cert();
+    let server = start(h2_tls_config(&site.root, &tc));
+    let url = format!("https://127.0.0.1:{}/4k.txt", server.local_addr().port());
+    let out = Command::new("timeout")
+        .args([
+            "-k", "5", "60", "h2load", "-n", "2000", "-c", "4", "-m", "10",
+        ])
+        .arg(&url)
+        .output()
+        .expect("run h2load");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "h2load: {text}");
+    assert!(text.contains("Application protocol: h2"), "{text}");
+    assert!(
+        text.contains("2000 total, 2000 started, 2000 done, 2000 succeeded, 0 failed"),
+        "{text}"
+    );
+    assert!(text.contains("status codes: 2000 2xx"), "{text}");
+    // nghttp prints the body; -s its statistics are not needed.
+    let out = Command::new("timeout")
+        .args(["-k", "5", "30", "nghttp"])
+        .arg(format!(
+            "https://127.0.0.1:{}/small.html",
+            server.local_addr().port()
+        ))
+        .output()
+        .expect("run nghttp");
+    assert!(
+        out.status.success(),
+        "nghttp: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, SMALL);
+    let stats = server.shutdown();
+    assert_eq!(stats.requests, 2001);
 }
