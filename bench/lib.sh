@@ -32,7 +32,15 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 # TLS=1: start_server serves HTTPS with a self-signed certificate for
 # 127.0.0.1/localhost made once per run (openssl); SCHEME says which.
+# HTTP2=1: the servers speak HTTP/2 too (httplab `--http2 on`, nginx
+# `http2` on the listener: by ALPN over TLS, h2c by prior knowledge in
+# cleartext; h2o always does).
 TLS=${TLS:-0}
+HTTP2=${HTTP2:-0}
+H2ARGS=""
+CURL_H2=""
+[ "$HTTP2" = 1 ] && H2ARGS="--http2 on"
+[ "$HTTP2" = 1 ] && [ "$TLS" != 1 ] && CURL_H2="--http2-prior-knowledge"
 SCHEME=http
 [ "$TLS" = 1 ] && SCHEME=https
 CERT=$BENCH_TMP/cert.pem
@@ -56,7 +64,7 @@ start_server() {
       [ "$TLS" = 1 ] && { make_cert; tlsargs="--tls-cert $CERT --tls-key $KEY"; }
       # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
-        --workers 1 --quiet $tlsargs ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+        --workers 1 --quiet $tlsargs $H2ARGS ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     floor)
@@ -75,18 +83,23 @@ start_server() {
         --workers 1 --quiet --io "${name#httplab-}" ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
-    httplab-sendfile)
-      # The event model with large files always sent by sendfile.
+    httplab-sendfile | httplab-pread)
+      # The event model with file bytes always sent by sendfile, or always
+      # read and sent (--file-io).
+      # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
-        --workers 1 --quiet --file-io sendfile ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+        --workers 1 --quiet --file-io "${name#httplab-}" $H2ARGS ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-before)
       # Another build of httplab (HTTPLAB_BEFORE=path), event model, for a
       # before/after comparison interleaved with the peers in the same rounds.
       [ -x "${HTTPLAB_BEFORE:-}" ] || { echo "httplab-before needs HTTPLAB_BEFORE=path to a build" >&2; return 1; }
+      local tlsb=""
+      [ "$TLS" = 1 ] && { make_cert; tlsb="--tls-cert $CERT --tls-key $KEY"; }
+      # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$HTTPLAB_BEFORE" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
-        --workers 1 --quiet ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+        --workers 1 --quiet $tlsb $H2ARGS ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-*)
@@ -105,8 +118,11 @@ start_server() {
       if [ "$TLS" = 1 ]; then
         make_cert
         ssl=" ssl"
-        [ "${HTTP2:-0}" = 1 ] && ssl=" ssl http2"
+        [ "$HTTP2" = 1 ] && ssl=" ssl http2"
         sslconf="ssl_certificate $CERT; ssl_certificate_key $KEY; ssl_protocols TLSv1.2 TLSv1.3; ssl_session_cache shared:SSL:10m; ssl_session_tickets on;"
+      elif [ "$HTTP2" = 1 ]; then
+        # nginx before 1.25 speaks only h2c (prior knowledge) on such a port.
+        ssl=" http2"
       fi
       cat >"$dir/nginx.conf" <<EOF
 worker_processes ${NGINX_WORKERS:-1};
@@ -231,7 +247,10 @@ EOF
   esac
   local i
   for i in $(seq 1 100); do
-    if curl -sk -o /dev/null --max-time 1 "$SCHEME://127.0.0.1:$SERVER_PORT/f87.txt"; then
+    # shellcheck disable=SC2086
+    # h2c by prior knowledge where HTTP2=1 in cleartext (nginx then
+    # speaks nothing else on the port).
+    if curl -sk -o /dev/null --max-time 1 $CURL_H2 "$SCHEME://127.0.0.1:$SERVER_PORT/f87.txt"; then
       return 0
     fi
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
