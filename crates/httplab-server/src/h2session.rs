@@ -278,9 +278,8 @@ pub struct H2Session {
     /// Fragments of a header block awaiting CONTINUATION.
     block: Vec<u8>,
     gathering: Option<Block>,
-    /// A response header block being encoded, and a lower-cased name.
+    /// A response header block being encoded.
     hblock: Vec<u8>,
-    name: Vec<u8>,
     streams: Vec<Stream>,
     /// Octets of the client preface received.
     preface: usize,
@@ -328,7 +327,6 @@ impl H2Session {
             block: Vec::new(),
             gathering: None,
             hblock: Vec::new(),
-            name: Vec::new(),
             streams: Vec::new(),
             preface: 0,
             settled: false,
@@ -740,13 +738,12 @@ impl H2Session {
             wire::write_rst_stream(&mut self.out.buf, b.stream, code::INTERNAL_ERROR);
             return;
         };
-        let Some(end) = first.windows(4).position(|w| w == b"\r\n\r\n") else {
+        let Some(end) = self.encode_head(first) else {
             wire::write_rst_stream(&mut self.out.buf, b.stream, code::INTERNAL_ERROR);
             return;
         };
-        let (head, rest) = first.split_at(end + 4);
+        let rest = &first[end..];
         let has_body = !rest.is_empty() || pieces.peek().is_some();
-        self.encode_head(head);
         self.headers_frames(b.stream, !has_body);
         if !has_body {
             self.stream_done(b.stream, b.end_stream);
@@ -925,37 +922,50 @@ impl H2Session {
         }
     }
 
-    /// The HTTP/1.1 head the handler wrote (status line, `Name: value`
-    /// lines, our own well-formed output) as an HPACK block in `hblock`:
-    /// names lower-cased, connection-specific fields dropped.
-    fn encode_head(&mut self, head: &[u8]) {
+    /// Encodes the HTTP/1.1 head at the start of `answer` (status line,
+    /// fields, empty line) into `hblock` as HPACK, in one pass over its
+    /// lines, leaving out the fields HTTP/2 forbids (connection-specific,
+    /// RFC 9113 §8.2.2). Returns the head's length, or None when `answer`
+    /// holds no whole head.
+    fn encode_head(&mut self, answer: &[u8]) -> Option<usize> {
         self.hblock.clear();
         self.encoder.begin(&mut self.hblock);
-        let mut lines = head.split(|&b| b == b'\n');
-        let status = lines
-            .next()
-            .and_then(|l| l.get(9..12))
+        let eol = memchr::memchr(b'\n', answer)?;
+        let status = answer
+            .get(9..12)
+            .filter(|_| eol >= 12)
             .and_then(|d| std::str::from_utf8(d).ok())
             .and_then(|d| d.parse().ok())
             .unwrap_or(500);
         self.encoder.status(status, &mut self.hblock);
-        for line in lines {
+        let mut at = eol + 1;
+        loop {
+            let rest = answer.get(at..)?;
+            let eol = memchr::memchr(b'\n', rest)?;
+            let line = &rest[..eol];
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let Some(colon) = line.iter().position(|&b| b == b':') else {
+            at += eol + 1;
+            if line.is_empty() {
+                return Some(at);
+            }
+            let Some(colon) = memchr::memchr(b':', line) else {
                 continue;
             };
-            self.name.clear();
-            self.name
-                .extend(line[..colon].iter().map(u8::to_ascii_lowercase));
-            if matches!(
-                &self.name[..],
-                b"connection" | b"keep-alive" | b"transfer-encoding" | b"upgrade"
-            ) {
+            let name = &line[..colon];
+            if [
+                &b"connection"[..],
+                b"keep-alive",
+                b"transfer-encoding",
+                b"upgrade",
+            ]
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name))
+            {
                 continue;
             }
             let value = &line[colon + 1..];
             let value = value.strip_prefix(b" ").unwrap_or(value);
-            self.encoder.field(&self.name, value, &mut self.hblock);
+            self.encoder.field(name, value, &mut self.hblock);
         }
     }
 

@@ -23,8 +23,9 @@
 //!   entry many times) while still reading the block to keep the table in
 //!   step. Encoding: the client's request blocks, literal fields with
 //!   static-table names and no compression state, encoded once per request
-//!   ([`hpack::request_block`]); the server's response blocks with
-//!   `loona-hpack`'s encoder ([`hpack::Encoder`]);
+//!   ([`hpack::request_block`]); the server's response blocks with its
+//!   own encoder ([`hpack::Encoder`]: static names by index, repeated
+//!   values through the dynamic table, no Huffman);
 //! - [`request`]: a server's typed [`crate::request::Request`] from a decoded
 //!   request header list (pseudo-header rules of RFC 9113 §8.3), the same
 //!   type the HTTP/1.1 parser produces, so one handler answers both.
