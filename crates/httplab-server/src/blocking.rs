@@ -1,7 +1,12 @@
 //! The blocking models (`single`, `threads`, `fork`): each connection is
 //! served start to end by one thread or process with blocking writes and
 //! `poll`-guarded reads, through the same [`Session`] and [`Handler`] as
-//! the event model.
+//! the event model. With `--http2 on` a connection that chooses HTTP/2 (by
+//! ALPN over TLS, by its first bytes in cleartext) is driven through the
+//! same [`H2Session`]: its streams are answered in the order they come on
+//! that one thread or process, which writes each answer before it reads
+//! more — what a thread or a process per connection means under
+//! multiplexing.
 
 use std::io;
 use std::io::Read;
@@ -12,6 +17,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::h2session::{decide, H2Limits, H2Session, Sniffed};
 use crate::handler::Handler;
 use crate::out::Flush;
 use crate::sendpath::SendPath;
@@ -69,7 +75,28 @@ pub fn serve_connection(
         *rbuf = vec![0; h.config().pipeline_buffer.max(1024)];
     }
     let _ = s.attach_rbuf(std::mem::take(rbuf));
-    run_session(&stream, &mut s, &mut tp, h, stop, &mut bufs.scratch);
+    let proto = if h.config().http2 {
+        decide_protocol(&stream, &mut s, &mut tp, h, stop, &mut bufs.scratch)
+    } else {
+        Some(Sniffed::Http1)
+    };
+    match proto {
+        Some(Sniffed::Http2) => {
+            let mut h2 = H2Session::new(peer, Instant::now(), h, H2Limits::default());
+            run_h2(
+                &stream,
+                &mut s,
+                &mut h2,
+                &mut tp,
+                h,
+                stop,
+                &mut bufs.scratch,
+            );
+        }
+        Some(_) => run_session(&stream, &mut s, &mut tp, h, stop, &mut bufs.scratch),
+        // Ended (or failed) before a protocol was chosen.
+        None => {}
+    }
     if let Some(b) = s.detach_rbuf() {
         *rbuf = b;
     }
@@ -168,6 +195,171 @@ fn run_session(
             Ok(_) => {}
             // Includes a failed TLS handshake or garbage instead of a
             // ClientHello: closed quietly.
+            Err(_) => return,
+        }
+    }
+}
+
+/// Waits until `fd` (or, unless `shutting`, the stop pipe) is readable or
+/// `deadline` passes: `Some(true)` readable, `Some(false)` the deadline,
+/// `None` shutdown was requested (or poll failed).
+fn wait_readable(fd: i32, stop: &Stop, shutting: bool, deadline: Instant) -> Option<bool> {
+    let wait = deadline.saturating_duration_since(Instant::now());
+    let fds: Vec<i32> = if shutting {
+        vec![fd]
+    } else {
+        vec![fd, stop.wake.read_fd()]
+    };
+    match sys::poll_readable(&fds, Some(wait)) {
+        Ok(r) if r.len() > 1 && r[1] => None,
+        Ok(r) => Some(r[0]),
+        Err(_) => None,
+    }
+}
+
+/// `--http2 on`: completes a TLS handshake (writing its records) and reads
+/// until ALPN or the first bytes say what the connection speaks. None: it
+/// ended, failed or timed out first.
+fn decide_protocol(
+    stream: &TcpStream,
+    s: &mut Session,
+    tp: &mut Transport,
+    h: &mut Handler,
+    stop: &Stop,
+    scratch: &mut Vec<u8>,
+) -> Option<Sniffed> {
+    let fd = stream.as_raw_fd();
+    let mut path = SendPath::from_config(h.config(), false);
+    let mut shutting = false;
+    loop {
+        if tp.has_output(s) {
+            let mut written = 0;
+            let opts = path.for_write(s, tp.is_plain());
+            let r = tp.write(s, fd, usize::MAX, opts, scratch, &mut written);
+            let writes = std::mem::take(&mut s.out.writes);
+            h.count_io(written, writes);
+            match r {
+                Ok(Flush::Done) | Ok(Flush::Yield) => continue,
+                Ok(Flush::Blocked) | Err(_) => return None,
+            }
+        }
+        // At shutdown or the end of input, HTTP/1.1 closes it.
+        let ended = s.input_ended() || shutting || stop.requested();
+        match decide(tp.alpn(), s.unread(), ended) {
+            Sniffed::Wait => {}
+            decided => return Some(decided),
+        }
+        if !tp.has_buffered_input() {
+            let deadline = tp.deadline(s, h);
+            match wait_readable(fd, stop, false, deadline) {
+                Some(true) => {}
+                Some(false) => {
+                    if tp.on_timeout(s, h, Instant::now()).is_some() {
+                        return None;
+                    }
+                    continue;
+                }
+                // Shutdown (a forked child sees only the pipe): decided
+                // as HTTP/1.1 on the next turn.
+                None => {
+                    shutting = true;
+                    continue;
+                }
+            }
+        }
+        match tp.fill(s, fd, Instant::now()) {
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Serves an HTTP/2 connection to the end: writes the machine's output,
+/// feeds it what arrives (through the session's read buffer), one stream
+/// after another on this thread or process.
+fn run_h2(
+    stream: &TcpStream,
+    s: &mut Session,
+    h2: &mut H2Session,
+    tp: &mut Transport,
+    h: &mut Handler,
+    stop: &Stop,
+    scratch: &mut Vec<u8>,
+) {
+    let fd = stream.as_raw_fd();
+    let mut shutting = false;
+    let mut path = SendPath::from_config(h.config(), false);
+    loop {
+        h.tick();
+        if !shutting && stop.requested() {
+            shutting = true;
+            h2.begin_shutdown();
+        }
+        if tp.has_output_of(&h2.out) {
+            let mut written = 0;
+            let opts = path.for_out(&h2.out, s.peer_is_loopback(), tp.is_plain());
+            let r = tp.write_out(&mut h2.out, fd, usize::MAX, opts, scratch, &mut written);
+            path.count_sent(opts, &mut h2.out);
+            path.flush_into(h.stats());
+            let writes = std::mem::take(&mut h2.out.writes);
+            h.count_io(written, writes);
+            h2.wrote(Instant::now());
+            match r {
+                Ok(Flush::Done) | Ok(Flush::Yield) => continue,
+                // SO_SNDTIMEO expired: the peer is not reading.
+                Ok(Flush::Blocked) | Err(_) => return,
+            }
+        }
+        if !s.unread().is_empty() {
+            h2.feed(s.unread(), h, Instant::now());
+            s.consume_unread();
+            continue;
+        }
+        if h2.finished() {
+            if tp.close_notify() {
+                continue;
+            }
+            if !s.input_ended() {
+                // Drain what the peer still sends, so the close does not
+                // turn into a reset that destroys the GOAWAY.
+                let wake = (!shutting).then(|| stop.wake.read_fd());
+                linger(
+                    stream,
+                    h.config().idle_timeout.min(Duration::from_secs(2)),
+                    wake,
+                );
+            }
+            return;
+        }
+        if !h2.wants_input() {
+            // Backed up with nothing to write cannot happen; closing.
+            return;
+        }
+        if !tp.has_buffered_input() {
+            let deadline = h2.deadline(h);
+            match wait_readable(fd, stop, shutting, deadline) {
+                Some(true) => {}
+                Some(false) => {
+                    if h2.on_timeout(h, Instant::now()).is_some() {
+                        return;
+                    }
+                    continue;
+                }
+                None => {
+                    // Shutdown (a forked child cannot see the parent's
+                    // flag, only the pipe).
+                    if !shutting {
+                        shutting = true;
+                        h2.begin_shutdown();
+                        continue;
+                    }
+                    return;
+                }
+            }
+        }
+        match tp.fill(s, fd, Instant::now()) {
+            Ok(Fill::Eof) => h2.on_eof(),
+            Ok(_) => {}
             Err(_) => return,
         }
     }

@@ -18,7 +18,7 @@ use crate::{sys, Server};
 /// Serve a directory over HTTP/1.1.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 (h2c by prior knowledge, h2 by ALPN over TLS; event model, epoll)",
+    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 (h2c by prior knowledge, h2 by ALPN over TLS; not on io_uring)",
     long_about = None,
     after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes.",
     args_override_self = true
@@ -177,10 +177,10 @@ pub struct Args {
     /// HTTP/2 beside HTTP/1.1. In cleartext by prior knowledge (h2c): a
     /// connection whose first bytes are the HTTP/2 client preface speaks
     /// HTTP/2, any other HTTP/1.1. With --tls-*: ALPN offers h2, then
-    /// http/1.1, and the handshake's choice decides. Event model on epoll
-    /// only: refused with --model threads|fork|single and --io uring (no
-    /// HTTP/3 yet). Off: HTTP/1.1 only, the preface is answered 505 and
-    /// ALPN offers http/1.1 alone
+    /// http/1.1, and the handshake's choice decides. Every model (the
+    /// blocking ones answer a connection's streams in turn); refused with
+    /// --io uring (no HTTP/3 yet). Off: HTTP/1.1 only, the preface is
+    /// answered 505 and ALPN offers http/1.1 alone
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub http2: OnOff,
     /// Serve HTTPS (TLS 1.2 and 1.3, ALPN http/1.1) with this PEM certificate
@@ -651,8 +651,7 @@ mod tests {
         assert!(!off.http2);
         assert!(parse(&["--http2", "on"]).unwrap().to_config().http2);
         for extra in [
-            &["--model", "threads"][..],
-            &["--io", "uring"],
+            &["--io", "uring"][..],
             &["--processes", "2", "--io", "uring"],
         ] {
             let args = ["httplab serve", "--quiet", "--http2", "on"]

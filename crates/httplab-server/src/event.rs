@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use crate::h2session::{sniff, H2Limits, H2Session, Sniffed};
+use crate::h2session::{decide, H2Limits, H2Session, Sniffed};
 use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::Flush;
 use crate::session::{CloseReason, Session};
-use crate::tls::{Alpn, Fill, Transport};
+use crate::tls::{Fill, Transport};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
@@ -44,7 +44,7 @@ enum Proto {
     /// HTTP/1.1: the `session`.
     Http1,
     /// `--http2 on`, nothing decided yet: in cleartext the first bytes
-    /// gather in the session's read buffer until [`sniff`] decides; over
+    /// gather in the session's read buffer until [`decide`] says; over
     /// TLS the handshake's ALPN choice decides (once per connection).
     Sniff,
     /// HTTP/2 by prior knowledge. The session only lends its read buffer
@@ -444,14 +444,7 @@ impl Worker {
             // Closing before a byte came (a graceful shutdown of an idle
             // connection): HTTP/1.1 closes it.
             let ended = c.session.input_ended() || c.session.closing();
-            let decided = match c.tp.alpn() {
-                None => sniff(c.session.unread(), ended),
-                Some(Alpn::Handshaking) if ended => Sniffed::Http1,
-                Some(Alpn::Handshaking) => Sniffed::Wait,
-                Some(Alpn::H2) => Sniffed::Http2,
-                Some(Alpn::Http1) => Sniffed::Http1,
-            };
-            match decided {
+            match decide(c.tp.alpn(), c.session.unread(), ended) {
                 Sniffed::Http1 => {
                     c.proto = Proto::Http1;
                     return self.step_h1(c, idx, drained);

@@ -79,6 +79,7 @@ use httplab_wire::request::RequestError;
 use crate::handler::{ConnHeader, Handler};
 use crate::out::{OutQueue, Piece};
 use crate::session::CloseReason;
+use crate::tls::Alpn;
 
 /// Stop framing (and reading) while more than this many bytes wait in
 /// memory.
@@ -194,6 +195,20 @@ pub(crate) enum Sniffed {
     Http1,
     /// The whole 24-octet client preface: HTTP/2 by prior knowledge.
     Http2,
+}
+
+/// Decides a connection's protocol (`--http2 on`): over TLS by what ALPN
+/// chose (`alpn`; `Wait` while handshaking), in cleartext (`None`) by its
+/// first bytes ([`sniff`]). `ended`: the peer sent nothing more, or the
+/// server is closing.
+pub(crate) fn decide(alpn: Option<Alpn>, first: &[u8], ended: bool) -> Sniffed {
+    match alpn {
+        None => sniff(first, ended),
+        Some(Alpn::Handshaking) if ended => Sniffed::Http1,
+        Some(Alpn::Handshaking) => Sniffed::Wait,
+        Some(Alpn::H2) => Sniffed::Http2,
+        Some(Alpn::Http1) => Sniffed::Http1,
+    }
 }
 
 /// Decides a connection's protocol from its first bytes `first` (looked

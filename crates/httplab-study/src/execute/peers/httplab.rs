@@ -1,5 +1,8 @@
 //! `httplab serve` itself, started as a separate process like any peer,
-//! with the study's model, workers, keep-alive and pipelining.
+//! with the study's model, workers, keep-alive and pipelining, and HTTP/2
+//! (`--http2 on`: h2c by prior knowledge, h2 by ALPN over TLS) when a
+//! workload of the study speaks it: every model serves it (a blocking one
+//! answers a connection's streams in turn).
 
 use std::path::Path;
 
@@ -61,6 +64,9 @@ impl Peer for Httplab {
             "--pipelining".into(),
             pipe.into(),
         ]);
+        if ctx.http2 {
+            argv.extend(["--http2".to_string(), "on".into()]);
+        }
         if let Some((cert, key)) = &tls {
             argv.extend([
                 "--tls-cert".to_string(),
@@ -78,15 +84,13 @@ impl Peer for Httplab {
         None
     }
 
+    /// HTTP/2 on every model (`--http2 on` is added to its command line).
     fn h2(&self, _inst: &ServerInstance) -> Result<(), String> {
-        Err(
-            "httplab serve speaks HTTP/1.1 only (its TLS offers ALPN http/1.1; no HTTP/2 framing)"
-                .into(),
-        )
+        Ok(())
     }
 
     fn h3(&self, _inst: &ServerInstance) -> Result<(), String> {
-        Err("httplab serve speaks HTTP/1.1 only (no QUIC listener, no HTTP/3 framing)".into())
+        Err("httplab serve speaks no HTTP/3 yet (no QUIC listener)".into())
     }
 
     /// This build's version, when the httplab binary was found.
@@ -144,6 +148,18 @@ mod tests {
             "--pipelining".into(),
             "off".into()
         ]));
+        // A study with an HTTP/2 workload: every model gets --http2 on.
+        for model in ["event", "fork"] {
+            let toml = format!("kind = \"httplab\"\nmodel = \"{model}\"");
+            let p = plan_of(&toml, true, true).expect("a plan");
+            assert!(
+                p.argv.windows(2).any(|w| w == ["--http2", "on"]),
+                "{:?}",
+                p.argv
+            );
+            let p = plan_of(&toml, true, false).expect("a plan");
+            assert!(!p.argv.iter().any(|a| a == "--http2"), "{:?}", p.argv);
+        }
         let mut c = ctx(false, false);
         c.httplab_exe = None;
         let why = plan(&inst("kind = \"httplab\""), &c, 1).expect_err("no binary");

@@ -148,8 +148,9 @@ mod tests {
     fn who_speaks_what() {
         let httplab = inst("kind = \"httplab\"");
         assert!(speaks(&httplab, Protocol::H1, false).is_ok());
-        let why = speaks(&httplab, Protocol::H2, true).unwrap_err();
-        assert!(why.contains("HTTP/1.1 only"), "{why}");
+        assert!(speaks(&httplab, Protocol::H2, true).is_ok());
+        let threads = inst("kind = \"httplab\"\nmodel = \"threads\"");
+        assert!(speaks(&threads, Protocol::H2, false).is_ok());
         let caddy = inst("kind = \"caddy\"");
         assert!(speaks(&caddy, Protocol::H2, false).is_ok());
         assert!(speaks(&caddy, Protocol::H3, true).is_ok());
@@ -162,7 +163,7 @@ mod tests {
             ("h2o", "no QUIC"),
             ("lighttpd", "no HTTP/3"),
             ("apache", "no HTTP/3"),
-            ("httplab", "HTTP/1.1 only"),
+            ("httplab", "no HTTP/3"),
         ] {
             let why = speaks(&inst(&format!("kind = \"{k}\"")), Protocol::H3, true).unwrap_err();
             assert!(why.contains(says), "{k}: {why}");
