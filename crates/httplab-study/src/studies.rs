@@ -52,6 +52,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
         "HTTP/1.1, HTTP/2 and HTTP/3 over TLS on httplab, nginx, h2o, lighttpd and Caddy: a page of 20 objects, one large file, the page under 1 % packet loss (about 4 minutes)",
         include_str!("../../../studies/protocols.toml"),
     ),
+    (
+        "multiplexing",
+        "httplab's event model, thread pool and process per connection over HTTP/1.1 and HTTP/2 (one stream, then 20 per connection): server CPU per request at equal work (about 3 minutes)",
+        include_str!("../../../studies/multiplexing.toml"),
+    ),
 ];
 
 /// Looks up a built-in study by name.

@@ -23,9 +23,28 @@ fn every_builtin_parses_and_plans() {
         "worker-threads",
         "idle",
         "protocols",
+        "multiplexing",
     ] {
         assert!(builtin(n).is_some(), "missing built-in {n}");
     }
+}
+
+#[test]
+fn multiplexing_asks_the_models_question_over_h1_and_h2() {
+    let s = spec::parse(builtin("multiplexing").unwrap(), "multiplexing").unwrap();
+    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    for line in [
+        "httplab event (httplab, workers 1): available",
+        "httplab threads",
+        "httplab fork",
+        "over HTTP/2 (h2c by prior knowledge), 1 stream in flight per connection",
+        "over HTTP/2 (h2c by prior knowledge), 20 streams in flight per connection",
+    ] {
+        assert!(plan.contains(line), "{line}: {plan}");
+    }
+    // Every model speaks HTTP/2: nobody is left out.
+    assert!(!plan.contains("does not speak"), "{plan}");
+    assert_eq!(s.questions.len(), 3);
 }
 
 #[test]
