@@ -103,6 +103,11 @@ impl RequestFields {
                 return Ok(());
             }
             b"accept-encoding" => {
+                if self.head.is_empty() {
+                    // The first line (the request line's place), empty:
+                    // a head's reader skips it.
+                    self.head.extend_from_slice(b"\r\n");
+                }
                 self.head.extend_from_slice(b"accept-encoding:");
                 self.head.extend_from_slice(value);
                 self.head.extend_from_slice(b"\r\n");
@@ -278,7 +283,7 @@ mod tests {
         assert_eq!(r.version, Version::Http2);
         assert_eq!(r.range, Some(&b"bytes=0-1"[..]));
         assert_eq!(r.if_none_match, Some(&b"\"e\""[..]));
-        assert_eq!(f.head(), b"accept-encoding:gzip, br\r\n");
+        assert_eq!(f.head(), b"\r\naccept-encoding:gzip, br\r\n");
         // Reused: nothing of the previous request remains.
         let mut f = f;
         f.clear();
