@@ -18,15 +18,22 @@
 #![forbid(unsafe_code)]
 
 pub mod facts;
+mod legacy;
 pub mod metric;
 pub mod series;
+mod shard;
 mod status;
+pub mod study_facts;
 
 pub use facts::{
     AddrRange, Calibration, ClientShard, EnvironmentFacts, Extra, IoEngineUsed, RunFacts,
     SessionStats, StagedStep, WorkingSet,
 };
 pub use status::StatusClasses;
+pub use study_facts::{
+    ClientCeiling, CorpusFacts, HttpProtocol, IdleFacts, IdleSend, LoadDriver, LossMethod,
+    PacketLoss, ServerCpuSource, StudyEnvironmentFacts, StudyRunFacts, VaryParam,
+};
 
 pub use metric::{Direction, MeasuredBy, Metric, MetricKey};
 
@@ -49,9 +56,13 @@ pub const SWEEP_SCHEMA: &str = "httplab.sweep/1.1";
 /// of three outcomes (winner, equivalent, inconclusive) with its detectable
 /// effect, adds server-side verdicts and comparisons with a baseline, and the
 /// sequential design's rounds per cell; 3.1 gives its runs typed facts, as
-/// [`RUN_SCHEMA`]. Readers still accept versions 1 and 2
-/// ([`STUDY_SCHEMA_V1`], [`STUDY_SCHEMA_V2`]), whose new fields read as empty.
-pub const STUDY_SCHEMA: &str = "httplab.study/3.1";
+/// [`RUN_SCHEMA`]; 3.2 types the study's own facts ([`StudyRunFacts`] in
+/// each run's `config.facts.study`, [`StudyEnvironmentFacts`] in
+/// `environment.facts.study`), which older versions wrote as words in the
+/// `extra` maps: reading one moves those words into the fields. Readers still
+/// accept versions 1 and 2 ([`STUDY_SCHEMA_V1`], [`STUDY_SCHEMA_V2`]), whose
+/// new fields read as empty.
+pub const STUDY_SCHEMA: &str = "httplab.study/3.2";
 /// Version 2 of the study schema, still read.
 pub const STUDY_SCHEMA_V2: &str = "httplab.study/2";
 /// Version 1 of the study schema, still read.
@@ -161,6 +172,21 @@ macro_rules! with_legacy_facts {
 with_legacy_facts!(Environment, |e| e.facts.adopt_legacy(&mut e.extra));
 with_legacy_facts!(RunConfig, |c| c.facts.adopt_legacy(&mut c.extra));
 with_legacy_facts!(ShardInfo, |s| s.facts.adopt_legacy(&mut s.extra));
+with_legacy_facts!(StudyResult, |s| s.adopt_legacy());
+
+impl StudyResult {
+    /// Moves the words a study document before version 3.2 wrote in its
+    /// runs' `config.extra` and in `environment.extra` into their typed
+    /// fields ([`StudyRunFacts::adopt_legacy`],
+    /// [`StudyEnvironmentFacts::adopt_legacy`]); other words stay.
+    fn adopt_legacy(&mut self) {
+        for r in self.runs.iter_mut().filter_map(|r| r.run.as_mut()) {
+            r.config.facts.study.adopt_legacy(&mut r.config.extra);
+        }
+        let e = &mut self.environment;
+        e.facts.study.adopt_legacy(&mut e.extra);
+    }
+}
 
 /// min/avg/max/median/stddev of a sample, as the seeds tabulate them.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -1313,6 +1339,7 @@ pub struct StudyRun {
 
 /// A whole `httplab study`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(remote = "Self")]
 pub struct StudyResult {
     /// Always [`STUDY_SCHEMA`].
     pub schema: String,
@@ -1324,7 +1351,8 @@ pub struct StudyResult {
     pub started_at: String,
     /// Every run, in order.
     pub runs: Vec<StudyRun>,
-    /// Machine facts, including each server's version under `extra`.
+    /// Machine facts; the study's own in `facts.study` (each server's
+    /// version among them).
     pub environment: Environment,
     /// How the study measured (absent in version 1 documents).
     #[serde(default)]

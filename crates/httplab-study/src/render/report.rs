@@ -13,7 +13,6 @@ use anyhow::{Context, Result};
 use httplab_model as m;
 
 pub use crate::execute::cells::metrics_of;
-use crate::keys::{EnvKey, RUN_STEP as EXTRA_STEP};
 use crate::plan::text::fmt_num;
 use crate::spec::{Metric, StudyFile};
 
@@ -83,7 +82,7 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
             let step = r
                 .run
                 .as_ref()
-                .and_then(|x| x.config.extra.get(EXTRA_STEP).cloned())
+                .and_then(|x| x.config.facts.study.step.clone())
                 .unwrap_or_default();
             out.push(mk(step, r.run.as_ref()));
         }
@@ -625,8 +624,12 @@ fn servers_section(h: &mut String, res: &m::StudyResult) {
                 format!("{ok} of {} run(s) ok; {bad}", all.len())
             }
         };
-        let version = EnvKey::Version(&r.server)
-            .get(&res.environment)
+        let version = res
+            .environment
+            .facts
+            .study
+            .versions
+            .get(&r.server)
             .cloned()
             .unwrap_or_default();
         let _ = writeln!(
@@ -654,7 +657,15 @@ fn environment_section(h: &mut String, res: &m::StudyResult) {
             crate::spec::human_bytes(e.memory_bytes),
         ),
     ];
-    kv.extend(e.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    // The study's facts in the words they have always been listed with,
+    // among the free-form ones, sorted by name.
+    let words: std::collections::BTreeMap<String, String> = e
+        .facts
+        .entries()
+        .into_iter()
+        .chain(e.extra.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    kv.extend(words);
     for (k, v) in kv {
         let _ = writeln!(
             h,
@@ -669,7 +680,7 @@ fn environment_section(h: &mut String, res: &m::StudyResult) {
 
 /// What a capacity search under `cpu_quota` measured, or why it could not.
 pub fn quota_text(q: f64, res: &m::StudyResult) -> String {
-    match EnvKey::CpuQuota.get(&res.environment) {
+    match &res.environment.facts.study.cpu_quota {
         Some(why) => format!("Asked for a CPU quota of {q} core per server, but {why}."),
         None => format!(
             "Every server held to {q} core of CPU (a CFS quota, {} ms period) during the \
@@ -745,7 +756,7 @@ fn workload_intro(
         if let Some(pct) = wl.loss_pct {
             let _ = writeln!(
                 h,
-                "<p>With {pct} % packet loss on the loopback interface during every run (nftables on the server's port, or netem: see each run's <code>packet_loss_method</code>).</p>"
+                "<p>With {pct} % packet loss on the loopback interface during every run (nftables on the server's port, or netem: see each run's <code>config.facts.study.packet_loss</code>).</p>"
             );
         }
         if let Some(q) = wl.cpu_quota {
@@ -790,7 +801,7 @@ fn protocol_note(
     if wl.protocol == Protocol::H1 {
         return;
     }
-    let tls = study.is_some_and(|s| s.tls) || EnvKey::Tls.get(&res.environment).is_some();
+    let tls = study.is_some_and(|s| s.tls) || res.environment.facts.study.tls.is_some();
     let how = match (wl.protocol, tls) {
         (Protocol::H2, true) => "HTTP/2 (h2 by ALPN over TLS)",
         (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
