@@ -266,25 +266,25 @@ pub struct IdleFacts {
     pub conns: u64,
     /// What each held connection sent.
     pub send: IdleSend,
-    /// Held connections whose handshake completed.
+    /// Connected by the end of the opening phase.
     pub connected: u64,
-    /// Connects still pending at the end.
+    /// Still in setup at the end of the opening phase (SYNs unanswered).
     pub pending: u64,
-    /// Connects that failed.
+    /// Refused, reset or otherwise failed while connecting.
     pub failed: u64,
-    /// Connections not attempted (the connect phase ended first).
+    /// Never attempted (the opening phase ended first).
     pub not_attempted: u64,
-    /// Held connections still open when the client finished.
+    /// Still open at the end of the run (as seen from the client).
     pub open_at_end: u64,
-    /// Held connections the server closed.
+    /// Closed by the server (FIN) by the end of the run.
     pub closed_by_server: u64,
-    /// Held connections the server reset.
+    /// Reset by the server by the end of the run.
     pub reset_by_server: u64,
-    /// Held connections the server answered.
+    /// The server sent bytes on them (e.g. a 408 or 400 response).
     pub answered_by_server: u64,
-    /// Seconds the connect phase took (to the millisecond).
+    /// Seconds the opening phase took (to the millisecond).
     pub open_s: f64,
-    /// The connect errors, in words (when any).
+    /// Failure classes while connecting, with counts (when any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<String>,
     /// The server's descriptors before the hold.
