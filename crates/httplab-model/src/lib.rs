@@ -1420,9 +1420,11 @@ pub struct Cell {
     pub server: String,
     /// Successful repetitions.
     pub n: u32,
-    /// The workload's metric (key): the one its verdict judges.
+    /// The workload's metric: the one its verdict judges (written as its key;
+    /// a key this version does not know is kept as [`MetricKey::Other`];
+    /// empty in documents that had none).
     #[serde(default)]
-    pub metric: String,
+    pub metric: MetricKey,
     /// Every metric's value per successful repetition, in round order, by metric (written as
     /// its key; a key this version does not know is kept as [`MetricKey::Other`]).
     #[serde(default)]
@@ -1435,8 +1437,16 @@ pub struct Cell {
     pub client_bound_runs: u32,
     /// True when any run of the cell was client-bound.
     pub client_bound: bool,
-    /// Mean, median, 95 % CI and n of every metric, by metric key.
-    pub metrics: std::collections::BTreeMap<String, Estimate>,
+    /// Mean, median, 95 % CI and n of every metric, by metric (written as its
+    /// key; a key this version does not know is kept as [`MetricKey::Other`]).
+    pub metrics: std::collections::BTreeMap<MetricKey, Estimate>,
+}
+
+impl Cell {
+    /// The estimate of `metric` (None when the cell has none).
+    pub fn estimate(&self, metric: Metric) -> Option<&Estimate> {
+        self.metrics.get(metric.key())
+    }
 }
 
 /// Why a cell's repetitions stopped ([`Cell::stop`]). Written as the words
@@ -1587,8 +1597,9 @@ pub struct StudyVerdict {
     pub workload: String,
     /// Step label, None for a workload without steps.
     pub step: Option<String>,
-    /// Metric key compared.
-    pub metric: String,
+    /// Metric compared (written as its key; a key this version does not know
+    /// is kept as [`MetricKey::Other`]).
+    pub metric: MetricKey,
     /// Which way the metric is better.
     pub better: Direction,
     /// Winner, equivalent or inconclusive (None in version 1 and 2
@@ -2026,5 +2037,62 @@ mod tests {
             }
             _ => panic!("not a study"),
         }
+    }
+
+    #[test]
+    fn study_metric_keys_are_typed_and_an_unknown_one_round_trips_byte_identically() {
+        let est = Estimate {
+            n: 2,
+            mean: 1.5,
+            median: 1.5,
+            stddev: 0.5,
+            ci_low: Some(1.0),
+            ci_high: Some(2.0),
+        };
+        let cell = Cell {
+            workload: "w".into(),
+            server: "s".into(),
+            n: 2,
+            metric: Metric::ReplyRate.into(),
+            values: [(Metric::ReplyRate.into(), vec![1.0, 2.0])].into(),
+            metrics: [
+                (Metric::P50Ms.into(), est.clone()),
+                (Metric::ReplyRate.into(), est),
+            ]
+            .into(),
+            ..Cell::default()
+        };
+        let verdict = StudyVerdict {
+            workload: "w".into(),
+            metric: Metric::ReplyRate.into(),
+            ..StudyVerdict::default()
+        };
+        let doc = StudyResult {
+            schema: STUDY_SCHEMA.into(),
+            cells: vec![cell],
+            verdicts: vec![verdict],
+            ..StudyResult::default()
+        };
+        let text = serde_json::to_string(&doc).unwrap();
+        let back: StudyResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.cells[0].metric, Metric::ReplyRate);
+        assert_eq!(back.cells[0].estimate(Metric::P50Ms).map(|e| e.n), Some(2));
+        assert_eq!(back.verdicts[0].metric.metric(), Some(Metric::ReplyRate));
+        // A newer version's metric, everywhere a study names one.
+        let newer = text.replace("\"reply_rate\"", "\"reply_rate_v9\"");
+        assert_eq!(newer.matches("reply_rate_v9").count(), 4, "{newer}");
+        let read: StudyResult = serde_json::from_str(&newer).unwrap();
+        let c = &read.cells[0];
+        assert_eq!(c.metric, MetricKey::Other("reply_rate_v9".into()));
+        assert!(c.metrics.contains_key("reply_rate_v9") && c.values.contains_key("reply_rate_v9"));
+        assert_eq!(read.verdicts[0].metric.metric(), None);
+        assert_eq!(serde_json::to_string(&read).unwrap(), newer);
+        // A document without the cell's metric reads it as the empty word and
+        // writes that word back.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut v = v;
+        v["cells"][0].as_object_mut().unwrap().remove("metric");
+        let old: StudyResult = serde_json::from_value(v).unwrap();
+        assert_eq!(old.cells[0].metric, "");
     }
 }

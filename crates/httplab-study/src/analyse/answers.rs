@@ -115,7 +115,7 @@ pub fn compare(
             let found = res.verdicts.iter().find(|v| {
                 v.workload == e.workload
                     && v.step == step
-                    && v.metric == metric.key()
+                    && v.metric == metric
                     && ((v.leader.as_deref() == Some(&e.server)
                         && v.runner_up.as_deref() == Some(&e.versus))
                         || (v.leader.as_deref() == Some(&e.versus)

@@ -48,6 +48,8 @@ pub struct Planned {
     pub step: Option<String>,
     /// Step comparison or a named pair.
     pub kind: m::VerdictKind,
+    /// The metric compared (the matchup names it by its key).
+    pub metric: Metric,
     /// The matchup (servers, looks, bounds).
     pub matchup: st::Matchup,
 }
@@ -129,12 +131,13 @@ fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)>
 pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
     let mut out = Vec::new();
     for (i, v) in views.iter().enumerate() {
-        let mut push = |kind, matchup| {
+        let mut push = |kind, metric, matchup| {
             out.push(Planned {
                 step_index: i,
                 workload: v.workload.to_string(),
                 step: v.step.map(str::to_string),
                 kind,
+                metric,
                 matchup,
             })
         };
@@ -150,6 +153,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
             }
             push(
                 m::VerdictKind::Step,
+                metric,
                 on_grid(
                     metric,
                     st::matchup(
@@ -181,7 +185,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
             let same_as_step = out.iter().any(|p| {
                 p.step_index == i
                     && p.kind == m::VerdictKind::Step
-                    && p.matchup.metric == metric.key()
+                    && p.metric == metric
                     && ((p.matchup.a.as_deref() == Some(&a) && p.matchup.b.as_deref() == Some(&b))
                         || (p.matchup.a.as_deref() == Some(&b)
                             && p.matchup.b.as_deref() == Some(&a)))
@@ -201,6 +205,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
                 workload: v.workload.to_string(),
                 step: v.step.map(str::to_string),
                 kind: m::VerdictKind::Pair,
+                metric,
                 matchup: on_grid(
                     metric,
                     st::matchup_pair(
@@ -280,7 +285,7 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
     m::StudyVerdict {
         workload: p.workload.clone(),
         step: p.step.clone(),
-        metric: v.metric,
+        metric: p.metric.into(),
         better: match v.better {
             st::Better::Lower => m::Direction::Lower,
             st::Better::Higher => m::Direction::Higher,

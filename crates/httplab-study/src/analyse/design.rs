@@ -124,7 +124,7 @@ fn nearest(p: &decisions::Planned) -> m::StudyVerdict {
     m::StudyVerdict {
         workload: p.workload.clone(),
         step: p.step.clone(),
-        metric: p.matchup.metric.clone(),
+        metric: p.metric.into(),
         leader: p.matchup.a.clone(),
         runner_up: p.matchup.b.clone(),
         ..Default::default()

@@ -158,8 +158,8 @@ fn place(v: &m::StudyVerdict, res: &m::StudyResult) -> String {
         .cells
         .iter()
         .find(|c| c.workload == v.workload)
-        .map(|c| c.metric.as_str());
-    if primary.is_some_and(|p| p != v.metric) {
+        .map(|c| &c.metric);
+    if primary.is_some_and(|p| *p != v.metric) {
         s.push_str(&format!(" · {}", v.metric));
     }
     if v.kind == m::VerdictKind::Pair {
@@ -373,7 +373,7 @@ fn write_summary_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
                 c.workload.clone(),
                 c.step.clone().unwrap_or_default(),
                 c.server.clone(),
-                k.clone(),
+                k.to_string(),
                 (*k == c.metric).to_string(),
                 e.n.to_string(),
                 format!("{:.6}", e.mean),
@@ -429,7 +429,7 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
                 m::VerdictKind::Step => "step".into(),
                 m::VerdictKind::Pair => "pair".into(),
             },
-            v.metric.clone(),
+            v.metric.to_string(),
             v.measured_by.map_or("", |x| x.word()).into(),
             v.better.word().into(),
             v.outcome().word().into(),
@@ -456,10 +456,6 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
     }
     w.flush()?;
     Ok(())
-}
-
-fn metric_of_key(k: &str) -> Option<Metric> {
-    Metric::from_key(k)
 }
 
 /// The whole index.html.
@@ -867,7 +863,7 @@ impl<'a> WorkloadCells<'a> {
         }
         let primary = cells
             .first()
-            .and_then(|c| metric_of_key(&c.metric))
+            .and_then(|c| c.metric.metric())
             .unwrap_or_default();
         let mut servers: Vec<String> = Vec::new();
         let mut steps: Vec<Option<String>> = Vec::new();
@@ -912,7 +908,7 @@ fn workload_charts(h: &mut String, g: &WorkloadCells, wl: Option<&crate::spec::W
     if primary != Metric::ServerCpuUsPerReq
         && cells
             .iter()
-            .any(|c| c.metrics.contains_key(Metric::ServerCpuUsPerReq.key()))
+            .any(|c| c.estimate(Metric::ServerCpuUsPerReq).is_some())
     {
         charted.push(Metric::ServerCpuUsPerReq);
     }
@@ -938,7 +934,7 @@ fn workload_charts(h: &mut String, g: &WorkloadCells, wl: Option<&crate::spec::W
                         .iter()
                         .map(|st| {
                             let c = find(s, st)?;
-                            let e = c.metrics.get(mt.key())?;
+                            let e = c.estimate(mt)?;
                             Some(httplab_report::charts::EstimatePoint {
                                 mean: e.mean,
                                 ci: e.ci_low.zip(e.ci_high),
@@ -960,7 +956,7 @@ fn workload_charts(h: &mut String, g: &WorkloadCells, wl: Option<&crate::spec::W
                 .iter()
                 .filter_map(|s| {
                     let c = find(s, &steps[0])?;
-                    let e = c.metrics.get(mt.key())?;
+                    let e = c.estimate(mt)?;
                     Some(httplab_report::charts::EstimateBar {
                         label: s.clone(),
                         mean: e.mean,
@@ -1003,18 +999,19 @@ fn workload_table(
     let (w, primary) = (*w, *primary);
     let find = |s: &str, st: &Option<String>| g.find(s, st);
     // Table: the primary metric first, then the others recorded.
-    let shown: Vec<Metric> =
-        {
-            let wanted = study
-                .map(|s| s.compare.metrics.clone())
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| Metric::ALL.to_vec());
-            let mut v = vec![primary];
-            v.extend(wanted.into_iter().filter(|m| {
-                *m != primary && cells.iter().any(|c| c.metrics.contains_key(m.key()))
-            }));
-            v
-        };
+    let shown: Vec<Metric> = {
+        let wanted = study
+            .map(|s| s.compare.metrics.clone())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| Metric::ALL.to_vec());
+        let mut v = vec![primary];
+        v.extend(
+            wanted
+                .into_iter()
+                .filter(|m| *m != primary && cells.iter().any(|c| c.estimate(*m).is_some())),
+        );
+        v
+    };
     let stepped = steps.iter().any(|s| s.is_some());
     let _ = write!(
         h,
@@ -1048,7 +1045,7 @@ fn workload_table(
             };
             let _ = write!(h, "<td>{}</td><td class=\"l\">{}</td>", c.n, esc(&stop));
             for mt in &shown {
-                let cell = c.metrics.get(mt.key()).map_or("–".to_string(), |e| {
+                let cell = c.estimate(*mt).map_or("–".to_string(), |e| {
                     fmt_estimate(e, c.client_bound && *mt == primary, mt.higher_is_better())
                 });
                 let _ = write!(h, "<td>{}</td>", esc(&cell));

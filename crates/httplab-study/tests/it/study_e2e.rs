@@ -136,7 +136,7 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         let e = &c.metrics[&c.metric];
         assert_eq!(e.n, 2);
         assert!(e.ci_low.is_some() && e.ci_high.is_some());
-        assert_eq!(c.values[c.metric.as_str()].len(), 2);
+        assert_eq!(c.values[&c.metric].len(), 2);
     }
     // The workload's metric for each workload, and server CPU per request for
     // the fixed-rate one (the server's own accounting).
