@@ -2056,7 +2056,7 @@ mod tests {
             metric: Metric::ReplyRate.into(),
             values: [(Metric::ReplyRate.into(), vec![1.0, 2.0])].into(),
             metrics: [
-                (Metric::P50Ms.into(), est.clone()),
+                (Metric::P50Ms.into(), est),
                 (Metric::ReplyRate.into(), est),
             ]
             .into(),
