@@ -2055,11 +2055,7 @@ mod tests {
             n: 2,
             metric: Metric::ReplyRate.into(),
             values: [(Metric::ReplyRate.into(), vec![1.0, 2.0])].into(),
-            metrics: [
-                (Metric::P50Ms.into(), est),
-                (Metric::ReplyRate.into(), est),
-            ]
-            .into(),
+            metrics: [(Metric::P50Ms.into(), est), (Metric::ReplyRate.into(), est)].into(),
             ..Cell::default()
         };
         let verdict = StudyVerdict {

@@ -103,7 +103,7 @@ pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m
     let mut slots = start_servers(&mut cx, at, &mut env);
     record_servers(&mut env, &slots);
     let (steps, sequential) = measure(&mut cx, &mut slots, at, &mut env);
-    let (cells, verdicts) = design::conclude(study, &cx.proto, &steps, sequential);
+    let (cells, verdicts) = design::conclude(plan, &cx.proto, &steps, sequential);
     if cx.tls.is_some() {
         env.facts.study.tls_seen = Some(facts::tls_seen(&cx.runs));
     }
@@ -128,7 +128,7 @@ pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m
         answers: Vec::new(),
     };
     noise::annotate(&mut res);
-    res.answers = answers::answer_all(study, &res);
+    res.answers = answers::answer_all(plan, &res);
     Ok(res)
 }
 
@@ -215,7 +215,7 @@ fn phase_two(
 ) -> f64 {
     let started = Instant::now();
     let study = cx.study;
-    let extra = design::extra_rounds(study, &cx.proto, steps, budget, &cx.runs);
+    let extra = design::extra_rounds(cx.plan, &cx.proto, steps, budget, &cx.runs);
     let runs: u64 = steps
         .iter()
         .zip(&extra)

@@ -17,7 +17,8 @@ use httplab_model as m;
 use httplab_stats as st;
 
 use crate::execute::cells::CellData;
-use crate::spec::{Metric, StudyFile};
+use crate::plan::study_plan::StudyPlan;
+use crate::spec::Metric;
 
 /// One step's data as the analysis sees it.
 #[derive(Debug, Clone)]
@@ -104,9 +105,9 @@ fn samples<'a>(cells: &'a [CellData], metric: Metric) -> Vec<st::Sample<'a>> {
 /// The named pairs of a step: everyone against the baseline (on the
 /// workload's metric, and on server CPU per request where the offered work
 /// is fixed, as the step comparison is), then the questions' evidence.
-fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)> {
+fn named_pairs(plan: &StudyPlan, v: &StepView) -> Vec<(String, String, Metric)> {
     let mut pairs: Vec<(String, String, Metric)> = Vec::new();
-    if let Some(base) = &study.compare.baseline {
+    if let Some(base) = &plan.baseline {
         for c in v.cells.iter().filter(|c| &c.server != base) {
             pairs.push((c.server.clone(), base.clone(), v.metric));
             if v.server_cost {
@@ -114,7 +115,7 @@ fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)>
             }
         }
     }
-    for q in &study.questions {
+    for q in &plan.questions {
         for e in q.evidence.iter().filter(|e| e.workload == v.workload) {
             pairs.push((
                 e.server.clone(),
@@ -128,7 +129,7 @@ fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)>
 
 /// Every comparison of the study, in report order: per step, the step
 /// comparisons, then the pairs.
-pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
+pub fn plan(study_plan: &StudyPlan, views: &[StepView]) -> Vec<Planned> {
     let mut out = Vec::new();
     for (i, v) in views.iter().enumerate() {
         let mut push = |kind, metric, matchup| {
@@ -166,7 +167,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
                 ),
             );
         }
-        let pairs = named_pairs(study, v);
+        let pairs = named_pairs(study_plan, v);
         let mut seen: Vec<(String, String, Metric)> = Vec::new();
         for (a, b, metric) in pairs {
             let key = (a.clone(), b.clone(), metric);
@@ -339,7 +340,7 @@ mod tests {
         c
     }
 
-    fn study(baseline: Option<&str>) -> StudyFile {
+    fn study(baseline: Option<&str>) -> StudyPlan {
         let compare = baseline.map_or(String::new(), |b| {
             format!("[compare]\nbaseline = \"{b}\"\n")
         });
@@ -348,10 +349,10 @@ mod tests {
              [[servers]]\nname = \"base\"\nkind = \"lighttpd\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\n\
              target = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n{compare}"
         );
-        crate::spec::parse(&text, "t.toml").unwrap()
+        StudyPlan::new(&crate::spec::parse(&text, "t.toml").unwrap(), false, None)
     }
 
-    fn planned(s: &StudyFile) -> Vec<(String, String, String)> {
+    fn planned(s: &StudyPlan) -> Vec<(String, String, String)> {
         let views = vec![StepView {
             workload: "w",
             step: None,
