@@ -83,7 +83,7 @@ pub const BASE: &str = "base";
 pub const NEW: &str = "new";
 
 /// The study metric the gate reads: the server's CPU per request.
-pub const METRIC: &str = "server_cpu_us_per_req";
+pub const METRIC: httplab_model::Metric = httplab_model::Metric::ServerCpuUsPerReq;
 
 /// What the gate concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -933,6 +933,15 @@ fn merge_facts(runs: &[&RunResult], count: u32) -> RunFacts {
         merged_shards: Some(count),
         merge_approximations: APPROXIMATIONS.iter().map(|s| s.to_string()).collect(),
         staged_step: agree(&fs, |f| &f.staged_step),
+        // A study's shards of one run: each fact every shard records alike.
+        study: httplab_model::StudyRunFacts {
+            param: agree(&fs, |f| &f.study.param),
+            step: agree(&fs, |f| &f.study.step),
+            driver: agree(&fs, |f| &f.study.driver),
+            client_ceiling: agree(&fs, |f| &f.study.client_ceiling),
+            packet_loss: agree(&fs, |f| &f.study.packet_loss),
+            idle: agree(&fs, |f| &f.study.idle),
+        },
     }
 }
 

@@ -10,13 +10,14 @@
 //! newer version's keys) and values that do not parse stay in `extra` and
 //! are written back unchanged.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-/// The free-form `extra` map of a configuration or an environment.
-pub type Extra = BTreeMap<String, String>;
+pub use crate::legacy::Extra;
+use crate::legacy::{adopt, adopt_flag, adopt_list, num, text};
+pub use crate::shard::ClientShard;
+use crate::study_facts::{StudyEnvironmentFacts, StudyRunFacts};
 
 /// What httplab records about a run that httperf's configuration has no
 /// field for (`config.facts`). Every field is optional: a run records what
@@ -125,6 +126,10 @@ pub struct RunFacts {
     /// replies are counted as 2xx.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub staged_step: Option<StagedStep>,
+    /// What a study records about its run (a study's runs only; version
+    /// 3.2 of the study schema, older ones kept these as words in `extra`).
+    #[serde(skip_serializing_if = "StudyRunFacts::is_empty")]
+    pub study: StudyRunFacts,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -147,32 +152,6 @@ pub struct AddrRange {
     pub first: IpAddr,
     /// The last address.
     pub last: IpAddr,
-}
-
-/// Shard I of N of a run split over N clients (`RunFacts::client_shard`),
-/// 0 <= I < N.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ClientShard {
-    /// I, from 0.
-    pub index: u32,
-    /// N.
-    pub count: u32,
-}
-
-impl ClientShard {
-    /// Reads `I/N` (0 <= I < N); None otherwise.
-    pub fn parse(s: &str) -> Option<ClientShard> {
-        let (i, n) = s.trim().split_once('/')?;
-        let index: u32 = i.trim().parse().ok()?;
-        let count: u32 = n.trim().parse().ok()?;
-        (count > 0 && index < count).then_some(ClientShard { index, count })
-    }
-}
-
-impl std::fmt::Display for ClientShard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
 }
 
 /// The stage of a staged run a sweep step was cut from (`RunFacts::staged_step`).
@@ -361,54 +340,6 @@ fn cpu_list(c: &[u32]) -> String {
         .join(",")
 }
 
-/// Moves `extra[key]` into `slot` when the slot is empty and the value
-/// parses; otherwise leaves both as they are.
-fn adopt<T>(slot: &mut Option<T>, extra: &mut Extra, key: &str, parse: impl Fn(&str) -> Option<T>) {
-    if slot.is_some() {
-        return;
-    }
-    if let Some(v) = extra.get(key).and_then(|s| parse(s)) {
-        *slot = Some(v);
-        extra.remove(key);
-    }
-}
-
-/// [`adopt`] for a flag written as "true" only when set.
-fn adopt_flag(slot: &mut bool, extra: &mut Extra, key: &str) {
-    let mut v = None;
-    adopt(&mut v, extra, key, |s| s.trim().parse::<bool>().ok());
-    *slot |= v.unwrap_or(false);
-}
-
-/// [`adopt`] for a list written as words joined by `sep`.
-fn adopt_list<T>(
-    slot: &mut Vec<T>,
-    extra: &mut Extra,
-    key: &str,
-    sep: &str,
-    parse: impl Fn(&str) -> Option<T>,
-) {
-    if !slot.is_empty() {
-        return;
-    }
-    let mut v = None;
-    adopt(&mut v, extra, key, |s| {
-        s.split(sep)
-            .filter(|w| !w.trim().is_empty())
-            .map(|w| parse(w.trim()))
-            .collect::<Option<Vec<T>>>()
-    });
-    *slot = v.unwrap_or_default();
-}
-
-fn num<T: std::str::FromStr>(s: &str) -> Option<T> {
-    s.trim().parse().ok()
-}
-
-fn text(s: &str) -> Option<String> {
-    Some(s.to_string())
-}
-
 impl RunFacts {
     /// True when no fact is recorded.
     pub fn is_empty(&self) -> bool {
@@ -498,6 +429,10 @@ pub struct EnvironmentFacts {
     /// The hosts the shards ran on, in shard order (those that recorded one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,
+    /// What a study records about the whole study (version 3.2 of the
+    /// study schema; older ones kept these as words in `extra`).
+    #[serde(skip_serializing_if = "StudyEnvironmentFacts::is_empty")]
+    pub study: StudyEnvironmentFacts,
 }
 
 impl EnvironmentFacts {
@@ -521,6 +456,7 @@ impl EnvironmentFacts {
         if !self.hosts.is_empty() {
             v.push(("hosts".to_string(), self.hosts.join(",")));
         }
+        v.extend(self.study.entries());
         v
     }
 }

@@ -18,15 +18,22 @@
 #![forbid(unsafe_code)]
 
 pub mod facts;
+mod legacy;
 pub mod metric;
 pub mod series;
+mod shard;
 mod status;
+pub mod study_facts;
 
 pub use facts::{
     AddrRange, Calibration, ClientShard, EnvironmentFacts, Extra, IoEngineUsed, RunFacts,
     SessionStats, StagedStep, WorkingSet,
 };
 pub use status::StatusClasses;
+pub use study_facts::{
+    ClientCeiling, CorpusFacts, HttpProtocol, IdleFacts, IdleSend, LoadDriver, LossMethod,
+    PacketLoss, ServerCpuSource, StudyEnvironmentFacts, StudyRunFacts, VaryParam,
+};
 
 pub use metric::{Direction, MeasuredBy, Metric, MetricKey};
 
@@ -49,9 +56,13 @@ pub const SWEEP_SCHEMA: &str = "httplab.sweep/1.1";
 /// of three outcomes (winner, equivalent, inconclusive) with its detectable
 /// effect, adds server-side verdicts and comparisons with a baseline, and the
 /// sequential design's rounds per cell; 3.1 gives its runs typed facts, as
-/// [`RUN_SCHEMA`]. Readers still accept versions 1 and 2
-/// ([`STUDY_SCHEMA_V1`], [`STUDY_SCHEMA_V2`]), whose new fields read as empty.
-pub const STUDY_SCHEMA: &str = "httplab.study/3.1";
+/// [`RUN_SCHEMA`]; 3.2 types the study's own facts ([`StudyRunFacts`] in
+/// each run's `config.facts.study`, [`StudyEnvironmentFacts`] in
+/// `environment.facts.study`), which older versions wrote as words in the
+/// `extra` maps: reading one moves those words into the fields. Readers still
+/// accept versions 1 and 2 ([`STUDY_SCHEMA_V1`], [`STUDY_SCHEMA_V2`]), whose
+/// new fields read as empty.
+pub const STUDY_SCHEMA: &str = "httplab.study/3.2";
 /// Version 2 of the study schema, still read.
 pub const STUDY_SCHEMA_V2: &str = "httplab.study/2";
 /// Version 1 of the study schema, still read.
@@ -161,6 +172,21 @@ macro_rules! with_legacy_facts {
 with_legacy_facts!(Environment, |e| e.facts.adopt_legacy(&mut e.extra));
 with_legacy_facts!(RunConfig, |c| c.facts.adopt_legacy(&mut c.extra));
 with_legacy_facts!(ShardInfo, |s| s.facts.adopt_legacy(&mut s.extra));
+with_legacy_facts!(StudyResult, |s| s.adopt_legacy());
+
+impl StudyResult {
+    /// Moves the words a study document before version 3.2 wrote in its
+    /// runs' `config.extra` and in `environment.extra` into their typed
+    /// fields ([`StudyRunFacts::adopt_legacy`],
+    /// [`StudyEnvironmentFacts::adopt_legacy`]); other words stay.
+    fn adopt_legacy(&mut self) {
+        for r in self.runs.iter_mut().filter_map(|r| r.run.as_mut()) {
+            r.config.facts.study.adopt_legacy(&mut r.config.extra);
+        }
+        let e = &mut self.environment;
+        e.facts.study.adopt_legacy(&mut e.extra);
+    }
+}
 
 /// min/avg/max/median/stddev of a sample, as the seeds tabulate them.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
@@ -1313,6 +1339,7 @@ pub struct StudyRun {
 
 /// A whole `httplab study`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(remote = "Self")]
 pub struct StudyResult {
     /// Always [`STUDY_SCHEMA`].
     pub schema: String,
@@ -1324,7 +1351,8 @@ pub struct StudyResult {
     pub started_at: String,
     /// Every run, in order.
     pub runs: Vec<StudyRun>,
-    /// Machine facts, including each server's version under `extra`.
+    /// Machine facts; the study's own in `facts.study` (each server's
+    /// version among them).
     pub environment: Environment,
     /// How the study measured (absent in version 1 documents).
     #[serde(default)]
@@ -1392,9 +1420,11 @@ pub struct Cell {
     pub server: String,
     /// Successful repetitions.
     pub n: u32,
-    /// The workload's metric (key): the one its verdict judges.
+    /// The workload's metric: the one its verdict judges (written as its key;
+    /// a key this version does not know is kept as [`MetricKey::Other`];
+    /// empty in documents that had none).
     #[serde(default)]
-    pub metric: String,
+    pub metric: MetricKey,
     /// Every metric's value per successful repetition, in round order, by metric (written as
     /// its key; a key this version does not know is kept as [`MetricKey::Other`]).
     #[serde(default)]
@@ -1407,8 +1437,16 @@ pub struct Cell {
     pub client_bound_runs: u32,
     /// True when any run of the cell was client-bound.
     pub client_bound: bool,
-    /// Mean, median, 95 % CI and n of every metric, by metric key.
-    pub metrics: std::collections::BTreeMap<String, Estimate>,
+    /// Mean, median, 95 % CI and n of every metric, by metric (written as its
+    /// key; a key this version does not know is kept as [`MetricKey::Other`]).
+    pub metrics: std::collections::BTreeMap<MetricKey, Estimate>,
+}
+
+impl Cell {
+    /// The estimate of `metric` (None when the cell has none).
+    pub fn estimate(&self, metric: Metric) -> Option<&Estimate> {
+        self.metrics.get(metric.key())
+    }
 }
 
 /// Why a cell's repetitions stopped ([`Cell::stop`]). Written as the words
@@ -1559,8 +1597,9 @@ pub struct StudyVerdict {
     pub workload: String,
     /// Step label, None for a workload without steps.
     pub step: Option<String>,
-    /// Metric key compared.
-    pub metric: String,
+    /// Metric compared (written as its key; a key this version does not know
+    /// is kept as [`MetricKey::Other`]).
+    pub metric: MetricKey,
     /// Which way the metric is better.
     pub better: Direction,
     /// Winner, equivalent or inconclusive (None in version 1 and 2
@@ -1998,5 +2037,58 @@ mod tests {
             }
             _ => panic!("not a study"),
         }
+    }
+
+    #[test]
+    fn study_metric_keys_are_typed_and_an_unknown_one_round_trips_byte_identically() {
+        let est = Estimate {
+            n: 2,
+            mean: 1.5,
+            median: 1.5,
+            stddev: 0.5,
+            ci_low: Some(1.0),
+            ci_high: Some(2.0),
+        };
+        let cell = Cell {
+            workload: "w".into(),
+            server: "s".into(),
+            n: 2,
+            metric: Metric::ReplyRate.into(),
+            values: [(Metric::ReplyRate.into(), vec![1.0, 2.0])].into(),
+            metrics: [(Metric::P50Ms.into(), est), (Metric::ReplyRate.into(), est)].into(),
+            ..Cell::default()
+        };
+        let verdict = StudyVerdict {
+            workload: "w".into(),
+            metric: Metric::ReplyRate.into(),
+            ..StudyVerdict::default()
+        };
+        let doc = StudyResult {
+            schema: STUDY_SCHEMA.into(),
+            cells: vec![cell],
+            verdicts: vec![verdict],
+            ..StudyResult::default()
+        };
+        let text = serde_json::to_string(&doc).unwrap();
+        let back: StudyResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.cells[0].metric, Metric::ReplyRate);
+        assert_eq!(back.cells[0].estimate(Metric::P50Ms).map(|e| e.n), Some(2));
+        assert_eq!(back.verdicts[0].metric.metric(), Some(Metric::ReplyRate));
+        // A newer version's metric, everywhere a study names one.
+        let newer = text.replace("\"reply_rate\"", "\"reply_rate_v9\"");
+        assert_eq!(newer.matches("reply_rate_v9").count(), 4, "{newer}");
+        let read: StudyResult = serde_json::from_str(&newer).unwrap();
+        let c = &read.cells[0];
+        assert_eq!(c.metric, MetricKey::Other("reply_rate_v9".into()));
+        assert!(c.metrics.contains_key("reply_rate_v9") && c.values.contains_key("reply_rate_v9"));
+        assert_eq!(read.verdicts[0].metric.metric(), None);
+        assert_eq!(serde_json::to_string(&read).unwrap(), newer);
+        // A document without the cell's metric reads it as the empty word and
+        // writes that word back.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut v = v;
+        v["cells"][0].as_object_mut().unwrap().remove("metric");
+        let old: StudyResult = serde_json::from_value(v).unwrap();
+        assert_eq!(old.cells[0].metric, "");
     }
 }

@@ -541,6 +541,26 @@ impl std::borrow::Borrow<str> for MetricKey {
     }
 }
 
+impl Default for MetricKey {
+    /// The empty word: what a document without the key read as before the
+    /// key was typed.
+    fn default() -> MetricKey {
+        MetricKey::Other(String::new())
+    }
+}
+
+impl PartialEq<str> for MetricKey {
+    fn eq(&self, other: &str) -> bool {
+        self.key() == other
+    }
+}
+
+impl PartialEq<&str> for MetricKey {
+    fn eq(&self, other: &&str) -> bool {
+        self.key() == *other
+    }
+}
+
 impl fmt::Display for MetricKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.key())

@@ -30,7 +30,6 @@
 pub mod analyse;
 mod cli;
 pub mod execute;
-pub mod keys;
 pub mod plan;
 pub mod render;
 pub mod runner;

@@ -17,19 +17,13 @@ use crate::execute::corpus::{self, CorpusIndex};
 use crate::execute::rounds::{run_rounds, run_workload, StepRun};
 use crate::execute::slots::{restart_servers, start_servers, Placement, Slot};
 use crate::execute::{env, tls};
-use crate::keys::EnvKey;
 use crate::plan::study_plan::Budget;
-use crate::plan::text::cores_text;
 use crate::spec::StudyFile;
 
 pub use crate::execute::events::{Event, Observer};
 pub use crate::execute::options::Options;
 pub use crate::execute::rounds::INTERRUPTED_DURING;
 pub use crate::execute::servers::find_httplab_exe;
-pub use crate::keys::{
-    ENV_CPU_QUOTA as EXTRA_CPU_QUOTA, ENV_TLS as EXTRA_TLS, ENV_TLS_SEEN as EXTRA_TLS_SEEN,
-    RUN_PARAM as EXTRA_PARAM, RUN_STEP as EXTRA_STEP,
-};
 pub use crate::plan::steps::{describe_offer, run_seconds, steps, steps_with, Offer, StepParams};
 pub use crate::plan::study_plan::{StudyPlan, SEARCH_RUNS};
 pub use crate::plan::text::{fmt_num, human_secs};
@@ -71,7 +65,7 @@ pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m
     let mut env = env::environment();
     let cert = if study.tls || opts.tls {
         let c = tls::generate(&base.join("tls"))?;
-        EnvKey::Tls.set(&mut env, tls::CERT_DESCRIPTION);
+        env.facts.study.tls = Some(tls::CERT_DESCRIPTION.into());
         Some(c)
     } else {
         None
@@ -109,9 +103,9 @@ pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m
     let mut slots = start_servers(&mut cx, at, &mut env);
     record_servers(&mut env, &slots);
     let (steps, sequential) = measure(&mut cx, &mut slots, at, &mut env);
-    let (cells, verdicts) = design::conclude(study, &cx.proto, &steps, sequential);
+    let (cells, verdicts) = design::conclude(plan, &cx.proto, &steps, sequential);
     if cx.tls.is_some() {
-        EnvKey::TlsSeen.set(&mut env, facts::tls_seen(&cx.runs));
+        env.facts.study.tls_seen = Some(facts::tls_seen(&cx.runs));
     }
     for s in &mut slots {
         s.stop();
@@ -119,7 +113,8 @@ pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m
     cx.emit(Event::Finished {
         interrupted: cx.stopped(),
     });
-    EnvKey::StudySeconds.set(&mut env, format!("{:.1}", started.elapsed().as_secs_f64()));
+    // To a tenth of a second, as it has always been recorded.
+    env.facts.study.study_seconds = Some((started.elapsed().as_secs_f64() * 10.0).round() / 10.0);
     let mut res = m::StudyResult {
         schema: m::STUDY_SCHEMA.into(),
         tool: m::ToolInfo::current(env!("CARGO_PKG_VERSION")),
@@ -133,7 +128,7 @@ pub fn run_plan(study: &StudyFile, plan: &StudyPlan, opts: &Options) -> Result<m
         answers: Vec::new(),
     };
     noise::annotate(&mut res);
-    res.answers = answers::answer_all(study, &res);
+    res.answers = answers::answer_all(plan, &res);
     Ok(res)
 }
 
@@ -145,35 +140,35 @@ fn record_setup(
     corpus: &CorpusIndex,
     notes: &[String],
 ) {
+    let cores = |c: &[usize]| c.iter().map(|&c| c as u32).collect::<Vec<u32>>();
+    env.client_affinity = cores(client_cores);
+    let f = &mut env.facts.study;
     if let Some(sh) = &opts.shard {
-        EnvKey::StudyShard.set(env, format!("{}/{}", sh.index, sh.count));
-        EnvKey::StudyRunId.set(env, sh.run_id.clone());
+        f.shard = Some(m::ClientShard {
+            index: sh.index,
+            count: sh.count,
+        });
+        f.run_id = Some(sh.run_id.clone());
     }
-    env.client_affinity = client_cores.iter().map(|&c| c as u32).collect();
-    EnvKey::ServerCores.set(env, cores_text(server_cores));
-    EnvKey::ClientCores.set(env, cores_text(client_cores));
-    EnvKey::Corpus.set(
-        env,
-        format!(
-            "{} files, {}",
-            corpus.files.len(),
-            crate::spec::human_bytes(corpus.total_bytes)
-        ),
-    );
-    for (i, n) in notes.iter().enumerate() {
-        EnvKey::Note(i).set(env, n.clone());
-    }
+    f.server_cores = Some(cores(server_cores));
+    f.client_cores = Some(cores(client_cores));
+    f.corpus = Some(m::CorpusFacts {
+        files: corpus.files.len() as u64,
+        bytes: corpus.total_bytes,
+    });
+    f.notes = notes.to_vec();
 }
 
 /// The servers' facts in the environment: where CPU time was read, what
 /// each TLS probe negotiated.
 fn record_servers(env: &mut m::Environment, slots: &[Slot]) {
+    let f = &mut env.facts.study;
     if let Some(src) = slots.iter().find_map(|s| s.cpu.as_ref()) {
-        EnvKey::ServerCpuSource.set(env, src.name());
+        f.server_cpu_source = Some(src.kind());
     }
     for s in slots {
         if let Some(seen) = s.running.as_ref().and_then(|r| r.tls_seen.as_ref()) {
-            EnvKey::TlsOf(&s.inst.name).set(env, seen.clone());
+            f.tls_of.insert(s.inst.name.clone(), seen.clone());
         }
     }
 }
@@ -220,7 +215,7 @@ fn phase_two(
 ) -> f64 {
     let started = Instant::now();
     let study = cx.study;
-    let extra = design::extra_rounds(study, &cx.proto, steps, budget, &cx.runs);
+    let extra = design::extra_rounds(cx.plan, &cx.proto, steps, budget, &cx.runs);
     let runs: u64 = steps
         .iter()
         .zip(&extra)
@@ -246,7 +241,7 @@ fn phase_two(
                 .unwrap_or_default();
             let name = format!("{}{step}", study.workloads[sr.wi].name);
             cx.announce(format!("extra rounds of {name}: {why}"));
-            EnvKey::ExtraRounds(&name).set(env, why.clone());
+            env.facts.study.extra_rounds.insert(name, why.clone());
         }
         let until = sr.rounds + e.rounds;
         run_rounds(cx, slots, &study.workloads[sr.wi], sr, until);

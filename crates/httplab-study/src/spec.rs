@@ -7,6 +7,8 @@ use std::fmt;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Deserializer};
 
+pub use httplab_model::{HttpProtocol as Protocol, IdleSend, VaryParam};
+
 /// A byte count written as an integer (`12855`) or with a unit (`"87B"`,
 /// `"12.9KB"`, `"2.9MB"`, `"32MiB"`, `"64k"`). KB/MB/GB are powers of 1000;
 /// KiB/MiB/GiB and the bare letters k/m/g are powers of 1024, as in
@@ -53,19 +55,7 @@ impl fmt::Display for Size {
     }
 }
 
-/// 87 B, 12.9 KB, 2.9 MB (decimal units, as the seeds write them).
-pub fn human_bytes(b: u64) -> String {
-    let v = b as f64;
-    if b < 1000 {
-        format!("{b} B")
-    } else if v < 1e6 {
-        format!("{:.1} KB", v / 1e3)
-    } else if v < 1e9 {
-        format!("{:.1} MB", v / 1e6)
-    } else {
-        format!("{:.2} GB", v / 1e9)
-    }
-}
+pub use httplab_model::study_facts::human_bytes;
 
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Size, D::Error> {
@@ -620,41 +610,6 @@ fn judged_metric(metric: Metric, at: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// A parameter a workload can vary across steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VaryParam {
-    /// Closed-loop users.
-    Users,
-    /// Open-loop rate.
-    Rate,
-    /// Requests per connection.
-    NumCalls,
-    /// Connections.
-    NumConns,
-    /// Pipeline depth.
-    Pipeline,
-    /// Target (`/path`, `set:NAME`, `page:NAME`).
-    Target,
-    /// idle: connections held open while the client measures.
-    IdleConns,
-}
-
-impl VaryParam {
-    /// Name as written in study files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VaryParam::Users => "users",
-            VaryParam::Rate => "rate",
-            VaryParam::NumCalls => "num_calls",
-            VaryParam::NumConns => "num_conns",
-            VaryParam::Pipeline => "pipeline",
-            VaryParam::Target => "target",
-            VaryParam::IdleConns => "idle_conns",
-        }
-    }
-}
-
 /// A value of a varied parameter: a number or a target string.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
@@ -830,51 +785,6 @@ pub enum Measure {
     Window,
     /// The workload's own counts (connections, requests per user).
     Count,
-}
-
-/// The HTTP version a workload's client speaks (`protocol` in a workload).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Deserialize)]
-pub enum Protocol {
-    /// HTTP/1.1 (the default).
-    #[default]
-    #[serde(rename = "h1")]
-    H1,
-    /// HTTP/2: over TLS by ALPN `h2`, in a cleartext study h2c by prior
-    /// knowledge.
-    #[serde(rename = "h2")]
-    H2,
-    /// HTTP/3 (over QUIC, so only in a TLS study): `httplab load --http3`.
-    #[serde(rename = "h3")]
-    H3,
-}
-
-impl Protocol {
-    /// Every protocol, in order.
-    pub const ALL: [Protocol; 3] = [Protocol::H1, Protocol::H2, Protocol::H3];
-
-    /// Name as written in study files (`h1`, `h2`, `h3`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::H1 => "h1",
-            Protocol::H2 => "h2",
-            Protocol::H3 => "h3",
-        }
-    }
-
-    /// Name as the report writes it (`HTTP/1.1`, `HTTP/2`, `HTTP/3`).
-    pub fn label(self) -> &'static str {
-        match self {
-            Protocol::H1 => "HTTP/1.1",
-            Protocol::H2 => "HTTP/2",
-            Protocol::H3 => "HTTP/3",
-        }
-    }
-}
-
-impl fmt::Display for Protocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// What the report compares.
@@ -1924,27 +1834,6 @@ fn explain(msg: &str) -> String {
 pub const MAX_IDLE_CONNS: u64 = 100_000;
 /// Default number of idle connections.
 pub const DEFAULT_IDLE_CONNS: u64 = 100;
-
-/// What each held connection sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IdleSend {
-    /// Connected, nothing sent.
-    #[default]
-    Silent,
-    /// An unfinished request line (`GET / HTTP/1.1` without its CRLF), then nothing.
-    Partial,
-}
-
-impl IdleSend {
-    /// Name as written in study files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IdleSend::Silent => "silent",
-            IdleSend::Partial => "partial",
-        }
-    }
-}
 
 /// Checks an idle workload's own fields.
 pub fn validate_idle(w: &Workload) -> Result<()> {

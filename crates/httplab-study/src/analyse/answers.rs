@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 
 use httplab_model as m;
 
-use crate::plan::rounds;
-use crate::spec::{Evidence, Question, StudyFile};
+use crate::plan::study_plan::StudyPlan;
+use crate::spec::{Evidence, Question};
 
 /// What one comparison showed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,22 +27,21 @@ pub enum Outcome {
 }
 
 /// The answers to every question of the study.
-pub fn answer_all(study: &StudyFile, res: &m::StudyResult) -> Vec<m::Answer> {
-    study
-        .questions
+pub fn answer_all(plan: &StudyPlan, res: &m::StudyResult) -> Vec<m::Answer> {
+    plan.questions
         .iter()
-        .map(|q| answer(study, res, q))
+        .map(|q| answer(plan, res, q))
         .collect()
 }
 
-fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
+fn answer(plan: &StudyPlan, res: &m::StudyResult, q: &Question) -> m::Answer {
     let mut text = String::new();
     let mut agree = 0;
     let mut contradict = 0;
     let mut smaller = 0;
     let mut unclear = 0;
     for e in &q.evidence {
-        for (step, outcome, note) in compare(study, res, e) {
+        for (step, outcome, note) in compare(plan, res, e) {
             let at = match &step {
                 Some(s) => format!("{} [{}]", e.workload, s),
                 None => e.workload.clone(),
@@ -95,14 +94,14 @@ fn answer(study: &StudyFile, res: &m::StudyResult, q: &Question) -> m::Answer {
 
 /// The comparison of `e.server` with `e.versus` on every step of its workload.
 pub fn compare(
-    study: &StudyFile,
+    plan: &StudyPlan,
     res: &m::StudyResult,
     e: &Evidence,
 ) -> Vec<(Option<String>, Outcome, String)> {
-    let Some(w) = study.workloads.iter().find(|w| w.name == e.workload) else {
+    let Some(w) = plan.workload(&e.workload) else {
         return Vec::new();
     };
-    let metric = e.metric.unwrap_or_else(|| rounds::primary_metric(study, w));
+    let metric = e.metric.unwrap_or(w.metric);
     let mut steps: Vec<Option<String>> = Vec::new();
     for c in res.cells.iter().filter(|c| c.workload == e.workload) {
         if !steps.contains(&c.step) {
@@ -115,7 +114,7 @@ pub fn compare(
             let found = res.verdicts.iter().find(|v| {
                 v.workload == e.workload
                     && v.step == step
-                    && v.metric == metric.key()
+                    && v.metric == metric
                     && ((v.leader.as_deref() == Some(&e.server)
                         && v.runner_up.as_deref() == Some(&e.versus))
                         || (v.leader.as_deref() == Some(&e.versus)
@@ -153,6 +152,7 @@ mod tests {
                     [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n\
                     [[questions]]\nask = \"Is a better?\"\nevidence = [ { workload = \"w\", server = \"a\", versus = \"b\", seed_says = \"better\" } ]\n";
         let study = crate::spec::parse(text, "t.toml").expect("study");
+        let plan = StudyPlan::new(&study, false, None);
         let mut res = m::StudyResult::default();
         res.cells.push(m::Cell {
             workload: "w".into(),
@@ -168,7 +168,7 @@ mod tests {
             note: "a and b are equivalent".into(),
             ..m::StudyVerdict::default()
         });
-        let a = &answer_all(&study, &res)[0];
+        let a = &answer_all(&plan, &res)[0];
         assert!(
             a.versus_seed
                 .contains("confirms 0, contradicts 0, finds 1 smaller than the seed's difference"),

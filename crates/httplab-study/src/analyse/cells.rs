@@ -27,7 +27,7 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
         step: step.map(str::to_string),
         server: d.server.clone(),
         n: d.values.len() as u32,
-        metric: metric.key().to_string(),
+        metric: metric.into(),
         values: d
             .metrics
             .iter()
@@ -42,7 +42,7 @@ pub fn cell(workload: &str, step: Option<&str>, metric: Metric, d: &CellData) ->
         metrics: d
             .metrics
             .iter()
-            .filter_map(|(k, v)| Some((k.key().to_string(), estimate(v)?)))
+            .filter_map(|(k, v)| Some((m::MetricKey::from(*k), estimate(v)?)))
             .collect(),
     }
 }

@@ -17,7 +17,8 @@ use httplab_model as m;
 use httplab_stats as st;
 
 use crate::execute::cells::CellData;
-use crate::spec::{Metric, StudyFile};
+use crate::plan::study_plan::StudyPlan;
+use crate::spec::Metric;
 
 /// One step's data as the analysis sees it.
 #[derive(Debug, Clone)]
@@ -48,6 +49,8 @@ pub struct Planned {
     pub step: Option<String>,
     /// Step comparison or a named pair.
     pub kind: m::VerdictKind,
+    /// The metric compared (the matchup names it by its key).
+    pub metric: Metric,
     /// The matchup (servers, looks, bounds).
     pub matchup: st::Matchup,
 }
@@ -102,9 +105,9 @@ fn samples<'a>(cells: &'a [CellData], metric: Metric) -> Vec<st::Sample<'a>> {
 /// The named pairs of a step: everyone against the baseline (on the
 /// workload's metric, and on server CPU per request where the offered work
 /// is fixed, as the step comparison is), then the questions' evidence.
-fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)> {
+fn named_pairs(plan: &StudyPlan, v: &StepView) -> Vec<(String, String, Metric)> {
     let mut pairs: Vec<(String, String, Metric)> = Vec::new();
-    if let Some(base) = &study.compare.baseline {
+    if let Some(base) = &plan.baseline {
         for c in v.cells.iter().filter(|c| &c.server != base) {
             pairs.push((c.server.clone(), base.clone(), v.metric));
             if v.server_cost {
@@ -112,7 +115,7 @@ fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)>
             }
         }
     }
-    for q in &study.questions {
+    for q in &plan.questions {
         for e in q.evidence.iter().filter(|e| e.workload == v.workload) {
             pairs.push((
                 e.server.clone(),
@@ -126,15 +129,16 @@ fn named_pairs(study: &StudyFile, v: &StepView) -> Vec<(String, String, Metric)>
 
 /// Every comparison of the study, in report order: per step, the step
 /// comparisons, then the pairs.
-pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
+pub fn plan(study_plan: &StudyPlan, views: &[StepView]) -> Vec<Planned> {
     let mut out = Vec::new();
     for (i, v) in views.iter().enumerate() {
-        let mut push = |kind, matchup| {
+        let mut push = |kind, metric, matchup| {
             out.push(Planned {
                 step_index: i,
                 workload: v.workload.to_string(),
                 step: v.step.map(str::to_string),
                 kind,
+                metric,
                 matchup,
             })
         };
@@ -150,6 +154,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
             }
             push(
                 m::VerdictKind::Step,
+                metric,
                 on_grid(
                     metric,
                     st::matchup(
@@ -162,7 +167,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
                 ),
             );
         }
-        let pairs = named_pairs(study, v);
+        let pairs = named_pairs(study_plan, v);
         let mut seen: Vec<(String, String, Metric)> = Vec::new();
         for (a, b, metric) in pairs {
             let key = (a.clone(), b.clone(), metric);
@@ -181,7 +186,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
             let same_as_step = out.iter().any(|p| {
                 p.step_index == i
                     && p.kind == m::VerdictKind::Step
-                    && p.matchup.metric == metric.key()
+                    && p.metric == metric
                     && ((p.matchup.a.as_deref() == Some(&a) && p.matchup.b.as_deref() == Some(&b))
                         || (p.matchup.a.as_deref() == Some(&b)
                             && p.matchup.b.as_deref() == Some(&a)))
@@ -201,6 +206,7 @@ pub fn plan(study: &StudyFile, views: &[StepView]) -> Vec<Planned> {
                 workload: v.workload.to_string(),
                 step: v.step.map(str::to_string),
                 kind: m::VerdictKind::Pair,
+                metric,
                 matchup: on_grid(
                     metric,
                     st::matchup_pair(
@@ -280,7 +286,7 @@ fn to_model(p: &Planned, v: st::Verdict) -> m::StudyVerdict {
     m::StudyVerdict {
         workload: p.workload.clone(),
         step: p.step.clone(),
-        metric: v.metric,
+        metric: p.metric.into(),
         better: match v.better {
             st::Better::Lower => m::Direction::Lower,
             st::Better::Higher => m::Direction::Higher,
@@ -334,7 +340,7 @@ mod tests {
         c
     }
 
-    fn study(baseline: Option<&str>) -> StudyFile {
+    fn study(baseline: Option<&str>) -> StudyPlan {
         let compare = baseline.map_or(String::new(), |b| {
             format!("[compare]\nbaseline = \"{b}\"\n")
         });
@@ -343,10 +349,10 @@ mod tests {
              [[servers]]\nname = \"base\"\nkind = \"lighttpd\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\n\
              target = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n{compare}"
         );
-        crate::spec::parse(&text, "t.toml").unwrap()
+        StudyPlan::new(&crate::spec::parse(&text, "t.toml").unwrap(), false, None)
     }
 
-    fn planned(s: &StudyFile) -> Vec<(String, String, String)> {
+    fn planned(s: &StudyPlan) -> Vec<(String, String, String)> {
         let views = vec![StepView {
             workload: "w",
             step: None,

@@ -8,19 +8,20 @@ use crate::analyse::cells::cell;
 use crate::analyse::decisions::{self, StepView};
 use crate::analyse::noise;
 use crate::execute::rounds::StepRun;
-use crate::spec::{StudyFile, WorkloadKind};
+use crate::plan::study_plan::StudyPlan;
+use crate::spec::WorkloadKind;
 
 /// What the analysis sees of the measured steps (`interim`: the design had
 /// an interim look after each step's first rounds).
 pub fn step_views<'a>(
-    study: &'a StudyFile,
+    plan: &'a StudyPlan,
     steps: &'a [StepRun],
     interim: bool,
 ) -> Vec<StepView<'a>> {
     steps
         .iter()
         .map(|sr| {
-            let w = &study.workloads[sr.wi];
+            let w = &plan.workloads[sr.wi];
             StepView {
                 workload: &w.name,
                 step: sr.label.as_deref(),
@@ -54,7 +55,7 @@ pub struct Extra {
 /// measured in slices, its extra rounds' window is chosen from where its
 /// noise lives ([`round_window`]), read from the first rounds' rows (`runs`).
 pub fn extra_rounds(
-    study: &StudyFile,
+    plan: &StudyPlan,
     proto: &m::Protocol,
     steps: &[StepRun],
     budget_s: f64,
@@ -63,8 +64,8 @@ pub fn extra_rounds(
     let opts = decisions::design_options(proto);
     // The stages as planned: the interim look reads the weights the final
     // look will combine the stages with.
-    let views = step_views(study, steps, true);
-    let planned = decisions::plan(study, &views);
+    let views = step_views(plan, steps, true);
+    let planned = decisions::plan(plan, &views);
     let interim = decisions::interim(&planned, &opts);
     let settle = decisions::to_settle(&planned, &interim, steps.len());
     let rows = noise::Rows::new(runs);
@@ -80,12 +81,12 @@ pub fn extra_rounds(
             };
             let chosen = t.and_then(|(want, i)| {
                 let noise = rows.components(&nearest(&planned[i]))?;
-                let w = &study.workloads[sr.wi];
+                let w = &plan.workloads[sr.wi];
                 let window_s = sr.params.window?.as_secs_f64();
                 let fits = matches!(w.kind, WorkloadKind::Load | WorkloadKind::Users);
                 let shape = RoundShape {
                     window_s,
-                    slices: w.slice_count(),
+                    slices: w.slices,
                     servers: sr.active_count(),
                     round_cost_s,
                 };
@@ -124,7 +125,7 @@ fn nearest(p: &decisions::Planned) -> m::StudyVerdict {
     m::StudyVerdict {
         workload: p.workload.clone(),
         step: p.step.clone(),
-        metric: p.matchup.metric.clone(),
+        metric: p.metric.into(),
         leader: p.matchup.a.clone(),
         runner_up: p.matchup.b.clone(),
         ..Default::default()
@@ -233,22 +234,22 @@ pub fn round_window(shape: &RoundShape, noise: &m::NoiseComponents, extra: u32) 
 /// The final look: every step's cells and the verdicts of the whole family
 /// (`sequential`: the design had an interim look).
 pub fn conclude(
-    study: &StudyFile,
+    plan: &StudyPlan,
     proto: &m::Protocol,
     steps: &[StepRun],
     sequential: bool,
 ) -> (Vec<m::Cell>, Vec<m::StudyVerdict>) {
-    let views = step_views(study, steps, sequential);
-    let planned = decisions::plan(study, &views);
+    let views = step_views(plan, steps, sequential);
+    let planned = decisions::plan(plan, &views);
     let mut verdicts = decisions::verdicts(&planned, &decisions::design_options(proto));
     for v in verdicts.iter_mut().filter(|v| v.ratio.is_none()) {
-        explain_left_out(study, v, steps);
+        explain_left_out(plan, v, steps);
     }
     let mut cells = Vec::new();
     for sr in steps {
         for c in sr.data.values() {
             cells.push(cell(
-                &study.workloads[sr.wi].name,
+                &plan.workloads[sr.wi].name,
                 sr.label.as_deref(),
                 sr.metric,
                 c,
@@ -261,11 +262,11 @@ pub fn conclude(
 /// A verdict that compared nothing says why the servers without values were
 /// not run (not installed, cannot speak the protocol, packet loss not
 /// available), rather than only that they have no results.
-fn explain_left_out(study: &StudyFile, v: &mut m::StudyVerdict, steps: &[StepRun]) {
+fn explain_left_out(plan: &StudyPlan, v: &mut m::StudyVerdict, steps: &[StepRun]) {
     let mut by_reason: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
     for d in steps
         .iter()
-        .filter(|sr| study.workloads[sr.wi].name == v.workload && sr.label == v.step)
+        .filter(|sr| plan.workloads[sr.wi].name == v.workload && sr.label == v.step)
         .flat_map(|sr| sr.data.values())
     {
         if let Some(why) = d.left_out.as_deref() {

@@ -3,7 +3,10 @@
 //! comparisons and its decisions ([`decisions`]), the sequential design's
 //! interim look and final verdicts over the measured steps ([`design`]) and
 //! the written answers to the study's questions ([`answers`]), and where each comparison's
-//! noise lives, between slices or between rounds ([`noise`]).
+//! noise lives, between slices or between rounds ([`noise`]). It reads the
+//! measured steps and the plan ([`crate::plan::study_plan::StudyPlan`]: each
+//! workload's name, kind and metric, the baseline, the questions), never the
+//! study file.
 
 pub mod answers;
 pub mod cells;

@@ -55,7 +55,7 @@ impl<'a> Rows<'a> {
             }
             let value = metrics
                 .iter()
-                .find(|(k, _)| k.key() == v.metric)
+                .find(|(k, _)| v.metric == **k)
                 .map(|(_, &x)| x)
                 .filter(|x| x.is_finite() && *x > 0.0);
             if let Some(x) = value {

@@ -26,13 +26,18 @@ pub enum CpuSource {
 }
 
 impl CpuSource {
+    /// Which source this is, as a study's environment records it.
+    pub fn kind(&self) -> httplab_model::ServerCpuSource {
+        match self {
+            CpuSource::CgroupV1(_) => httplab_model::ServerCpuSource::CgroupV1,
+            CpuSource::CgroupV2(_) => httplab_model::ServerCpuSource::CgroupV2,
+            CpuSource::Schedstat => httplab_model::ServerCpuSource::Schedstat,
+        }
+    }
+
     /// Short name recorded with each result.
     pub fn name(&self) -> &'static str {
-        match self {
-            CpuSource::CgroupV1(_) => "cgroup cpuacct (ns)",
-            CpuSource::CgroupV2(_) => "cgroup v2 cpu.stat (µs)",
-            CpuSource::Schedstat => "schedstat (ns, live processes) + reaped children (ticks)",
-        }
+        self.kind().name()
     }
 
     /// The `cgroup.procs` files a new server process must join: its

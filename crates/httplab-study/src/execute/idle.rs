@@ -20,7 +20,6 @@ use anyhow::{bail, Result};
 use httplab_model as m;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::keys::RUN_IDLE_PREFIX as EXTRA_PREFIX;
 use crate::plan::idle::HoldSpec;
 use crate::spec::{IdleSend, MAX_IDLE_CONNS};
 
@@ -303,8 +302,9 @@ fn start_connect(addr: SocketAddr, src: Option<IpAddr>) -> io::Result<(mio::net:
     Ok((mio::net::TcpStream::from_std(s), done))
 }
 
-/// Writes the census, the server's descriptors and memory before and during
-/// the hold, and a note when the client was hurt, into `run.config.extra`.
+/// Records the census, the server's descriptors and memory before and
+/// during the hold, and a note when the client was hurt, in the run's facts
+/// (`config.facts.study.idle`).
 pub fn annotate(run: &mut m::RunResult, c: &Census, send: IdleSend, before: &m::ServerSample) {
     // Peaks over the run's samples: the server may accept held connections
     // while the client already runs.
@@ -312,36 +312,33 @@ pub fn annotate(run: &mut m::RunResult, c: &Census, send: IdleSend, before: &m::
     let fds_during = samples.iter().map(|s| s.fds).max().unwrap_or(0);
     let rss_during = samples.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
     let held = c.connected + c.pending;
-    let x = &mut run.config.extra;
-    let mut put = |k: &str, v: String| {
-        x.insert(format!("{EXTRA_PREFIX}{k}"), v);
-    };
-    put("conns", c.requested.to_string());
-    put("send", send.as_str().into());
-    put("connected", c.connected.to_string());
-    put("pending", c.pending.to_string());
-    put("failed", c.failed.to_string());
-    put("not_attempted", c.not_attempted.to_string());
-    put("open_at_end", c.open_at_end.to_string());
-    put("closed_by_server", c.closed_by_server.to_string());
-    put("reset_by_server", c.reset_by_server.to_string());
-    put("answered_by_server", c.answered.to_string());
-    put("open_s", format!("{:.3}", c.open_s));
-    if !c.errors.is_empty() {
-        put("errors", c.errors.clone());
-    }
-    put("server_fds_before", before.fds.to_string());
-    put("server_fds_during", fds_during.to_string());
-    put("server_rss_before_bytes", before.rss_bytes.to_string());
-    put("server_rss_during_bytes", rss_during.to_string());
-    if held > 0 && rss_during > 0 {
+    // Whole bytes per connection, milliseconds of the opening phase: the
+    // precision the census has always been recorded with.
+    let rss_per_conn = (held > 0 && rss_during > 0).then(|| {
         let per = (rss_during as f64 - before.rss_bytes as f64) / held as f64;
-        put("server_rss_per_conn_bytes", format!("{:.0}", per.max(0.0)));
-    }
+        per.max(0.0).round()
+    });
     let note = note(run, c, before.fds, fds_during);
-    if !note.is_empty() {
-        run.config.extra.insert(format!("{EXTRA_PREFIX}note"), note);
-    }
+    run.config.facts.study.idle = Some(m::IdleFacts {
+        conns: c.requested,
+        send,
+        connected: c.connected,
+        pending: c.pending,
+        failed: c.failed,
+        not_attempted: c.not_attempted,
+        open_at_end: c.open_at_end,
+        closed_by_server: c.closed_by_server,
+        reset_by_server: c.reset_by_server,
+        answered_by_server: c.answered,
+        open_s: (c.open_s * 1e3).round() / 1e3,
+        errors: (!c.errors.is_empty()).then(|| c.errors.clone()),
+        server_fds_before: before.fds,
+        server_fds_during: fds_during,
+        server_rss_before_bytes: before.rss_bytes,
+        server_rss_during_bytes: rss_during,
+        server_rss_per_conn_bytes: rss_per_conn,
+        note: (!note.is_empty()).then_some(note),
+    });
 }
 
 /// What the reader must know about this run, in words (empty: nothing).

@@ -16,10 +16,6 @@ use crate::execute::idle::Holder;
 use crate::execute::sampler::{self, Sampler};
 use crate::execute::servers;
 use crate::execute::slots::Slot;
-use crate::keys::{
-    CEILING_UNKNOWN_H2, CEILING_UNKNOWN_H3, RUN_CLIENT_CEILING, RUN_DRIVER, RUN_PACKET_LOSS,
-    RUN_PACKET_LOSS_METHOD,
-};
 use crate::plan::idle::HoldSpec;
 use crate::plan::load_run::{LoadRun, RunShard, RunTls};
 use crate::plan::steps::StepParams;
@@ -342,29 +338,21 @@ fn one_run(
     );
     let how = loss.map(|(guard, how)| {
         drop(guard);
-        how.describe()
+        how.method()
     });
     let mut run = run?;
     httplab_load::record_client_check(&mut run, check);
-    if let (Some(pct), Some(how)) = (w.loss_pct, how) {
-        run.config
-            .extra
-            .insert(RUN_PACKET_LOSS.into(), format!("{pct}"));
-        run.config
-            .extra
-            .insert(RUN_PACKET_LOSS_METHOD.into(), how.into());
+    let facts = &mut run.config.facts.study;
+    if let (Some(pct), Some(method)) = (w.loss_pct, how) {
+        facts.packet_loss = Some(m::PacketLoss {
+            pct,
+            method: Some(method),
+        });
     }
-    let unknown = if spec.http2.is_some() {
-        Some(CEILING_UNKNOWN_H2)
+    if spec.http2.is_some() {
+        facts.client_ceiling = Some(m::ClientCeiling::Unknown(m::HttpProtocol::H2));
     } else if spec.http3.is_some() {
-        Some(CEILING_UNKNOWN_H3)
-    } else {
-        None
-    };
-    if let Some(why) = unknown {
-        run.config
-            .extra
-            .insert(RUN_CLIENT_CEILING.into(), why.into());
+        facts.client_ceiling = Some(m::ClientCeiling::Unknown(m::HttpProtocol::H3));
     }
     Ok(run)
 }
@@ -516,9 +504,7 @@ fn execute_run(
         cost.cpu_source = c.name().to_string();
     }
     run.server = Some(cost);
-    run.config
-        .extra
-        .insert(RUN_DRIVER.into(), "httplab-load".into());
+    run.config.facts.study.driver = Some(m::LoadDriver::HttplabLoad);
     if let Some(why) = srv.exited() {
         return Err(failed(format!(
             "server died during the run ({why}); {} of {} requests answered{}",

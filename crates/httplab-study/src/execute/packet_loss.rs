@@ -70,11 +70,12 @@ impl Injector {
         }
     }
 
-    /// How, in words (recorded with every run).
-    pub fn describe(&self) -> &'static str {
+    /// How (recorded with every run; [`httplab_model::LossMethod::describe`]
+    /// says it in words).
+    pub fn method(&self) -> httplab_model::LossMethod {
         match self {
-            Injector::Nft(_) => "nftables: TCP and UDP packets to and from the server's port on lo",
-            Injector::Netem(_) => "tc netem: every packet on lo",
+            Injector::Nft(_) => httplab_model::LossMethod::Nftables,
+            Injector::Netem(_) => httplab_model::LossMethod::Netem,
         }
     }
 }

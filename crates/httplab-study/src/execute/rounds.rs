@@ -17,7 +17,6 @@ use crate::execute::measure::{measure, usable, Measured, RunError};
 use crate::execute::packet_loss::Injector;
 use crate::execute::servers;
 use crate::execute::slots::{Down, Slot};
-use crate::keys::{RUN_PARAM, RUN_STEP};
 use crate::plan::rounds;
 use crate::plan::steps::{Offer, StepParams};
 use crate::spec::{Metric, Workload};
@@ -378,7 +377,7 @@ impl<'a> Row<'a> {
     }
 
     /// Files a row of the results, the step's parameter and value added to
-    /// its run's `config.extra`.
+    /// its run's facts.
     fn file_run(
         self,
         cx: &mut Execution,
@@ -390,10 +389,9 @@ impl<'a> Row<'a> {
     ) {
         let run = run.map(|mut r| {
             if let (Some(v), Some(s)) = (&self.w.vary, self.step) {
-                r.config
-                    .extra
-                    .insert(RUN_PARAM.into(), v.param.as_str().into());
-                r.config.extra.insert(RUN_STEP.into(), s.clone());
+                let f = &mut r.config.facts.study;
+                f.param = Some(v.param);
+                f.step = Some(s.clone());
             }
             r
         });

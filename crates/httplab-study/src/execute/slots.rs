@@ -10,7 +10,6 @@ use crate::execute::context::Execution;
 use crate::execute::cpu::{CpuLimit, CpuSource};
 use crate::execute::events::Event;
 use crate::execute::servers::{self, Running};
-use crate::keys::EnvKey;
 use crate::spec::ServerInstance;
 
 /// Why a server has no (more) runs, as its rows say.
@@ -86,7 +85,7 @@ pub fn start_servers(cx: &mut Execution, at: Placement, env: &mut m::Environment
     let mut slots = Vec::new();
     for (i, inst) in cx.plan.servers.iter().cloned().enumerate() {
         if let Some(v) = servers::version(&inst, cx.opts.httplab_exe.as_deref()) {
-            EnvKey::Version(&inst.name).set(env, v);
+            env.facts.study.versions.insert(inst.name.clone(), v);
         }
         let mut slot = Slot::new(inst);
         if cx.stopped() {
@@ -169,7 +168,10 @@ fn start_one(
                     | servers::Unavailable::NoTls { .. } => RunStatus::NotInstalled,
                     servers::Unavailable::Other(_) => RunStatus::Failed,
                 };
-                EnvKey::Version(&slot.inst.name).set(env, u.reason());
+                env.facts
+                    .study
+                    .versions
+                    .insert(slot.inst.name.clone(), u.reason());
                 slot.down = Some(Down {
                     status,
                     reason: u.reason(),
@@ -193,7 +195,7 @@ fn start_one(
                          (a lower bound where the client saturates first)"
                     );
                     cx.announce(format!("{}: {why}", slot.inst.name));
-                    EnvKey::CpuQuota.set(env, why);
+                    env.facts.study.cpu_quota = Some(why);
                 }
                 slot.running = Some(r);
                 slot.cpu = Some(cpu);

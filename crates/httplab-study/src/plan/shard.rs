@@ -17,9 +17,6 @@
 use anyhow::{bail, Result};
 use httplab_model as m;
 
-pub use crate::keys::{
-    ENV_STUDY_RUN_ID as EXTRA_STUDY_RUN_ID, ENV_STUDY_SHARD as EXTRA_STUDY_SHARD,
-};
 use crate::plan::steps::{steps_with, Offer};
 use crate::spec::{StudyFile, WorkloadKind};
 

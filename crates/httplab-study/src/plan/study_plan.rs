@@ -8,7 +8,9 @@ use httplab_model as m;
 use crate::plan::pinning::resolve_pinning;
 use crate::plan::rounds;
 use crate::plan::steps::{steps_with, StepParams};
-use crate::spec::{expand_servers, Metric, ServerInstance, StudyFile, Workload, WorkloadKind};
+use crate::spec::{
+    expand_servers, Metric, Question, ServerInstance, StudyFile, Workload, WorkloadKind,
+};
 
 /// Runs one capacity search is expected to take (for planning).
 pub const SEARCH_RUNS: u64 = 7;
@@ -44,11 +46,22 @@ pub struct StudyPlan {
     pub budget: Budget,
     /// Where the servers and the load generator run.
     pub pinning: Pinning,
+    /// `[compare] baseline`: the server every other one is compared with.
+    pub baseline: Option<String>,
+    /// The study's questions, whose evidence the analysis compares and
+    /// answers.
+    pub questions: Vec<Question>,
 }
 
 /// One workload of the plan.
 #[derive(Debug, Clone)]
 pub struct WorkloadPlan {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: WorkloadKind,
+    /// Measurement windows per run (slices; 1 when not sliced).
+    pub slices: u32,
     /// Indices into [`StudyPlan::servers`] of the servers it compares.
     pub servers: Vec<usize>,
     /// Its steps, each with its offered load, warm-up and window.
@@ -119,6 +132,9 @@ impl StudyPlan {
                         })
                         .sum::<f64>();
                 WorkloadPlan {
+                    name: w.name.clone(),
+                    kind: w.kind,
+                    slices,
                     runs_per_round: per_server * mine.len() as u64 * steps.len() as u64,
                     servers: mine,
                     steps,
@@ -144,7 +160,14 @@ impl StudyPlan {
                 client_cores,
                 notes,
             },
+            baseline: study.compare.baseline.clone(),
+            questions: study.questions.clone(),
         }
+    }
+
+    /// The workload named `name`.
+    pub fn workload(&self, name: &str) -> Option<&WorkloadPlan> {
+        self.workloads.iter().find(|w| w.name == name)
     }
 
     /// The servers of workload `wi`.

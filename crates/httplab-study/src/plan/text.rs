@@ -21,17 +21,8 @@ pub fn human_secs(s: f64) -> String {
 
 /// `core(s) 0,1` or `any core`.
 pub fn cores_text(c: &[usize]) -> String {
-    if c.is_empty() {
-        "any core".into()
-    } else {
-        format!(
-            "core(s) {}",
-            c.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        )
-    }
+    let c: Vec<u32> = c.iter().map(|&x| x as u32).collect();
+    httplab_model::study_facts::cores_text(&c)
 }
 
 /// `a_b_c` for `a/b.c`: a file name made of any text.

@@ -6,13 +6,8 @@ use std::fmt::Write as _;
 
 use httplab_model as m;
 
-use crate::keys::RUN_IDLE_PREFIX as EXTRA_PREFIX;
-
-fn extra_f(r: &m::RunResult, k: &str) -> Option<f64> {
-    r.config
-        .extra
-        .get(&format!("{EXTRA_PREFIX}{k}"))
-        .and_then(|v| v.parse().ok())
+fn idle(r: &m::RunResult) -> Option<&m::IdleFacts> {
+    r.config.facts.study.idle.as_ref()
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -57,11 +52,7 @@ pub fn rows(res: &m::StudyResult, w: &str) -> Vec<Row> {
     let mut order: Vec<(String, String)> = Vec::new();
     for r in res.runs.iter().filter(|r| r.workload == w) {
         let Some(run) = r.run.as_ref() else { continue };
-        if !run
-            .config
-            .extra
-            .contains_key(&format!("{EXTRA_PREFIX}conns"))
-        {
+        if idle(run).is_none() {
             continue;
         }
         let key = (r.step.clone().unwrap_or_default(), r.server.clone());
@@ -80,7 +71,7 @@ pub fn rows(res: &m::StudyResult, w: &str) -> Vec<Row> {
         };
         let mut notes: Vec<String> = Vec::new();
         for r in &runs {
-            if let Some(n) = r.config.extra.get(&format!("{EXTRA_PREFIX}note")) {
+            if let Some(n) = idle(r).and_then(|i| i.note.as_ref()) {
                 if !notes.contains(n) {
                     notes.push(n.clone());
                 }
@@ -94,16 +85,13 @@ pub fn rows(res: &m::StudyResult, w: &str) -> Vec<Row> {
             errors: mean(&col(&|r| Some(m::metric::failed_calls(r) as f64))).unwrap_or(0.0),
             p50_ms: mean(&col(&|r| r.latency.response.at(50.0))),
             p99_ms: mean(&col(&|r| r.latency.response.at(99.0))),
-            conns: mean(&col(&|r| extra_f(r, "conns"))).unwrap_or(0.0),
-            connected: mean(&col(&|r| extra_f(r, "connected"))).unwrap_or(0.0),
-            open_at_end: mean(&col(&|r| extra_f(r, "open_at_end"))).unwrap_or(0.0),
-            fds_added: mean(&col(&|r| {
-                Some(extra_f(r, "server_fds_during")? - extra_f(r, "server_fds_before")?)
-            }))
-            .unwrap_or(0.0),
+            conns: mean(&col(&|r| Some(idle(r)?.conns as f64))).unwrap_or(0.0),
+            connected: mean(&col(&|r| Some(idle(r)?.connected as f64))).unwrap_or(0.0),
+            open_at_end: mean(&col(&|r| Some(idle(r)?.open_at_end as f64))).unwrap_or(0.0),
+            fds_added: mean(&col(&|r| Some(idle(r)?.fds_added()))).unwrap_or(0.0),
             // The largest: a later round finds memory an earlier one left
             // the server, and shows less than the connections cost.
-            rss_per_conn: col(&|r| extra_f(r, "server_rss_per_conn_bytes"))
+            rss_per_conn: col(&|r| idle(r)?.server_rss_per_conn_bytes)
                 .into_iter()
                 .reduce(f64::max),
             notes,

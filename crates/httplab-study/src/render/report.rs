@@ -13,7 +13,6 @@ use anyhow::{Context, Result};
 use httplab_model as m;
 
 pub use crate::execute::cells::metrics_of;
-use crate::keys::{EnvKey, RUN_STEP as EXTRA_STEP};
 use crate::plan::text::fmt_num;
 use crate::spec::{Metric, StudyFile};
 
@@ -83,7 +82,7 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
             let step = r
                 .run
                 .as_ref()
-                .and_then(|x| x.config.extra.get(EXTRA_STEP).cloned())
+                .and_then(|x| x.config.facts.study.step.clone())
                 .unwrap_or_default();
             out.push(mk(step, r.run.as_ref()));
         }
@@ -159,8 +158,8 @@ fn place(v: &m::StudyVerdict, res: &m::StudyResult) -> String {
         .cells
         .iter()
         .find(|c| c.workload == v.workload)
-        .map(|c| c.metric.as_str());
-    if primary.is_some_and(|p| p != v.metric) {
+        .map(|c| &c.metric);
+    if primary.is_some_and(|p| *p != v.metric) {
         s.push_str(&format!(" · {}", v.metric));
     }
     if v.kind == m::VerdictKind::Pair {
@@ -374,7 +373,7 @@ fn write_summary_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
                 c.workload.clone(),
                 c.step.clone().unwrap_or_default(),
                 c.server.clone(),
-                k.clone(),
+                k.to_string(),
                 (*k == c.metric).to_string(),
                 e.n.to_string(),
                 format!("{:.6}", e.mean),
@@ -430,7 +429,7 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
                 m::VerdictKind::Step => "step".into(),
                 m::VerdictKind::Pair => "pair".into(),
             },
-            v.metric.clone(),
+            v.metric.to_string(),
             v.measured_by.map_or("", |x| x.word()).into(),
             v.better.word().into(),
             v.outcome().word().into(),
@@ -457,10 +456,6 @@ fn write_verdicts_csv(res: &m::StudyResult, path: &Path) -> Result<()> {
     }
     w.flush()?;
     Ok(())
-}
-
-fn metric_of_key(k: &str) -> Option<Metric> {
-    Metric::from_key(k)
 }
 
 /// The whole index.html.
@@ -625,8 +620,12 @@ fn servers_section(h: &mut String, res: &m::StudyResult) {
                 format!("{ok} of {} run(s) ok; {bad}", all.len())
             }
         };
-        let version = EnvKey::Version(&r.server)
-            .get(&res.environment)
+        let version = res
+            .environment
+            .facts
+            .study
+            .versions
+            .get(&r.server)
             .cloned()
             .unwrap_or_default();
         let _ = writeln!(
@@ -654,7 +653,15 @@ fn environment_section(h: &mut String, res: &m::StudyResult) {
             crate::spec::human_bytes(e.memory_bytes),
         ),
     ];
-    kv.extend(e.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+    // The study's facts in the words they have always been listed with,
+    // among the free-form ones, sorted by name.
+    let words: std::collections::BTreeMap<String, String> = e
+        .facts
+        .entries()
+        .into_iter()
+        .chain(e.extra.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    kv.extend(words);
     for (k, v) in kv {
         let _ = writeln!(
             h,
@@ -669,7 +676,7 @@ fn environment_section(h: &mut String, res: &m::StudyResult) {
 
 /// What a capacity search under `cpu_quota` measured, or why it could not.
 pub fn quota_text(q: f64, res: &m::StudyResult) -> String {
-    match EnvKey::CpuQuota.get(&res.environment) {
+    match &res.environment.facts.study.cpu_quota {
         Some(why) => format!("Asked for a CPU quota of {q} core per server, but {why}."),
         None => format!(
             "Every server held to {q} core of CPU (a CFS quota, {} ms period) during the \
@@ -745,7 +752,7 @@ fn workload_intro(
         if let Some(pct) = wl.loss_pct {
             let _ = writeln!(
                 h,
-                "<p>With {pct} % packet loss on the loopback interface during every run (nftables on the server's port, or netem: see each run's <code>packet_loss_method</code>).</p>"
+                "<p>With {pct} % packet loss on the loopback interface during every run (nftables on the server's port, or netem: see each run's <code>config.facts.study.packet_loss</code>).</p>"
             );
         }
         if let Some(q) = wl.cpu_quota {
@@ -790,7 +797,7 @@ fn protocol_note(
     if wl.protocol == Protocol::H1 {
         return;
     }
-    let tls = study.is_some_and(|s| s.tls) || EnvKey::Tls.get(&res.environment).is_some();
+    let tls = study.is_some_and(|s| s.tls) || res.environment.facts.study.tls.is_some();
     let how = match (wl.protocol, tls) {
         (Protocol::H2, true) => "HTTP/2 (h2 by ALPN over TLS)",
         (Protocol::H2, false) => "HTTP/2 (h2c by prior knowledge)",
@@ -856,7 +863,7 @@ impl<'a> WorkloadCells<'a> {
         }
         let primary = cells
             .first()
-            .and_then(|c| metric_of_key(&c.metric))
+            .and_then(|c| c.metric.metric())
             .unwrap_or_default();
         let mut servers: Vec<String> = Vec::new();
         let mut steps: Vec<Option<String>> = Vec::new();
@@ -901,7 +908,7 @@ fn workload_charts(h: &mut String, g: &WorkloadCells, wl: Option<&crate::spec::W
     if primary != Metric::ServerCpuUsPerReq
         && cells
             .iter()
-            .any(|c| c.metrics.contains_key(Metric::ServerCpuUsPerReq.key()))
+            .any(|c| c.estimate(Metric::ServerCpuUsPerReq).is_some())
     {
         charted.push(Metric::ServerCpuUsPerReq);
     }
@@ -927,7 +934,7 @@ fn workload_charts(h: &mut String, g: &WorkloadCells, wl: Option<&crate::spec::W
                         .iter()
                         .map(|st| {
                             let c = find(s, st)?;
-                            let e = c.metrics.get(mt.key())?;
+                            let e = c.estimate(mt)?;
                             Some(httplab_report::charts::EstimatePoint {
                                 mean: e.mean,
                                 ci: e.ci_low.zip(e.ci_high),
@@ -949,7 +956,7 @@ fn workload_charts(h: &mut String, g: &WorkloadCells, wl: Option<&crate::spec::W
                 .iter()
                 .filter_map(|s| {
                     let c = find(s, &steps[0])?;
-                    let e = c.metrics.get(mt.key())?;
+                    let e = c.estimate(mt)?;
                     Some(httplab_report::charts::EstimateBar {
                         label: s.clone(),
                         mean: e.mean,
@@ -992,18 +999,19 @@ fn workload_table(
     let (w, primary) = (*w, *primary);
     let find = |s: &str, st: &Option<String>| g.find(s, st);
     // Table: the primary metric first, then the others recorded.
-    let shown: Vec<Metric> =
-        {
-            let wanted = study
-                .map(|s| s.compare.metrics.clone())
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| Metric::ALL.to_vec());
-            let mut v = vec![primary];
-            v.extend(wanted.into_iter().filter(|m| {
-                *m != primary && cells.iter().any(|c| c.metrics.contains_key(m.key()))
-            }));
-            v
-        };
+    let shown: Vec<Metric> = {
+        let wanted = study
+            .map(|s| s.compare.metrics.clone())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| Metric::ALL.to_vec());
+        let mut v = vec![primary];
+        v.extend(
+            wanted
+                .into_iter()
+                .filter(|m| *m != primary && cells.iter().any(|c| c.estimate(*m).is_some())),
+        );
+        v
+    };
     let stepped = steps.iter().any(|s| s.is_some());
     let _ = write!(
         h,
@@ -1037,7 +1045,7 @@ fn workload_table(
             };
             let _ = write!(h, "<td>{}</td><td class=\"l\">{}</td>", c.n, esc(&stop));
             for mt in &shown {
-                let cell = c.metrics.get(mt.key()).map_or("–".to_string(), |e| {
+                let cell = c.estimate(*mt).map_or("–".to_string(), |e| {
                     fmt_estimate(e, c.client_bound && *mt == primary, mt.higher_is_better())
                 });
                 let _ = write!(h, "<td>{}</td>", esc(&cell));

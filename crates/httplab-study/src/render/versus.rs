@@ -94,7 +94,7 @@ fn answer(res: &m::StudyResult, a: &str, b: &str) -> PairAnswer {
         if names != (Some(a), Some(b)) && names != (Some(b), Some(a)) {
             continue;
         }
-        let key = (v.workload.as_str(), &v.step, v.metric.as_str());
+        let key = (v.workload.as_str(), &v.step, v.metric.key());
         if seen.contains(&key) {
             continue;
         }
@@ -123,10 +123,6 @@ fn why_none(res: &m::StudyResult, a: &str, b: &str) -> String {
         }
     }
     "no workload step measured both".into()
-}
-
-fn metric_of(key: &str) -> Option<Metric> {
-    Metric::from_key(key)
 }
 
 /// "serves", "the requests per second" and the adjective of the better one.
@@ -205,7 +201,7 @@ fn item(v: &m::StudyVerdict, a: &str, b: &str, res: &m::StudyResult) -> String {
         Some(s) => format!("{} [{s}]", v.workload),
         None => v.workload.clone(),
     };
-    let (verb, what, adj) = words(metric_of(&v.metric));
+    let (verb, what, adj) = words(v.metric.metric());
     let Some((r, ci)) = raw_ratio(v, a) else {
         return format!(
             "{place}: {a} vs {b} on {}: no decision ({})",

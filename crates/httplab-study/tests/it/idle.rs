@@ -24,12 +24,13 @@ fn study(servers: &str, workload: &str) -> spec::StudyFile {
 const LONG_TIMEOUTS: &str =
     "args = [\"--header-timeout\", \"120s\", \"--idle-timeout\", \"120s\"]\n";
 
-fn extra(run: &m::RunResult, k: &str) -> u64 {
+fn census(run: &m::RunResult) -> &m::IdleFacts {
     run.config
-        .extra
-        .get(&format!("idle_{k}"))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("idle_{k} missing: {:?}", run.config.extra))
+        .facts
+        .study
+        .idle
+        .as_ref()
+        .unwrap_or_else(|| panic!("no idle facts: {:?}", run.config))
 }
 
 #[test]
@@ -57,31 +58,19 @@ fn event_model_keeps_serving_while_idle_connections_are_held() {
             let run = r.run.as_ref().unwrap();
             assert!(run.totals.replies > 0, "{send}");
             assert_eq!(run.errors.total, 0, "{send}: {:?}", run.errors);
-            assert_eq!(extra(run, "conns"), 50);
-            assert_eq!(extra(run, "connected"), 50, "{send}");
+            let c = census(run);
+            assert_eq!(c.conns, 50);
+            assert_eq!(c.connected, 50, "{send}");
             // Nothing on the server's side ends them within its timeouts.
-            assert_eq!(
-                extra(run, "open_at_end"),
-                50,
-                "{send}: {:?}",
-                run.config.extra
-            );
+            assert_eq!(c.open_at_end, 50, "{send}: {c:?}");
             // A note may say the kernel, not the server, holds silent
             // connections (deferred accept); never that the client was hurt.
-            let note = run
-                .config
-                .extra
-                .get("idle_note")
-                .cloned()
-                .unwrap_or_default();
+            let note = c.note.clone().unwrap_or_default();
             assert!(
                 !note.contains("error") && !note.contains("stopped"),
                 "{send}: {note}"
             );
-            assert_eq!(
-                run.config.extra.get("idle_send").map(String::as_str),
-                Some(send)
-            );
+            assert_eq!(c.send.as_str(), send);
         }
         let rows = idle::rows(&res, "idle");
         assert_eq!(rows.len(), 1);
@@ -122,8 +111,8 @@ fn threads_model_with_its_pool_held_stops_serving_and_says_so() {
             "{:?}",
             run.errors
         );
-        assert_eq!(extra(run, "connected"), 10);
-        let note = run.config.extra.get("idle_note").expect("a note");
+        assert_eq!(census(run).connected, 10);
+        let note = census(run).note.as_ref().expect("a note");
         assert!(note.contains("stopped serving new clients"), "{note}");
     }
     // The report and the terminal summary carry the note.

@@ -105,8 +105,9 @@ fn check(res: &m::StudyResult, peers: &[(&str, &str)], tls: bool) {
                     assert!(h.streams_completed > 0, "{name}: {h:?}");
                     assert_eq!(h.streams_failed, 0, "{name}: {h:?}");
                     assert_eq!(h.max_concurrent_streams, 1, "{name}");
-                    assert!(
-                        run.config.extra.contains_key("client_ceiling"),
+                    assert_eq!(
+                        run.config.facts.study.client_ceiling,
+                        Some(m::ClientCeiling::Unknown(m::HttpProtocol::H2)),
                         "{name}: the unknown client ceiling is said"
                     );
                 }
@@ -273,7 +274,10 @@ fn h3_workload_against_caddy() {
         assert!(h.streams_completed > 0, "{h:?}");
         assert_eq!(h.streams_failed, 0, "{h:?}");
         assert_eq!(h.max_concurrent_streams, 1);
-        assert!(run.config.extra.contains_key("client_ceiling"));
+        assert_eq!(
+            run.config.facts.study.client_ceiling,
+            Some(m::ClientCeiling::Unknown(m::HttpProtocol::H3))
+        );
     }
     let mut expect: Vec<(&str, &str)> = others
         .iter()
@@ -337,18 +341,11 @@ fn packet_loss_is_injected_or_skipped_and_always_removed() {
         for r in &res.runs {
             let run = r.run.as_ref().expect("a run result");
             assert!(run.totals.replies > 0, "{}", r.workload);
-            assert_eq!(
-                run.config.extra.get("packet_loss_pct").map(String::as_str),
-                Some("1"),
-                "{}",
-                r.workload
-            );
+            let loss = run.config.facts.study.packet_loss;
+            assert_eq!(loss.map(|l| l.pct), Some(1.0), "{}", r.workload);
             assert_eq!(run.http3.is_some(), r.workload == "h3-loss");
-            let how = run.config.extra.get("packet_loss_method");
-            assert!(
-                how.is_some_and(|h| h.starts_with("nftables") || h.starts_with("tc netem")),
-                "{how:?}"
-            );
+            let how = loss.and_then(|l| l.method);
+            assert!(how.is_some(), "{how:?}");
         }
     } else {
         let why: Vec<String> = skipped

@@ -100,9 +100,10 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         assert!(cost.peak_rss_bytes > 0 && !cost.samples.is_empty());
         assert!(!cost.cpu_source.is_empty(), "CPU from cgroup or schedstat");
         assert_eq!(
-            run.config.extra.get("driver").map(String::as_str),
-            Some("httplab-load")
+            run.config.facts.study.driver,
+            Some(m::LoadDriver::HttplabLoad)
         );
+        assert!(!run.config.extra.contains_key("driver"));
     }
     // Every round holds both servers once, at positions 0 and 1.
     for w in ["short-load", "short-users"] {
@@ -135,7 +136,7 @@ fn tiny_study_end_to_end_report_has_both_servers() {
         let e = &c.metrics[&c.metric];
         assert_eq!(e.n, 2);
         assert!(e.ci_low.is_some() && e.ci_high.is_some());
-        assert_eq!(c.values[c.metric.as_str()].len(), 2);
+        assert_eq!(c.values[&c.metric].len(), 2);
     }
     // The workload's metric for each workload, and server CPU per request for
     // the fixed-rate one (the server's own accounting).
@@ -446,7 +447,13 @@ fn tiny_study_with_nginx_and_lighttpd() {
     let html = report::html(&res, Some(&s), false);
     assert!(html.contains("nginx/1.") || html.contains("nginx"));
     assert!(html.contains("lighttpd"));
-    assert!(res.environment.extra.keys().any(|k| k.contains("nginx")));
+    assert!(res
+        .environment
+        .facts
+        .study
+        .versions
+        .keys()
+        .any(|k| k.contains("nginx")));
 }
 
 #[test]
@@ -492,7 +499,11 @@ fn capacity_search_and_vary_workloads_end_to_end() {
     assert_eq!(sizes.len(), 4);
     let steps: Vec<&str> = sizes
         .iter()
-        .map(|r| r.run.as_ref().unwrap().config.extra[runner::EXTRA_STEP].as_str())
+        .map(|r| {
+            let f = &r.run.as_ref().unwrap().config.facts.study;
+            assert_eq!(f.param, Some(m::VaryParam::Target));
+            f.step.as_deref().unwrap()
+        })
         .collect();
     assert_eq!(steps, ["/a.txt", "/a.txt", "/b.bin", "/b.bin"]);
     assert_eq!(

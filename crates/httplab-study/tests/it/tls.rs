@@ -46,15 +46,19 @@ fn tls_study_end_to_end_against_httplab() {
     };
     let res = runner::run_study(&s, &opts).unwrap();
     assert_eq!(res.runs.len(), 6);
-    let extra = &res.environment.extra;
-    assert!(extra
-        .get(runner::EXTRA_TLS)
+    let facts = &res.environment.facts.study;
+    assert!(facts
+        .tls
+        .as_ref()
         .is_some_and(|t| t.contains("self-signed")));
-    let seen = &extra["tls: httplab event"];
+    let seen = &facts.tls_of["httplab event"];
     assert!(seen.starts_with("TLSv1_"), "{seen}");
     assert!(
-        extra[runner::EXTRA_TLS_SEEN].contains("TLSv1_"),
-        "{extra:?}"
+        facts
+            .tls_seen
+            .as_ref()
+            .is_some_and(|t| t.contains("TLSv1_")),
+        "{facts:?}"
     );
     for r in &res.runs {
         assert_eq!(r.status, "ok", "{}: {}", r.workload, r.reason);
@@ -332,11 +336,12 @@ fn sharded_study_records_and_splits_the_schedule() {
             ..Options::default()
         };
         let res = runner::run_study(&st, &opts).unwrap();
+        let facts = &res.environment.facts.study;
         assert_eq!(
-            res.environment.extra[shard::EXTRA_STUDY_SHARD],
-            format!("{index}/2")
+            facts.shard.map(|s| s.to_string()),
+            Some(format!("{index}/2"))
         );
-        assert_eq!(res.environment.extra[shard::EXTRA_STUDY_RUN_ID], run_id);
+        assert_eq!(facts.run_id.as_ref(), Some(&run_id));
         // Fixed protocol: 2 workloads × 2 rounds on both shards.
         let rows: Vec<_> = res
             .runs
