@@ -108,7 +108,7 @@ impl Arrivals {
             },
             Arrival::Concurrent(k) => (None, share_lane(k, lane)),
         };
-        let left = if plan.is_users {
+        let left = if plan.kind.is_users() {
             Some(concurrency)
         } else {
             plan.sessions_total.map(|n| share_lane(n, lane))
@@ -118,7 +118,7 @@ impl Arrivals {
             schedule,
             left,
             initial: concurrency,
-            sequential: matches!(plan.arrival, Arrival::Concurrent(_)) && !plan.is_users,
+            sequential: matches!(plan.arrival, Arrival::Concurrent(_)) && !plan.kind.is_users(),
             restarts: 0,
             burst: 0,
             lane,

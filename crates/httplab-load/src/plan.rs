@@ -55,11 +55,8 @@ pub(crate) struct Plan {
     pub list_base: u32,
     pub list_len: u32,
     pub shape: Shape,
-    /// First call of a burst goes alone, the rest after its reply (httperf sessions).
-    pub first_alone: bool,
-    /// Sessions keep their connection between bursts (all but request-oriented).
-    pub is_session: bool,
-    pub is_users: bool,
+    /// What a session of the run is (from the workload's kind).
+    pub kind: SessionKind,
     /// Paced users: the schedule of all users' requests.
     pub pace: Option<(Dist, u64)>,
     /// Total sessions (None: until --duration ends).
@@ -181,8 +178,11 @@ impl Plan {
             Workload::Users { pace, users, .. } => pace.map(|d| (d, *users)),
             _ => None,
         };
-        let (shape, first_alone, is_session, is_users, sessions_total) =
-            shape_of(spec, main, &mut requests, &ua);
+        let Shaped {
+            shape,
+            kind,
+            sessions_total,
+        } = shape_of(spec, main, &mut requests, &ua);
         Plan {
             requests,
             wset: spec.wset,
@@ -190,9 +190,7 @@ impl Plan {
             list_base,
             list_len: spec.uris.len().min(u32::MAX as usize) as u32,
             shape,
-            first_alone,
-            is_session,
-            is_users,
+            kind,
             pace,
             sessions_total,
             arrival: spec.arrival,
@@ -254,7 +252,7 @@ impl Plan {
                 let j = burst
                     .saturating_mul(u64::from(b))
                     .saturating_add(u64::from(sent));
-                if self.is_users {
+                if self.kind.is_users() {
                     j.saturating_mul(self.users.max(1)).saturating_add(arrival)
                 } else {
                     arrival.saturating_mul(total).saturating_add(j)
@@ -312,49 +310,78 @@ impl Plan {
     }
 }
 
-/// The shape of the workload's sessions, and (first call alone, httperf
-/// session, closed-loop users, sessions in all); a session log's requests
-/// are rendered into `requests`.
-fn shape_of(
-    spec: &LoadSpec,
-    main: ReqSel,
-    requests: &mut Vec<Req>,
-    ua: &str,
-) -> (Shape, bool, bool, bool, Option<u64>) {
+/// What a run's sessions are, from the workload's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionKind {
+    /// httperf's request-oriented connections (`--num-conns`): no
+    /// session between bursts.
+    Connections,
+    /// httperf sessions (`--wsess`, `--wsesslog`): a burst's first call
+    /// goes alone, the rest after its reply; the connection is kept
+    /// between bursts.
+    HttperfSessions,
+    /// Closed-loop users (`--users`): sessions that keep their connection.
+    Users,
+}
+
+impl SessionKind {
+    /// A burst's first call goes alone, the rest after its reply.
+    pub fn first_alone(self) -> bool {
+        self == SessionKind::HttperfSessions
+    }
+
+    /// Sessions keep their connection between bursts.
+    pub fn is_session(self) -> bool {
+        self != SessionKind::Connections
+    }
+
+    /// Closed-loop users.
+    pub fn is_users(self) -> bool {
+        self == SessionKind::Users
+    }
+}
+
+/// [`shape_of`]'s answer.
+struct Shaped {
+    shape: Shape,
+    kind: SessionKind,
+    /// Sessions in all (None: until --duration ends).
+    sessions_total: Option<u64>,
+}
+
+/// The shape of the workload's sessions, their kind and their number; a
+/// session log's requests are rendered into `requests`.
+fn shape_of(spec: &LoadSpec, main: ReqSel, requests: &mut Vec<Req>, ua: &str) -> Shaped {
     match &spec.workload {
         Workload::Requests {
             num_conns,
             num_calls,
             burst,
-        } => (
-            Shape::Calls {
+        } => Shaped {
+            shape: Shape::Calls {
                 total: *num_calls,
                 burst: *burst,
                 think: 0.0,
                 req: main,
             },
-            false,
-            false,
-            false,
-            *num_conns,
-        ),
+            kind: SessionKind::Connections,
+            sessions_total: *num_conns,
+        },
         Workload::Sessions {
             num_sessions,
             calls,
             burst,
             think,
-        } => (
-            Shape::Calls {
+        } => Shaped {
+            shape: Shape::Calls {
                 total: *calls,
                 burst: *burst,
                 think: *think,
                 req: main,
             },
-            true,
-            true,
-            false,
-            *num_sessions,
-        ),
+            kind: SessionKind::HttperfSessions,
+            sessions_total: *num_sessions,
+        },
         Workload::SessionLog {
             num_sessions,
             think,
@@ -378,13 +405,11 @@ fn shape_of(
                 }
                 out.push(bursts);
             }
-            (
-                Shape::Log { sessions: out },
-                true,
-                true,
-                false,
-                *num_sessions,
-            )
+            Shaped {
+                shape: Shape::Log { sessions: out },
+                kind: SessionKind::HttperfSessions,
+                sessions_total: *num_sessions,
+            }
         }
         Workload::Users {
             users,
@@ -392,18 +417,16 @@ fn shape_of(
             think,
             burst,
             ..
-        } => (
-            Shape::Calls {
+        } => Shaped {
+            shape: Shape::Calls {
                 total: requests_per_user.unwrap_or(u64::MAX),
                 burst: (*burst).max(1),
                 think: *think,
                 req: main,
             },
-            false,
-            true,
-            true,
-            Some(*users),
-        ),
+            kind: SessionKind::Users,
+            sessions_total: Some(*users),
+        },
     }
 }
 

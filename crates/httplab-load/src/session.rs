@@ -62,7 +62,7 @@ impl Rules<'_> {
     /// Calls a connection carries at most (users with `--num-calls` close after them).
     fn per_conn(&self) -> u64 {
         match self.plan.user_group {
-            Some(g) if self.plan.is_users && self.plan.close_after_group => g,
+            Some(g) if self.plan.kind.is_users() && self.plan.close_after_group => g,
             _ => u64::MAX,
         }
     }
@@ -282,7 +282,7 @@ impl Session {
     /// decides for all their calls; a closed-loop user's calls are each
     /// scheduled on their own.
     pub fn in_window(&self, r: &Rules<'_>) -> bool {
-        if r.plan.is_users {
+        if r.plan.kind.is_users() {
             self.intended >= r.win
         } else {
             self.measured
@@ -345,7 +345,7 @@ impl Session {
             last_reply: self.last_reply,
             measured: self.measured,
             complete: !self.failed
-                && !plan.is_users
+                && !plan.kind.is_users()
                 && plan.calls_per_session.map_or(true, |n| self.replies >= n),
         }
     }
@@ -365,7 +365,7 @@ impl Session {
             Conn::Open => {}
             _ => return Action::Idle,
         }
-        let allowed = if plan.first_alone && self.done == 0 {
+        let allowed = if plan.kind.first_alone() && self.done == 0 {
             1
         } else {
             self.burst_len
@@ -559,7 +559,7 @@ impl Session {
         }
         let t = self.wait.filter(|t| *t <= now)?;
         self.wait = None;
-        let measured = if r.plan.is_users {
+        let measured = if r.plan.kind.is_users() {
             t >= r.win
         } else {
             self.measured
@@ -602,7 +602,7 @@ impl Session {
                 close_after = plan.close_after_group;
             }
         }
-        let failed_status = plan.is_session && r.failure_status == Some(status);
+        let failed_status = plan.kind.is_session() && r.failure_status == Some(status);
         let retry = failed_status && r.retry_on_failure;
         if r.streams {
             self.outstanding = self.outstanding.saturating_sub(1);
@@ -714,7 +714,7 @@ impl Session {
         if self.conn_lost {
             // A lost connection fails a session; a user goes on with its
             // next call on a new connection.
-            if !plan.is_users {
+            if !plan.kind.is_users() {
                 self.failed = true;
                 self.finish();
             }
@@ -722,7 +722,7 @@ impl Session {
             // Refused without serving anything: a failure, not a reason to
             // reconnect at once (no busy loop against such a server).
             self.reset = Some(self.in_window(r));
-            if plan.is_users {
+            if plan.kind.is_users() {
                 self.left -= 1;
                 self.phase = Phase::Yield;
             } else {
@@ -765,7 +765,7 @@ impl Session {
         self.conn = Conn::None;
         self.group.open = false;
         self.group.replies = 0;
-        if !plan.is_users {
+        if !plan.kind.is_users() {
             self.failed = true;
             self.finish();
             return;
