@@ -454,11 +454,11 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
                 file_io_line(file_io, true)
             ),
             Model::Threads => format!(
-                "threads model, {} threads, {}",
+                "threads model, {} threads, {}{h2c}",
                 server.workers(),
                 file_io_line(file_io, false)
             ),
-            m => format!("{} model, {}", m.name(), file_io_line(file_io, false)),
+            m => format!("{} model, {}{h2c}", m.name(), file_io_line(file_io, false)),
         };
         let scheme = if tls_on { "https" } else { "http" };
         println!(

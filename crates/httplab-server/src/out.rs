@@ -71,6 +71,29 @@ const GATHER_BYTES: usize = 64 * 1024;
 /// Most file segments (HTTP/2 DATA frames) in one gathered `sendmsg`.
 const GATHER_SEGMENTS: usize = 32;
 
+/// [`OutQueue::write_to`]'s progress within one call.
+#[derive(Default)]
+struct Progress {
+    /// Bytes sent.
+    sent: usize,
+    /// Bytes of the front file segment already read into `scratch`
+    /// (`scratch[held.0..held.1]`, starting at that segment's `off`) but not
+    /// yet sent: after a short write they are sent from there instead of
+    /// being read again. Only valid within one call (the buffer is shared by
+    /// the worker's connections).
+    held: (usize, usize),
+}
+
+/// What [`OutQueue::copy_step`] did.
+enum Step {
+    /// Bytes moved: go round again.
+    Again,
+    /// No file bytes to copy now: go on to the memory and sendfile paths.
+    On,
+    /// Stop with this result.
+    Stop(Flush),
+}
+
 /// What [`OutQueue::write_gathered`] did.
 enum Gathered {
     /// The front of the queue is not a run of one file's segments.
@@ -321,6 +344,84 @@ impl OutQueue {
         Ok(Gathered::Sent(n))
     }
 
+    /// One step of the copy path ([`FileOpts::pread`]) of
+    /// [`OutQueue::write_to`]: a gathered run of one file's segments
+    /// ([`OutQueue::write_gathered`]), else the front segment read into
+    /// `scratch` (at most `opts.chunk` bytes, kept in `p.held` across a
+    /// short write) and sent behind the memory bytes queued in front of it
+    /// in one `sendmsg`. `On`: nothing of a file's to copy now.
+    fn copy_step(
+        &mut self,
+        fd: RawFd,
+        opts: FileOpts,
+        budget: usize,
+        p: &mut Progress,
+        scratch: &mut Vec<u8>,
+        written: &mut u64,
+    ) -> io::Result<Step> {
+        if p.held.0 == p.held.1 && p.sent < budget {
+            match self.write_gathered(fd, budget - p.sent, scratch)? {
+                Gathered::No => {}
+                Gathered::Sent(n) => {
+                    p.sent += n;
+                    *written += n as u64;
+                    return Ok(Step::Again);
+                }
+                Gathered::Blocked => return Ok(Step::Stop(Flush::Blocked)),
+            }
+        }
+        let next_at = self.files.front().map_or(self.buf.len(), |f| f.at);
+        let Some(f) = self.files.front_mut() else {
+            return Ok(Step::On);
+        };
+        if p.held.0 == p.held.1 && f.off < f.end && p.sent < budget {
+            let want = (f.end - f.off).min(opts.chunk as u64) as usize;
+            if scratch.len() < want {
+                scratch.resize(opts.chunk.max(want), 0);
+            }
+            match f.file.read_at(&mut scratch[..want], f.off) {
+                // The file shrank under us: the promised length cannot be
+                // delivered, so the connection must end.
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => p.held = (0, n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(Step::Again),
+                Err(e) => return Err(e),
+            }
+        }
+        if p.held.0 == p.held.1 {
+            return Ok(Step::On);
+        }
+        // Memory bytes up to the file (the head), then the file bytes
+        // read, in one sendmsg.
+        let mem = &self.buf[self.pos..next_at];
+        let file = &scratch[p.held.0..p.held.1];
+        let r = if mem.is_empty() {
+            sys::send(fd, file, false)
+        } else {
+            sys::send_vectored(fd, &[io::IoSlice::new(mem), io::IoSlice::new(file)])
+        };
+        match r {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                self.writes += 1;
+                *written += n as u64;
+                let from_mem = n.min(mem.len());
+                self.pos += from_mem;
+                let from_file = n - from_mem;
+                p.held.0 += from_file;
+                f.off += from_file as u64;
+                self.file_bytes += from_file as u64;
+                p.sent += n;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Ok(Step::Stop(Flush::Blocked))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        Ok(Step::Again)
+    }
+
     /// Writes to socket `fd` until done, blocked, or `budget` bytes were
     /// sent; `written` is increased by the bytes sent. File segments go out
     /// as `opts` says: `sendfile` calls of at most `opts.chunk` bytes, or
@@ -335,75 +436,18 @@ impl OutQueue {
         scratch: &mut Vec<u8>,
         written: &mut u64,
     ) -> io::Result<Flush> {
-        let mut sent = 0usize;
-        // Bytes of the front file segment already read into `scratch`
-        // (scratch[held.0..held.1], starting at that segment's `off`) but not
-        // yet sent: after a short write they are sent from here instead of
-        // being read again. Only valid within this call (the buffer is
-        // shared by the worker's connections).
-        let mut held: (usize, usize) = (0, 0);
+        // Bytes sent so far, and the front segment's bytes read ahead.
+        let mut p = Progress::default();
         loop {
-            if opts.pread && held.0 == held.1 && sent < budget {
-                match self.write_gathered(fd, budget - sent, scratch)? {
-                    Gathered::No => {}
-                    Gathered::Sent(n) => {
-                        sent += n;
-                        *written += n as u64;
-                        continue;
-                    }
-                    Gathered::Blocked => return Ok(Flush::Blocked),
-                }
-            }
-            let next_at = self.files.front().map_or(self.buf.len(), |f| f.at);
             if opts.pread {
-                if let Some(f) = self.files.front_mut() {
-                    if held.0 == held.1 && f.off < f.end && sent < budget {
-                        let want = (f.end - f.off).min(opts.chunk as u64) as usize;
-                        if scratch.len() < want {
-                            scratch.resize(opts.chunk.max(want), 0);
-                        }
-                        match f.file.read_at(&mut scratch[..want], f.off) {
-                            // The file shrank under us: the promised length
-                            // cannot be delivered, so the connection must end.
-                            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                            Ok(n) => held = (0, n),
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    if held.0 < held.1 {
-                        // Memory bytes up to the file (the head), then the
-                        // file bytes read, in one sendmsg.
-                        let mem = &self.buf[self.pos..next_at];
-                        let file = &scratch[held.0..held.1];
-                        let r = if mem.is_empty() {
-                            sys::send(fd, file, false)
-                        } else {
-                            sys::send_vectored(fd, &[io::IoSlice::new(mem), io::IoSlice::new(file)])
-                        };
-                        match r {
-                            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                            Ok(n) => {
-                                self.writes += 1;
-                                *written += n as u64;
-                                let from_mem = n.min(mem.len());
-                                self.pos += from_mem;
-                                let from_file = n - from_mem;
-                                held.0 += from_file;
-                                f.off += from_file as u64;
-                                self.file_bytes += from_file as u64;
-                                sent += n;
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                return Ok(Flush::Blocked)
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => return Err(e),
-                        }
-                        continue;
-                    }
+                match self.copy_step(fd, opts, budget, &mut p, scratch, written)? {
+                    Step::Again => continue,
+                    Step::On => {}
+                    Step::Stop(f) => return Ok(f),
                 }
             }
+            let sent = p.sent;
+            let next_at = self.files.front().map_or(self.buf.len(), |f| f.at);
             if self.pos < next_at {
                 let chunk = &self.buf[self.pos..next_at];
                 let more = !self.files.is_empty();
@@ -412,7 +456,7 @@ impl OutQueue {
                     Ok(n) => {
                         self.writes += 1;
                         self.pos += n;
-                        sent += n;
+                        p.sent += n;
                         *written += n as u64;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
@@ -439,7 +483,7 @@ impl OutQueue {
                     Ok(n) => {
                         self.writes += 1;
                         self.file_bytes += n as u64;
-                        sent += n;
+                        p.sent += n;
                         *written += n as u64;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
