@@ -265,6 +265,8 @@ EOF
     sleep 0.1
   done
   echo "$name did not answer on port $SERVER_PORT" >&2
+  # Stop what was started: the next start would forget its PID.
+  stop_server
   return 1
 }
 
