@@ -165,28 +165,22 @@ fn run_session(
             }
         }
         let deadline = tp.deadline(s, h);
-        let wait = deadline.saturating_duration_since(Instant::now());
-        let fds: Vec<i32> = if shutting {
-            vec![fd]
-        } else {
-            vec![fd, stop.wake.read_fd()]
-        };
-        let ready = match sys::poll_readable(&fds, Some(wait)) {
-            Ok(r) => r,
-            Err(_) => return,
-        };
-        if ready.len() > 1 && ready[1] {
-            // Shutdown (a forked child cannot see the parent's flag, only
-            // the pipe).
-            shutting = true;
-            s.begin_shutdown();
-            continue;
-        }
-        if !ready[0] {
-            if Instant::now() >= deadline && tp.on_timeout(s, h, Instant::now()).is_some() {
-                return;
+        match wait_readable(fd, stop, shutting, deadline) {
+            Ok(Woke::Readable) => {}
+            Ok(Woke::Deadline) => {
+                if Instant::now() >= deadline && tp.on_timeout(s, h, Instant::now()).is_some() {
+                    return;
+                }
+                continue;
             }
-            continue;
+            Ok(Woke::Stop) => {
+                // Shutdown (a forked child cannot see the parent's flag,
+                // only the pipe).
+                shutting = true;
+                s.begin_shutdown();
+                continue;
+            }
+            Err(_) => return,
         }
         match tp.fill(s, fd, Instant::now()) {
             // Nothing may be read (backed up or closing): wait for the
@@ -200,21 +194,33 @@ fn run_session(
     }
 }
 
+/// What [`wait_readable`] woke for.
+enum Woke {
+    /// The connection has input (or an end of input).
+    Readable,
+    /// The deadline passed.
+    Deadline,
+    /// Shutdown was requested (the stop pipe is readable).
+    Stop,
+}
+
 /// Waits until `fd` (or, unless `shutting`, the stop pipe) is readable or
-/// `deadline` passes: `Some(true)` readable, `Some(false)` the deadline,
-/// `None` shutdown was requested (or poll failed).
-fn wait_readable(fd: i32, stop: &Stop, shutting: bool, deadline: Instant) -> Option<bool> {
+/// `deadline` passes.
+fn wait_readable(fd: i32, stop: &Stop, shutting: bool, deadline: Instant) -> io::Result<Woke> {
     let wait = deadline.saturating_duration_since(Instant::now());
     let fds: Vec<i32> = if shutting {
         vec![fd]
     } else {
         vec![fd, stop.wake.read_fd()]
     };
-    match sys::poll_readable(&fds, Some(wait)) {
-        Ok(r) if r.len() > 1 && r[1] => None,
-        Ok(r) => Some(r[0]),
-        Err(_) => None,
-    }
+    let ready = sys::poll_readable(&fds, Some(wait))?;
+    Ok(if ready.len() > 1 && ready[1] {
+        Woke::Stop
+    } else if ready[0] {
+        Woke::Readable
+    } else {
+        Woke::Deadline
+    })
 }
 
 /// `--http2 on`: completes a TLS handshake (writing its records) and reads
@@ -251,9 +257,9 @@ fn decide_protocol(
         }
         if !tp.has_buffered_input() {
             let deadline = tp.deadline(s, h);
-            match wait_readable(fd, stop, false, deadline) {
-                Some(true) => {}
-                Some(false) => {
+            match wait_readable(fd, stop, shutting, deadline) {
+                Ok(Woke::Readable) => {}
+                Ok(Woke::Deadline) => {
                     if tp.on_timeout(s, h, Instant::now()).is_some() {
                         return None;
                     }
@@ -261,15 +267,15 @@ fn decide_protocol(
                 }
                 // Shutdown (a forked child sees only the pipe): decided
                 // as HTTP/1.1 on the next turn.
-                None => {
+                Ok(Woke::Stop) => {
                     shutting = true;
                     continue;
                 }
+                Err(_) => return None,
             }
         }
-        match tp.fill(s, fd, Instant::now()) {
-            Ok(_) => {}
-            Err(_) => return None,
+        if tp.fill(s, fd, Instant::now()).is_err() {
+            return None;
         }
     }
 }
@@ -338,23 +344,21 @@ fn run_h2(
         if !tp.has_buffered_input() {
             let deadline = h2.deadline(h);
             match wait_readable(fd, stop, shutting, deadline) {
-                Some(true) => {}
-                Some(false) => {
+                Ok(Woke::Readable) => {}
+                Ok(Woke::Deadline) => {
                     if h2.on_timeout(h, Instant::now()).is_some() {
                         return;
                     }
                     continue;
                 }
-                None => {
+                Ok(Woke::Stop) => {
                     // Shutdown (a forked child cannot see the parent's
                     // flag, only the pipe).
-                    if !shutting {
-                        shutting = true;
-                        h2.begin_shutdown();
-                        continue;
-                    }
-                    return;
+                    shutting = true;
+                    h2.begin_shutdown();
+                    continue;
                 }
+                Err(_) => return,
             }
         }
         match tp.fill(s, fd, Instant::now()) {
