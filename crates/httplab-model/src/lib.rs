@@ -1232,6 +1232,9 @@ pub enum RunStatus {
     Failed,
     /// The server's program is not installed or cannot serve this study ("not installed").
     NotInstalled,
+    /// Not run: the server cannot speak the workload's protocol here, the
+    /// reason says why ("unsupported").
+    Unsupported,
     /// Not run, or cut short, by Ctrl-C ("skipped").
     Skipped,
     /// Ran but measured nothing: no reply and no error in its window ("empty").
@@ -1247,6 +1250,7 @@ impl RunStatus {
             RunStatus::Ok => "ok",
             RunStatus::Failed => "failed",
             RunStatus::NotInstalled => "not installed",
+            RunStatus::Unsupported => "unsupported",
             RunStatus::Skipped => "skipped",
             RunStatus::Empty => "empty",
             RunStatus::Other(s) => s,
@@ -1265,6 +1269,7 @@ impl From<&str> for RunStatus {
             "ok" => RunStatus::Ok,
             "failed" => RunStatus::Failed,
             "not installed" => RunStatus::NotInstalled,
+            "unsupported" => RunStatus::Unsupported,
             "skipped" => RunStatus::Skipped,
             "empty" => RunStatus::Empty,
             other => RunStatus::Other(other.to_string()),
@@ -1324,7 +1329,7 @@ pub struct StudyRun {
     /// restarted once per study, before its extra rounds (0 in older documents).
     #[serde(default)]
     pub start: u32,
-    /// What became of the run: "ok", "failed", "not installed", "skipped", "empty".
+    /// What became of the run: "ok", "failed", "not installed", "unsupported", "skipped", "empty".
     pub status: RunStatus,
     /// Why, when not ok.
     #[serde(default)]
@@ -1781,6 +1786,7 @@ mod tests {
             "ok",
             "failed",
             "not installed",
+            "unsupported",
             "skipped",
             "empty",
             "queued",
@@ -1790,6 +1796,7 @@ mod tests {
             assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{w}\""));
         }
         assert_eq!(RunStatus::from("not installed"), RunStatus::NotInstalled);
+        assert_eq!(RunStatus::from("unsupported"), RunStatus::Unsupported);
         assert_eq!(RunStatus::from("queued"), RunStatus::Other("queued".into()));
     }
 

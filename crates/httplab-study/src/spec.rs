@@ -402,6 +402,9 @@ pub enum ServerKind {
     H2o,
     /// Caddy 2 (a generated Caddyfile: a static file server).
     Caddy,
+    /// ngtcp2's example HTTP/3 server (`gtlsserver`, Debian's
+    /// `ngtcp2-server`): HTTP/3 only, so over TLS and in h3 workloads only.
+    Ngtcp2,
     /// Any command; `{port}`, `{root}`, `{dir}` and `{workers}` are substituted.
     Command,
 }
@@ -416,6 +419,7 @@ impl ServerKind {
             ServerKind::Lighttpd => "lighttpd",
             ServerKind::H2o => "h2o",
             ServerKind::Caddy => "caddy",
+            ServerKind::Ngtcp2 => "ngtcp2",
             ServerKind::Command => "command",
         }
     }
@@ -1321,6 +1325,9 @@ fn server_keys_take_effect(sv: &ServerSpec) -> Result<()> {
     )?;
     if kind == Httplab && sv.mode.is_some() && sv.keep_alive.is_some() {
         bail!("`keep_alive` has no effect next to `mode`, which sets it: \"close\" turns keep-alive off, \"keep-alive\" and \"pipeline\" turn it on");
+    }
+    if kind == ServerKind::Ngtcp2 && sv.workers.is_some() {
+        bail!("`workers` has no effect on ngtcp2's example server: it serves with one thread");
     }
     if kind == Command && sv.workers.is_some() {
         let uses = sv

@@ -111,7 +111,7 @@ pub fn run_workload(
                 (None, Err(why)) => Some((
                     i,
                     (
-                        RunStatus::NotInstalled,
+                        RunStatus::Unsupported,
                         format!("does not speak {}: {why}", w.protocol),
                     ),
                 )),

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 
+use crate::execute::peers::ReadyOver;
 use crate::spec::Protocol;
 
 pub use crate::execute::peers::{
@@ -41,6 +42,9 @@ pub struct Running {
     pub tls_seen: Option<String>,
     /// Where h2c by prior knowledge is served when not at `addr` (nginx).
     pub h2c_addr: Option<SocketAddr>,
+    /// A server with no TCP listener: readiness is an HTTP/3 GET trusting
+    /// this certificate.
+    quic_ca: Option<PathBuf>,
 }
 
 impl Running {
@@ -117,6 +121,10 @@ pub fn start(
         h2c_addr: p
             .h2c_port
             .map(|port| SocketAddr::from(([127, 0, 0, 1], port))),
+        quic_ca: match p.ready_over {
+            ReadyOver::Quic => p.tls_ca.clone(),
+            ReadyOver::Tcp => None,
+        },
     };
     if let Err(e) = r.wait_ready(&p.ready_path, p.ready_timeout) {
         r.stop();
@@ -146,6 +154,27 @@ pub fn probe(addr: SocketAddr, path: &str, timeout: Duration) -> Result<u16> {
     crate::execute::http::status_code(&buf[..n])
 }
 
+/// One HTTP/3 GET with httplab's own client (one connection, one request,
+/// the certificate `ca` the only trust anchor); Ok(200) when it was
+/// answered with a 2xx status, Ok(0) when it was answered otherwise.
+pub fn quic_probe(addr: SocketAddr, path: &str, timeout: Duration, ca: &Path) -> Result<u16> {
+    use httplab_load::{Length, Load, LoadSpec, Offer, Protocol, TlsSpec};
+    let mut s = LoadSpec::target(&addr.ip().to_string(), addr.port(), path)
+        .with_load(Load::new(Offer::BackToBack, Length::Count(1)))
+        .with_protocol(Protocol::Http3 { streams: 1 })
+        .with_tls(Some(TlsSpec::verified_by(ca.to_path_buf())));
+    s.timeout = Some(timeout.as_secs_f64());
+    s.no_progress = true;
+    s.threads = 1;
+    let s = s.checked().context("HTTP/3 readiness probe")?;
+    let r = httplab_load::run(&s, false)?;
+    let st = &r.reply.status;
+    if st.total() == 0 {
+        bail!("no HTTP/3 reply ({} errors)", r.errors.total);
+    }
+    Ok(if st.success > 0 { 200 } else { 0 })
+}
+
 impl Running {
     /// Polls until `path` answers 200, the process exits, or `timeout` passes.
     pub fn wait_ready(&mut self, path: &str, timeout: Duration) -> Result<()> {
@@ -160,14 +189,15 @@ impl Running {
                 );
             }
             let t = Duration::from_millis(500);
-            let got = match &self.tls {
-                Some(cfg) => {
+            let got = match (&self.quic_ca, &self.tls) {
+                (Some(ca), _) => quic_probe(self.addr, path, t, ca),
+                (None, Some(cfg)) => {
                     crate::execute::tls::probe(self.addr, path, t, cfg).map(|(code, seen)| {
                         self.tls_seen = Some(seen);
                         code
                     })
                 }
-                None => probe(self.addr, path, t),
+                (None, None) => probe(self.addr, path, t),
             };
             match got {
                 Ok(200) => return Ok(()),

@@ -599,18 +599,18 @@ fn servers_section(h: &mut String, res: &m::StudyResult) {
         seen.push(r.server.clone());
         let all: Vec<&m::StudyRun> = res.runs.iter().filter(|x| x.server == r.server).collect();
         let ok = all.iter().filter(|x| x.status == "ok").count();
-        let not_installed = |x: &&&m::StudyRun| x.status == "not installed";
-        // A server that cannot speak a workload's protocol is "not
-        // installed" for that workload only: its reason says which.
-        let status = match all.iter().find(not_installed) {
-            Some(ni) if all.iter().all(|x| not_installed(&x)) => ni.reason.clone(),
+        let not_run = |x: &&&m::StudyRun| x.status == "not installed" || x.status == "unsupported";
+        // A server that cannot speak a workload's protocol is "unsupported"
+        // for that workload only: its reason says which.
+        let status = match all.iter().find(not_run) {
+            Some(ni) if all.iter().all(|x| not_run(&x)) => ni.reason.clone(),
             _ if ok == all.len() => format!("{ok} run(s) ok"),
             _ => {
                 let bad = all
                     .iter()
                     .find(|x| x.status != "ok")
                     .map(|x| {
-                        if x.reason.starts_with("does not speak") {
+                        if x.status == "unsupported" {
                             x.reason.clone()
                         } else {
                             format!("{}: {}", x.status, x.reason)
@@ -806,7 +806,7 @@ fn protocol_note(
     };
     let mut left_out: Vec<String> = Vec::new();
     for r in res.runs.iter().filter(|r| r.workload == wl.name) {
-        if r.reason.starts_with("does not speak") {
+        if r.status == "unsupported" {
             let line = format!("{} ({})", r.server, r.reason);
             if !left_out.contains(&line) {
                 left_out.push(line);

@@ -126,7 +126,7 @@ fn check(res: &m::StudyResult, peers: &[(&str, &str)], tls: bool) {
     for r in prefork {
         match (r.workload.as_str(), apache_here) {
             ("h2", true) => {
-                assert_eq!(r.status, "not installed", "{}", r.reason);
+                assert_eq!(r.status, "unsupported", "{}", r.reason);
                 assert!(
                     r.reason
                         .starts_with("does not speak h2: Apache's prefork MPM"),
@@ -220,37 +220,45 @@ const NOT_H3: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn h3_study_text(others: &[(&str, &str)], httplab: bool) -> String {
+/// The HTTP/3 speakers of the h3 study: Caddy and ngtcp2's example server.
+const H3_PEERS: &[(&str, &str)] = &[
+    ("caddy", "kind = \"caddy\"\nname = \"caddy\"\nworkers = 1"),
+    ("ngtcp2", "kind = \"ngtcp2\"\nname = \"ngtcp2\""),
+];
+
+fn h3_study_text(h3: &[(&str, &str)], others: &[(&str, &str)], httplab: bool) -> String {
     let mut t = format!(
-        "name = \"h3-tiny\"\ntls = true\n{FAST}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n\
-         [[servers]]\nkind = \"caddy\"\nname = \"caddy\"\nworkers = 1\n"
+        "name = \"h3-tiny\"\ntls = true\n{FAST}\n[corpus]\nfiles = [{{ path = \"a.txt\", size = 87 }}, {{ path = \"b.bin\", size = 20000 }}]\n"
     );
-    for (_, toml) in others {
+    for (_, toml) in h3.iter().chain(others) {
         t.push_str(&format!("[[servers]]\n{toml}\n"));
     }
     if httplab {
         t.push_str("[[servers]]\nkind = \"httplab\"\nworkers = 1\n");
     }
     t.push_str(
-        "[[workloads]]\nname = \"h3\"\nkind = \"users\"\ntarget = \"/b.bin\"\nusers = 2\nprotocol = \"h3\"\n",
+        "[[workloads]]\nname = \"h3\"\nkind = \"users\"\ntarget = \"/b.bin\"\nusers = 2\nprotocol = \"h3\"\n\
+         [[workloads]]\nname = \"h1\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\n",
     );
     t
 }
 
-/// An h3 workload over TLS: Caddy's runs complete over HTTP/3 (the run's
-/// `http3` block, replies, the unknown client ceiling said); nginx, h2o,
-/// lighttpd and httplab serve are left out as not speaking h3.
+/// An h3 workload over TLS: Caddy's and ngtcp2's runs complete over HTTP/3
+/// (the run's `http3` block, replies, the unknown client ceiling said;
+/// ngtcp2, which has no TCP listener, found ready by an HTTP/3 GET);
+/// nginx, h2o, lighttpd and httplab serve are left out as not speaking h3,
+/// and ngtcp2 is left out of the h1 workload as speaking only HTTP/3.
 #[test]
-fn h3_workload_against_caddy() {
+fn h3_workload_against_caddy_and_ngtcp2() {
     let _lo = shared_lo();
-    let caddy = installed(&[("caddy", "kind = \"caddy\"")]);
-    if caddy.is_empty() {
+    let h3 = installed(H3_PEERS);
+    if h3.is_empty() {
         return;
     }
     let others: Vec<(&str, &str)> = NOT_H3.iter().map(|(n, t, _)| (*n, *t)).collect();
     let others = installed(&others);
     let exe = runner::find_httplab_exe();
-    let s = spec::parse(&h3_study_text(&others, exe.is_some()), "h3.toml")
+    let s = spec::parse(&h3_study_text(&h3, &others, exe.is_some()), "h3.toml")
         .unwrap_or_else(|e| panic!("{e:#}"));
     let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
     assert!(plan.contains("over HTTP/3"), "{plan}");
@@ -262,22 +270,38 @@ fn h3_workload_against_caddy() {
         ..Options::default()
     };
     let res = runner::run_study(&s, &opts).unwrap();
-    let mine: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.server == "caddy").collect();
-    assert!(!mine.is_empty(), "caddy: no runs");
-    for r in mine {
-        assert_eq!(r.status, "ok", "caddy: {} ({})", r.status, r.reason);
-        let run = r.run.as_ref().expect("a run result");
-        assert!(run.totals.replies > 0, "caddy: no replies");
-        assert_eq!(run.errors.total, 0, "caddy: {:?}", run.errors);
-        assert!(run.http2.is_none());
-        let h = run.http3.as_ref().expect("an h3 run has an http3 block");
-        assert!(h.streams_completed > 0, "{h:?}");
-        assert_eq!(h.streams_failed, 0, "{h:?}");
-        assert_eq!(h.max_concurrent_streams, 1);
-        assert_eq!(
-            run.config.facts.study.client_ceiling,
-            Some(m::ClientCeiling::Unknown(m::HttpProtocol::H3))
-        );
+    for (name, _) in &h3 {
+        let mine: Vec<&m::StudyRun> = res
+            .runs
+            .iter()
+            .filter(|r| r.server == *name && r.workload == "h3")
+            .collect();
+        assert!(!mine.is_empty(), "{name}: no runs");
+        for r in mine {
+            assert_eq!(r.status, "ok", "{name}: {} ({})", r.status, r.reason);
+            let run = r.run.as_ref().expect("a run result");
+            assert!(run.totals.replies > 0, "{name}: no replies");
+            assert_eq!(run.errors.total, 0, "{name}: {:?}", run.errors);
+            assert!(run.http2.is_none());
+            let h = run.http3.as_ref().expect("an h3 run has an http3 block");
+            assert!(h.streams_completed > 0, "{h:?}");
+            assert_eq!(h.streams_failed, 0, "{h:?}");
+            assert_eq!(h.max_concurrent_streams, 1);
+            assert_eq!(
+                run.config.facts.study.client_ceiling,
+                Some(m::ClientCeiling::Unknown(m::HttpProtocol::H3))
+            );
+        }
+    }
+    if h3.iter().any(|(n, _)| *n == "ngtcp2") {
+        for r in res
+            .runs
+            .iter()
+            .filter(|r| r.server == "ngtcp2" && r.workload == "h1")
+        {
+            assert_eq!(r.status, "unsupported", "{}", r.reason);
+            assert!(r.reason.contains("speaks only HTTP/3"), "{}", r.reason);
+        }
     }
     let mut expect: Vec<(&str, &str)> = others
         .iter()
@@ -287,11 +311,17 @@ fn h3_workload_against_caddy() {
         expect.push(("httplab event", "no HTTP/3"));
     }
     for (name, says) in expect {
-        let rows: Vec<&m::StudyRun> = res.runs.iter().filter(|r| r.server == name).collect();
+        let rows: Vec<&m::StudyRun> = res
+            .runs
+            .iter()
+            .filter(|r| r.server == name && r.workload == "h3")
+            .collect();
         assert!(!rows.is_empty(), "{name}: listed");
         for r in rows {
             assert!(
-                r.reason.starts_with("does not speak h3: ") && r.reason.contains(says),
+                r.status == "unsupported"
+                    && r.reason.starts_with("does not speak h3: ")
+                    && r.reason.contains(says),
                 "{name}: {}",
                 r.reason
             );

@@ -26,6 +26,12 @@ pub trait Peer {
         Some("error.log")
     }
 
+    /// Whether it speaks HTTP/1.1 here (every kind but a QUIC-only one);
+    /// Err says why not.
+    fn h1(&self, _inst: &ServerInstance) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Whether it speaks HTTP/2 here (over TLS by ALPN, in cleartext by
     /// prior knowledge); Err says why not.
     fn h2(&self, inst: &ServerInstance) -> Result<(), String>;

@@ -43,6 +43,16 @@ impl Unavailable {
     }
 }
 
+/// How a started server's readiness is probed ([`LaunchPlan::ready_over`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadyOver {
+    /// An HTTP/1.1 GET over TCP (over TLS in a study over TLS).
+    #[default]
+    Tcp,
+    /// An HTTP/3 GET over QUIC (a server that listens on UDP only).
+    Quic,
+}
+
 /// Everything needed to start one server.
 #[derive(Debug, Clone)]
 pub struct LaunchPlan {
@@ -68,6 +78,9 @@ pub struct LaunchPlan {
     /// A second port for h2c by prior knowledge, where the server cannot
     /// serve it next to HTTP/1.1 on `port` (nginx before 1.25).
     pub h2c_port: Option<u16>,
+    /// How readiness is probed: an HTTP/1.1 GET over TCP (TLS in a study
+    /// over TLS), or an HTTP/3 GET for a server with no TCP listener.
+    pub ready_over: ReadyOver,
     /// Working directory when not the server's work dir: a `command`
     /// server runs where `httplab study` was started, so that its command
     /// line works as typed in that shell (`./my-server`, `python3 srv.py`).

@@ -27,13 +27,14 @@ mod h2o;
 mod httplab;
 mod lighttpd;
 mod nginx;
+mod ngtcp2;
 
 #[cfg(test)]
 mod testing;
 
 use kind::find_peer;
 pub use kind::{which, Inputs, Peer, PeerBinary, ENV_PEER_DIRS};
-pub use launch::{free_port, Context, LaunchPlan, Unavailable};
+pub use launch::{free_port, Context, LaunchPlan, ReadyOver, Unavailable};
 
 /// The registry: the peer of each server kind.
 pub fn peer(kind: ServerKind) -> &'static dyn Peer {
@@ -44,6 +45,7 @@ pub fn peer(kind: ServerKind) -> &'static dyn Peer {
         ServerKind::Lighttpd => &lighttpd::Lighttpd,
         ServerKind::H2o => &h2o::H2o,
         ServerKind::Caddy => &caddy::Caddy,
+        ServerKind::Ngtcp2 => &ngtcp2::Ngtcp2,
         ServerKind::Command => &command::UserCommand,
     }
 }
@@ -77,6 +79,7 @@ pub fn plan(
         ),
         tls_ca: ctx.tls.as_ref().map(|t| t.cert.clone()),
         h2c_port: None,
+        ready_over: ReadyOver::Tcp,
         cwd: None,
     };
     let bin = match peer.binary() {
@@ -121,7 +124,7 @@ pub fn speaks(
 ) -> std::result::Result<(), String> {
     let peer = peer(inst.spec.kind);
     match protocol {
-        Protocol::H1 => Ok(()),
+        Protocol::H1 => peer.h1(inst),
         Protocol::H2 => peer.h2(inst),
         Protocol::H3 if !tls => Err("HTTP/3 needs TLS (QUIC is always encrypted)".into()),
         Protocol::H3 => peer.h3(inst),
