@@ -18,7 +18,7 @@ use crate::{sys, Server};
 /// Serve a directory over HTTP/1.1.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 (h2c by prior knowledge, h2 by ALPN over TLS; not on io_uring)",
+    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 (h2c by prior knowledge, h2 by ALPN over TLS)",
     long_about = None,
     after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes.",
     args_override_self = true
@@ -391,10 +391,6 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         Ok(a) => a,
         Err(e) => return Ok(httplab_usage::clap_exit("serve", &e, SERVE_HINTS)),
     };
-    if let Err(e) = args.to_config().check_http2() {
-        eprintln!("httplab serve: error: {e}");
-        return Ok(ExitCode::from(httplab_usage::USAGE));
-    }
     if args.processes > 1 {
         if args.model != Model::Event {
             eprintln!(

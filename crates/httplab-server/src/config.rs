@@ -179,9 +179,9 @@ pub struct ServerConfig {
     /// `--http2 on`: in cleartext, a connection whose first bytes are the
     /// HTTP/2 client preface is served by the HTTP/2 machine (h2c by prior
     /// knowledge); over TLS, one whose handshake chose ALPN `h2`. Any other
-    /// speaks HTTP/1.1. Every model; the event model on epoll only
-    /// ([`ServerConfig::check_http2`]). Off: the preface gets a 505 and
-    /// ALPN offers `http/1.1` alone.
+    /// speaks HTTP/1.1. Every model and engine (io_uring: h2c, as it
+    /// serves cleartext only). Off: the preface gets a 505 and ALPN offers
+    /// `http/1.1` alone.
     pub http2: bool,
 }
 
@@ -467,19 +467,6 @@ impl ServerConfig {
         }
     }
 
-    /// Whether `http2` can be served as configured: HTTP/2 runs on the
-    /// event model's epoll engine and on the blocking models (cleartext and
-    /// TLS), not on io_uring. The error is
-    /// one line saying what to change.
-    pub fn check_http2(&self) -> Result<(), String> {
-        if self.http2 && self.model == Model::Event && self.io == IoEngine::Uring {
-            return Err(
-                "--http2 on runs on the epoll engine (and the blocking models), not io_uring; use --io epoll or auto".to_string(),
-            );
-        }
-        Ok(())
-    }
-
     /// Number of event-model workers after resolving 0 to the core count.
     pub fn effective_workers(&self) -> usize {
         if self.workers > 0 {
@@ -509,42 +496,6 @@ mod tests {
             .contains("deflate"));
         assert!(parse_codings("gzip,gzip").unwrap_err().contains("twice"));
         assert!(parse_codings("").unwrap_err().contains("unknown"));
-    }
-
-    #[test]
-    fn http2_is_refused_where_it_is_not_served() {
-        let on = ServerConfig {
-            http2: true,
-            ..ServerConfig::default()
-        };
-        assert_eq!(on.check_http2(), Ok(()));
-        for model in [Model::Threads, Model::Fork, Model::Single] {
-            let c = ServerConfig {
-                model,
-                ..on.clone()
-            };
-            assert_eq!(c.check_http2(), Ok(()), "{model:?}");
-        }
-        let e = ServerConfig {
-            io: IoEngine::Uring,
-            ..on.clone()
-        }
-        .check_http2()
-        .unwrap_err();
-        assert!(e.contains("--io epoll"), "{e}");
-        let tls = Some(TlsFiles {
-            cert: "c.pem".into(),
-            key: "k.pem".into(),
-        });
-        // Over TLS: ALPN h2 on the same engine.
-        assert_eq!(ServerConfig { tls, ..on.clone() }.check_http2(), Ok(()));
-        // Off: every model, engine and transport as before.
-        let off = ServerConfig {
-            model: Model::Fork,
-            io: IoEngine::Uring,
-            ..ServerConfig::default()
-        };
-        assert_eq!(off.check_http2(), Ok(()));
     }
 
     #[test]

@@ -136,7 +136,6 @@ impl Server {
         std::fs::read_dir(&root)
             .with_context(|| format!("cannot read root directory {}", root.display()))?;
         config::check_cache_rules(&cfg.cache_control).map_err(anyhow::Error::msg)?;
-        cfg.check_http2().map_err(anyhow::Error::msg)?;
         let tls = match &cfg.tls {
             Some(files) => Some(tls::load(files, cfg.http2)?),
             None => None,

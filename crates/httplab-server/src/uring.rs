@@ -23,6 +23,13 @@
 //! its operations and keeps its slot until their completions are reaped;
 //! user data carries a generation, so a completion never reaches a reused
 //! slot. Cleartext only: TLS stays on epoll.
+//!
+//! With `--http2 on` a connection's first bytes decide its protocol (the
+//! HTTP/2 client preface: h2c by prior knowledge, as on epoll); an HTTP/2
+//! connection's receives still land in the session's read buffer, which
+//! the `H2Session` consumes at once, and its frames leave through the same
+//! lent send (or the synchronous file path) from the machine's own output
+//! queue.
 
 use std::io;
 use std::net::IpAddr;
@@ -33,9 +40,10 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token, Waker};
 
+use crate::h2session::{sniff, H2Limits, H2Session, Sniffed};
 use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
-use crate::out::Flush;
+use crate::out::{Flush, OutQueue};
 use crate::session::{CloseReason, Session};
 use httplab_sys::net;
 use httplab_sys::uring::{self as ur, Completion, Lent, Ring, Setup};
@@ -82,6 +90,8 @@ fn split(ud: u64) -> (u8, usize, u32) {
 pub(crate) struct Conn {
     fd: OwnedFd,
     session: Session,
+    /// The protocol it speaks.
+    proto: Proto,
     /// A (multishot) receive is armed.
     recv: bool,
     /// Its cancellation was requested (input is parked in `overflow`).
@@ -104,9 +114,45 @@ pub(crate) struct Conn {
     dead: bool,
 }
 
+/// The protocol a connection speaks.
+enum Proto {
+    /// HTTP/1.1: the `session`.
+    Http1,
+    /// `--http2 on`, nothing decided yet: the first bytes gather in the
+    /// session's read buffer until [`sniff`] says.
+    Sniff,
+    /// HTTP/2 by prior knowledge. The session only lends its read buffer.
+    Http2(Box<H2Session>),
+}
+
 impl Conn {
     fn busy(&self) -> bool {
         self.recv || self.send > 0 || self.pollout
+    }
+
+    /// The output queue a send takes from and gives back to.
+    fn out(&mut self) -> &mut OutQueue {
+        match &mut self.proto {
+            Proto::Http2(h2) => &mut h2.out,
+            _ => &mut self.session.out,
+        }
+    }
+
+    /// Bytes went out: the machine may go on (the next response, more
+    /// body frames into the room made).
+    fn wrote(&mut self, now: Instant) {
+        match &mut self.proto {
+            Proto::Http2(h2) => h2.wrote(now),
+            _ => self.session.wrote(now),
+        }
+    }
+
+    /// The peer's end of input.
+    fn on_eof(&mut self) {
+        match &mut self.proto {
+            Proto::Http2(h2) => h2.on_eof(),
+            _ => self.session.on_eof(),
+        }
     }
 }
 
@@ -116,16 +162,36 @@ impl Swept for Conn {
     }
 
     fn deadline(&self, h: &Handler) -> Instant {
-        self.session.deadline(h)
+        match &self.proto {
+            Proto::Http2(s) => s.deadline(h),
+            _ => self.session.deadline(h),
+        }
     }
 
     fn on_timeout(&mut self, h: &mut Handler, now: Instant) -> Option<CloseReason> {
-        self.session.on_timeout(h, now)
+        match &mut self.proto {
+            Proto::Http2(s) => s.on_timeout(h, now),
+            _ => self.session.on_timeout(h, now),
+        }
     }
 
     fn begin_shutdown(&mut self) {
-        self.session.begin_shutdown();
+        match &mut self.proto {
+            Proto::Http2(s) => s.begin_shutdown(),
+            _ => self.session.begin_shutdown(),
+        }
     }
+}
+
+/// What pushing a connection's output did ([`Worker::push`]).
+enum Push {
+    /// Written at once: go on.
+    Again,
+    /// A send or a writability poll is in flight, or the connection yields
+    /// its turn: nothing more until then.
+    Wait,
+    /// The peer is gone or the ring refused: close.
+    Close,
 }
 
 #[derive(Default)]
@@ -149,6 +215,8 @@ pub struct Worker {
     core: Core,
     slots: Vec<Slot>,
     cqes: Vec<Completion>,
+    /// `--http2 on`: new connections start in [`Proto::Sniff`].
+    http2: bool,
 }
 
 impl Worker {
@@ -173,6 +241,7 @@ impl Worker {
         })?;
         let wake_poll = Poll::new()?;
         let waker = Arc::new(Waker::new(wake_poll.registry(), Token(0))?);
+        let http2 = handler.config().http2;
         Ok((
             Worker {
                 ring,
@@ -185,6 +254,7 @@ impl Worker {
                 core: Core::new(handler, max_conns, shutdown, false),
                 slots: Vec::new(),
                 cqes: Vec::with_capacity(SQ_ENTRIES as usize * 4),
+                http2,
             },
             waker,
         ))
@@ -347,6 +417,11 @@ impl Worker {
         self.slots[idx].conn = Some(Conn {
             fd,
             session: Session::new(peer, self.core.now),
+            proto: if self.http2 {
+                Proto::Sniff
+            } else {
+                Proto::Http1
+            },
             recv: false,
             recv_cancelled: false,
             overflow: Vec::new(),
@@ -435,7 +510,7 @@ impl Worker {
                     return;
                 }
                 if c.overflow.is_empty() {
-                    c.session.on_eof();
+                    c.on_eof();
                 } else {
                     c.eof_pending = true;
                 }
@@ -475,7 +550,7 @@ impl Worker {
             // connection.
             c.overflow = Vec::new();
             if std::mem::take(&mut c.eof_pending) {
-                c.session.on_eof();
+                c.on_eof();
             }
         }
         true
@@ -488,7 +563,7 @@ impl Worker {
         };
         if let Lent::Sent(buf) = lent {
             // The output buffer is back from the kernel, unchanged.
-            c.session.out.restore(buf);
+            c.out().restore(buf);
         }
         let len = std::mem::take(&mut c.send);
         if c.dead {
@@ -497,9 +572,9 @@ impl Worker {
         }
         if res > 0 {
             let n = (res as usize).min(len);
-            c.session.out.mem_sent(n);
-            let writes = std::mem::take(&mut c.session.out.writes);
-            c.session.wrote(now);
+            c.out().mem_sent(n);
+            let writes = std::mem::take(&mut c.out().writes);
+            c.wrote(now);
             self.core.handler.count_io(n as u64, writes);
         } else if res != -libc::EINTR && res != -libc::EAGAIN {
             // EPIPE, ECONNRESET, or a zero-length write: the peer is gone.
@@ -533,82 +608,63 @@ impl Worker {
 
     /// Returns false when the connection must be closed.
     fn step(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
-        let now = self.core.now;
-        let shutting = self.core.shutdown.begun();
         self.core.pool.restore_rbuf(&mut c.session);
         if c.send == 0 {
             self.core.pool.lend_wbuf(&mut c.session);
         }
+        if matches!(c.proto, Proto::Sniff) && !self.decide(c) {
+            // The first bytes do not say yet: wait for more.
+            return self.arm_recv(c, idx, gen);
+        }
+        match c.proto {
+            Proto::Http2(_) => self.step_h2(c, idx, gen),
+            _ => self.step_h1(c, idx, gen),
+        }
+    }
+
+    /// Decides a [`Proto::Sniff`] connection's protocol from its first
+    /// bytes (as the epoll engine does); false while they do not say yet.
+    fn decide(&mut self, c: &mut Conn) -> bool {
+        self.feed(c);
+        // Closing before a byte came (a graceful shutdown of an idle
+        // connection): HTTP/1.1 closes it.
+        let ended = c.session.input_ended() || c.session.closing();
+        match sniff(c.session.unread(), ended) {
+            Sniffed::Http1 => {
+                c.proto = Proto::Http1;
+                true
+            }
+            Sniffed::Http2 => {
+                let core = &self.core;
+                let mut s =
+                    H2Session::new(c.session.peer(), core.now, &core.handler, H2Limits::default());
+                if core.shutdown.begun() {
+                    s.begin_shutdown();
+                }
+                c.proto = Proto::Http2(Box::new(s));
+                true
+            }
+            Sniffed::Wait => false,
+        }
+    }
+
+    /// [`Worker::step`] of an HTTP/1.1 connection.
+    fn step_h1(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
+        let now = self.core.now;
+        let shutting = self.core.shutdown.begun();
         loop {
             if c.linger_until.is_some() {
-                if !c.recv {
-                    if self
-                        .ring
-                        .recv_multi(c.fd.as_raw_fd(), ud(OP_RECV, idx, gen))
-                        .is_err()
-                    {
-                        return false;
-                    }
-                    c.recv = true;
-                }
-                return true;
+                return self.arm_linger(c, idx, gen);
             }
             if c.send > 0 || c.pollout {
                 // Output in progress: the output buffer must not move.
                 break;
             }
             if !c.session.out.is_empty() {
-                if let Some((buf, start)) = c.session.out.lend_mem_only() {
-                    // The output buffer goes to the ring until the send's
-                    // completion brings it back (`sent`); meanwhile the
-                    // session reads as having that output pending, and this
-                    // engine does not call `process` (the check above).
-                    let len = buf.len() - start;
-                    if let Err((_, buf)) =
-                        self.ring
-                            .send(c.fd.as_raw_fd(), buf, start, ud(OP_SEND, idx, gen))
-                    {
-                        c.session.out.restore(buf);
-                        return false;
-                    }
-                    c.send = len;
-                    break;
-                }
-                // File segments: the synchronous path of the epoll engine.
-                let mut written = 0;
-                let core = &mut self.core;
-                let opts = core.send_path.for_write(&c.session, true);
-                let r = c.session.out.write_to(
-                    c.fd.as_raw_fd(),
-                    core.handler.config().sendfile_chunk,
-                    opts,
-                    &mut core.scratch,
-                    &mut written,
-                );
-                core.send_path.count_sent(opts, &mut c.session.out);
-                let writes = std::mem::take(&mut c.session.out.writes);
-                core.handler.count_io(written, writes);
-                if written > 0 {
-                    c.session.wrote(now);
-                }
-                match r {
-                    Ok(Flush::Done) => continue,
-                    Ok(Flush::Blocked) => {
-                        if self
-                            .ring
-                            .poll(c.fd.as_raw_fd(), libc::POLLOUT, ud(OP_POLLOUT, idx, gen))
-                            .is_err()
-                        {
-                            return false;
-                        }
-                        c.pollout = true;
-                        break;
-                    }
-                    Ok(Flush::Yield) => {
-                        self.core.ready.push_back(idx);
-                        break;
-                    }
-                    Err(_) => return false,
+                match self.push(c, idx, gen) {
+                    Push::Again => continue,
+                    Push::Wait => break,
+                    Push::Close => return false,
                 }
             }
             let fed = self.feed(c);
@@ -629,19 +685,149 @@ impl Worker {
             }
             break;
         }
-        if !c.recv && c.overflow.is_empty() && !c.eof_pending {
-            if let Some(room) = c.session.room(self.core.pool.rbuf_size()) {
-                if room > 0 {
-                    if self
-                        .ring
-                        .recv_multi(c.fd.as_raw_fd(), ud(OP_RECV, idx, gen))
-                        .is_err()
-                    {
-                        return false;
-                    }
-                    c.recv = true;
+        self.arm_recv(c, idx, gen)
+    }
+
+    /// [`Worker::step`] of an HTTP/2 connection: sends the machine's
+    /// output, then feeds it what arrived in the session's read buffer.
+    fn step_h2(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
+        let now = self.core.now;
+        loop {
+            if c.linger_until.is_some() {
+                return self.arm_linger(c, idx, gen);
+            }
+            if c.send > 0 || c.pollout {
+                // Output in progress: the machine must not write.
+                break;
+            }
+            if !c.out().is_empty() {
+                match self.push(c, idx, gen) {
+                    Push::Again => continue,
+                    Push::Wait => break,
+                    Push::Close => return false,
                 }
             }
+            let fed = self.feed(c);
+            let Proto::Http2(h2) = &mut c.proto else {
+                return false;
+            };
+            if !c.session.unread().is_empty() {
+                // The output is empty, so the machine takes input unless
+                // it is closing (then the input is dropped).
+                h2.feed(c.session.unread(), &mut self.core.handler, now);
+                c.session.consume_unread();
+                continue;
+            }
+            if h2.finished() {
+                // Drain what the peer still sends, so the close does not
+                // turn into a reset that destroys the GOAWAY.
+                net::shutdown_write(c.fd.as_raw_fd());
+                c.linger_until = Some(now + self.core.linger);
+                continue;
+            }
+            if fed && !c.overflow.is_empty() {
+                continue;
+            }
+            if !h2.wants_input() {
+                return true;
+            }
+            break;
+        }
+        self.arm_recv(c, idx, gen)
+    }
+
+    /// Sends a connection's pending output: memory bytes are lent to the
+    /// ring until the send's completion brings them back ([`Worker::sent`];
+    /// meanwhile the connection reads as having that output pending and is
+    /// not processed), file segments go out through the epoll engine's
+    /// synchronous `write_to` with a one-shot POLLOUT when the socket is full.
+    fn push(&mut self, c: &mut Conn, idx: usize, gen: u32) -> Push {
+        let now = self.core.now;
+        let fd = c.fd.as_raw_fd();
+        let loopback = c.session.peer_is_loopback();
+        if let Some((buf, start)) = c.out().lend_mem_only() {
+            let len = buf.len() - start;
+            if let Err((_, buf)) = self.ring.send(fd, buf, start, ud(OP_SEND, idx, gen)) {
+                c.out().restore(buf);
+                return Push::Close;
+            }
+            c.send = len;
+            return Push::Wait;
+        }
+        let mut written = 0;
+        let core = &mut self.core;
+        let out = c.out();
+        let opts = core.send_path.for_out(out, loopback, true);
+        let r = out.write_to(
+            fd,
+            core.handler.config().sendfile_chunk,
+            opts,
+            &mut core.scratch,
+            &mut written,
+        );
+        core.send_path.count_sent(opts, out);
+        let writes = std::mem::take(&mut out.writes);
+        core.handler.count_io(written, writes);
+        if written > 0 {
+            c.wrote(now);
+        }
+        match r {
+            Ok(Flush::Done) => Push::Again,
+            Ok(Flush::Blocked) => {
+                if self
+                    .ring
+                    .poll(fd, libc::POLLOUT, ud(OP_POLLOUT, idx, gen))
+                    .is_err()
+                {
+                    return Push::Close;
+                }
+                c.pollout = true;
+                Push::Wait
+            }
+            Ok(Flush::Yield) => {
+                self.core.ready.push_back(idx);
+                Push::Wait
+            }
+            Err(_) => Push::Close,
+        }
+    }
+
+    /// Arms the connection's receive when none is armed, nothing is parked
+    /// and the session has room; false when the ring refuses.
+    fn arm_recv(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
+        if c.recv || !c.overflow.is_empty() || c.eof_pending {
+            return true;
+        }
+        if !c
+            .session
+            .room(self.core.pool.rbuf_size())
+            .is_some_and(|room| room > 0)
+        {
+            return true;
+        }
+        if self
+            .ring
+            .recv_multi(c.fd.as_raw_fd(), ud(OP_RECV, idx, gen))
+            .is_err()
+        {
+            return false;
+        }
+        c.recv = true;
+        true
+    }
+
+    /// A lingering connection: keeps a receive armed until EOF (or the
+    /// sweep's deadline).
+    fn arm_linger(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
+        if !c.recv {
+            if self
+                .ring
+                .recv_multi(c.fd.as_raw_fd(), ud(OP_RECV, idx, gen))
+                .is_err()
+            {
+                return false;
+            }
+            c.recv = true;
         }
         true
     }
