@@ -642,21 +642,15 @@ mod tests {
     }
 
     #[test]
-    fn http2_where_it_is_not_served_is_a_usage_error() {
+    fn http2_is_off_unless_asked_for() {
         let off = parse(&[]).unwrap().to_config();
         assert!(!off.http2);
         assert!(parse(&["--http2", "on"]).unwrap().to_config().http2);
-        for extra in [
-            &["--io", "uring"][..],
-            &["--processes", "2", "--io", "uring"],
-        ] {
-            let args = ["httplab serve", "--quiet", "--http2", "on"]
-                .iter()
-                .chain(extra)
-                .map(OsString::from)
-                .collect();
-            assert_eq!(main(args).unwrap(), ExitCode::from(2), "{extra:?}");
-        }
+        // Every engine serves it: io_uring too (h2c, cleartext as always).
+        let c = parse(&["--http2", "on", "--io", "uring"])
+            .unwrap()
+            .to_config();
+        assert!(c.http2);
     }
 
     #[test]

@@ -636,8 +636,12 @@ impl Worker {
             }
             Sniffed::Http2 => {
                 let core = &self.core;
-                let mut s =
-                    H2Session::new(c.session.peer(), core.now, &core.handler, H2Limits::default());
+                let mut s = H2Session::new(
+                    c.session.peer(),
+                    core.now,
+                    &core.handler,
+                    H2Limits::default(),
+                );
                 if core.shutdown.begun() {
                     s.begin_shutdown();
                 }
