@@ -1,17 +1,16 @@
-//! The option tables of the top-level README agree with the commands'
-//! `--help`: every long option a command prints has a row in its table, and
-//! every row names an option the command has.
+//! The option tables of docs/cli.md agree with the commands' `--help`:
+//! every long option a command prints has a row in its table, and every row
+//! names an option the command has.
 //!
 //! A table belongs to the section headed "## `httplab <command>` options";
 //! its first column names the option (`-r, --root DIR`). `--help` and
-//! `--version` need no row. The serve table is required; every other
-//! command's table is checked when the README has one.
+//! `--version` need no row. Every command's table is required.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-const README: &str = include_str!("../../../../README.md");
+const CLI_DOC: &str = include_str!("../../../../docs/cli.md");
 
 /// The long options named in `text` (`--name`, letters, digits, hyphens).
 fn long_options(text: &str) -> Vec<String> {
@@ -55,12 +54,12 @@ fn help_options(help: &str) -> BTreeSet<String> {
     out
 }
 
-/// The options in the first column of the table in the README section
+/// The options in the first column of the table in the docs/cli.md section
 /// headed "## `httplab <command>` options", or None without such a section.
-fn readme_options(command: &str) -> Option<BTreeSet<String>> {
+fn doc_options(command: &str) -> Option<BTreeSet<String>> {
     let heading = format!("## `httplab {command}` options");
-    let start = README.find(&heading)? + heading.len();
-    let section = &README[start..];
+    let start = CLI_DOC.find(&heading)? + heading.len();
+    let section = &CLI_DOC[start..];
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
     let mut out = BTreeSet::new();
     for row in section.lines().filter(|l| l.starts_with("| `")) {
@@ -89,8 +88,8 @@ fn help_of(command: &str) -> String {
 }
 
 fn check(command: &str) {
-    let Some(table) = readme_options(command) else {
-        return;
+    let Some(table) = doc_options(command) else {
+        panic!("docs/cli.md has no \"## `httplab {command}` options\" section");
     };
     let help = help_options(&help_of(command));
     assert!(
@@ -101,22 +100,23 @@ fn check(command: &str) {
     let stale: Vec<_> = table.difference(&help).collect();
     assert!(
         missing.is_empty() && stale.is_empty(),
-        "README table of `httplab {command}`: options without a row: {missing:?}; rows naming no option of the command: {stale:?}"
+        "docs/cli.md table of `httplab {command}`: options without a row: {missing:?}; rows naming no option of the command: {stale:?}"
     );
 }
 
+/// The commands documented in docs/cli.md, each with an option table.
+const COMMANDS: [&str; 7] = [
+    "serve", "load", "sweep", "report", "study", "merge", "compare",
+];
+
 #[test]
 fn serve_table_matches_help() {
-    assert!(
-        readme_options("serve").is_some(),
-        "the README has no \"## `httplab serve` options\" section"
-    );
     check("serve");
 }
 
 #[test]
 fn other_tables_match_help() {
-    for command in ["load", "sweep", "report", "study", "merge", "compare"] {
+    for command in &COMMANDS[1..] {
         check(command);
     }
 }
