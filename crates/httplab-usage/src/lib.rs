@@ -1,5 +1,5 @@
 //! The exit statuses every `httplab` subcommand keeps, so that scripts can
-//! rely on them (the README's "Exit status" section says the same):
+//! rely on them (docs/cli.md, "Exit status", says the same):
 //!
 //! | status | meaning |
 //! |---|---|

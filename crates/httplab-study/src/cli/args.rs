@@ -18,7 +18,7 @@ use clap::Parser;
                   Ctrl-C stops the run in progress, keeps the finished ones and still writes the report. \
                   The study file format is documented in docs/study-format.md.",
     after_help = "Examples:\n  \
-                  httplab study                      run the default study (a few minutes)\n  \
+                  httplab study                      run the default study (about 4.5 minutes on 2 cores)\n  \
                   httplab study --list               list the built-in studies\n  \
                   httplab study capacity --dry-run   show what the capacity study would run\n  \
                   httplab study my.toml --out my-report\n\n\

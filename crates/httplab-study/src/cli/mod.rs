@@ -95,7 +95,12 @@ fn print_list() {
             .unwrap_or(0);
         println!("  {n:<15} {about} [{runs} runs]");
     }
+    println!("{SEEDS_NOTE}");
 }
+
+/// What "Seed 00N" in the list means, and where it is explained.
+const SEEDS_NOTE: &str = "Seeds 000-004 are the five published performance reports the built-in \
+studies reproduce; docs/seeds.md says what each measured and which study answers it.";
 
 /// `--server`: the study with only these servers (each must be one of its own).
 fn only_servers(study: spec::StudyFile, keep: &[String]) -> Result<spec::StudyFile> {

@@ -3,6 +3,12 @@
 //! `spec::key_tables`) is in the doc's key table of its table, with a type
 //! and a default; the doc lists no key the parser refuses; its examples use
 //! only real keys, and its complete example parses.
+//!
+//! The other docs name study keys too, in inline code: every `[TABLE] key`
+//! (`[protocol] delta`, `[[workloads]] vary`) in any Markdown file of the
+//! repository is a key of that table, and every `key = value` in docs/*.md
+//! or the README is a key of some table (BENCHMARKS.md, a history, may name
+//! keys that are gone).
 
 use std::collections::BTreeMap;
 
@@ -276,4 +282,129 @@ fn the_docs_examples_use_only_real_keys() {
     }
     assert!(blocks >= 8, "{blocks} examples");
     assert!(complete >= 1, "the complete example");
+}
+
+/// Markdown files of the repository (not under hidden folders, `target*`,
+/// `bench/out`), with their paths relative to the root.
+fn markdown_files() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root");
+    let mut out = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read a folder").flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(&root)
+                .expect("under the root")
+                .to_string_lossy()
+                .into_owned();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !(name.starts_with('.') || name.starts_with("target") || rel == "bench/out") {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".md") {
+                out.push((rel, std::fs::read_to_string(&path).expect("read a file")));
+            }
+        }
+    }
+    out
+}
+
+/// Inline code spans of `text` outside fenced code blocks.
+fn inline_spans(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let pieces: Vec<&str> = line.split('`').collect();
+        for (k, piece) in pieces.iter().enumerate() {
+            if k % 2 == 1 && k + 1 < pieces.len() {
+                out.push(piece.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// `("[TABLE]", key)` of a span `[TABLE] key` (`[[TABLE]] key`), else None.
+fn table_key(span: &str) -> Option<(String, String)> {
+    let close = span.rfind(']')?;
+    let label = &span[..=close];
+    if !label.starts_with('[') {
+        return None;
+    }
+    let key: String = span[close + 1..]
+        .strip_prefix(' ')?
+        .chars()
+        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+        .collect();
+    (!key.is_empty()).then(|| (label.to_string(), key))
+}
+
+/// `key` of a span `key = value` (a snake_case word), else None.
+fn assigned_key(span: &str) -> Option<String> {
+    let (key, _) = span.split_once(" = ")?;
+    let ok = key.starts_with(|c: char| c.is_ascii_lowercase())
+        && key
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    ok.then(|| key.to_string())
+}
+
+#[test]
+fn study_keys_named_in_the_docs_are_the_parsers() {
+    let tables = spec::key_tables();
+    let mut wrong = Vec::new();
+    for (file, text) in markdown_files() {
+        let study_doc = file.starts_with("docs/") || file == "README.md";
+        for span in inline_spans(&text) {
+            if let Some((label, key)) = table_key(&span) {
+                if let Some(t) = tables.iter().find(|t| t.label == label) {
+                    if !t.keys.contains(&key.as_str()) {
+                        wrong.push(format!("{file}: `{span}`: {label} has no key {key}"));
+                    }
+                }
+            }
+            if let Some(key) = assigned_key(&span).filter(|_| study_doc) {
+                if !tables.iter().any(|t| t.keys.contains(&key.as_str())) {
+                    wrong.push(format!("{file}: `{span}`: no table has a key {key}"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_key_readers_read_what_they_should() {
+    assert_eq!(
+        table_key("[protocol] delta"),
+        Some(("[protocol]".into(), "delta".into()))
+    );
+    assert_eq!(
+        table_key("[[workloads]] vary"),
+        Some(("[[workloads]]".into(), "vary".into()))
+    );
+    assert_eq!(table_key("[protocol]"), None);
+    assert_eq!(table_key("a[0] b"), None);
+    assert_eq!(
+        assigned_key("check_client = true"),
+        Some("check_client".into())
+    );
+    assert_eq!(assigned_key("RATE = 5"), None);
+    assert_eq!(assigned_key("1073741823 = 2^30-1"), None);
+    assert_eq!(
+        inline_spans("a `x` b\n```\n`y`\n```\n`z`"),
+        vec!["x".to_string(), "z".to_string()]
+    );
 }

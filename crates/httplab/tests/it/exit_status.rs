@@ -1,5 +1,5 @@
 //! The exit statuses of every subcommand, as a script sees them (the table
-//! in httplab-usage and the README's "Exit status"): 0 done, 1 the run
+//! in httplab-usage and docs/cli.md, "Exit status"): 0 done, 1 the run
 //! failed, 2 a usage error with the message prefixed `httplab SUB: error:`.
 
 use std::io::{Read, Write};

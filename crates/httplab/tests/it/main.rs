@@ -7,6 +7,7 @@
 //! run alone): the modules' tests run in this one process at once, and a
 //! test that measures must not share the cores with another module's load.
 
+mod cli_doc;
 mod compare;
 mod exit_status;
 mod function_length;
@@ -15,5 +16,4 @@ mod merge;
 mod module_cycles;
 mod netns;
 mod processes;
-mod readme_options;
 mod source_scan;
