@@ -394,7 +394,10 @@ fn study_documents_of_versions_1_2_and_3_render_with_outcomes() {
         );
         let forest = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"forest\"");
         let verdicts = html.find("Study verdicts</h2>");
-        assert!(forest.is_some() && forest < verdicts, "{schema}: no forest plot first");
+        assert!(
+            forest.is_some() && forest < verdicts,
+            "{schema}: no forest plot first"
+        );
         let body = &html[html.find("<html").expect("html")..];
         roxmltree::Document::parse(body).expect("index.html is well-formed");
     }

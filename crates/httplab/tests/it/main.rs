@@ -16,4 +16,5 @@ mod module_cycles;
 mod netns;
 mod processes;
 mod readme_options;
+mod reports_chromium;
 mod source_scan;
