@@ -233,6 +233,16 @@ pub fn ratio_text(x: f64) -> String {
     }
 }
 
+/// A tick's value: [`ratio_text`] without trailing zeros ("0.2", "1", "1.25").
+fn tick_text(x: f64) -> String {
+    let s = ratio_text(x);
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// "1.23 [1.10–1.38]" or "1.23" without an interval.
 fn figures(r: &ForestRow) -> String {
     match r.ci {
@@ -373,11 +383,12 @@ fn legend(s: &mut String, f: &Forest) {
     if f.delta.is_some_and(|d| d > 0.0) {
         let _ = writeln!(
             s,
-            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"14\" height=\"10\" fill=\"#0072b2\" fill-opacity=\"0.14\"/><text x=\"{:.1}\" y=\"{y:.1}\" {FONT} font-size=\"12\" fill=\"#333333\">equivalent within ±δ</text>",
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"14\" height=\"10\" fill=\"#0072b2\" fill-opacity=\"0.14\"/><text x=\"{:.1}\" y=\"{y:.1}\" {FONT} font-size=\"12\" fill=\"#333333\">band: ±δ = {} %</text>",
             y - 9.0,
-            x + 18.0
+            x + 18.0,
+            f.delta.map_or(String::new(), |d| tick_text(d * 100.0))
         );
-        x += 160.0;
+        x += 130.0;
     }
     let _ = writeln!(
         s,
@@ -489,7 +500,7 @@ fn x_axis(s: &mut String, f: &Forest, axis: &LogAxis, bottom: f64) {
             "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#5a5a5a\"/><text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" {FONT} font-size=\"12\" text-anchor=\"middle\" fill=\"#333333\">{}</text>",
             y + 5.0,
             y + 19.0,
-            ratio_text(t)
+            tick_text(t)
         );
     }
     let _ = writeln!(
@@ -513,11 +524,12 @@ pub fn study_outcome(v: &StudyVerdict) -> Outcome {
     }
 }
 
-/// A study's verdicts as rows: grouped by workload, labelled "[step] leader
-/// vs runner-up · metric", the verdict's own ratio and interval (verdicts
+/// A study's verdicts as rows: grouped by workload and metric ("keep-alive ·
+/// replies/s", in the order the verdicts first name them), labelled "[step]
+/// leader vs runner-up", the verdict's own ratio and interval (verdicts
 /// without a ratio are left out by [`svg`] and counted).
 pub fn study_rows<'a>(verdicts: impl IntoIterator<Item = &'a StudyVerdict>) -> Vec<ForestRow> {
-    verdicts
+    let mut rows: Vec<ForestRow> = verdicts
         .into_iter()
         .map(|v| {
             let mut label = String::new();
@@ -526,20 +538,29 @@ pub fn study_rows<'a>(verdicts: impl IntoIterator<Item = &'a StudyVerdict>) -> V
             }
             let _ = write!(
                 label,
-                "{} vs {} · {}",
+                "{} vs {}",
                 v.leader.as_deref().unwrap_or("?"),
-                v.runner_up.as_deref().unwrap_or("?"),
-                v.metric
+                v.runner_up.as_deref().unwrap_or("?")
             );
+            let metric = v.metric.metric().map_or(v.metric.key(), |m| m.label());
             ForestRow {
-                group: v.workload.clone(),
+                group: format!("{} · {metric}", v.workload),
                 label,
                 ratio: v.ratio.unwrap_or(f64::NAN),
                 ci: v.ratio_ci.map(|[a, b]| (a, b)),
                 outcome: study_outcome(v),
             }
         })
-        .collect()
+        .collect();
+    // A group's rows together, groups in the order of their first row (a stable sort).
+    let mut order: Vec<String> = Vec::new();
+    for r in &rows {
+        if !order.contains(&r.group) {
+            order.push(r.group.clone());
+        }
+    }
+    rows.sort_by_key(|r| order.iter().position(|g| *g == r.group));
+    rows
 }
 
 /// The axis words of a study's forest plot.

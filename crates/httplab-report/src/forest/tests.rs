@@ -142,7 +142,9 @@ fn the_axis_is_logarithmic_with_round_ticks_around_one() {
     // The picture's ticks are labelled.
     let s = svg(&sample());
     assert!(s.matches("<text class=\"tick\"").count() >= 3);
-    assert!(s.contains(">1.00</text>"));
+    assert!(s.contains(">1</text>"), "{s}");
+    assert_eq!(tick_text(0.2), "0.2");
+    assert_eq!(tick_text(1.25), "1.25");
 }
 
 #[test]
@@ -246,11 +248,25 @@ fn study_verdicts_become_rows_from_the_leaders_side() {
             Outcome::Undecided
         ]
     );
-    assert_eq!(rows[0].group, "small");
-    assert!(
-        rows[0].label.starts_with("[100] mine vs nginx · "),
-        "{}",
-        rows[0].label
-    );
+    assert_eq!(rows[0].group, "small · replies/s");
+    assert_eq!(rows[0].label, "[100] mine vs nginx");
     assert_eq!(rows[0].ci, Some((1.3 * 0.9, 1.3 * 1.1)));
+    // A workload's metrics each make a group, their rows together, in order of appearance.
+    let mut cpu = v(VerdictOutcome::Winner, 1.2, None);
+    cpu.metric = httplab_model::MetricKey::Known(httplab_model::Metric::ServerCpuPerKreq);
+    let mixed = [vs[0].clone(), cpu.clone(), vs[1].clone(), cpu];
+    let groups: Vec<String> = study_rows(&mixed).into_iter().map(|r| r.group).collect();
+    let cpu_group = format!(
+        "small · {}",
+        httplab_model::Metric::ServerCpuPerKreq.label()
+    );
+    assert_eq!(
+        groups,
+        [
+            "small · replies/s".to_string(),
+            "small · replies/s".to_string(),
+            cpu_group.clone(),
+            cpu_group
+        ]
+    );
 }
