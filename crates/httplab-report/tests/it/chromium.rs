@@ -68,7 +68,7 @@ fn chromium_opens_report_without_console_errors() {
         "console messages:\n{}",
         console.join("\n")
     );
-    assert_eq!(o.loaded_files(), [url.clone()], "files loaded");
+    assert_eq!(o.loaded_files(), std::slice::from_ref(&url), "files loaded");
     let dom = &o.stdout;
     assert!(dom.contains("Figure 1."), "DOM lacks figures");
     assert!(dom.matches("<svg").count() >= 7, "DOM lacks inline SVGs");
