@@ -267,7 +267,8 @@ pub fn json(j: &Judgement, base: &[String], new: &[String]) -> anyhow::Result<St
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}th,td{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
 .num{text-align:right;font-variant-numeric:tabular-nums}caption{font-weight:bold;text-align:left;padding:.4em 0}\
-tr.cb{background:#fde8e8}.answer{font-size:1.3em;font-weight:bold}.note{color:#555;max-width:60em}";
+tr.cb{background:#fde8e8}.answer{font-size:1.3em;font-weight:bold}.note{color:#555;max-width:60em}\
+figure.forest{margin:1em 0}figure.forest svg{max-width:100%;height:auto}";
 
 /// `--html FILE`: a self-contained page (no network, no script) with the answer, the forest
 /// plot of every comparison's NEW/BASE with the interval its verdict reads, and the table.
