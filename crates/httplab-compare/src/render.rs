@@ -2,6 +2,7 @@
 //! document of a judgement.
 
 use httplab_model::ToolInfo;
+use httplab_report::forest;
 use httplab_report::text::{esc_html, Table};
 use serde::Serialize;
 
@@ -266,45 +267,73 @@ pub fn json(j: &Judgement, base: &[String], new: &[String]) -> anyhow::Result<St
 const CSS: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}th,td{padding:.3em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}\
 .num{text-align:right;font-variant-numeric:tabular-nums}caption{font-weight:bold;text-align:left;padding:.4em 0}\
-tr.cb{background:#fde8e8}.answer{font-size:1.3em;font-weight:bold}.note{color:#555;max-width:60em}";
+tr.cb{background:#fde8e8}.answer{font-size:1.3em;font-weight:bold}.note{color:#555;max-width:60em}\
+figure.forest{margin:1em 0}figure.forest svg{max-width:100%;height:auto}";
 
-/// `--html FILE`: a self-contained page (no network, no script) with the answer, a chart of
-/// the ratios with their intervals (up to 40 comparisons) and the table.
+/// `--html FILE`: a self-contained page (no network, no script) with the answer, the forest
+/// plot of every comparison's NEW/BASE with the interval its verdict reads, and the table.
 pub fn html(j: &Judgement, base: &[String], new: &[String]) -> String {
     let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>httplab compare</title><style>{CSS}</style></head><body>\n<h1>httplab compare</h1>\n<p class=\"answer\">{}</p>\n<p>BASE: {}<br>NEW: {}</p>\n",
-        esc_html(&answer(j)),
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>httplab compare</title><style>{CSS}</style></head><body>\n<h1>httplab compare</h1>\n<p class=\"answer\">{}</p>\n",
+        esc_html(&answer(j))
+    );
+    if let Some(svg) = forest_svg(j) {
+        h.push_str("<figure class=\"forest\">\n");
+        h.push_str(&svg);
+        h.push_str("<figcaption>NEW/BASE per comparison (1 = no change; right of 1: NEW's figure is larger, whichever way is better), with the interval each verdict reads; the shaded band is ±δ. Colour and shape say the verdict: better (an improvement), worse (a regression), equivalent, undecided.</figcaption></figure>\n");
+    }
+    h.push_str(&format!(
+        "<p>BASE: {}<br>NEW: {}</p>\n",
         esc_html(&base.join(", ")),
         esc_html(&new.join(", "))
-    );
-    if let Some(svg) = chart(j) {
-        h.push_str("<figure>");
-        // The chart as an element of the page: from its <svg> tag on (no XML declaration).
-        h.push_str(svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]));
-        h.push_str("<figcaption>NEW/BASE per comparison (1 = no change), whisker: the interval each verdict reads.</figcaption></figure>\n");
-    }
+    ));
     h.push_str(&table(j).to_html());
     h.push_str("</body></html>\n");
     h
 }
 
-fn chart(j: &Judgement) -> Option<String> {
-    let bars: Vec<httplab_report::charts::EstimateBar> = j
-        .rows
-        .iter()
-        .filter_map(|r| {
-            Some(httplab_report::charts::EstimateBar {
-                label: what(r),
-                mean: r.ratio?,
-                ci: r.ci.map(|[a, b]| (a, b)),
-                client_bound: false,
-            })
-        })
-        .collect();
-    if bars.is_empty() || bars.len() > 40 {
+/// A verdict as the forest plot colours it, from NEW's side.
+fn outcome(v: Verdict) -> forest::Outcome {
+    match v {
+        Verdict::Improvement => forest::Outcome::Better,
+        Verdict::Regression => forest::Outcome::Worse,
+        Verdict::Equivalent => forest::Outcome::Equivalent,
+        Verdict::Inconclusive | Verdict::Missing | Verdict::NoErrors => forest::Outcome::Undecided,
+    }
+}
+
+/// The forest plot of every row with a ratio, grouped by cell (None without any ratio).
+pub fn forest_svg(j: &Judgement) -> Option<String> {
+    if !j.rows.iter().any(|r| r.ratio.is_some()) {
         return None;
     }
-    httplab_report::charts::estimate_bars("NEW / BASE", "ratio", &bars).ok()
+    let rows = j
+        .rows
+        .iter()
+        .map(|r| forest::ForestRow {
+            group: r.cell.clone(),
+            label: r.metric.label(),
+            ratio: r.ratio.unwrap_or(f64::NAN),
+            ci: r.ci.map(|[a, b]| (a, b)),
+            outcome: outcome(r.verdict),
+        })
+        .collect();
+    let mut levels = j.rows.iter().filter(|r| r.ci.is_some()).map(|r| r.ci_level);
+    let interval = match levels.next().flatten() {
+        Some(l) if levels.all(|x| x == Some(l)) => format!(
+            "the interval each verdict reads ({} CI)",
+            crate::judge::level_text(l)
+        ),
+        _ => "the interval each verdict reads".into(),
+    };
+    Some(forest::svg(&forest::Forest {
+        id: "forest".into(),
+        title: "NEW against BASE: every comparison".into(),
+        axis: "NEW ÷ BASE".into(),
+        interval,
+        delta: Some(j.delta),
+        rows,
+    }))
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod analysis;
 pub mod charts;
 pub mod csv;
 pub mod data;
+pub mod forest;
 pub mod html;
 pub mod shards;
 pub mod stages;

@@ -14,10 +14,12 @@
 //! carries the count of skips so far in that test binary.
 //!
 //! [`serial`] holds the one lock by which a test binary's tests that start
-//! servers and load them take turns on the machine.
+//! servers and load them take turns on the machine; [`chromium`] finds and
+//! runs headless Chromium, bounded in time, for the tests that open a page.
 
 #![forbid(unsafe_code)]
 
+pub mod chromium;
 pub mod serial;
 
 use std::io::Write;

@@ -222,6 +222,18 @@ fn json_and_html_render() {
         html.contains("<svg") && html.contains("regression: p99"),
         "{html}"
     );
+    // The forest plot opens the page, one mark per comparison with a ratio, coloured by its
+    // verdict, before the table.
+    let svg = html
+        .find("<svg class=\"forest\"")
+        .or_else(|| html.find("class=\"forest\" role"));
+    assert!(
+        svg.is_some_and(|i| i < html.find("<table").unwrap_or(0)),
+        "{html}"
+    );
+    assert_eq!(html.matches("<g class=\"mark ").count(), 1, "{html}");
+    assert_eq!(html.matches("<g class=\"mark worse\"").count(), 1, "{html}");
+    assert!(html.contains("class=\"band\""), "{html}");
 }
 
 /// A cell with reply rates and errors counted over `runs` runs.

@@ -1,115 +1,22 @@
-//! Headless Chromium opens the report's index.html: no console errors, the
-//! DOM has the figures and tables, and the screenshot has a sane size.
+//! Headless Chromium opens the report's index.html: no console errors, no
+//! file loaded but the page, the DOM has the figures (the page's picture,
+//! Figure 1, first) and tables, and the screenshot has a sane size.
 //!
 //! Chromium missing: the test fails when CI=true and is skipped (with a
-//! message) otherwise. HTTPLAB_CHROMIUM overrides the binary;
-//! HTTPLAB_SCREENSHOT_DIR keeps a copy of the screenshot.
+//! message) otherwise (`httplab_skip::chromium`). HTTPLAB_SCREENSHOT_DIR
+//! keeps a copy of the screenshot.
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use httplab_skip::chromium;
+use std::path::Path;
+use std::time::Duration;
 
-fn find_chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("HTTPLAB_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let names = [
-        "chromium",
-        "chromium-browser",
-        "google-chrome",
-        "google-chrome-stable",
-    ];
-    let fixed = Path::new("/usr/bin/chromium");
-    if fixed.is_file() {
-        return Some(fixed.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    for dir in std::env::split_paths(&path) {
-        for n in names {
-            let p = dir.join(n);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
-
-/// Runs chromium headless on `url` with `extra` arguments; returns (stdout, stderr).
-fn chromium(bin: &Path, profile: &Path, extra: &[String], url: &str) -> (String, String) {
-    let mut cmd = Command::new(bin);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()))
-    .args(extra)
-    .arg(url)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start chromium");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut err, &mut s);
-        s
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        match child.try_wait().expect("wait chromium") {
-            Some(_) => break,
-            None if Instant::now() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("chromium did not finish within 120 s");
-            }
-            None => std::thread::sleep(Duration::from_millis(100)),
-        }
-    }
-    (
-        t_out.join().unwrap_or_default(),
-        t_err.join().unwrap_or_default(),
-    )
-}
-
-/// Console messages in chromium's log ("...:CONSOLE(12)] \"msg\", source: ...").
-fn console_lines(stderr: &str) -> Vec<String> {
-    stderr
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
-        .map(String::from)
-        .collect()
-}
-
-fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
-    if bytes.len() < 24 || &bytes[..8] != b"\x89PNG\r\n\x1a\n" || &bytes[12..16] != b"IHDR" {
-        return None;
-    }
-    let w = u32::from_be_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
-    let h = u32::from_be_bytes([bytes[20], bytes[21], bytes[22], bytes[23]]);
-    Some((w, h))
-}
+const LIMIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn chromium_opens_report_without_console_errors() {
-    let Some(bin) = find_chromium() else {
+    let Some(bin) = chromium::find() else {
         return httplab_skip::skip(
             "chromium_opens_report_without_console_errors: chromium not found (set HTTPLAB_CHROMIUM or install the `chromium` package)",
         );
@@ -120,46 +27,62 @@ fn chromium_opens_report_without_console_errors() {
     let files = httplab_report::render_report(&docs, &out).expect("render");
     let url = format!("file://{}", files.index.display());
 
-    // The detector works: a page that logs an error is caught.
+    // The detector works: a page that logs an error and loads a missing image is caught.
     let bad = dir.path().join("bad.html");
     std::fs::write(
         &bad,
-        "<!DOCTYPE html><html><body><script>console.error('deliberate-error')</script></body></html>",
+        "<!DOCTYPE html><html><body><img src=\"missing.png\"><script>console.error('deliberate-error')</script></body></html>",
     )
     .expect("write");
-    let (_, err) = chromium(
+    let o = chromium::run(
         &bin,
         &dir.path().join("profile0"),
         &["--dump-dom".to_string()],
         &format!("file://{}", bad.display()),
+        LIMIT,
+    )
+    .expect("chromium");
+    assert!(
+        o.console().iter().any(|l| l.contains("deliberate-error")),
+        "console detection does not work with this chromium; stderr:\n{}",
+        o.stderr
     );
     assert!(
-        console_lines(&err)
-            .iter()
-            .any(|l| l.contains("deliberate-error")),
-        "console detection does not work with this chromium; stderr:\n{err}"
+        o.loaded_files().iter().any(|u| u.ends_with("missing.png")),
+        "resource detection does not work with this chromium; stderr:\n{}",
+        o.stderr
     );
 
-    // The report: DOM complete, no console messages.
-    let (dom, err) = chromium(
+    // The report: DOM complete, no console messages, nothing loaded but the page.
+    let o = chromium::run(
         &bin,
         &dir.path().join("profile1"),
         &["--dump-dom".to_string()],
         &url,
-    );
-    let console = console_lines(&err);
+        LIMIT,
+    )
+    .expect("chromium");
+    let console = o.console();
     assert!(
         console.is_empty(),
         "console messages:\n{}",
         console.join("\n")
     );
+    assert_eq!(o.loaded_files(), std::slice::from_ref(&url), "files loaded");
+    let dom = &o.stdout;
     assert!(dom.contains("Figure 1."), "DOM lacks figures");
     assert!(dom.matches("<svg").count() >= 7, "DOM lacks inline SVGs");
     assert!(dom.contains("<table"), "DOM lacks tables");
+    // The page opens with its picture: Figure 1 before the findings.
+    let fig = dom.find("<figure id=\"fig-1\"").expect("figure 1");
+    assert!(
+        dom.find("class=\"findings\"").is_some_and(|f| fig < f),
+        "the page does not open with its picture"
+    );
 
     // Screenshot of sane size.
     let shot = dir.path().join("shot.png");
-    let (_, err) = chromium(
+    let o = chromium::run(
         &bin,
         &dir.path().join("profile2"),
         &[
@@ -168,17 +91,19 @@ fn chromium_opens_report_without_console_errors() {
             "--hide-scrollbars".to_string(),
         ],
         &url,
-    );
-    let console = console_lines(&err);
+        LIMIT,
+    )
+    .expect("chromium");
+    let console = o.console();
     assert!(
         console.is_empty(),
         "console messages:\n{}",
         console.join("\n")
     );
-    let bytes =
-        std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}); stderr:\n{err}"));
+    let bytes = std::fs::read(&shot)
+        .unwrap_or_else(|e| panic!("no screenshot ({e}); stderr:\n{}", o.stderr));
     assert_eq!(
-        png_size(&bytes),
+        chromium::png_size(&bytes),
         Some((1280, 2000)),
         "screenshot dimensions"
     );

@@ -379,6 +379,27 @@ fn study_documents_of_versions_1_2_and_3_render_with_outcomes() {
             html.contains(&format!("<i>{word}</i>")),
             "{schema}: outcome '{word}' missing"
         );
+        // The page opens with the forest plot: one mark, coloured by the outcome, before the
+        // verdicts in words; the page stays well-formed.
+        let mark = match word {
+            "winner" => "better",
+            "equivalent" => "equivalent",
+            _ => "undecided",
+        };
+        assert_eq!(html.matches("<g class=\"mark ").count(), 1, "{schema}");
+        assert_eq!(
+            html.matches(&format!("<g class=\"mark {mark}\"")).count(),
+            1,
+            "{schema}"
+        );
+        let forest = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"forest\"");
+        let verdicts = html.find("Study verdicts</h2>");
+        assert!(
+            forest.is_some() && forest < verdicts,
+            "{schema}: no forest plot first"
+        );
+        let body = &html[html.find("<html").expect("html")..];
+        roxmltree::Document::parse(body).expect("index.html is well-formed");
     }
 }
 

@@ -1,5 +1,6 @@
 //! The study report: results.json, CSV tables and a self-contained
-//! index.html: the verdicts (a winner only where the difference is
+//! index.html: first the forest plot of every verdict and the table of every
+//! server's figures (`overview`), then the verdicts (a winner only where the difference is
 //! significant), the answers to the study's questions, the protocol, and one
 //! section per workload with charts (httplab-report's, with 95 % CI
 //! whiskers) and tables where every figure carries its interval and n.
@@ -14,6 +15,7 @@ use httplab_model as m;
 
 pub use crate::execute::cells::metrics_of;
 use crate::plan::text::fmt_num;
+pub use crate::render::numbers::{fmt_estimate, fmt_val};
 use crate::spec::{Metric, StudyFile};
 
 /// One row of the flat table: a run (or a sweep step) of a server.
@@ -88,51 +90,6 @@ pub fn rows(res: &m::StudyResult) -> Vec<Row> {
         }
     }
     out
-}
-
-/// A number for tables: thousands separators, about 3 significant digits.
-pub fn fmt_val(x: f64) -> String {
-    let a = x.abs();
-    if !x.is_finite() {
-        return "–".into();
-    }
-    if a >= 1000.0 {
-        let s = format!("{:.0}", x);
-        let (sign, digits) = s.split_at(if s.starts_with('-') { 1 } else { 0 });
-        let mut o = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                o.push(',');
-            }
-            o.push(c);
-        }
-        format!("{sign}{o}")
-    } else if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
-/// `mean [low–high]` (n), or `≥ mean` for a client-bound figure.
-pub fn fmt_estimate(e: &m::Estimate, client_bound: bool, higher_is_better: bool) -> String {
-    let bound = if client_bound {
-        if higher_is_better {
-            "≥ "
-        } else {
-            "≤ "
-        }
-    } else {
-        ""
-    };
-    match (e.ci_low, e.ci_high) {
-        (Some(l), Some(h)) => format!("{bound}{} [{}–{}]", fmt_val(e.mean), fmt_val(l), fmt_val(h)),
-        _ => format!("{bound}{} (n = {})", fmt_val(e.mean), e.n),
-    }
 }
 
 fn esc(s: &str) -> String {
@@ -499,6 +456,7 @@ fn html_intro(h: &mut String, res: &m::StudyResult, study: Option<&StudyFile>, i
         .win{{font-weight:bold}}svg{{max-width:100%;height:auto}}\
         </style></head><body>\n", esc(&title));
     let _ = writeln!(h, "<h1>httplab study: {}</h1>", esc(&title));
+    crate::render::overview::html(h, res);
     crate::render::versus::html(h, res, study);
     let _ = writeln!(
         h,

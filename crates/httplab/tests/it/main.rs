@@ -16,4 +16,5 @@ mod merge;
 mod module_cycles;
 mod netns;
 mod processes;
+mod reports_chromium;
 mod source_scan;
