@@ -183,6 +183,11 @@ pub struct ServerConfig {
     /// ([`ServerConfig::check_http2`]). Off: the preface gets a 505 and
     /// ALPN offers `http/1.1` alone.
     pub http2: bool,
+    /// `--http3`: HTTP/3 over QUIC on UDP at the TLS listener's address and
+    /// port, served by quinn's async engine on a thread of its own whatever
+    /// the model, and announced with `Alt-Svc` on HTTP/1.1 and HTTP/2
+    /// responses. Needs [`ServerConfig::tls`] ([`ServerConfig::check_http3`]).
+    pub http3: bool,
 }
 
 /// A content coding of precompressed sibling files (`--precompressed`).
@@ -453,6 +458,7 @@ impl Default for ServerConfig {
             precompressed: Vec::new(),
             cache_control: Vec::new(),
             http2: false,
+            http3: false,
         }
     }
 }
@@ -475,6 +481,18 @@ impl ServerConfig {
         if self.http2 && self.model == Model::Event && self.io == IoEngine::Uring {
             return Err(
                 "--http2 on runs on the epoll engine (and the blocking models), not io_uring; use --io epoll or auto".to_string(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Whether `http3` can be served as configured: QUIC is TLS 1.3, so
+    /// HTTP/3 needs the certificate and key of [`ServerConfig::tls`].
+    pub fn check_http3(&self) -> Result<(), String> {
+        if self.http3 && self.tls.is_none() {
+            return Err(
+                "--http3 runs over QUIC, which is always encrypted: give --tls-cert and --tls-key"
+                    .to_string(),
             );
         }
         Ok(())
