@@ -91,7 +91,8 @@ const H3_NO_ERROR: u32 = 0x100;
 /// What the kernel and quinn-udp granted the UDP socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpFacts {
-    /// SO_SNDBUF as read back (Linux reports twice what it keeps for data).
+    /// SO_SNDBUF as read back (Linux reports twice what was granted: 8 MiB
+    /// for the 4 MiB asked).
     pub send_buffer: usize,
     /// SO_RCVBUF as read back.
     pub recv_buffer: usize,
@@ -104,7 +105,8 @@ pub struct UdpFacts {
 impl UdpFacts {
     /// One line for the start-up message.
     pub fn line(&self) -> String {
-        let clamped = if self.send_buffer < UDP_BUFFER || self.recv_buffer < UDP_BUFFER {
+        // Linux reads back twice the size it granted.
+        let clamped = if self.send_buffer < 2 * UDP_BUFFER || self.recv_buffer < 2 * UDP_BUFFER {
             " (clamped by the kernel: raise net.core.wmem_max/rmem_max)"
         } else {
             ""
@@ -275,6 +277,48 @@ struct Shared {
     /// Handshakes in progress.
     handshaking: Cell<usize>,
     stop: watch::Receiver<bool>,
+    /// Output queues of finished requests, kept for the next ones (their
+    /// buffers keep their capacity).
+    outs: RefCell<Vec<OutQueue>>,
+    /// The request fields being checked (reused: requests are answered one
+    /// at a time, without an await in between).
+    fields: RefCell<RequestFields>,
+}
+
+/// Queues kept in [`Shared::outs`] at most.
+const OUTS_KEPT: usize = 256;
+
+/// A connection's requests in flight (tasks of their own), and the wake-up
+/// of the wait for the last of them at shutdown.
+#[derive(Default)]
+struct InFlight {
+    count: Cell<usize>,
+    done: tokio::sync::Notify,
+}
+
+impl InFlight {
+    async fn drained(&self) {
+        while self.count.get() > 0 {
+            self.done.notified().await;
+        }
+    }
+}
+
+/// Counts one request in flight while it lives.
+struct Flying(Rc<InFlight>);
+
+impl Flying {
+    fn new(f: &Rc<InFlight>) -> Flying {
+        f.count.set(f.count.get() + 1);
+        Flying(Rc::clone(f))
+    }
+}
+
+impl Drop for Flying {
+    fn drop(&mut self) {
+        self.0.count.set(self.0.count.get().saturating_sub(1));
+        self.0.done.notify_one();
+    }
 }
 
 async fn stopped(mut stop: watch::Receiver<bool>) {
@@ -294,12 +338,16 @@ async fn serve(
         cfg: Arc::clone(&cfg),
         handshaking: Cell::new(0),
         stop: stop.clone(),
+        outs: RefCell::new(Vec::new()),
+        fields: RefCell::new(RequestFields::default()),
     });
     let mut conns = JoinSet::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let stopping = stopped(stop.clone());
+    tokio::pin!(stopping);
     loop {
         tokio::select! {
-            () = stopped(stop.clone()) => break,
+            () = &mut stopping => break,
             inc = ep.accept() => match inc {
                 Some(i) => admit(i, &shared, &mut conns),
                 None => break,
@@ -370,23 +418,25 @@ async fn connection(connecting: quinn::Connecting, shared: Rc<Shared>) {
         .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
         .await;
     if let Ok(mut conn) = built {
-        let mut reqs = JoinSet::new();
+        let flying = Rc::new(InFlight::default());
+        let stopping = stopped(shared.stop.clone());
+        tokio::pin!(stopping);
         loop {
             tokio::select! {
-                () = stopped(shared.stop.clone()) => {
+                () = &mut stopping => {
                     let _ = conn.shutdown(0).await;
                     break;
                 }
                 r = conn.accept() => match r {
                     Ok(Some(resolver)) => {
-                        reqs.spawn_local(request(resolver, Rc::clone(&shared), peer));
+                        let f = Flying::new(&flying);
+                        tokio::task::spawn_local(request(resolver, Rc::clone(&shared), peer, f));
                     }
                     Ok(None) | Err(_) => break,
                 },
-                Some(_) = reqs.join_next(), if !reqs.is_empty() => {}
             }
         }
-        while reqs.join_next().await.is_some() {}
+        flying.drained().await;
         drop(conn);
     }
     quic.close(VarInt::from_u32(H3_NO_ERROR), b"");
@@ -397,49 +447,66 @@ type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
 type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
 
 /// One request stream: the request answered by the handler, sent back.
-async fn request(resolver: Resolver, shared: Rc<Shared>, peer: IpAddr) {
+async fn request(resolver: Resolver, shared: Rc<Shared>, peer: IpAddr, _flying: Flying) {
     let Ok((req, mut stream)) = resolver.resolve_request().await else {
         return;
     };
-    let mut out = OutQueue::default();
-    if answer(&req, &shared.handler, peer, &mut out).is_none() {
-        // Malformed (RFC 9114 §4.1.2): a stream error.
-        stream.stop_stream(Code::H3_MESSAGE_ERROR);
-        return;
+    let mut out = shared.outs.borrow_mut().pop().unwrap_or_default();
+    let sent = respond(&req, &mut stream, &shared, peer, &mut out).await;
+    out.clear();
+    let mut outs = shared.outs.borrow_mut();
+    if outs.len() < OUTS_KEPT {
+        outs.push(out);
     }
-    let mut pieces = out.pieces();
-    let head = match pieces.next() {
-        Some(Piece::Mem(first)) => response_head(first),
-        _ => None,
-    };
-    let Some((resp, end)) = head else {
-        stream.stop_stream(Code::H3_INTERNAL_ERROR);
-        return;
-    };
-    if stream.send_response(resp).await.is_err() {
-        return;
-    }
-    let mut sent = (0u64, 0u64);
-    let rest = match out.pieces().next() {
-        Some(Piece::Mem(first)) => &first[end..],
-        _ => &[][..],
-    };
-    if !rest.is_empty() && send(&mut stream, Bytes::copy_from_slice(rest), &mut sent).await {
-        return;
-    }
-    for p in pieces {
-        let failed = match p {
-            Piece::Mem(m) => send(&mut stream, Bytes::copy_from_slice(m), &mut sent).await,
-            Piece::File(f, a, e) => send_file(&mut stream, f, a, e, &mut sent).await,
-        };
-        if failed {
-            return;
-        }
-    }
-    let _ = stream.finish().await;
+    drop(outs);
     let mut h = shared.handler.borrow_mut();
     h.count_io(sent.0, sent.1);
     h.flush_stats();
+}
+
+/// Answers `req` into `out` and sends the answer on `stream`; the body
+/// bytes and DATA frames sent.
+async fn respond(
+    req: &http::Request<()>,
+    stream: &mut Stream,
+    shared: &Shared,
+    peer: IpAddr,
+    out: &mut OutQueue,
+) -> (u64, u64) {
+    let mut sent = (0u64, 0u64);
+    if answer(req, shared, peer, out).is_none() {
+        // Malformed (RFC 9114 §4.1.2): a stream error.
+        stream.stop_stream(Code::H3_MESSAGE_ERROR);
+        return sent;
+    }
+    let mut pieces = out.pieces();
+    // The head and what follows it in memory, copied once: the response
+    // fields' values and the first body bytes are slices of it.
+    let first = match pieces.next() {
+        Some(Piece::Mem(first)) => Bytes::copy_from_slice(first),
+        _ => Bytes::new(),
+    };
+    let Some((resp, end)) = response_head(&first) else {
+        stream.stop_stream(Code::H3_INTERNAL_ERROR);
+        return sent;
+    };
+    if stream.send_response(resp).await.is_err() {
+        return sent;
+    }
+    if first.len() > end && send(stream, first.slice(end..), &mut sent).await {
+        return sent;
+    }
+    for p in pieces {
+        let failed = match p {
+            Piece::Mem(m) => send(stream, Bytes::copy_from_slice(m), &mut sent).await,
+            Piece::File(f, a, e) => send_file(stream, f, a, e, &mut sent).await,
+        };
+        if failed {
+            return sent;
+        }
+    }
+    let _ = stream.finish().await;
+    sent
 }
 
 /// Sends `b` as DATA; true when the stream failed.
@@ -481,11 +548,12 @@ async fn send_file(
 /// malformed (the stream is to be reset).
 fn answer(
     req: &http::Request<()>,
-    handler: &RefCell<Handler>,
+    shared: &Shared,
     peer: IpAddr,
     out: &mut OutQueue,
 ) -> Option<Answer> {
-    let mut f = RequestFields::default();
+    let mut f = shared.fields.borrow_mut();
+    f.clear();
     f.field(b":method", req.method().as_str().as_bytes());
     let uri = req.uri();
     f.field(b":scheme", uri.scheme_str().unwrap_or("https").as_bytes());
@@ -497,7 +565,7 @@ fn answer(
     for (n, v) in req.headers() {
         f.field(n.as_str().as_bytes(), v.as_bytes());
     }
-    let mut h = handler.borrow_mut();
+    let mut h = shared.handler.borrow_mut();
     let now = Instant::now();
     h.tick_at(now);
     let limits = h.config().limits;
@@ -514,7 +582,7 @@ fn answer(
 /// The HTTP/1.1 head at the start of `answer` as an HTTP/3 response (the
 /// connection-specific fields left out, RFC 9114 §4.2) and the head's
 /// length; None when `answer` holds no whole head.
-fn response_head(answer: &[u8]) -> Option<(http::Response<()>, usize)> {
+fn response_head(answer: &Bytes) -> Option<(http::Response<()>, usize)> {
     let eol = memchr::memchr(b'\n', answer)?;
     let status = answer
         .get(9..12)
@@ -527,6 +595,7 @@ fn response_head(answer: &[u8]) -> Option<(http::Response<()>, usize)> {
     let fields = resp.headers_mut();
     let mut at = eol + 1;
     loop {
+        let start = at;
         let rest = answer.get(at..)?;
         let eol = memchr::memchr(b'\n', rest)?;
         let line = &rest[..eol];
@@ -550,11 +619,12 @@ fn response_head(answer: &[u8]) -> Option<(http::Response<()>, usize)> {
         {
             continue;
         }
-        let value = &line[colon + 1..];
-        let value = value.strip_prefix(b" ").unwrap_or(value);
+        // The value, after one optional space: a slice of `answer`.
+        let from = start + colon + 1 + usize::from(line.get(colon + 1) == Some(&b' '));
+        let value = answer.slice(from..start + line.len());
         if let (Ok(n), Ok(v)) = (
             http::HeaderName::from_bytes(name),
-            http::HeaderValue::from_bytes(value),
+            http::HeaderValue::from_maybe_shared(value),
         ) {
             fields.append(n, v);
         }
@@ -567,14 +637,16 @@ mod tests {
 
     #[test]
     fn a_head_becomes_response_fields_without_connection_ones() {
-        let a = b"HTTP/1.1 206 Partial Content\r\nServer: x\r\nContent-Range: bytes 0-1/9\r\nConnection: close\r\nContent-Length: 2\r\n\r\nab";
+        let a = &Bytes::from_static(b"HTTP/1.1 206 Partial Content\r\nServer: x\r\nContent-Range: bytes 0-1/9\r\nConnection: close\r\nContent-Length: 2\r\n\r\nab");
         let (r, end) = response_head(a).unwrap();
         assert_eq!(r.status(), 206);
         assert_eq!(&a[end..], b"ab");
         assert_eq!(r.headers()["content-range"], "bytes 0-1/9");
         assert!(r.headers().get("connection").is_none());
         assert_eq!(r.headers().len(), 3);
-        assert!(response_head(b"HTTP/1.1 200 OK\r\nServer: x\r\n").is_none());
+        assert_eq!(r.headers()["server"], "x");
+        let cut = Bytes::from_static(b"HTTP/1.1 200 OK\r\nServer: x\r\n");
+        assert!(response_head(&cut).is_none());
     }
 
     #[test]
