@@ -6,7 +6,8 @@
 //! graceful shutdown with a connection open), by ngtcp2's example client
 //! `gtlsclient` (interop; skipped with the reason when missing, a failure
 //! under CI) and by hostile datagrams (garbage, Initial-looking packets,
-//! unknown versions, unknown connection IDs), after which it still answers.
+//! unknown versions, unknown connection IDs), after which it still answers;
+//! beside the event model and each blocking model alike.
 
 use crate::support;
 
@@ -521,4 +522,23 @@ fn request_field_sections_are_bounded() {
     assert_eq!(c.get("/small.html", &[]).body, SMALL);
     drop(c);
     server.shutdown();
+}
+
+#[test]
+fn http3_is_served_beside_every_model() {
+    let site = site();
+    let tc = test_cert();
+    for model in [Model::Threads, Model::Fork, Model::Single] {
+        let mut cfg = h3_config(&site.root, &tc);
+        cfg.model = model;
+        let server = start_h3(cfg);
+        let addr = server.local_addr();
+        let mut c = H3Client::open(addr, &tc);
+        assert_eq!(c.get("/small.html", &[]).body, SMALL, "{model:?}");
+        let want = format!("h3=\":{}\"; ma=86400", addr.port());
+        let one = https_get(addr, &tc, "/small.html");
+        assert_eq!(one.header("alt-svc"), Some(want.as_str()), "{model:?}");
+        drop(c);
+        server.shutdown();
+    }
 }
