@@ -409,8 +409,7 @@ async fn connection(connecting: quinn::Connecting, shared: Rc<Shared>) {
             _ => return,
         }
     };
-    let stats = Arc::clone(shared.handler.borrow().stats());
-    stats.accepted();
+    let _counted = Counted::new(shared.handler.borrow().stats());
     let peer = quic.remote_address().ip();
     let max_fields = shared.cfg.limits.max_header_bytes as u64;
     let built = h3::server::builder()
@@ -424,7 +423,9 @@ async fn connection(connecting: quinn::Connecting, shared: Rc<Shared>) {
         loop {
             tokio::select! {
                 () = &mut stopping => {
-                    let _ = conn.shutdown(0).await;
+                    // GOAWAY naming the stream after the last one accepted:
+                    // those before it are answered, later ones refused.
+                    let _ = conn.shutdown(1).await;
                     break;
                 }
                 r = conn.accept() => match r {
@@ -440,7 +441,23 @@ async fn connection(connecting: quinn::Connecting, shared: Rc<Shared>) {
         drop(conn);
     }
     quic.close(VarInt::from_u32(H3_NO_ERROR), b"");
-    stats.closed();
+}
+
+/// An accepted connection in the server's statistics, counted closed when
+/// its task ends (or is aborted at the shutdown deadline).
+struct Counted(crate::stats::SharedStats);
+
+impl Counted {
+    fn new(stats: &crate::stats::SharedStats) -> Counted {
+        stats.accepted();
+        Counted(Arc::clone(stats))
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.closed();
+    }
 }
 
 type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
