@@ -18,7 +18,7 @@ use crate::{sys, Server};
 /// Serve a directory over HTTP/1.1.
 #[derive(Debug, Parser)]
 #[command(
-    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 (h2c by prior knowledge, h2 by ALPN over TLS)",
+    about = "Serve a directory over HTTP/1.1 or HTTPS (event, threads, fork or single model); with --http2 on, also HTTP/2 (h2c by prior knowledge, h2 by ALPN over TLS); with --http3 and TLS, also HTTP/3 over QUIC (served by quinn's async engine on its own thread, whatever --model)",
     long_about = None,
     after_help = "Durations accept ms, s, m suffixes (plain numbers are seconds); sizes accept k/KiB, m/MiB, g/GiB (powers of 1024) and KB/MB/GB (powers of 1000) suffixes.",
     args_override_self = true
@@ -179,10 +179,19 @@ pub struct Args {
     /// HTTP/2, any other HTTP/1.1. With --tls-*: ALPN offers h2, then
     /// http/1.1, and the handshake's choice decides. Every model (the
     /// blocking ones answer a connection's streams in turn); refused with
-    /// --io uring (no HTTP/3 yet). Off: HTTP/1.1 only, the preface is
+    /// --io uring. Off: HTTP/1.1 only, the preface is
     /// answered 505 and ALPN offers http/1.1 alone
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub http2: OnOff,
+    /// HTTP/3 over QUIC beside TCP (needs --tls-cert and --tls-key): UDP on
+    /// the same address and port, ALPN h3, at most 100 concurrent request
+    /// streams per connection, idle timeout --idle-timeout, 0-RTT accepted
+    /// (every method served is safe), Retry only when over 256 handshakes
+    /// are in progress. HTTP/3 is served by quinn's async engine on its own
+    /// thread, whatever --model; HTTP/1.1 and HTTP/2 responses announce it
+    /// with `Alt-Svc: h3=":PORT"; ma=86400`. Not with --processes
+    #[arg(long)]
+    pub http3: bool,
     /// Serve HTTPS (TLS 1.2 and 1.3, ALPN http/1.1) with this PEM certificate
     /// chain, leaf first (needs --tls-key)
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -279,6 +288,7 @@ impl Args {
                 .unwrap_or_default(),
             cache_control: self.cache_control.clone(),
             http2: self.http2 == OnOff::On,
+            http3: self.http3,
             ..d
         }
     }
@@ -391,7 +401,18 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         Ok(a) => a,
         Err(e) => return Ok(httplab_usage::clap_exit("serve", &e, SERVE_HINTS)),
     };
+    let checked = args.to_config();
+    if let Err(e) = checked.check_http3() {
+        eprintln!("httplab serve: error: {e}");
+        return Ok(ExitCode::from(httplab_usage::USAGE));
+    }
     if args.processes > 1 {
+        if args.http3 {
+            eprintln!(
+                "httplab serve: error: --http3 serves QUIC from one process (one UDP socket); it does not combine with --processes"
+            );
+            return Ok(ExitCode::from(httplab_usage::USAGE));
+        }
         if args.model != Model::Event {
             eprintln!(
                 "httplab serve: error: --processes runs the event model in several processes; it does not apply to --model {}",
@@ -442,26 +463,7 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         .map(|addr| start_metrics(addr, &server))
         .transpose()?;
     if !quiet || crate::processes::is_child() {
-        let extra = match server.model() {
-            Model::Event => format!(
-                "event model, {} workers, {} I/O, {}{h2c}",
-                server.workers(),
-                server.io_engine().name(),
-                file_io_line(file_io, true)
-            ),
-            Model::Threads => format!(
-                "threads model, {} threads, {}{h2c}",
-                server.workers(),
-                file_io_line(file_io, false)
-            ),
-            m => format!("{} model, {}{h2c}", m.name(), file_io_line(file_io, false)),
-        };
-        let scheme = if tls_on { "https" } else { "http" };
-        println!(
-            "httplab serve: serving {} at {scheme}://{}/ ({extra})",
-            server.root().display(),
-            server.local_addr()
-        );
+        print_start(&server, tls_on, h2c, file_io);
     }
     ready(server.local_addr());
     let sig = loop {
@@ -495,6 +497,37 @@ fn run(args: Vec<OsString>, ready: &mut dyn FnMut(SocketAddr)) -> anyhow::Result
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The start-up lines: what is served where, by which model, and HTTP/3's.
+fn print_start(server: &crate::ServerHandle, tls_on: bool, h2c: &str, file_io: FileIo) {
+    let extra = match server.model() {
+        Model::Event => format!(
+            "event model, {} workers, {} I/O, {}{h2c}",
+            server.workers(),
+            server.io_engine().name(),
+            file_io_line(file_io, true)
+        ),
+        Model::Threads => format!(
+            "threads model, {} threads, {}{h2c}",
+            server.workers(),
+            file_io_line(file_io, false)
+        ),
+        m => format!("{} model, {}{h2c}", m.name(), file_io_line(file_io, false)),
+    };
+    let scheme = if tls_on { "https" } else { "http" };
+    println!(
+        "httplab serve: serving {} at {scheme}://{}/ ({extra})",
+        server.root().display(),
+        server.local_addr()
+    );
+    if let Some(udp) = server.http3_udp() {
+        println!(
+            "httplab serve: HTTP/3 at https://{}/ over QUIC (udp), quinn's engine on its own thread; {}",
+            server.local_addr(),
+            udp.line()
+        );
+    }
 }
 
 #[cfg(test)]
@@ -651,6 +684,27 @@ mod tests {
             .unwrap()
             .to_config();
         assert!(c.http2);
+    }
+
+    #[test]
+    fn http3_without_tls_or_with_processes_is_a_usage_error() {
+        assert!(!parse(&[]).unwrap().to_config().http3);
+        assert!(parse(&["--http3"]).unwrap().to_config().http3);
+        let tls = ["--tls-cert", "/no/cert.pem", "--tls-key", "/no/key.pem"];
+        for extra in [&[][..], &["--processes", "2"][..], &tls[..]] {
+            let args = ["httplab serve", "--quiet", "--http3"]
+                .iter()
+                .chain(extra)
+                .map(OsString::from)
+                .collect();
+            // Without TLS, with --processes, with files that cannot be read:
+            // usage errors before anything is bound.
+            assert_eq!(main(args).unwrap(), ExitCode::from(2), "{extra:?}");
+        }
+        let mut cfg = ServerConfig::for_root(".");
+        cfg.http3 = true;
+        let e = crate::Server::start(cfg).unwrap_err().to_string();
+        assert!(e.contains("--http3") && e.contains("--tls-cert"), "{e}");
     }
 
     #[test]

@@ -183,6 +183,11 @@ pub struct ServerConfig {
     /// serves cleartext only). Off: the preface gets a 505 and ALPN offers
     /// `http/1.1` alone.
     pub http2: bool,
+    /// `--http3`: HTTP/3 over QUIC on UDP at the TLS listener's address and
+    /// port, served by quinn's async engine on a thread of its own whatever
+    /// the model, and announced with `Alt-Svc` on HTTP/1.1 and HTTP/2
+    /// responses. Needs [`ServerConfig::tls`] ([`ServerConfig::check_http3`]).
+    pub http3: bool,
 }
 
 /// A content coding of precompressed sibling files (`--precompressed`).
@@ -453,6 +458,7 @@ impl Default for ServerConfig {
             precompressed: Vec::new(),
             cache_control: Vec::new(),
             http2: false,
+            http3: false,
         }
     }
 }
@@ -465,6 +471,18 @@ impl ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             ..ServerConfig::default()
         }
+    }
+
+    /// Whether `http3` can be served as configured: QUIC is TLS 1.3, so
+    /// HTTP/3 needs the certificate and key of [`ServerConfig::tls`].
+    pub fn check_http3(&self) -> Result<(), String> {
+        if self.http3 && self.tls.is_none() {
+            return Err(
+                "--http3 runs over QUIC, which is always encrypted: give --tls-cert and --tls-key"
+                    .to_string(),
+            );
+        }
+        Ok(())
     }
 
     /// Number of event-model workers after resolving 0 to the core count.

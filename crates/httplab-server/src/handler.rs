@@ -79,6 +79,10 @@ pub struct Handler {
     local_requests: u64,
     local_bytes: u64,
     local_writes: u64,
+    /// `--http3`: the `Alt-Svc` field line sent on every response (HTTP/1.1
+    /// and HTTP/2), rendered once at start; None without HTTP/3 and on the
+    /// HTTP/3 engine's own handler.
+    alt_svc: Option<Arc<[u8]>>,
 }
 
 /// How the connection is to be labelled in the response.
@@ -110,7 +114,14 @@ impl Handler {
             local_requests: 0,
             local_bytes: 0,
             local_writes: 0,
+            alt_svc: None,
         }
+    }
+
+    /// Sends `line` (a whole `Alt-Svc: ...\r\n` field line) on every
+    /// response from now on (None: none).
+    pub fn set_alt_svc(&mut self, line: Option<Arc<[u8]>>) {
+        self.alt_svc = line;
     }
 
     /// The configuration.
@@ -184,6 +195,7 @@ impl Handler {
                 Version::Http10 => "HTTP/1.0",
                 Version::Http11 => "HTTP/1.1",
                 Version::Http2 => "HTTP/2.0",
+                Version::Http3 => "HTTP/3",
             };
             let line = format!("{} {} {version}", req.method_str, req.target);
             self.log(peer, &line, a);
@@ -385,6 +397,9 @@ impl Handler {
         buf.extend_from_slice(&info.head_200);
         buf.extend_from_slice(&self.date.text);
         buf.extend_from_slice(b"\r\n");
+        if let Some(a) = &self.alt_svc {
+            buf.extend_from_slice(a);
+        }
         end_head(buf, conn);
         if head_only {
             return Answer {
@@ -454,6 +469,9 @@ impl Handler {
         buf.extend_from_slice(b"\r\nDate: ");
         buf.extend_from_slice(&self.date.text);
         buf.extend_from_slice(b"\r\n");
+        if let Some(a) = &self.alt_svc {
+            buf.extend_from_slice(a);
+        }
     }
 
     /// A response with a small HTML body explaining the status.

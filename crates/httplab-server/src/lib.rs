@@ -1,5 +1,10 @@
 //! `httplab serve`: a static-file HTTP/1.1 server (cleartext or HTTPS) with
-//! several concurrency models sharing one request handler.
+//! several concurrency models sharing one request handler; HTTP/2 beside it
+//! (`--http2 on`), and HTTP/3 over QUIC with TLS (`--http3`, see `http3`).
+//!
+//! HTTP/3 is served by quinn's async engine on its own thread, whatever
+//! `--model`: the model serves TCP (HTTP/1.1, HTTP/2), the `http3` engine
+//! the UDP socket of the same port, both with the same handler.
 //!
 //! # Library use
 //!
@@ -39,6 +44,9 @@
 //! - `tls`: the transport between socket and session, plain or TLS
 //!   (rustls), driven by every model through the same calls; `tickets`:
 //!   fork-safe TLS session tickets.
+//! - `http3`: HTTP/3 over QUIC (quinn, `h3`) on a current-thread tokio
+//!   runtime in a thread of its own, beside whichever model serves TCP;
+//!   requests to the same handler, its answers sent as HTTP/3 responses.
 //! - `cli`: the clap parser behind [`cli_main`].
 
 #![forbid(unsafe_code)]
@@ -52,6 +60,7 @@ mod event;
 mod files;
 mod h2session;
 mod handler;
+mod http3;
 mod lifecycle;
 mod log;
 mod negotiate;
@@ -80,6 +89,7 @@ pub use config::{
     AccessLog, CacheFiles, CacheRule, Coding, FileIo, IoEngine, Limits, Model, ServerConfig,
     TlsFiles,
 };
+pub use http3::UdpFacts;
 pub use stats::Snapshot;
 
 use blocking::Stop;
@@ -113,6 +123,8 @@ pub struct ServerHandle {
     /// after the workers so its last line has their final counts.
     reporter: Option<Reporter>,
     stats: SharedStats,
+    /// `--http3`: the QUIC engine.
+    h3: Option<http3::H3Server>,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -127,7 +139,7 @@ impl std::fmt::Debug for ServerHandle {
 impl Server {
     /// Binds, starts the configured model and returns at once. Errors
     /// (root missing, port in use, permission denied) are reported here.
-    pub fn start(cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
+    pub fn start(mut cfg: ServerConfig) -> anyhow::Result<ServerHandle> {
         let root = std::fs::canonicalize(&cfg.root)
             .with_context(|| format!("root directory {} is not usable", cfg.root.display()))?;
         if !root.is_dir() {
@@ -136,10 +148,23 @@ impl Server {
         std::fs::read_dir(&root)
             .with_context(|| format!("cannot read root directory {}", root.display()))?;
         config::check_cache_rules(&cfg.cache_control).map_err(anyhow::Error::msg)?;
+        cfg.check_http3().map_err(anyhow::Error::msg)?;
         let tls = match &cfg.tls {
             Some(files) => Some(tls::load(files, cfg.http2)?),
             None => None,
         };
+        // HTTP/3 first: its UDP port, free for TCP too, fixes the port
+        // number the TCP listeners take and `Alt-Svc` names.
+        let quic = match (&cfg.tls, cfg.http3) {
+            (Some(files), true) => {
+                let crypto = tls::load_quic(files)?;
+                let (udp, at) = http3::bind(cfg.listen)?;
+                cfg.listen = at;
+                Some((udp, crypto))
+            }
+            _ => None,
+        };
+        let alt_svc = quic.as_ref().map(|_| http3::alt_svc(cfg.listen.port()));
         let _ = sys::raise_nofile_limit();
         let log_sink = match &cfg.access_log {
             Some(t) => {
@@ -158,12 +183,14 @@ impl Server {
             let root = root.clone();
             let stats = Arc::clone(&stats);
             move || {
-                Handler::new(
+                let mut h = Handler::new(
                     Arc::clone(&cfg),
                     root.clone(),
                     log_sink.clone().map(log::AccessLog::new),
                     Arc::clone(&stats),
-                )
+                );
+                h.set_alt_svc(alt_svc.clone());
+                h
             }
         };
         let mut handle = ServerHandle {
@@ -177,6 +204,7 @@ impl Server {
             threads: Vec::new(),
             reporter: None,
             stats: Arc::clone(&stats),
+            h3: None,
         };
         match cfg.model {
             Model::Event => start_event(&cfg, &mut handle, &make_handler, tls)?,
@@ -219,6 +247,11 @@ impl Server {
                         .context("cannot spawn acceptor thread")?,
                 );
             }
+        }
+        if let Some((udp, crypto)) = quic {
+            let mut h = make_handler();
+            h.set_alt_svc(None);
+            handle.h3 = Some(http3::H3Server::start(Arc::clone(&cfg), udp, crypto, h)?);
         }
         if let Some(period) = cfg.stats_interval.filter(|d| !d.is_zero()) {
             handle.reporter = Some(start_reporter(&cfg, &stats, period)?);
@@ -528,14 +561,26 @@ impl ServerHandle {
         std::sync::Arc::clone(&self.stats)
     }
 
+    /// `--http3`: what the QUIC engine's UDP socket was granted (buffers,
+    /// GSO and GRO segments); None without HTTP/3.
+    pub fn http3_udp(&self) -> Option<UdpFacts> {
+        self.h3.as_ref().map(|h| h.facts)
+    }
+
     fn stop_and_join(&mut self) {
         self.stop.flag.store(true, Ordering::Release);
         self.stop.wake.wake();
         for w in &self.wakers {
             let _ = w.wake();
         }
+        if let Some(h3) = &self.h3 {
+            h3.stop();
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        if let Some(h3) = &mut self.h3 {
+            h3.join();
         }
         if let Some((tx, t)) = self.reporter.take() {
             let _ = tx.send(());

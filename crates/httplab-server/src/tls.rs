@@ -58,6 +58,36 @@ const SESSION_CACHE: usize = 4096;
 /// first ([`ALPN_H2`]). Errors are one line naming the file and the
 /// problem.
 pub fn load(files: &TlsFiles, http2: bool) -> anyhow::Result<Arc<RustlsConfig>> {
+    let versions: &[&rustls::SupportedProtocolVersion] =
+        &[&rustls::version::TLS13, &rustls::version::TLS12];
+    let mut cfg = with_cert(files, versions)?;
+    let alpn = if http2 { ALPN_H2 } else { ALPN };
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(cfg))
+}
+
+/// The TLS side of `--http3`: TLS 1.3 only (QUIC's), ALPN `h3`, session
+/// resumption with the same tickets, and 0-RTT accepted (every method this
+/// server serves is safe, the others are answered 405 without effect, so a
+/// replayed early request changes nothing: see the `http3` module).
+pub fn load_quic(files: &TlsFiles) -> anyhow::Result<Arc<quinn::crypto::rustls::QuicServerConfig>> {
+    let mut cfg = with_cert(files, &[&rustls::version::TLS13])?;
+    cfg.alpn_protocols = vec![b"h3".to_vec()];
+    // quinn takes 0 (no 0-RTT) or u32::MAX (0-RTT, bounded by its own
+    // stream windows).
+    cfg.max_early_data_size = u32::MAX;
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(cfg)
+        .map_err(|e| anyhow!("--http3: the TLS settings do not suit QUIC: {e}"))?;
+    Ok(Arc::new(quic))
+}
+
+/// A rustls server configuration with the certificate chain and key of
+/// `files`, the given protocol versions, a session cache and fork-safe
+/// session tickets; no ALPN yet.
+fn with_cert(
+    files: &TlsFiles,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> anyhow::Result<RustlsConfig> {
     let cert_path = files.cert.display();
     let key_path = files.key.display();
     let cert_pem = std::fs::read(&files.cert)
@@ -80,7 +110,7 @@ pub fn load(files: &TlsFiles, http2: bool) -> anyhow::Result<Arc<RustlsConfig>> 
     })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut cfg = RustlsConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .with_protocol_versions(versions)
         .map_err(|e| anyhow!("TLS setup failed: {e}"))?
         .with_no_client_auth()
         .with_single_cert(certs, key)
@@ -90,13 +120,11 @@ pub fn load(files: &TlsFiles, http2: bool) -> anyhow::Result<Arc<RustlsConfig>> 
             }
             e => anyhow!("cannot use TLS certificate {cert_path} with key {key_path}: {e}"),
         })?;
-    let alpn = if http2 { ALPN_H2 } else { ALPN };
-    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     cfg.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     cfg.ticketer = Arc::new(
         crate::tickets::Tickets::new().map_err(|_| anyhow!("cannot create TLS ticket keys"))?,
     );
-    Ok(Arc::new(cfg))
+    Ok(cfg)
 }
 
 /// The socket seen as `Read`/`Write` for rustls: `recv`, and `sendmsg`

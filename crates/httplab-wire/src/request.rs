@@ -73,6 +73,9 @@ pub enum Version {
     Http11,
     /// HTTP/2 (a request decoded by [`crate::h2::request`]).
     Http2,
+    /// HTTP/3 (a request decoded by an HTTP/3 server's QPACK layer and
+    /// checked by [`crate::h2::request`], whose rules are HTTP/3's too).
+    Http3,
 }
 
 /// A parsed, validated request head. Header values borrow the input buffer.
@@ -487,7 +490,7 @@ impl FramingFields {
             return Err(RequestError::PayloadTooLarge);
         }
         let keep_alive = match version {
-            Version::Http11 | Version::Http2 => !self.conn_close,
+            Version::Http11 | Version::Http2 | Version::Http3 => !self.conn_close,
             Version::Http10 => self.conn_keep_alive && !self.conn_close,
         };
         Ok((cl, keep_alive))

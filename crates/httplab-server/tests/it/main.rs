@@ -4,6 +4,7 @@
 
 mod conformance;
 mod http2;
+mod http3;
 mod interop;
 mod properties;
 mod support;

@@ -90,7 +90,7 @@ impl Peer for Httplab {
     }
 
     fn h3(&self, _inst: &ServerInstance) -> Result<(), String> {
-        Err("httplab serve speaks no HTTP/3 yet (no QUIC listener)".into())
+        Err("the study does not start httplab serve with --http3 yet".into())
     }
 
     /// This build's version, when the httplab binary was found.
