@@ -42,6 +42,7 @@ impl Checks {
             probe_path: idx.probe_path(),
             tls: cert,
             http2: false,
+            http3: false,
         };
         Ok(Checks { _dir: dir, ctx })
     }

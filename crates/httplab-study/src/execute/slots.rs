@@ -149,6 +149,12 @@ fn start_one(
             .workloads
             .iter()
             .any(|w| w.protocol == crate::spec::Protocol::H2),
+        http3: cx.tls.is_some()
+            && cx
+                .study
+                .workloads
+                .iter()
+                .any(|w| w.protocol == crate::spec::Protocol::H3),
     };
     cx.announce(format!("starting {}", slot.inst.name));
     let mut last_err = String::new();

@@ -175,10 +175,10 @@ fn workload_lines(o: &mut String, s: &StudyFile, plan: &StudyPlan) {
                 "    over {how}, {streams} stream{} in flight per connection",
                 if streams == 1 { "" } else { "s" }
             );
-            for x in plan.servers_of(wi) {
-                if let Err(why) = servers::speaks(x, w.protocol, s.tls) {
-                    let _ = writeln!(o, "    {} does not speak {}: {why}", x.name, w.protocol);
-                }
+        }
+        for x in plan.servers_of(wi) {
+            if let Err(why) = servers::speaks(x, w.protocol, s.tls) {
+                let _ = writeln!(o, "    {} does not speak {}: {why}", x.name, w.protocol);
             }
         }
         if let Some(pct) = w.loss_pct {
@@ -221,6 +221,7 @@ fn dry_context(tls: bool) -> servers::Context {
             key: PathBuf::from("/nonexistent/key.pem"),
         }),
         http2: false,
+        http3: false,
     }
 }
 

@@ -61,7 +61,7 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
     let s = spec::parse(builtin("protocols").unwrap(), "protocols").unwrap();
     assert!(s.tls, "h2 by ALPN and h3 need TLS");
     let kinds: Vec<&str> = s.servers.iter().map(|x| x.kind.as_str()).collect();
-    for k in ["httplab", "nginx", "h2o", "lighttpd", "caddy"] {
+    for k in ["httplab", "nginx", "h2o", "lighttpd", "caddy", "ngtcp2"] {
         assert!(kinds.contains(&k), "protocols lacks {k}");
     }
     for (content, loss) in [("page", ""), ("large", ""), ("page", "-loss")] {
@@ -73,17 +73,21 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
             assert_eq!(pct, (!loss.is_empty()).then_some(1.0), "{name}");
         }
     }
-    // Short enough for a 2-core machine: a few minutes at the fewest rounds.
+    // Short enough for a 2-core machine: about five minutes at the fewest
+    // rounds (6 servers over h1 and h2, 3 over h3). The plan's estimate
+    // counts each server left out of a workload for its protocol as a run
+    // (60 rows of 4 rounds; 42 are measured), so it overestimates.
     let plan = runner::StudyPlan::new(&s, false, None);
     let (lo, _) = plan.runs_range();
-    assert!(lo <= 200, "{lo} runs");
+    assert!(lo <= 240, "{lo} runs");
     let secs = plan.longest_seconds();
-    assert!(secs < 300.0, "{secs} s");
+    assert!(secs < 360.0, "{secs} s");
     let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
     for line in [
         "over HTTP/3 (h3 over QUIC)",
-        "httplab event does not speak h3: ",
         "nginx does not speak h3: ",
+        "ngtcp2 does not speak h1: ",
+        "ngtcp2 does not speak h2: ",
         "h2o does not speak h3: ",
         "lighttpd does not speak h3: ",
         "1 % packet loss on lo",
@@ -91,6 +95,7 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
         assert!(plan.contains(line), "{line}: {plan}");
     }
     assert!(!plan.contains("caddy does not speak"), "{plan}");
+    assert!(!plan.contains("httplab event does not speak"), "{plan}");
     assert!(!plan.contains("httplab event does not speak h2"), "{plan}");
     assert_eq!(
         cli(&["protocols", "--dry-run"]).unwrap(),

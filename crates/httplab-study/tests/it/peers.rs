@@ -49,6 +49,7 @@ fn check_peer(server_toml: &str) {
         probe_path: idx.probe_path(),
         tls: None,
         http2: false,
+        http3: false,
     };
     let port = servers::free_port().unwrap();
     let plan = match servers::plan(&inst, &ctx, port) {
@@ -159,6 +160,7 @@ fn missing_peer_is_not_installed_with_package() {
         probe_path: "/".into(),
         tls: None,
         http2: false,
+        http3: false,
     };
     let e = servers::plan(&inst, &ctx, 1).unwrap_err();
     assert!(e.reason().contains("not found"), "{}", e.reason());

@@ -121,6 +121,7 @@ fn start_tls_peer(server_toml: &str) -> Option<Peer> {
         probe_path: idx.probe_path(),
         tls: Some(cert.clone()),
         http2: false,
+        http3: false,
     };
     let port = servers::free_port().unwrap();
     let plan = match servers::plan(&inst, &ctx, port) {
@@ -302,6 +303,7 @@ fn command_servers_get_the_certificate() {
             key: "/w/key.pem".into(),
         }),
         http2: false,
+        http3: false,
     };
     let p = servers::plan(&inst, &ctx, 8443).unwrap();
     assert_eq!(p.argv[2], "serve https /w/cert.pem /w/key.pem 8443");

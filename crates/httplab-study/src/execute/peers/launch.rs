@@ -103,6 +103,9 @@ pub struct Context {
     /// Some workload speaks HTTP/2: the peers are configured for it (h2 by
     /// ALPN over TLS, h2c by prior knowledge in cleartext) next to HTTP/1.1.
     pub http2: bool,
+    /// Some workload speaks HTTP/3 (a study over TLS): `httplab serve` is
+    /// started with `--http3` (the peers that speak it always serve it).
+    pub http3: bool,
 }
 
 /// Picks a free loopback port (the kernel's choice; released before use),

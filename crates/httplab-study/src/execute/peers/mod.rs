@@ -158,6 +158,8 @@ mod tests {
         assert!(speaks(&caddy, Protocol::H2, false).is_ok());
         assert!(speaks(&caddy, Protocol::H3, true).is_ok());
         assert!(speaks(&caddy, Protocol::H3, false).is_err());
+        assert!(speaks(&threads, Protocol::H3, true).is_ok());
+        assert!(speaks(&threads, Protocol::H3, false).is_err());
         let nginx = inst("kind = \"nginx\"");
         assert!(speaks(&nginx, Protocol::H2, true).is_ok());
         assert!(speaks(&nginx, Protocol::H3, true).is_err());
@@ -166,7 +168,6 @@ mod tests {
             ("h2o", "no QUIC"),
             ("lighttpd", "no HTTP/3"),
             ("apache", "no HTTP/3"),
-            ("httplab", "no HTTP/3"),
         ] {
             let why = speaks(&inst(&format!("kind = \"{k}\"")), Protocol::H3, true).unwrap_err();
             assert!(why.contains(says), "{k}: {why}");

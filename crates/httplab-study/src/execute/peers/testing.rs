@@ -26,6 +26,7 @@ pub fn ctx(tls: bool, http2: bool) -> Context {
             key: "/srv/tls/key.pem".into(),
         }),
         http2,
+        http3: tls,
     }
 }
 
