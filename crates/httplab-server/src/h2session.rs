@@ -940,48 +940,17 @@ impl H2Session {
     /// Encodes the HTTP/1.1 head at the start of `answer` (status line,
     /// fields, empty line) into `hblock` as HPACK, in one pass over its
     /// lines, leaving out the fields HTTP/2 forbids (connection-specific,
-    /// RFC 9113 §8.2.2). Returns the head's length, or None when `answer`
+    /// RFC 9113 §8.2.2: [`crate::head`]). Returns the head's length, or None when `answer`
     /// holds no whole head.
     fn encode_head(&mut self, answer: &[u8]) -> Option<usize> {
         self.hblock.clear();
         self.encoder.begin(&mut self.hblock);
-        let eol = memchr::memchr(b'\n', answer)?;
-        let status = answer
-            .get(9..12)
-            .filter(|_| eol >= 12)
-            .and_then(|d| std::str::from_utf8(d).ok())
-            .and_then(|d| d.parse().ok())
-            .unwrap_or(500);
+        let (status, at) = crate::head::status(answer)?;
         self.encoder.status(status, &mut self.hblock);
-        let mut at = eol + 1;
-        loop {
-            let rest = answer.get(at..)?;
-            let eol = memchr::memchr(b'\n', rest)?;
-            let line = &rest[..eol];
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            at += eol + 1;
-            if line.is_empty() {
-                return Some(at);
-            }
-            let Some(colon) = memchr::memchr(b':', line) else {
-                continue;
-            };
-            let name = &line[..colon];
-            if [
-                &b"connection"[..],
-                b"keep-alive",
-                b"transfer-encoding",
-                b"upgrade",
-            ]
-            .iter()
-            .any(|n| n.eq_ignore_ascii_case(name))
-            {
-                continue;
-            }
-            let value = &line[colon + 1..];
-            let value = value.strip_prefix(b" ").unwrap_or(value);
-            self.encoder.field(name, value, &mut self.hblock);
-        }
+        let (encoder, hblock) = (&mut self.encoder, &mut self.hblock);
+        crate::head::each_field(answer, at, |name, value| {
+            encoder.field(name, &answer[value], hblock);
+        })
     }
 
     /// The block in `hblock` as HEADERS and CONTINUATION frames of stream

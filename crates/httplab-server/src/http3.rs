@@ -600,52 +600,20 @@ fn answer(
 /// connection-specific fields left out, RFC 9114 §4.2) and the head's
 /// length; None when `answer` holds no whole head.
 fn response_head(answer: &Bytes) -> Option<(http::Response<()>, usize)> {
-    let eol = memchr::memchr(b'\n', answer)?;
-    let status = answer
-        .get(9..12)
-        .filter(|_| eol >= 12)
-        .and_then(|d| std::str::from_utf8(d).ok())
-        .and_then(|d| d.parse::<u16>().ok())
-        .unwrap_or(500);
+    let (status, at) = crate::head::status(answer)?;
     let mut resp = http::Response::new(());
     *resp.status_mut() = http::StatusCode::from_u16(status).ok()?;
-    let fields = resp.headers_mut();
-    let mut at = eol + 1;
-    loop {
-        let start = at;
-        let rest = answer.get(at..)?;
-        let eol = memchr::memchr(b'\n', rest)?;
-        let line = &rest[..eol];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        at += eol + 1;
-        if line.is_empty() {
-            return Some((resp, at));
-        }
-        let Some(colon) = memchr::memchr(b':', line) else {
-            continue;
-        };
-        let name = &line[..colon];
-        if [
-            &b"connection"[..],
-            b"keep-alive",
-            b"transfer-encoding",
-            b"upgrade",
-        ]
-        .iter()
-        .any(|n| n.eq_ignore_ascii_case(name))
-        {
-            continue;
-        }
-        // The value, after one optional space: a slice of `answer`.
-        let from = start + colon + 1 + usize::from(line.get(colon + 1) == Some(&b' '));
-        let value = answer.slice(from..start + line.len());
+    let out = resp.headers_mut();
+    let end = crate::head::each_field(answer, at, |name, value| {
+        // The value a slice of `answer`, not a copy.
         if let (Ok(n), Ok(v)) = (
             http::HeaderName::from_bytes(name),
-            http::HeaderValue::from_maybe_shared(value),
+            http::HeaderValue::from_maybe_shared(answer.slice(value)),
         ) {
-            fields.append(n, v);
+            out.append(n, v);
         }
-    }
+    })?;
+    Some((resp, end))
 }
 
 #[cfg(test)]

@@ -60,6 +60,7 @@ mod event;
 mod files;
 mod h2session;
 mod handler;
+mod head;
 mod http3;
 mod lifecycle;
 mod log;
