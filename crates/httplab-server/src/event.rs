@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use crate::h2session::{decide, H2Limits, H2Session, Sniffed};
+use crate::h2session::{decide, H2Session, Sniffed};
 use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::Flush;
@@ -450,16 +450,13 @@ impl Worker {
                     return self.step_h1(c, idx, drained);
                 }
                 Sniffed::Http2 => {
-                    let core = &mut self.core;
-                    let mut s = H2Session::new(
+                    let core = &self.core;
+                    let s = H2Session::accepted(
                         c.session.peer(),
                         core.now,
                         &core.handler,
-                        H2Limits::default(),
+                        core.shutdown.begun(),
                     );
-                    if core.shutdown.begun() {
-                        s.begin_shutdown();
-                    }
                     c.proto = Proto::Http2(Box::new(s));
                     return self.step_h2(c, idx, drained);
                 }

@@ -327,6 +327,17 @@ pub struct H2Session {
 }
 
 impl H2Session {
+    /// A connection an engine has just found to speak HTTP/2, with the
+    /// default limits; `shutting`: the server's graceful shutdown has begun,
+    /// so the connection starts with its GOAWAY.
+    pub fn accepted(peer: Option<IpAddr>, now: Instant, h: &Handler, shutting: bool) -> H2Session {
+        let mut s = H2Session::new(peer, now, h, H2Limits::default());
+        if shutting {
+            s.begin_shutdown();
+        }
+        s
+    }
+
     /// A new connection from `peer` at `now` (its first bytes will be the
     /// client preface); the server's SETTINGS are queued at once.
     pub fn new(peer: Option<IpAddr>, now: Instant, h: &Handler, limits: H2Limits) -> H2Session {

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token, Waker};
 
-use crate::h2session::{sniff, H2Limits, H2Session, Sniffed};
+use crate::h2session::{sniff, H2Session, Sniffed};
 use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::{Flush, OutQueue};
@@ -636,15 +636,12 @@ impl Worker {
             }
             Sniffed::Http2 => {
                 let core = &self.core;
-                let mut s = H2Session::new(
+                let s = H2Session::accepted(
                     c.session.peer(),
                     core.now,
                     &core.handler,
-                    H2Limits::default(),
+                    core.shutdown.begun(),
                 );
-                if core.shutdown.begun() {
-                    s.begin_shutdown();
-                }
                 c.proto = Proto::Http2(Box::new(s));
                 true
             }
@@ -809,19 +806,12 @@ impl Worker {
         {
             return true;
         }
-        if self
-            .ring
-            .recv_multi(c.fd.as_raw_fd(), ud(OP_RECV, idx, gen))
-            .is_err()
-        {
-            return false;
-        }
-        c.recv = true;
-        true
+        self.arm_linger(c, idx, gen)
     }
 
-    /// A lingering connection: keeps a receive armed until EOF (or the
-    /// sweep's deadline).
+    /// Arms the connection's receive unless one is armed (a lingering
+    /// connection keeps one until EOF or the sweep's deadline); false when
+    /// the ring refuses.
     fn arm_linger(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
         if !c.recv {
             if self
