@@ -143,26 +143,64 @@ const PNG: &[u8] = &[
 
 #[test]
 fn chromium_loads_page_with_20_images() {
-    chromium_gallery(false, false);
+    chromium_gallery(Over::Http1);
 }
 
 #[test]
 fn chromium_loads_page_with_20_images_over_https() {
-    chromium_gallery(true, false);
+    chromium_gallery(Over::Https);
 }
 
 #[test]
 fn chromium_loads_page_with_20_images_over_h2() {
-    chromium_gallery(true, true);
+    chromium_gallery(Over::H2);
+}
+
+#[test]
+fn chromium_loads_page_with_20_images_over_h3() {
+    chromium_gallery(Over::H3);
+}
+
+/// How Chromium reaches the server in [`chromium_gallery`].
+#[derive(Clone, Copy, PartialEq)]
+enum Over {
+    /// Cleartext HTTP/1.1.
+    Http1,
+    /// HTTP/1.1 over TLS.
+    Https,
+    /// `--http2 on`: ALPN chooses h2.
+    H2,
+    /// `--http3`: QUIC forced for the origin (`--origin-to-force-quic-on`),
+    /// the self-signed certificate accepted by its key's hash.
+    H3,
+}
+
+/// The base64 SHA-256 of `cert`'s public key (Chromium's
+/// `--ignore-certificate-errors-spki-list`, which QUIC honours).
+fn spki_hash(cert: &std::path::Path) -> String {
+    let out = bounded(10, "sh")
+        .arg("-c")
+        .arg("openssl x509 -in \"$1\" -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
+        .arg("sh")
+        .arg(cert)
+        .output()
+        .expect("openssl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Headless Chromium loads a page with 20 images (over HTTPS with a
-/// self-signed certificate when `tls`; with `--http2 on` when `http2`, so
-/// ALPN chooses h2) and all 20 decode.
-fn chromium_gallery(tls: bool, http2: bool) {
-    if !require_tool("chromium") {
+/// self-signed certificate, over h2 by ALPN or over HTTP/3, as `over`
+/// says) and all 20 decode; the access log shows each in that protocol.
+fn chromium_gallery(over: Over) {
+    if !require_tool("chromium") || (over == Over::H3 && !require_tool("openssl")) {
         return;
     }
+    let tls = over != Over::Http1;
     let site = site();
     let tc = test_cert();
     let gallery = site.root.join("gallery");
@@ -192,15 +230,28 @@ fn chromium_gallery(tls: bool, http2: bool) {
     if tls {
         cfg = with_tls(cfg, &tc);
     }
-    cfg.http2 = http2;
+    cfg.http2 = over == Over::H2;
+    cfg.http3 = over == Over::H3;
     let server = start(cfg);
     let scheme = if tls { "https" } else { "http" };
+    let quic: Vec<String> = if over == Over::H3 {
+        vec![
+            "--enable-quic".into(),
+            format!("--origin-to-force-quic-on={}", server.local_addr()),
+            format!(
+                "--ignore-certificate-errors-spki-list={}",
+                spki_hash(&tc.cert)
+            ),
+        ]
+    } else {
+        vec!["--disable-quic".into()]
+    };
     let out = bounded(90, "chromium")
+        .args(quic)
         .args([
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
-            "--disable-quic",
             "--no-first-run",
             "--disable-background-networking",
             "--disable-component-update",
@@ -228,7 +279,11 @@ fn chromium_gallery(tls: bool, http2: bool) {
     // And the server's own log shows every image served with 200, in the
     // protocol ALPN chose.
     let text = std::fs::read_to_string(&log).unwrap();
-    let version = if http2 { "HTTP/2.0" } else { "HTTP/1.1" };
+    let version = match over {
+        Over::H2 => "HTTP/2.0",
+        Over::H3 => "HTTP/3",
+        Over::Http1 | Over::Https => "HTTP/1.1",
+    };
     for i in 0..20 {
         let needle = format!("\"GET /gallery/img{i}.png {version}\" 200 ");
         assert!(text.contains(&needle), "img{i}.png not served: {text}");
