@@ -6,7 +6,7 @@
 //! traffic for HOLD seconds and closes them with H3_NO_ERROR.
 //!
 //! Connections are spread over endpoints (one UDP socket each) of at most
-//! PER_ENDPOINT connections. The QUIC idle timeout asked is 300 s (the
+//! PER_ENDPOINT connections, with 4 MiB socket buffers. The QUIC idle timeout asked is 300 s (the
 //! server's own may be shorter: the shorter one applies); no keep-alive
 //! unless `--keep-alive SECS`. A connection must finish its handshake and
 //! request within `--timeout` (default 30 s).
@@ -31,9 +31,12 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
+use socket2::{Domain, Protocol, Socket, Type};
 
 const H3_NO_ERROR: u32 = 0x100;
 const IDLE: Duration = Duration::from_secs(300);
+/// Requested UDP socket buffer size, each way.
+const UDP_BUFFER: usize = 4 << 20;
 
 /// Why a connection failed to open, or ended while held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -197,6 +200,17 @@ async fn open(ep: quinn::Endpoint, a: &Args, uri: &http::Uri) -> Result<Held, Cl
     })
 }
 
+/// A UDP socket with [`UDP_BUFFER`] each way (the kernel may clamp it):
+/// the default receive buffer drops the servers' handshake flights when
+/// hundreds arrive at once, and their retransmissions would be measured.
+fn udp_socket(bind: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    let s = Socket::new(Domain::for_address(bind), Type::DGRAM, Some(Protocol::UDP))?;
+    let _ = s.set_recv_buffer_size(UDP_BUFFER);
+    let _ = s.set_send_buffer_size(UDP_BUFFER);
+    s.bind(&bind.into())?;
+    Ok(s.into())
+}
+
 fn say(line: &str) {
     let mut o = std::io::stdout().lock();
     let _ = writeln!(o, "{line}");
@@ -221,7 +235,13 @@ async fn run(a: Args) -> Result<(), String> {
         }
         .parse()
         .map_err(|_| "bind address".to_string())?;
-        let mut ep = quinn::Endpoint::client(bind).map_err(|e| format!("UDP socket: {e}"))?;
+        let mut ep = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            None,
+            udp_socket(bind).map_err(|e| format!("UDP socket: {e}"))?,
+            Arc::new(quinn::TokioRuntime),
+        )
+        .map_err(|e| format!("endpoint: {e}"))?;
         ep.set_default_client_config(config.clone());
         eps.push(ep);
     }
