@@ -39,7 +39,7 @@ const IDLE: Duration = Duration::from_secs(300);
 const UDP_BUFFER: usize = 4 << 20;
 
 /// Why a connection failed to open, or ended while held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Class {
     /// Handshake and request not done within `--timeout`.
     Timeout,
@@ -47,6 +47,8 @@ enum Class {
     NotStarted,
     /// QUIC: how quinn says the connection ended.
     Quic(&'static str),
+    /// QUIC: the peer closed it with this transport error (its name).
+    PeerClosed(String),
     /// The HTTP/3 connection did not start.
     H3Setup,
     /// The request failed.
@@ -61,6 +63,7 @@ impl std::fmt::Display for Class {
             Class::Timeout => f.write_str("timeout"),
             Class::NotStarted => f.write_str("not-started"),
             Class::Quic(k) => write!(f, "quic-{k}"),
+            Class::PeerClosed(c) => write!(f, "quic-closed-by-peer-{c}"),
             Class::H3Setup => f.write_str("h3-setup"),
             Class::Request => f.write_str("request"),
             Class::Status(s) => write!(f, "status-{s}"),
@@ -71,9 +74,11 @@ impl std::fmt::Display for Class {
 fn quic_class(e: &quinn::ConnectionError) -> Class {
     use quinn::ConnectionError as E;
     Class::Quic(match e {
+        E::ConnectionClosed(c) => {
+            return Class::PeerClosed(format!("{:?}", c.error_code).replace(' ', "_"))
+        }
         E::VersionMismatch => "version-mismatch",
         E::TransportError(_) => "transport-error",
-        E::ConnectionClosed(_) => "closed-by-peer",
         E::ApplicationClosed(_) => "application-closed",
         E::Reset => "reset",
         E::TimedOut => "idle-timeout",
