@@ -401,46 +401,65 @@ impl Drop for Handshaking<'_> {
 /// One QUIC connection: the handshake (within the TLS handshake timeout),
 /// then its requests, each a task, until the peer ends it, it idles out or
 /// the server stops (GOAWAY, requests in flight answered, then a close).
+///
+/// This future is the task an idle connection keeps, so it is kept small:
+/// the steps with large state of their own are boxed while they run and
+/// freed after (the handshake, `h3`'s connection set-up of about 4 KiB, the
+/// GOAWAY), and the HTTP/3 connection lives in one binding only (a binding
+/// moved from still keeps its room in a future). Inline, they made each
+/// connection's task about 8.5 KiB, 3.3 KiB now (bench/h3-idle: 4.7 KiB less
+/// resident per idle connection).
 async fn connection(connecting: quinn::Connecting, shared: Rc<Shared>) {
-    let quic = {
-        let _h = Handshaking::new(&shared.handshaking);
-        match tokio::time::timeout(shared.cfg.tls_handshake_timeout, connecting).await {
-            Ok(Ok(c)) => c,
-            _ => return,
-        }
+    let Some(quic) = Box::pin(handshake(connecting, &shared)).await else {
+        return;
     };
     let _counted = Counted::new(shared.handler.borrow().stats());
+    requests(quic.clone(), &shared).await;
+    quic.close(VarInt::from_u32(H3_NO_ERROR), b"");
+}
+
+/// The QUIC handshake, counted in progress while it runs.
+async fn handshake(connecting: quinn::Connecting, shared: &Shared) -> Option<quinn::Connection> {
+    let _h = Handshaking::new(&shared.handshaking);
+    match tokio::time::timeout(shared.cfg.tls_handshake_timeout, connecting).await {
+        Ok(Ok(c)) => Some(c),
+        _ => None,
+    }
+}
+
+/// The HTTP/3 connection over `quic`: its requests, each a task, until the
+/// peer ends it or the server stops; returns when the requests in flight
+/// are answered.
+async fn requests(quic: quinn::Connection, shared: &Rc<Shared>) {
     let peer = quic.remote_address().ip();
     let max_fields = shared.cfg.limits.max_header_bytes as u64;
-    let built = h3::server::builder()
-        .max_field_section_size(max_fields)
-        .build::<_, Bytes>(h3_quinn::Connection::new(quic.clone()))
-        .await;
-    if let Ok(mut conn) = built {
-        let flying = Rc::new(InFlight::default());
-        let stopping = stopped(shared.stop.clone());
-        tokio::pin!(stopping);
-        loop {
-            tokio::select! {
-                () = &mut stopping => {
-                    // GOAWAY naming the stream after the last one accepted:
-                    // those before it are answered, later ones refused.
-                    let _ = conn.shutdown(1).await;
-                    break;
-                }
-                r = conn.accept() => match r {
-                    Ok(Some(resolver)) => {
-                        let f = Flying::new(&flying);
-                        tokio::task::spawn_local(request(resolver, Rc::clone(&shared), peer, f));
-                    }
-                    Ok(None) | Err(_) => break,
-                },
+    let mut builder = h3::server::builder();
+    builder.max_field_section_size(max_fields);
+    let Ok(mut conn) = Box::pin(builder.build::<_, Bytes>(h3_quinn::Connection::new(quic))).await
+    else {
+        return;
+    };
+    let flying = Rc::new(InFlight::default());
+    let stopping = stopped(shared.stop.clone());
+    tokio::pin!(stopping);
+    loop {
+        tokio::select! {
+            () = &mut stopping => {
+                // GOAWAY naming the stream after the last one accepted:
+                // those before it are answered, later ones refused.
+                let _ = Box::pin(conn.shutdown(1)).await;
+                break;
             }
+            r = conn.accept() => match r {
+                Ok(Some(resolver)) => {
+                    let f = Flying::new(&flying);
+                    tokio::task::spawn_local(request(resolver, Rc::clone(shared), peer, f));
+                }
+                Ok(None) | Err(_) => break,
+            },
         }
-        flying.drained().await;
-        drop(conn);
     }
-    quic.close(VarInt::from_u32(H3_NO_ERROR), b"");
+    flying.drained().await;
 }
 
 /// An accepted connection in the server's statistics, counted closed when
