@@ -163,12 +163,6 @@ impl H2Raw {
 }
 
 /// The HTTP/1.1 answer to GET `path` with `extra` header lines.
-fn h1_get(addr: SocketAddr, path: &str, extra: &str) -> Resp {
-    let mut c = Client::new(addr);
-    c.send(get(path, extra).as_bytes());
-    c.read_response(false).expect("an HTTP/1.1 response")
-}
-
 #[test]
 fn h2c_and_http1_share_the_port_with_the_same_answers() {
     let site = site();
@@ -224,70 +218,28 @@ fn h2c_and_http1_share_the_port_with_the_same_answers() {
 #[test]
 fn every_http1_feature_answers_alike_over_h2c() {
     let site = site();
-    let r = &site.root;
-    std::fs::write(r.join("app.js"), vec![b'a'; 3000]).unwrap();
-    std::fs::write(r.join("app.js.gz"), vec![7u8; 1200]).unwrap();
-    std::fs::create_dir_all(r.join("listing")).unwrap();
-    std::fs::write(r.join("listing/one.txt"), b"1").unwrap();
-    let mut cfg = h2c_config(r);
-    cfg.precompressed = httplab_server::Coding::DEFAULT_ORDER.to_vec();
-    cfg.cache_control = ["js=public, max-age=60", "*=no-cache"]
-        .iter()
-        .map(|s| s.parse().expect("a rule"))
-        .collect();
-    cfg.list_dirs = true;
+    let cfg = with_every_feature(&site.root, h2c_config(&site.root));
     let server = start(cfg);
     let addr = server.local_addr();
     let mut c = H2Raw::open(addr);
     let first = c.get("/small.html", &[]);
     let etag = first.header("etag").expect("an ETag").to_string();
     let modified = first.header("last-modified").expect("a date").to_string();
-    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
-        ("/small.html", vec![("if-none-match", etag.as_str())]),
-        (
-            "/small.html",
-            vec![("if-modified-since", modified.as_str())],
-        ),
-        ("/app.js", vec![("accept-encoding", "gzip")]),
-        ("/app.js", vec![]),
-        ("/listing/", vec![]),
-        ("/listing", vec![]),
-        ("/4k.txt", vec![("range", "bytes=5000-")]),
-        ("/4k.txt", vec![("range", "bytes=0-1,3-4")]),
-        ("/%2e%2e/outside/secret.txt", vec![]),
-        ("/sub/../../outside/secret.txt", vec![]),
-    ];
+    let cases = feature_cases(&etag, &modified);
+    let secret = std::fs::read(&site.secret).unwrap();
     for (path, extra) in &cases {
         let two = c.get(path, extra);
         let lines: String = extra.iter().map(|(n, v)| format!("{n}: {v}\r\n")).collect();
         let one = h1_get(addr, path, &lines);
-        let what = format!("{path} {extra:?}");
-        assert_eq!(two.status, one.status, "{what}");
-        assert!(
-            two.body == one.body,
-            "{what}: bodies differ: h2 {} octets {:?}, h1 {} octets {:?}",
-            two.body.len(),
-            two.headers,
-            one.body.len(),
-            one.headers
-        );
-        for name in [
-            "content-type",
-            "content-encoding",
-            "content-length",
-            "content-range",
-            "cache-control",
-            "etag",
-            "last-modified",
-            "vary",
-            "location",
-        ] {
-            assert_eq!(two.header(name), one.header(name), "{what}: {name}");
-        }
-        let secret = std::fs::read(&site.secret).unwrap();
-        assert!(
-            !two.body.windows(secret.len()).any(|w| w == secret),
-            "{what}: served a file outside the root"
+        let what = format!("h2 {path} {extra:?}");
+        assert_answers_alike(
+            &what,
+            two.status,
+            &two.body,
+            |n| two.header(n),
+            &two.headers,
+            &one,
+            &secret,
         );
     }
     let statuses: Vec<u16> = cases.iter().map(|(p, e)| c.get(p, e).status).collect();

@@ -388,3 +388,93 @@ pub fn tls_connect(
     }
     Ok(Client::wrap(rustls::StreamOwned::new(conn, tcp)))
 }
+
+/// The HTTP/1.1 answer to GET `path` (with `extra` header lines) on a new
+/// connection to `addr`.
+pub fn h1_get(addr: SocketAddr, path: &str, extra: &str) -> Resp {
+    let mut c = Client::new(addr);
+    c.send(get(path, extra).as_bytes());
+    c.read_response(false).expect("an HTTP/1.1 response")
+}
+
+/// `cfg` with every feature the protocol comparisons check switched on
+/// (precompressed variants, Cache-Control rules, directory listings), and
+/// the files they need written under `root`.
+pub fn with_every_feature(root: &Path, mut cfg: ServerConfig) -> ServerConfig {
+    std::fs::write(root.join("app.js"), vec![b'a'; 3000]).unwrap();
+    std::fs::write(root.join("app.js.gz"), vec![7u8; 1200]).unwrap();
+    std::fs::create_dir_all(root.join("listing")).unwrap();
+    std::fs::write(root.join("listing/one.txt"), b"1").unwrap();
+    cfg.precompressed = httplab_server::Coding::DEFAULT_ORDER.to_vec();
+    cfg.cache_control = ["js=public, max-age=60", "*=no-cache"]
+        .iter()
+        .map(|s| s.parse().expect("a rule"))
+        .collect();
+    cfg.list_dirs = true;
+    cfg
+}
+
+/// The requests of the protocol comparisons, given `/small.html`'s ETag
+/// and Last-Modified: conditionals (the first two answer 304), a
+/// precompressed variant and its plain file, a listing and its redirect,
+/// unsatisfiable and multiple ranges, a 404 and two path-traversal tries.
+pub fn feature_cases<'a>(
+    etag: &'a str,
+    modified: &'a str,
+) -> Vec<(&'static str, Vec<(&'static str, &'a str)>)> {
+    vec![
+        ("/small.html", vec![("if-none-match", etag)]),
+        ("/small.html", vec![("if-modified-since", modified)]),
+        ("/app.js", vec![("accept-encoding", "gzip")]),
+        ("/app.js", vec![]),
+        ("/listing/", vec![]),
+        ("/listing", vec![]),
+        ("/4k.txt", vec![("range", "bytes=5000-")]),
+        ("/4k.txt", vec![("range", "bytes=0-1,3-4")]),
+        ("/no-such-file", vec![]),
+        ("/%2e%2e/outside/secret.txt", vec![]),
+        ("/sub/../../outside/secret.txt", vec![]),
+    ]
+}
+
+/// The fields whose values must be the same over every protocol.
+const FIELDS_ALIKE: [&str; 9] = [
+    "content-type",
+    "content-encoding",
+    "content-length",
+    "content-range",
+    "cache-control",
+    "etag",
+    "last-modified",
+    "vary",
+    "location",
+];
+
+/// Another protocol's answer (`status`, `body`, its `header` lookup and
+/// its `headers` for messages) is HTTP/1.1's `one`: the same status, body
+/// and [`FIELDS_ALIKE`], and no byte of `secret` (a file outside the root).
+pub fn assert_answers_alike<'a>(
+    what: &str,
+    status: u16,
+    body: &[u8],
+    header: impl Fn(&str) -> Option<&'a str>,
+    headers: &dyn std::fmt::Debug,
+    one: &Resp,
+    secret: &[u8],
+) {
+    assert_eq!(status, one.status, "{what}");
+    assert!(
+        body == one.body,
+        "{what}: bodies differ: {} octets {headers:?}, HTTP/1.1 {} octets {:?}",
+        body.len(),
+        one.body.len(),
+        one.headers
+    );
+    for name in FIELDS_ALIKE {
+        assert_eq!(header(name), one.header(name), "{what}: {name}");
+    }
+    assert!(
+        !body.windows(secret.len()).any(|w| w == secret),
+        "{what}: served a file outside the root"
+    );
+}
