@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-use crate::h2session::{decide, H2Session, Sniffed};
+use crate::h2session::{decide, H2Session, Proto, Sniffed};
 use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::Flush;
@@ -38,19 +38,6 @@ const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
 /// Reads per connection per turn before yielding to others.
 const READS_PER_TURN: usize = 16;
-
-/// The protocol a connection speaks.
-enum Proto {
-    /// HTTP/1.1: the `session`.
-    Http1,
-    /// `--http2 on`, nothing decided yet: in cleartext the first bytes
-    /// gather in the session's read buffer until [`decide`] says; over
-    /// TLS the handshake's ALPN choice decides (once per connection).
-    Sniff,
-    /// HTTP/2 by prior knowledge. The session only lends its read buffer
-    /// (bytes read there are fed to the machine at once).
-    Http2(Box<H2Session>),
-}
 
 pub(crate) struct Conn {
     stream: TcpStream,

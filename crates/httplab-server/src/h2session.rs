@@ -186,6 +186,21 @@ impl Budget {
     }
 }
 
+/// The protocol a connection of the event model speaks, on either engine
+/// (`event`, `uring`).
+pub(crate) enum Proto {
+    /// HTTP/1.1: the connection's `Session`.
+    Http1,
+    /// `--http2 on`, nothing decided yet: in cleartext the first bytes
+    /// gather in the session's read buffer until [`decide`] says; over
+    /// TLS (epoll only) the handshake's ALPN choice decides, once per
+    /// connection.
+    Sniff,
+    /// HTTP/2. The session only lends its read buffer (bytes read there
+    /// are fed to the machine at once).
+    Http2(Box<H2Session>),
+}
+
 /// What a connection's first bytes say it speaks (`--http2 on`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Sniffed {

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Token, Waker};
 
-use crate::h2session::{sniff, H2Session, Sniffed};
+use crate::h2session::{sniff, H2Session, Proto, Sniffed};
 use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::{Flush, OutQueue};
@@ -112,17 +112,6 @@ pub(crate) struct Conn {
     /// Closing: operations were cancelled; the descriptor is closed and the
     /// slot freed once none is in flight.
     dead: bool,
-}
-
-/// The protocol a connection speaks.
-enum Proto {
-    /// HTTP/1.1: the `session`.
-    Http1,
-    /// `--http2 on`, nothing decided yet: the first bytes gather in the
-    /// session's read buffer until [`sniff`] says.
-    Sniff,
-    /// HTTP/2 by prior knowledge. The session only lends its read buffer.
-    Http2(Box<H2Session>),
 }
 
 impl Conn {
