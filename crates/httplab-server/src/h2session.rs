@@ -247,8 +247,9 @@ pub(crate) fn sniff(first: &[u8], ended: bool) -> Sniffed {
 enum Waiting {
     /// Memory bytes and how many were sent.
     Mem(Vec<u8>, usize),
-    /// A file range still to send.
-    File(Arc<File>, u64, u64),
+    /// A file range still to send, and the length of the whole range the
+    /// body began with (what the driver's send path is chosen by).
+    File(Arc<File>, u64, u64, u64),
 }
 
 /// A stream whose response body is not all framed yet.
@@ -818,10 +819,10 @@ impl H2Session {
                     let n = if waiting {
                         0
                     } else {
-                        self.frame_file(s.id, &mut s.send_window, f, a, e, last)
+                        self.frame_file(s.id, &mut s.send_window, f, (a, e, e - a), last)
                     };
                     if a + n < e {
-                        s.body.push_back(Waiting::File(Arc::clone(f), a + n, e));
+                        s.body.push_back(Waiting::File(Arc::clone(f), a + n, e, e - a));
                     }
                 }
             }
@@ -867,17 +868,17 @@ impl H2Session {
         at
     }
 
-    /// Like [`Self::frame_mem`] for `file[off..end]`: each frame's header
-    /// in memory, its payload a file segment (sent by sendfile, or read and
-    /// sent, as the driver's send path decides); at most
-    /// [`FILES_HIGH_WATER`] segments wait at once.
+    /// Like [`Self::frame_mem`] for `file[off..end]` of a body range of
+    /// `whole` octets (`range`: off, end, whole): each frame's header in
+    /// memory, its payload a file segment (sent by sendfile, or read and
+    /// sent, as the driver's send path decides for a file of the body's
+    /// length); at most [`FILES_HIGH_WATER`] segments wait at once.
     fn frame_file(
         &mut self,
         id: u32,
         window: &mut i64,
         file: &Arc<File>,
-        off: u64,
-        end: u64,
+        (off, end, whole): (u64, u64, u64),
         last: bool,
     ) -> u64 {
         let mut at = off;
@@ -892,7 +893,7 @@ impl H2Session {
                 0
             };
             Head::write(&mut self.out.buf, n, frame::DATA, fin, id);
-            self.out.push_file(file, at, at + n as u64);
+            self.out.push_file_part(file, at, at + n as u64, whole);
             self.conn_send -= n as i64;
             *window -= n as i64;
             at += n as u64;
@@ -934,8 +935,8 @@ impl H2Session {
                     *pos += self.frame_mem(*id, send_window, &v[*pos..], last);
                     *pos == v.len()
                 }
-                Waiting::File(f, off, end) => {
-                    *off += self.frame_file(*id, send_window, f, *off, *end, last);
+                Waiting::File(f, off, end, whole) => {
+                    *off += self.frame_file(*id, send_window, f, (*off, *end, *whole), last);
                     *off == *end
                 }
             };

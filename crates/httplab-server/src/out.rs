@@ -210,13 +210,21 @@ impl OutQueue {
 
     /// Queues `file[off..end]` after the bytes queued so far.
     pub fn push_file(&mut self, file: &Arc<File>, off: u64, end: u64) {
+        self.push_file_part(file, off, end, end.saturating_sub(off));
+    }
+
+    /// Queues `file[off..end]`, one part of a body of `whole` file bytes
+    /// (an HTTP/2 DATA frame's payload): the send path is chosen by the
+    /// body's length, not the frame's, so a large file framed in 16 KiB
+    /// pieces is treated as the large file it is.
+    pub fn push_file_part(&mut self, file: &Arc<File>, off: u64, end: u64, whole: u64) {
         if end > off {
             self.files.push_back(FileSeg {
                 at: self.buf.len(),
                 file: Arc::clone(file),
                 off,
                 end,
-                len: end - off,
+                len: whole.max(end - off),
             });
         }
     }

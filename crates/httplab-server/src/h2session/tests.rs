@@ -567,6 +567,24 @@ fn a_zero_window_slow_reader_is_cut_off_at_the_send_timeout() {
 }
 
 #[test]
+fn a_large_files_frames_carry_the_bodys_length_for_the_send_path() {
+    let mut c = default_conn();
+    let body = c.fx.big.len() as u64;
+    // Fed, not read: the first DATA frames wait in the output queue.
+    c.s.feed(&get(1, "/big.bin"), &mut c.fx.h, c.now);
+    assert!(c.s.out.files_pending() > 0);
+    // Each frame carries at most 16 KiB, but the send path must see the
+    // 300 000-octet body it belongs to.
+    assert_eq!(c.s.out.front_file_len(), Some(body));
+    // So do the frames framed later, when the window opens.
+    c.read();
+    c.s.feed(&window_update(0, 1 << 20), &mut c.fx.h, c.now);
+    c.s.feed(&window_update(1, 1 << 20), &mut c.fx.h, c.now);
+    assert!(c.s.out.files_pending() > 0);
+    assert_eq!(c.s.out.front_file_len(), Some(body));
+}
+
+#[test]
 fn output_backed_up_stops_reading() {
     let mut c = default_conn();
     c.send(&window_update(0, 1 << 30));
