@@ -78,9 +78,11 @@ start_server() {
       SERVER_PID=$!
       ;;
     httplab-epoll | httplab-uring)
-      # The event model with its I/O engine named (httplab alone: --io auto).
+      # The event model with its I/O engine named (httplab alone: --io auto);
+      # with HTTP2=1 it speaks HTTP/2 too (io_uring: h2c only).
+      # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$HTTPLAB" serve --root "$root" --listen "127.0.0.1:$SERVER_PORT" \
-        --workers 1 --quiet --io "${name#httplab-}" ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
+        --workers 1 --quiet --io "${name#httplab-}" $H2ARGS ${HTTPLAB_EXTRA:-} >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-sendfile | httplab-pread)

@@ -623,6 +623,9 @@ fn response_head(answer: &Bytes) -> Option<(http::Response<()>, usize)> {
     let mut resp = http::Response::new(());
     *resp.status_mut() = http::StatusCode::from_u16(status).ok()?;
     let out = resp.headers_mut();
+    // Room for a file response's fields at once (the map would otherwise
+    // grow, and rehash, twice on the way).
+    out.reserve(12);
     let end = crate::head::each_field(answer, at, |name, value| {
         // The value a slice of `answer`, not a copy.
         if let (Ok(n), Ok(v)) = (
