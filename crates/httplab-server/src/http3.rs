@@ -1,25 +1,51 @@
 //! HTTP/3 (`--http3`): QUIC on UDP at the TLS listener's address and port,
-//! served by quinn's async engine (with `h3` and `h3-quinn`) on a
-//! current-thread tokio runtime in a thread of its own, **whatever
-//! `--model`** serves TCP.
+//! served by quinn's async engine on a current-thread tokio runtime in a
+//! thread of its own, **whatever `--model`** serves TCP. HTTP/3 framing and
+//! QPACK are `httplab-wire`'s `h3` codec (why by hand, with the measurement:
+//! its module docs); this module moves its bytes over quinn's streams.
 //!
-//! **One handler.** A request's decoded field list (QPACK is `h3`'s) is
-//! checked by `httplab-wire`'s `h2::request` rules — HTTP/3's are the same
-//! (RFC 9114 §4.3) — into the typed `Request` every protocol shares, and
-//! answered by [`Handler::respond`] into an [`OutQueue`] in the HTTP/1.1
-//! layout, as `h2session` does: the head becomes the HTTP/3 response
-//! fields (connection-specific fields dropped), the body pieces become DATA
-//! — memory bytes copied once into `Bytes`, file ranges read in
-//! [`FILE_CHUNK`] chunks. Statuses, ranges, conditionals, precompressed
-//! variants, `Cache-Control`, listings and confinement are the handler's,
-//! so they answer as over HTTP/1.1. The engine's handler counts requests in
-//! the server's statistics and writes access-log lines with the protocol
+//! **Streams.** Per connection the server opens its control stream (type
+//! and SETTINGS: QPACK table capacity 0, no blocked streams, the field
+//! section bound) and accepts the client's streams, each a task:
+//! - its control stream: SETTINGS first, then GOAWAY, MAX_PUSH_ID and
+//!   unknown frames (the order rules are the codec's); frames of at most
+//!   [`CONTROL_FRAME_MAX`] octets; its end, or a second control stream, is a
+//!   connection error (H3_CLOSED_CRITICAL_STREAM, H3_STREAM_CREATION_ERROR);
+//! - its QPACK encoder stream (with capacity 0 it may only say "capacity
+//!   0", else QPACK_ENCODER_STREAM_ERROR) and decoder stream (read and
+//!   dropped), each within [`QPACK_STREAM_MAX`] octets; a second one is
+//!   H3_STREAM_CREATION_ERROR, its end H3_CLOSED_CRITICAL_STREAM;
+//! - a push stream is H3_STREAM_CREATION_ERROR; a stream of an unknown type
+//!   is stopped (STOP_SENDING H3_STREAM_CREATION_ERROR), the connection
+//!   goes on;
+//! - a request stream: frames up to its HEADERS (unknown ones skipped), the
+//!   field section decoded into the fields every protocol's request is
+//!   checked by, answered, then the rest (DATA, trailers) read and dropped
+//!   with the frame order checked. A connection error of the codec (frame
+//!   order, QPACK) closes the connection with its code; a malformed request
+//!   (RFC 9114 §4.1.2) is the stream error H3_MESSAGE_ERROR; a stream
+//!   ending before its HEADERS, H3_REQUEST_INCOMPLETE.
+//!
+//! **One handler.** A request's decoded fields go to `httplab-wire`'s
+//! `h2::request` rules — HTTP/3's are the same (RFC 9114 §4.3) — as they
+//! are decoded, into the typed `Request` every protocol shares, answered by
+//! [`Handler::respond`] into an [`OutQueue`] in the HTTP/1.1 layout, as
+//! `h2session` does. The head becomes the HEADERS frame (the codec's
+//! encoder) and the memory bytes after it one DATA frame, both written at
+//! once from a buffer reused across requests; file ranges follow in
+//! [`FILE_CHUNK`] DATA frames, each read into a buffer quinn keeps until it
+//! is acknowledged. Statuses, ranges, conditionals, precompressed variants,
+//! `Cache-Control`, listings and confinement are the handler's, so they
+//! answer as over HTTP/1.1. The engine's handler counts requests in the
+//! server's statistics and writes access-log lines with the protocol
 //! `HTTP/3`; each QUIC connection counts as one accepted connection.
 //!
 //! **Settings.** ALPN `h3`, TLS 1.3 (QUIC's); at most [`MAX_STREAMS`]
 //! concurrent request streams per connection; a request's field section is
-//! bounded by `--max-header-bytes`' limit (`h3` answers a larger one with
-//! 431 itself); the QUIC idle timeout is the server's `--idle-timeout`;
+//! bounded by `--max-header-bytes`' limit (announced as
+//! SETTINGS_MAX_FIELD_SECTION_SIZE; a larger decoded section, or a HEADERS
+//! frame longer than the limit, which is skipped unread, is answered 431);
+//! the QUIC idle timeout is the server's `--idle-timeout`;
 //! UDP socket buffers of [`UDP_BUFFER`] each way (the kernel may clamp
 //! them to `wmem_max`/`rmem_max`: [`UdpFacts`] says what it granted).
 //! GSO and GRO are quinn-udp's, used whenever the kernel offers them
@@ -414,11 +440,12 @@ impl Drop for Handshaking<'_> {
 ///
 /// This future is the task an idle connection keeps, so it is kept small:
 /// the steps with large state of their own are boxed while they run and
-/// freed after (the handshake, `h3`'s connection set-up of about 4 KiB, the
-/// GOAWAY), and the HTTP/3 connection lives in one binding only (a binding
-/// moved from still keeps its room in a future). Inline, they made each
-/// connection's task about 8.5 KiB, 3.3 KiB now (bench/h3-idle: 4.7 KiB less
-/// resident per idle connection).
+/// freed after (the handshake, opening the control stream, the GOAWAY), and
+/// the connection lives in one binding only (a binding moved from still
+/// keeps its room in a future). Inline, such steps made each connection's
+/// task about 8.5 KiB, 3.3 KiB once boxed (bench/h3-idle: 4.7 KiB less
+/// resident per idle connection). The client's control stream is read by a
+/// task of its own, a small one.
 async fn connection(connecting: quinn::Connecting, shared: Rc<Shared>) {
     let Some(quic) = Box::pin(handshake(connecting, &shared)).await else {
         return;
@@ -527,12 +554,12 @@ impl Conn {
 
 /// Bytes a client's control stream frame may hold (SETTINGS, GOAWAY,
 /// MAX_PUSH_ID, CANCEL_PUSH; longer: H3_EXCESSIVE_LOAD).
-const CONTROL_FRAME_MAX: u64 = 4096;
+pub const CONTROL_FRAME_MAX: u64 = 4096;
 /// Bytes a client's QPACK encoder or decoder stream may carry over the
 /// connection's life (longer: H3_EXCESSIVE_LOAD). With a table of capacity
 /// 0 its encoder has one thing to say (capacity 0), its decoder at most a
 /// Stream Cancellation per request.
-const QPACK_STREAM_MAX: u64 = 1 << 20;
+pub const QPACK_STREAM_MAX: u64 = 1 << 20;
 
 /// One of the client's unidirectional streams, by its type (RFC 9114
 /// §6.2): a connection error closes the connection.
@@ -776,7 +803,9 @@ async fn drain(
     loop {
         while let Some(f) = reader.next(|_| false, 0) {
             let kind = match f {
-                Frame::Whole { kind, .. } | Frame::Skipped { kind, .. } | Frame::TooLong { kind, .. } => kind,
+                Frame::Whole { kind, .. }
+                | Frame::Skipped { kind, .. }
+                | Frame::TooLong { kind, .. } => kind,
             };
             if let Err(e) = order.frame(kind) {
                 return Outcome::Failed(e);
@@ -932,12 +961,21 @@ mod tests {
         let mut got = Vec::new();
         qpack::Decoder::default()
             .decode(payload, 1000, |n, v| {
-                got.push(format!("{}={}", String::from_utf8_lossy(n), String::from_utf8_lossy(v)))
+                got.push(format!(
+                    "{}={}",
+                    String::from_utf8_lossy(n),
+                    String::from_utf8_lossy(v)
+                ))
             })
             .unwrap();
         assert_eq!(
             got,
-            [":status=206", "server=x", "content-range=bytes 0-1/9", "content-length=2"]
+            [
+                ":status=206",
+                "server=x",
+                "content-range=bytes 0-1/9",
+                "content-length=2"
+            ]
         );
         assert!(r.at_boundary());
         assert!(head_frame(b"HTTP/1.1 200 OK\r\nServer: x\r\n", &mut section, &mut wire).is_none());

@@ -597,7 +597,10 @@ fn parse_response(wire: &[u8]) -> (u16, Vec<u8>) {
     let (mut status, mut body) = (0u16, Vec::new());
     while let Some(f) = r.next(|_| true, 1 << 20) {
         match f {
-            Frame::Whole { kind: 0x01, payload } => {
+            Frame::Whole {
+                kind: 0x01,
+                payload,
+            } => {
                 httplab_wire::h3::qpack::Decoder::default()
                     .decode(payload, 1 << 20, |n, v| {
                         if n == b":status" {
@@ -606,7 +609,10 @@ fn parse_response(wire: &[u8]) -> (u16, Vec<u8>) {
                     })
                     .expect("a response section");
             }
-            Frame::Whole { kind: 0x00, payload } => body.extend_from_slice(payload),
+            Frame::Whole {
+                kind: 0x00,
+                payload,
+            } => body.extend_from_slice(payload),
             f => panic!("unexpected {f:?}"),
         }
     }
