@@ -8,8 +8,11 @@
 //! response types (`http::Request`, `HeaderMap`) cost the server another
 //! 7 000 to convert, where quinn's whole packet path took about 6 400:
 //! 76 000 instructions per request against ngtcp2's example server's
-//! 21 700. Announcing a QPACK dynamic table of capacity 0 (as this server
-//! does) leaves a small codec: static-table references and literals.
+//! 21 700 (`bench/callgrind-h3 5000`). Announcing a QPACK dynamic table
+//! of capacity 0 (as this server does) leaves a small codec: static-table
+//! references and literals. With it the server costs 25 600 instructions
+//! per request (BENCHMARKS.md, "Where an HTTP/3 request's instructions
+//! go").
 //!
 //! - this module: error codes ([`Error`], [`code`]), stream types
 //!   ([`stream`]), SETTINGS ([`Settings`], [`settings_frame`]), GOAWAY
