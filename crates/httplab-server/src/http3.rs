@@ -375,7 +375,7 @@ async fn serve(
         scratch: RefCell::new(Vec::new()),
         fields: RefCell::new(RequestFields::default()),
         qpack: RefCell::new(qpack::Decoder::default()),
-        control_preface: h3::control_preface(cfg.limits.max_header_bytes as u64),
+        control_preface: frame::control_preface(cfg.limits.max_header_bytes as u64),
     });
     let mut conns = JoinSet::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -522,7 +522,7 @@ async fn open_control(quic: &quinn::Connection, shared: &Shared) -> Option<quinn
 /// Sends a GOAWAY naming `id` on the control stream.
 async fn goaway(control: &mut quinn::SendStream, id: u64) {
     let mut b = Vec::with_capacity(10);
-    h3::goaway_frame(&mut b, id);
+    frame::goaway_frame(&mut b, id);
     let _ = control.write_all(&b).await;
 }
 

@@ -1,6 +1,7 @@
-//! HTTP/3 frames (RFC 9114 §7): their types, a bounded reader, and the
-//! rules of where each may appear on a server's request and control
-//! streams.
+//! HTTP/3 frames (RFC 9114 §7): their types, the frames the server writes
+//! on its control stream ([`control_preface`], [`goaway_frame`]), a bounded
+//! reader, and the rules of where each may appear on a server's request
+//! and control streams.
 //!
 //! [`FrameReader`] cuts a stream's octets into frames. The frames a stream
 //! keeps whole (HEADERS on a request stream; SETTINGS, GOAWAY, MAX_PUSH_ID
@@ -24,7 +25,7 @@
 //!   H3_FRAME_UNEXPECTED; unknown types (the reserved 0x1f·N + 0x21
 //!   included) are ignored.
 
-use super::{put_varint, varint, Error};
+use super::{put_varint, setting, stream, varint, Error};
 
 /// Frame types (RFC 9114 §7.2).
 pub mod kind {
@@ -55,6 +56,40 @@ pub fn put_head(out: &mut Vec<u8>, kind: u64, len: u64) {
 /// (RFC 9114 §7.2.8: H3_FRAME_UNEXPECTED).
 fn http2_only(kind: u64) -> bool {
     matches!(kind, 0x02 | 0x06 | 0x08 | 0x09)
+}
+
+/// The server's control stream opening: its type, then a SETTINGS frame
+/// announcing a QPACK table of capacity 0, no blocked streams and
+/// `max_field_section_size`.
+pub fn control_preface(max_field_section_size: u64) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(16);
+    for (id, v) in [
+        (setting::QPACK_MAX_TABLE_CAPACITY, 0),
+        (setting::QPACK_BLOCKED_STREAMS, 0),
+        (setting::MAX_FIELD_SECTION_SIZE, max_field_section_size),
+    ] {
+        put_varint(&mut payload, id);
+        put_varint(&mut payload, v);
+    }
+    let mut out = Vec::with_capacity(payload.len() + 4);
+    put_varint(&mut out, stream::CONTROL);
+    settings_frame(&mut out, &payload);
+    out
+}
+
+/// A SETTINGS frame around `payload` (identifier and value pairs).
+pub fn settings_frame(out: &mut Vec<u8>, payload: &[u8]) {
+    put_head(out, kind::SETTINGS, payload.len() as u64);
+    out.extend_from_slice(payload);
+}
+
+/// A GOAWAY frame naming `id` (RFC 9114 §5.2: the first request stream
+/// not processed).
+pub fn goaway_frame(out: &mut Vec<u8>, id: u64) {
+    let mut p = Vec::with_capacity(8);
+    put_varint(&mut p, id);
+    put_head(out, kind::GOAWAY, p.len() as u64);
+    out.extend_from_slice(&p);
 }
 
 /// A frame out of [`FrameReader::next`].

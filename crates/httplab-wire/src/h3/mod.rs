@@ -15,10 +15,10 @@
 //! go").
 //!
 //! - this module: error codes ([`Error`], [`code`]), stream types
-//!   ([`stream`]), SETTINGS ([`Settings`], [`settings_frame`]), GOAWAY
-//!   ([`goaway_frame`]) and QUIC variable-length integers ([`varint`],
-//!   [`put_varint`]);
-//! - [`frame`]: the frame types, a [`frame::FrameReader`] that hands over
+//!   ([`stream`]), SETTINGS identifiers and decoding ([`Settings`]) and QUIC
+//!   variable-length integers ([`varint`], [`put_varint`]);
+//! - [`frame`]: the frame types, the frames the server writes (its control
+//!   stream's SETTINGS, GOAWAY), a [`frame::FrameReader`] that hands over
 //!   the frames a stream keeps whole (bounded) and skips the rest (DATA,
 //!   unknown and reserved types) without buffering them, and the order
 //!   rules of RFC 9114 §4.1 and §6.2.1 for a server's request and control
@@ -229,40 +229,6 @@ impl Settings {
     }
 }
 
-/// The server's control stream opening: its type, then a SETTINGS frame
-/// announcing a QPACK table of capacity 0, no blocked streams and
-/// `max_field_section_size`.
-pub fn control_preface(max_field_section_size: u64) -> Vec<u8> {
-    let mut payload = Vec::with_capacity(16);
-    for (id, v) in [
-        (setting::QPACK_MAX_TABLE_CAPACITY, 0),
-        (setting::QPACK_BLOCKED_STREAMS, 0),
-        (setting::MAX_FIELD_SECTION_SIZE, max_field_section_size),
-    ] {
-        put_varint(&mut payload, id);
-        put_varint(&mut payload, v);
-    }
-    let mut out = Vec::with_capacity(payload.len() + 4);
-    put_varint(&mut out, stream::CONTROL);
-    settings_frame(&mut out, &payload);
-    out
-}
-
-/// A SETTINGS frame around `payload` (identifier and value pairs).
-pub fn settings_frame(out: &mut Vec<u8>, payload: &[u8]) {
-    frame::put_head(out, frame::kind::SETTINGS, payload.len() as u64);
-    out.extend_from_slice(payload);
-}
-
-/// A GOAWAY frame naming `id` (RFC 9114 §5.2: the first request stream
-/// not processed).
-pub fn goaway_frame(out: &mut Vec<u8>, id: u64) {
-    let mut p = Vec::with_capacity(8);
-    put_varint(&mut p, id);
-    frame::put_head(out, frame::kind::GOAWAY, p.len() as u64);
-    out.extend_from_slice(&p);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,7 +274,7 @@ mod tests {
 
     #[test]
     fn the_server_settings_decode_back() {
-        let p = control_preface(16 << 10);
+        let p = frame::control_preface(16 << 10);
         assert_eq!(p[0], stream::CONTROL as u8);
         let (kind, a) = varint(&p[1..]).unwrap();
         let (len, b) = varint(&p[1 + a..]).unwrap();
@@ -357,10 +323,10 @@ mod tests {
     #[test]
     fn goaway_names_the_stream() {
         let mut out = Vec::new();
-        goaway_frame(&mut out, 8);
+        frame::goaway_frame(&mut out, 8);
         assert_eq!(out, [0x07, 0x01, 0x08]);
         out.clear();
-        goaway_frame(&mut out, 400);
+        frame::goaway_frame(&mut out, 400);
         assert_eq!(out, [0x07, 0x02, 0x41, 0x90]);
     }
 
