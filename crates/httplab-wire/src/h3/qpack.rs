@@ -221,6 +221,11 @@ pub fn status(out: &mut Vec<u8>, code: u16) {
         return;
     }
     put_integer(out, 0x50, 4, STATUS_NAME);
+    if (100..=999).contains(&code) {
+        let d = |n: u16| b'0' + (n % 10) as u8;
+        out.extend_from_slice(&[3, d(code / 100), d(code / 10), d(code)]);
+        return;
+    }
     let digits = code.to_string();
     put_integer(out, 0, 7, digits.len());
     out.extend_from_slice(digits.as_bytes());
