@@ -163,7 +163,7 @@ fn run(tls: bool) {
     let exe = runner::find_httplab_exe();
     let text = study_text(tls, &peers, exe.is_some());
     let s = spec::parse(&text, "h2.toml").unwrap_or_else(|e| panic!("{e:#}"));
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     assert!(plan.contains("over HTTP/2"), "{plan}");
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
@@ -260,7 +260,7 @@ fn h3_workload_against_caddy_and_ngtcp2() {
     let exe = runner::find_httplab_exe();
     let s = spec::parse(&h3_study_text(&h3, &others, exe.is_some()), "h3.toml")
         .unwrap_or_else(|e| panic!("{e:#}"));
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     assert!(plan.contains("over HTTP/3"), "{plan}");
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
