@@ -380,7 +380,7 @@ impl<'a> Row<'a> {
         let run = run.map(|mut r| {
             if let (Some(v), Some(s)) = (&self.w.vary, self.step) {
                 let f = &mut r.config.facts.study;
-                f.param = Some(v.param);
+                f.param = Some(v.param.into());
                 f.step = Some(s.clone());
             }
             r

@@ -185,6 +185,18 @@ fn unknown_field_names_its_line() {
     assert!(e.contains("workerz"), "{e}");
 }
 
+/// A study file is strict where a result document is lenient: a `vary`
+/// parameter this version does not know is refused, with the valid words.
+#[test]
+fn an_unknown_vary_param_is_refused_with_the_valid_ones() {
+    let text = format!("{OK_HEAD}[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\nrate = 10\nvary = {{ param = \"streams\", values = [1, 2] }}\n");
+    let e = err_of(&text);
+    assert!(e.contains("streams"), "{e}");
+    for p in httplab_model::VaryParam::ALL {
+        assert!(e.contains(p.as_str()), "{e}");
+    }
+}
+
 #[test]
 fn bad_kind_names_its_line() {
     let text = format!("{OK_HEAD}[[servers]]\nkind = \"iis\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\n");

@@ -372,10 +372,10 @@ fn packet_loss_is_injected_or_skipped_and_always_removed() {
         for r in &res.runs {
             let run = r.run.as_ref().expect("a run result");
             assert!(run.totals.replies > 0, "{}", r.workload);
-            let loss = run.config.facts.study.packet_loss;
-            assert_eq!(loss.map(|l| l.pct), Some(1.0), "{}", r.workload);
+            let loss = &run.config.facts.study.packet_loss;
+            assert_eq!(loss.as_ref().map(|l| l.pct), Some(1.0), "{}", r.workload);
             assert_eq!(run.http3.is_some(), r.workload == "h3-loss");
-            let how = loss.and_then(|l| l.method);
+            let how = loss.as_ref().and_then(|l| l.method.as_ref());
             assert!(how.is_some(), "{how:?}");
         }
     } else {
