@@ -18,11 +18,11 @@
 //! received from it (RFC 9000 §8.1), counted as quinn counts them: a
 //! datagram that reaches a connection counts for the connection's address
 //! whatever its source, and a datagram begun within the budget is sent
-//! whole (one datagram of slack per connection). Checked throughout: the endpoint's
-//! connections are the ones accepted and not yet drained, its buffered
-//! data of pending attempts within the server's bound, open request
-//! streams per connection within the server's limit, and at the end every
-//! connection is drained (no state left behind).
+//! whole (one datagram of slack per connection). Checked throughout: the
+//! endpoint's connections are the ones accepted and not yet drained, its
+//! buffered data of pending attempts within the server's bound, open
+//! request streams per connection within the server's limit, and at the
+//! end every connection is drained (no state left behind).
 #![no_main]
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -188,7 +188,14 @@ impl World {
         }
     }
 
-    /// One step of the script.
+    /// One step of the script: its first byte modulo 10 picks it.
+    /// 0 a raw datagram (address, length LE16, bytes); 1 a client connects
+    /// (its address); 2 a client's next datagram reaches the server (how:
+    /// 4 a byte flipped, 5 cut, 6 duplicated, 7 from another address, else
+    /// as sent); 3 the server's next datagram reaches the clients; 4 one is
+    /// lost (which way); 5 time passes (×20 ms); 6 a client opens a stream
+    /// (which client, length, bytes); 7 handshake pressure on or off; 8 the
+    /// server closes a connection (which); 9 the network delivers all.
     fn step(&mut self, s: &mut Script<'_>) {
         match s.byte() % 10 {
             0 => {
