@@ -168,9 +168,15 @@ fn facts(s: &std::net::UdpSocket) -> UdpFacts {
     }
 }
 
+/// quinn's endpoint configuration (connection IDs, reset keys, supported
+/// versions, the largest UDP payload): quinn's defaults.
+pub(crate) fn endpoint_config() -> quinn::EndpointConfig {
+    quinn::EndpointConfig::default()
+}
+
 /// quinn's server configuration: the crypto of `tls::load_quic`, the
 /// stream and idle limits and the admission bounds of the module docs.
-fn server_config(
+pub(crate) fn server_config(
     cfg: &ServerConfig,
     crypto: Arc<quinn::crypto::rustls::QuicServerConfig>,
 ) -> quinn::ServerConfig {
@@ -223,7 +229,7 @@ impl H3Server {
                 let sc = server_config(&cfg, crypto);
                 let ep = rt.block_on(async {
                     quinn::Endpoint::new(
-                        quinn::EndpointConfig::default(),
+                        endpoint_config(),
                         Some(sc),
                         socket,
                         Arc::new(quinn::TokioRuntime),
@@ -370,10 +376,35 @@ async fn serve(
     shared.handler.borrow_mut().flush();
 }
 
+/// What is done with a connection attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Its handshake begins.
+    Accept,
+    /// It is sent a Retry (its token will prove the address).
+    Retry,
+}
+
+/// The admission policy: a Retry when at least [`RETRY_ABOVE`] handshakes
+/// are in progress and the attempt's address is not yet validated (and it
+/// may still be retried), else accept.
+pub(crate) fn admission(handshaking: usize, validated: bool, may_retry: bool) -> Admission {
+    if handshaking >= RETRY_ABOVE && !validated && may_retry {
+        Admission::Retry
+    } else {
+        Admission::Accept
+    }
+}
+
 /// A connection attempt: a Retry under handshake pressure from an address
 /// not yet validated, else its connection task.
 fn admit(i: quinn::Incoming, shared: &Rc<Shared>, conns: &mut JoinSet<()>) {
-    if shared.handshaking.get() >= RETRY_ABOVE && !i.remote_address_validated() && i.may_retry() {
+    let how = admission(
+        shared.handshaking.get(),
+        i.remote_address_validated(),
+        i.may_retry(),
+    );
+    if how == Admission::Retry {
         let _ = i.retry();
         return;
     }
@@ -515,21 +546,14 @@ async fn respond(
         stream.stop_stream(Code::H3_MESSAGE_ERROR);
         return sent;
     }
-    let mut pieces = out.pieces();
-    // The head and what follows it in memory, copied once: the response
-    // fields' values and the first body bytes are slices of it.
-    let first = match pieces.next() {
-        Some(Piece::Mem(first)) => Bytes::copy_from_slice(first),
-        _ => Bytes::new(),
-    };
-    let Some((resp, end)) = response_head(&first) else {
+    let Some((resp, first, pieces)) = split_answer(out) else {
         stream.stop_stream(Code::H3_INTERNAL_ERROR);
         return sent;
     };
     if stream.send_response(resp).await.is_err() {
         return sent;
     }
-    if first.len() > end && send(stream, first.slice(end..), &mut sent).await {
+    if !first.is_empty() && send(stream, first, &mut sent).await {
         return sent;
     }
     for p in pieces {
@@ -543,6 +567,23 @@ async fn respond(
     }
     let _ = stream.finish().await;
     sent
+}
+
+/// The answer in `out` as it is sent: the HTTP/3 response, the body bytes
+/// that follow the head in its piece, and the body pieces after those;
+/// None when `out` does not start with a whole head.
+pub(crate) fn split_answer(
+    out: &OutQueue,
+) -> Option<(http::Response<()>, Bytes, impl Iterator<Item = Piece<'_>>)> {
+    let mut pieces = out.pieces();
+    // The head and what follows it in memory, copied once: the response
+    // fields' values and the first body bytes are slices of it.
+    let first = match pieces.next() {
+        Some(Piece::Mem(first)) => Bytes::copy_from_slice(first),
+        _ => Bytes::new(),
+    };
+    let (resp, end) = response_head(&first)?;
+    Some((resp, first.slice(end..), pieces))
 }
 
 /// Sends `b` as DATA; true when the stream failed.
@@ -589,6 +630,20 @@ fn answer(
     out: &mut OutQueue,
 ) -> Option<Answer> {
     let mut f = shared.fields.borrow_mut();
+    let mut h = shared.handler.borrow_mut();
+    answer_with(req, &mut f, &mut h, peer, out, Instant::now())
+}
+
+/// [`answer`] with its state given: `req`'s fields checked in `f` by the
+/// HTTP/2 field rules, answered by `h` at `now`.
+pub(crate) fn answer_with(
+    req: &http::Request<()>,
+    f: &mut RequestFields,
+    h: &mut Handler,
+    peer: IpAddr,
+    out: &mut OutQueue,
+    now: Instant,
+) -> Option<Answer> {
     f.clear();
     f.field(b":method", req.method().as_str().as_bytes());
     let uri = req.uri();
@@ -601,8 +656,6 @@ fn answer(
     for (n, v) in req.headers() {
         f.field(n.as_str().as_bytes(), v.as_bytes());
     }
-    let mut h = shared.handler.borrow_mut();
-    let now = Instant::now();
     h.tick_at(now);
     let limits = h.config().limits;
     Some(match f.request(&limits) {
@@ -611,7 +664,7 @@ fn answer(
             h.respond(&r, f.head(), ConnHeader::None, Some(peer), out, now)
         }
         Err(RequestError::BadRequest(_)) => return None,
-        Err(e) => h.respond_error(e.status(), Some(peer), out),
+        Err(e) => h.respond_error(e.status(), f.is_head(), Some(peer), out),
     })
 }
 

@@ -324,3 +324,78 @@ pub fn choose_encoding(
 pub fn uring_available() -> bool {
     httplab_sys::uring::probe().is_ok()
 }
+
+pub use crate::http3::{Admission, INCOMING_BUFFER, MAX_INCOMING, MAX_STREAMS, RETRY_ABOVE};
+
+/// The QUIC configuration `--http3` runs with for `cfg` (whose `tls` names
+/// the certificate and key): quinn's endpoint configuration and the server
+/// configuration (crypto with ALPN `h3`, transport limits, admission
+/// bounds), built by the very functions the server uses. The types are
+/// quinn-proto's, so a sans-I/O `quinn_proto::Endpoint` can run them.
+pub fn quic_config(
+    cfg: &ServerConfig,
+) -> anyhow::Result<(quinn::EndpointConfig, quinn::ServerConfig)> {
+    let files = cfg
+        .tls
+        .as_ref()
+        .context("HTTP/3 needs the certificate and key of `tls`")?;
+    let crypto = crate::tls::load_quic(files)?;
+    Ok((
+        crate::http3::endpoint_config(),
+        crate::http3::server_config(cfg, crypto),
+    ))
+}
+
+/// The server's choice for a connection attempt, given the handshakes in
+/// progress and what quinn says of the attempt.
+pub fn quic_admission(handshaking: usize, validated: bool, may_retry: bool) -> Admission {
+    crate::http3::admission(handshaking, validated, may_retry)
+}
+
+/// What the HTTP/3 engine does with one decoded request.
+#[derive(Debug)]
+pub enum H3Reply {
+    /// Malformed: the stream is reset with `H3_MESSAGE_ERROR`.
+    Malformed,
+    /// The handler's answer did not start with a whole head, or a file
+    /// could not be read: the stream is reset with `H3_INTERNAL_ERROR`.
+    NoHead,
+    /// A response: its fields and its body as sent in DATA frames (file
+    /// ranges read from their files).
+    Response(http::Response<()>, Vec<u8>),
+}
+
+impl Harness {
+    /// Answers one HTTP/3 request (`h3` has decoded and checked its field
+    /// section into `req`) as the HTTP/3 engine does: the same field rules,
+    /// handler and response fields, from the fixed peer 127.0.0.1.
+    pub fn answer_h3(&mut self, req: &http::Request<()>, now: Instant) -> H3Reply {
+        let mut fields = httplab_wire::h2::request::RequestFields::default();
+        let mut out = crate::out::OutQueue::default();
+        let peer = IpAddr::from([127, 0, 0, 1]);
+        if crate::http3::answer_with(req, &mut fields, &mut self.handler, peer, &mut out, now)
+            .is_none()
+        {
+            return H3Reply::Malformed;
+        }
+        let Some((resp, first, pieces)) = crate::http3::split_answer(&out) else {
+            return H3Reply::NoHead;
+        };
+        let mut body = first.to_vec();
+        for p in pieces {
+            match p {
+                crate::out::Piece::Mem(m) => body.extend_from_slice(m),
+                crate::out::Piece::File(f, a, e) => {
+                    use std::os::unix::fs::FileExt;
+                    let mut v = vec![0; e.saturating_sub(a) as usize];
+                    // The engine resets the stream when a read fails.
+                    if f.read_exact_at(&mut v, a).is_err() {
+                        return H3Reply::NoHead;
+                    }
+                    body.extend_from_slice(&v);
+                }
+            }
+        }
+        H3Reply::Response(resp, body)
+    }
+}

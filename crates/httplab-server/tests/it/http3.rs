@@ -493,3 +493,37 @@ fn http3_is_served_beside_every_model() {
         server.shutdown();
     }
 }
+
+/// The engine's own part of a request, without sockets
+/// (`testkit::Harness::answer_h3`): a GET answered as over HTTP/1.1, and an
+/// error answered to HEAD (here 431, too many fields) is its head only, as
+/// a HEAD's answer must be, while to GET it carries its page.
+#[test]
+fn requests_are_answered_and_an_error_to_head_has_no_content() {
+    use httplab_server::testkit::{H3Reply, Harness};
+    let site = site();
+    let mut h = Harness::new(ServerConfig::for_root(&site.root)).expect("harness");
+    let now = std::time::Instant::now();
+    let get = http::Request::get("https://localhost/small.html")
+        .body(())
+        .expect("a request");
+    let H3Reply::Response(resp, body) = h.answer_h3(&get, now) else {
+        panic!("no response to a GET");
+    };
+    assert_eq!((resp.status().as_u16(), body.as_slice()), (200, SMALL));
+    for (method, content) in [("HEAD", false), ("GET", true)] {
+        let mut b = http::Request::builder()
+            .method(method)
+            .uri("https://localhost/small.html");
+        for i in 0..120 {
+            b = b.header(format!("x-field-{i}"), "v");
+        }
+        let req = b.body(()).expect("a request");
+        let H3Reply::Response(resp, body) = h.answer_h3(&req, now) else {
+            panic!("no response to {method}");
+        };
+        assert_eq!(resp.status().as_u16(), 431, "{method}");
+        assert_eq!(!body.is_empty(), content, "{method}");
+        assert!(resp.headers().contains_key("content-length"), "{method}");
+    }
+}
