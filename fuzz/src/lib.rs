@@ -66,6 +66,37 @@ fn make_site() -> std::io::Result<Site> {
     Ok(Site { root })
 }
 
+/// A self-signed certificate for `localhost` and its key, as PEM files
+/// beside the fixture site, for the HTTP/3 targets.
+pub struct Tls {
+    /// The files, as `ServerConfig::tls` takes them.
+    pub files: httplab_server::TlsFiles,
+    /// The certificate (DER), for a client's trust store.
+    pub cert: rustls::pki_types::CertificateDer<'static>,
+}
+
+/// The certificate, created once per process under `$TMPDIR`.
+pub fn tls() -> &'static Tls {
+    static TLS: OnceLock<Tls> = OnceLock::new();
+    TLS.get_or_init(|| make_tls().expect("cannot create the fuzz certificate"))
+}
+
+fn make_tls() -> anyhow::Result<Tls> {
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])?;
+    let dir = site().root.parent().unwrap_or(&site().root).join("tls");
+    std::fs::create_dir_all(&dir)?;
+    let files = httplab_server::TlsFiles {
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    std::fs::write(&files.cert, ck.cert.pem())?;
+    std::fs::write(&files.key, ck.signing_key.serialize_pem())?;
+    Ok(Tls {
+        files,
+        cert: ck.cert.der().clone(),
+    })
+}
+
 /// Whether `hay` contains `needle`.
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)

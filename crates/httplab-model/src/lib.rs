@@ -32,7 +32,7 @@ pub use facts::{
 pub use status::StatusClasses;
 pub use study_facts::{
     ClientCeiling, CorpusFacts, HttpProtocol, IdleFacts, IdleSend, LoadDriver, LossMethod,
-    PacketLoss, ServerCpuSource, StudyEnvironmentFacts, StudyRunFacts, VaryParam,
+    PacketLoss, ServerCpuSource, StepParam, StudyEnvironmentFacts, StudyRunFacts, VaryParam,
 };
 
 pub use metric::{Direction, MeasuredBy, Metric, MetricKey};

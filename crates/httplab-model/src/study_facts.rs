@@ -119,6 +119,65 @@ impl VaryParam {
     }
 }
 
+/// The parameter a run's workload varies as a result document holds it
+/// ([`StudyRunFacts::param`]): a [`VaryParam`], or a word this version does
+/// not know (a newer httplab's), kept as [`StepParam::Other`] and written
+/// back unchanged. A study file's `vary.param` stays a [`VaryParam`]: an
+/// unknown word there is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum StepParam {
+    /// A parameter this version knows.
+    Known(VaryParam),
+    /// Any other word, as read.
+    Other(String),
+}
+
+impl StepParam {
+    /// The word written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            StepParam::Known(p) => p.as_str(),
+            StepParam::Other(s) => s,
+        }
+    }
+
+    /// The parameter, when this version knows the word.
+    pub fn known(&self) -> Option<VaryParam> {
+        match self {
+            StepParam::Known(p) => Some(*p),
+            StepParam::Other(_) => None,
+        }
+    }
+}
+
+impl From<VaryParam> for StepParam {
+    fn from(p: VaryParam) -> StepParam {
+        StepParam::Known(p)
+    }
+}
+
+impl From<String> for StepParam {
+    fn from(s: String) -> StepParam {
+        VaryParam::from_name(&s).map_or(StepParam::Other(s), StepParam::Known)
+    }
+}
+
+impl From<StepParam> for String {
+    fn from(p: StepParam) -> String {
+        match p {
+            StepParam::Known(p) => p.as_str().to_string(),
+            StepParam::Other(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for StepParam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What each held connection of an idle workload sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -153,7 +212,7 @@ impl IdleSend {
 pub struct StudyRunFacts {
     /// The parameter the run's workload varies (a workload with steps).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub param: Option<VaryParam>,
+    pub param: Option<StepParam>,
     /// The step's label: the varied parameter's value (a workload with steps).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
@@ -178,20 +237,41 @@ impl StudyRunFacts {
     }
 }
 
-/// What ran a study's load ([`StudyRunFacts::driver`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What ran a study's load ([`StudyRunFacts::driver`]). A word this
+/// version does not know is read as [`LoadDriver::Other`] and written back
+/// unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
 pub enum LoadDriver {
-    /// `httplab load`, in process.
-    #[serde(rename = "httplab-load")]
+    /// `httplab load`, in process ("httplab-load").
     HttplabLoad,
+    /// Any other word, as read.
+    Other(String),
 }
 
 impl LoadDriver {
     /// The word documents write.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             LoadDriver::HttplabLoad => "httplab-load",
+            LoadDriver::Other(s) => s,
         }
+    }
+}
+
+impl From<String> for LoadDriver {
+    fn from(s: String) -> LoadDriver {
+        if s == "httplab-load" {
+            LoadDriver::HttplabLoad
+        } else {
+            LoadDriver::Other(s)
+        }
+    }
+}
+
+impl From<LoadDriver> for String {
+    fn from(d: LoadDriver) -> String {
+        d.as_str().to_string()
     }
 }
 
@@ -219,7 +299,7 @@ impl ClientCeiling {
 }
 
 /// The packet loss on loopback during a run ([`StudyRunFacts::packet_loss`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PacketLoss {
     /// Packets dropped, percent.
     pub pct: f64,
@@ -229,31 +309,62 @@ pub struct PacketLoss {
     pub method: Option<LossMethod>,
 }
 
-/// How a study drops packets ([`PacketLoss::method`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// How a study drops packets ([`PacketLoss::method`]). Written as the word
+/// of [`LossMethod::as_str`]; a word this version does not know is read as
+/// [`LossMethod::Other`] and written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
 pub enum LossMethod {
-    /// nftables, scoped to the measured server's port on `lo`.
+    /// nftables, scoped to the measured server's port on `lo` ("nftables").
     Nftables,
-    /// tc netem on every packet of `lo`.
+    /// tc netem on every packet of `lo` ("netem").
     Netem,
+    /// Any other word, as read.
+    Other(String),
 }
 
 impl LossMethod {
-    /// How, in words.
-    pub fn describe(self) -> &'static str {
+    /// The word documents write.
+    pub fn as_str(&self) -> &str {
+        match self {
+            LossMethod::Nftables => "nftables",
+            LossMethod::Netem => "netem",
+            LossMethod::Other(s) => s,
+        }
+    }
+
+    /// How, in words (an unknown method: its word).
+    pub fn describe(&self) -> &str {
         match self {
             LossMethod::Nftables => {
                 "nftables: TCP and UDP packets to and from the server's port on lo"
             }
             LossMethod::Netem => "tc netem: every packet on lo",
+            LossMethod::Other(s) => s,
         }
     }
 
+    /// The method an older document described in words (only the known ones).
     fn from_words(s: &str) -> Option<LossMethod> {
         [LossMethod::Nftables, LossMethod::Netem]
             .into_iter()
             .find(|m| m.describe() == s)
+    }
+}
+
+impl From<String> for LossMethod {
+    fn from(s: String) -> LossMethod {
+        match s.as_str() {
+            "nftables" => LossMethod::Nftables,
+            "netem" => LossMethod::Netem,
+            _ => LossMethod::Other(s),
+        }
+    }
+}
+
+impl From<LossMethod> for String {
+    fn from(m: LossMethod) -> String {
+        m.as_str().to_string()
     }
 }
 
@@ -370,30 +481,47 @@ pub struct CorpusFacts {
 }
 
 /// Where a study read its servers' CPU time
-/// ([`StudyEnvironmentFacts::server_cpu_source`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// ([`StudyEnvironmentFacts::server_cpu_source`]). Written as the word of
+/// [`ServerCpuSource::as_str`]; a word this version does not know is read
+/// as [`ServerCpuSource::Other`] and written back unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
 pub enum ServerCpuSource {
-    /// cgroup v1 `cpuacct.usage`.
+    /// cgroup v1 `cpuacct.usage` ("cgroup_v1").
     CgroupV1,
-    /// cgroup v2 `cpu.stat`.
+    /// cgroup v2 `cpu.stat` ("cgroup_v2").
     CgroupV2,
-    /// `/proc/PID/schedstat` of live processes and reaped children's ticks.
+    /// `/proc/PID/schedstat` of live processes and reaped children's ticks
+    /// ("schedstat").
     Schedstat,
+    /// Any other word, as read.
+    Other(String),
 }
 
 impl ServerCpuSource {
-    /// Short name, as reports write it.
-    pub fn name(self) -> &'static str {
+    /// The word documents write.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ServerCpuSource::CgroupV1 => "cgroup_v1",
+            ServerCpuSource::CgroupV2 => "cgroup_v2",
+            ServerCpuSource::Schedstat => "schedstat",
+            ServerCpuSource::Other(s) => s,
+        }
+    }
+
+    /// Short name, as reports write it (an unknown source: its word).
+    pub fn name(&self) -> &str {
         match self {
             ServerCpuSource::CgroupV1 => "cgroup cpuacct (ns)",
             ServerCpuSource::CgroupV2 => "cgroup v2 cpu.stat (µs)",
             ServerCpuSource::Schedstat => {
                 "schedstat (ns, live processes) + reaped children (ticks)"
             }
+            ServerCpuSource::Other(s) => s,
         }
     }
 
+    /// The source an older document named in words (only the known ones).
     fn from_name(s: &str) -> Option<ServerCpuSource> {
         [
             ServerCpuSource::CgroupV1,
@@ -402,6 +530,23 @@ impl ServerCpuSource {
         ]
         .into_iter()
         .find(|x| x.name() == s)
+    }
+}
+
+impl From<String> for ServerCpuSource {
+    fn from(s: String) -> ServerCpuSource {
+        match s.as_str() {
+            "cgroup_v1" => ServerCpuSource::CgroupV1,
+            "cgroup_v2" => ServerCpuSource::CgroupV2,
+            "schedstat" => ServerCpuSource::Schedstat,
+            _ => ServerCpuSource::Other(s),
+        }
+    }
+}
+
+impl From<ServerCpuSource> for String {
+    fn from(c: ServerCpuSource) -> String {
+        c.as_str().to_string()
     }
 }
 
@@ -467,7 +612,7 @@ impl StudyEnvironmentFacts {
         for (s, x) in &self.tls_of {
             put(format!("tls: {s}"), x.clone());
         }
-        if let Some(c) = self.server_cpu_source {
+        if let Some(c) = &self.server_cpu_source {
             put("server_cpu_source".into(), c.name().into());
         }
         if let Some(s) = self.study_seconds {
@@ -614,7 +759,9 @@ impl StudyRunFacts {
     /// `idle_` words) into their fields. A word whose value does not parse,
     /// and every word the study does not write, stays in `extra`.
     pub fn adopt_legacy(&mut self, x: &mut Extra) {
-        adopt(&mut self.param, x, "study_param", VaryParam::from_name);
+        adopt(&mut self.param, x, "study_param", |s| {
+            VaryParam::from_name(s).map(StepParam::Known)
+        });
         adopt(&mut self.step, x, "study_step", text);
         adopt(&mut self.driver, x, "driver", |s| {
             (s == LoadDriver::HttplabLoad.as_str()).then_some(LoadDriver::HttplabLoad)
@@ -813,7 +960,7 @@ mod tests {
         let s: crate::StudyResult = serde_json::from_value(study_3_1()).unwrap();
         let run = s.runs[0].run.as_ref().unwrap();
         let f = &run.config.facts.study;
-        assert_eq!(f.param, Some(VaryParam::IdleConns));
+        assert_eq!(f.param, Some(VaryParam::IdleConns.into()));
         assert_eq!(f.step.as_deref(), Some("1000"));
         assert_eq!(f.driver, Some(LoadDriver::HttplabLoad));
         assert_eq!(
@@ -915,6 +1062,73 @@ mod tests {
         let again: crate::StudyResult = serde_json::from_str(&text).unwrap();
         assert_eq!(again, s);
         assert_eq!(serde_json::to_string(&again).unwrap(), text);
+    }
+
+    #[test]
+    fn a_newer_httplabs_enum_words_load_and_are_written_back_as_read() {
+        let s: crate::StudyResult = serde_json::from_value(study_3_1()).unwrap();
+        let mut v = serde_json::to_value(&s).unwrap();
+        let f = &mut v["runs"][0]["run"]["config"]["facts"]["study"];
+        f["param"] = "streams".into();
+        f["packet_loss"]["method"] = "ebpf".into();
+        f["driver"] = "httplab-load-v9".into();
+        v["environment"]["facts"]["study"]["server_cpu_source"] = "cgroup_v3".into();
+        v["schema"] = crate::STUDY_SCHEMA.into();
+        let text = serde_json::to_string(&v).unwrap();
+        let read = match crate::Document::from_json(&text).expect("the document loads") {
+            crate::Document::Study(s) => s,
+            _ => panic!("not a study"),
+        };
+        let f = &read.runs[0].run.as_ref().expect("a run").config.facts.study;
+        assert_eq!(f.param, Some(StepParam::Other("streams".into())));
+        assert_eq!(f.param.as_ref().and_then(StepParam::known), None);
+        let method = f.packet_loss.as_ref().and_then(|p| p.method.clone());
+        assert_eq!(method, Some(LossMethod::Other("ebpf".into())));
+        assert_eq!(f.driver, Some(LoadDriver::Other("httplab-load-v9".into())));
+        let e = &read.environment.facts.study;
+        let cpu = e.server_cpu_source.clone();
+        assert_eq!(cpu, Some(ServerCpuSource::Other("cgroup_v3".into())));
+        // A report shows the word as written.
+        let words: BTreeMap<String, String> = e.entries().into_iter().collect();
+        assert_eq!(words["server_cpu_source"], "cgroup_v3");
+        assert_eq!(LossMethod::Other("ebpf".into()).describe(), "ebpf");
+        // Written back as read.
+        let again = serde_json::to_value(&read).unwrap();
+        assert_eq!(
+            again,
+            serde_json::from_str::<serde_json::Value>(&text).unwrap()
+        );
+    }
+
+    #[test]
+    fn known_enum_words_are_the_words_of_before() {
+        fn json<T: Serialize>(x: &T) -> String {
+            serde_json::to_value(x)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+        for (c, w) in [
+            (ServerCpuSource::CgroupV1, "cgroup_v1"),
+            (ServerCpuSource::CgroupV2, "cgroup_v2"),
+            (ServerCpuSource::Schedstat, "schedstat"),
+        ] {
+            assert_eq!(json(&c), w);
+            assert_eq!(ServerCpuSource::from(w.to_string()), c);
+        }
+        for (m, w) in [
+            (LossMethod::Nftables, "nftables"),
+            (LossMethod::Netem, "netem"),
+        ] {
+            assert_eq!(json(&m), w);
+            assert_eq!(LossMethod::from(w.to_string()), m);
+        }
+        assert_eq!(json(&LoadDriver::HttplabLoad), "httplab-load");
+        for p in VaryParam::ALL {
+            assert_eq!(json(&StepParam::Known(p)), p.as_str());
+            assert_eq!(StepParam::from(p.as_str().to_string()), StepParam::Known(p));
+        }
     }
 
     #[test]

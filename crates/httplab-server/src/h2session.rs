@@ -745,7 +745,7 @@ impl H2Session {
         let mut scratch = std::mem::take(&mut self.scratch);
         let answered = match (size, self.fields.request(&limits)) {
             (ListSize::TooLarge, _) => {
-                h.respond_error(431, self.peer, &mut scratch);
+                h.respond_error(431, self.fields.is_head(), self.peer, &mut scratch);
                 true
             }
             (ListSize::Whole, Ok(req)) => {
@@ -756,7 +756,7 @@ impl H2Session {
             // Malformed (RFC 9113 §8.1.1): a stream error.
             (ListSize::Whole, Err(RequestError::BadRequest(_))) => false,
             (ListSize::Whole, Err(e)) => {
-                h.respond_error(e.status(), self.peer, &mut scratch);
+                h.respond_error(e.status(), self.fields.is_head(), self.peer, &mut scratch);
                 true
             }
         };

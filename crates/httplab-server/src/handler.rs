@@ -206,9 +206,12 @@ impl Handler {
     }
 
     /// Answers a request that could not be parsed (always closes).
+    /// `head_only`: the request is known to be HEAD, so the error carries
+    /// no content (RFC 9110 §9.3.2), only its head.
     pub fn respond_error(
         &mut self,
         status: u16,
+        head_only: bool,
         peer: Option<std::net::IpAddr>,
         out: &mut OutQueue,
     ) -> Answer {
@@ -217,7 +220,7 @@ impl Handler {
         } else {
             ""
         };
-        let a = self.error(status, extra, ConnHeader::Close, false, out);
+        let a = self.error(status, extra, ConnHeader::Close, head_only, out);
         self.log(peer, "-", a);
         a
     }

@@ -196,9 +196,15 @@ fn facts(s: &std::net::UdpSocket) -> UdpFacts {
     }
 }
 
+/// quinn's endpoint configuration (connection IDs, reset keys, supported
+/// versions, the largest UDP payload): quinn's defaults.
+pub(crate) fn endpoint_config() -> quinn::EndpointConfig {
+    quinn::EndpointConfig::default()
+}
+
 /// quinn's server configuration: the crypto of `tls::load_quic`, the
 /// stream and idle limits and the admission bounds of the module docs.
-fn server_config(
+pub(crate) fn server_config(
     cfg: &ServerConfig,
     crypto: Arc<quinn::crypto::rustls::QuicServerConfig>,
 ) -> quinn::ServerConfig {
@@ -251,7 +257,7 @@ impl H3Server {
                 let sc = server_config(&cfg, crypto);
                 let ep = rt.block_on(async {
                     quinn::Endpoint::new(
-                        quinn::EndpointConfig::default(),
+                        endpoint_config(),
                         Some(sc),
                         socket,
                         Arc::new(quinn::TokioRuntime),
@@ -406,10 +412,35 @@ async fn serve(
     shared.handler.borrow_mut().flush();
 }
 
+/// What is done with a connection attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Its handshake begins.
+    Accept,
+    /// It is sent a Retry (its token will prove the address).
+    Retry,
+}
+
+/// The admission policy: a Retry when at least [`RETRY_ABOVE`] handshakes
+/// are in progress and the attempt's address is not yet validated (and it
+/// may still be retried), else accept.
+pub(crate) fn admission(handshaking: usize, validated: bool, may_retry: bool) -> Admission {
+    if handshaking >= RETRY_ABOVE && !validated && may_retry {
+        Admission::Retry
+    } else {
+        Admission::Accept
+    }
+}
+
 /// A connection attempt: a Retry under handshake pressure from an address
 /// not yet validated, else its connection task.
 fn admit(i: quinn::Incoming, shared: &Rc<Shared>, conns: &mut JoinSet<()>) {
-    if shared.handshaking.get() >= RETRY_ABOVE && !i.remote_address_validated() && i.may_retry() {
+    let how = admission(
+        shared.handshaking.get(),
+        i.remote_address_validated(),
+        i.may_retry(),
+    );
+    if how == Admission::Retry {
         let _ = i.retry();
         return;
     }
@@ -697,7 +728,7 @@ struct Scratch {
 }
 
 /// How a request stream went.
-enum Outcome {
+pub(crate) enum Outcome {
     /// Answered into the scratch queue.
     Answered,
     /// Malformed (RFC 9114 §4.1.2): the stream error H3_MESSAGE_ERROR.
@@ -829,23 +860,33 @@ async fn drain(
 /// (None: over the size bound) in `out`.
 fn answer(block: Option<&[u8]>, shared: &Shared, peer: IpAddr, out: &mut OutQueue) -> Outcome {
     let mut f = shared.fields.borrow_mut();
-    f.clear();
-    let max = shared.cfg.limits.max_header_bytes as u64;
-    let decoded = match block {
-        Some(b) => shared
-            .qpack
-            .borrow_mut()
-            .decode(b, max, |n, v| f.field(n, v)),
-        None => Err(DecodeError::TooLarge),
-    };
+    let mut d = shared.qpack.borrow_mut();
     let mut h = shared.handler.borrow_mut();
-    let now = Instant::now();
+    answer_with(block, (&mut d, &mut f), &mut h, peer, out, Instant::now())
+}
+
+/// [`answer`] with its state given: `block` decoded by `d` into the HTTP/2
+/// field rules of `f` (the decoded size bounded by the handler's
+/// `--max-header-bytes`), answered by `h` at `now`.
+pub(crate) fn answer_with(
+    block: Option<&[u8]>,
+    (d, f): (&mut qpack::Decoder, &mut RequestFields),
+    h: &mut Handler,
+    peer: IpAddr,
+    out: &mut OutQueue,
+    now: Instant,
+) -> Outcome {
+    f.clear();
     h.tick_at(now);
     let limits = h.config().limits;
+    let decoded = match block {
+        Some(b) => d.decode(b, limits.max_header_bytes as u64, |n, v| f.field(n, v)),
+        None => Err(DecodeError::TooLarge),
+    };
     match decoded {
         Err(DecodeError::Failed) => return Outcome::Failed(h3::Error::DecompressionFailed),
         Err(DecodeError::TooLarge) => {
-            h.respond_error(431, Some(peer), out);
+            h.respond_error(431, f.is_head(), Some(peer), out);
             return Outcome::Answered;
         }
         Ok(()) => {}
@@ -857,7 +898,7 @@ fn answer(block: Option<&[u8]>, shared: &Shared, peer: IpAddr, out: &mut OutQueu
         }
         Err(RequestError::BadRequest(_)) => return Outcome::Malformed,
         Err(e) => {
-            h.respond_error(e.status(), Some(peer), out);
+            h.respond_error(e.status(), f.is_head(), Some(peer), out);
         }
     }
     Outcome::Answered
@@ -906,7 +947,11 @@ async fn respond(send: &mut quinn::SendStream, s: &mut Scratch) -> Option<(u64, 
 /// The HTTP/1.1 head at the start of `answer` as a HEADERS frame in
 /// `wire` (its field section encoded in `section` first); the head's
 /// length, None when `answer` holds no whole head.
-fn head_frame(answer: &[u8], section: &mut Vec<u8>, wire: &mut Vec<u8>) -> Option<usize> {
+pub(crate) fn head_frame(
+    answer: &[u8],
+    section: &mut Vec<u8>,
+    wire: &mut Vec<u8>,
+) -> Option<usize> {
     section.clear();
     wire.clear();
     let (status, at) = crate::head::status(answer)?;

@@ -354,7 +354,7 @@ impl Session {
             self.rstart = self.rend;
             self.closing = true;
             self.failed = true;
-            h.respond_error(408, self.peer, &mut self.out);
+            h.respond_error(408, false, self.peer, &mut self.out);
             self.last_activity = now;
             return None;
         }
@@ -456,6 +456,6 @@ impl Session {
         self.head_started = None;
         self.rstart = self.rend;
         self.closing = true;
-        h.respond_error(status, self.peer, &mut self.out);
+        h.respond_error(status, false, self.peer, &mut self.out);
     }
 }

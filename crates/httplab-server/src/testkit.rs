@@ -324,3 +324,111 @@ pub fn choose_encoding(
 pub fn uring_available() -> bool {
     httplab_sys::uring::probe().is_ok()
 }
+
+pub use crate::http3::{Admission, INCOMING_BUFFER, MAX_INCOMING, MAX_STREAMS, RETRY_ABOVE};
+
+/// The QUIC configuration `--http3` runs with for `cfg` (whose `tls` names
+/// the certificate and key): quinn's endpoint configuration and the server
+/// configuration (crypto with ALPN `h3`, transport limits, admission
+/// bounds), built by the very functions the server uses. The types are
+/// quinn-proto's, so a sans-I/O `quinn_proto::Endpoint` can run them.
+pub fn quic_config(
+    cfg: &ServerConfig,
+) -> anyhow::Result<(quinn::EndpointConfig, quinn::ServerConfig)> {
+    let files = cfg
+        .tls
+        .as_ref()
+        .context("HTTP/3 needs the certificate and key of `tls`")?;
+    let crypto = crate::tls::load_quic(files)?;
+    Ok((
+        crate::http3::endpoint_config(),
+        crate::http3::server_config(cfg, crypto),
+    ))
+}
+
+/// The server's choice for a connection attempt, given the handshakes in
+/// progress and what quinn says of the attempt.
+pub fn quic_admission(handshaking: usize, validated: bool, may_retry: bool) -> Admission {
+    crate::http3::admission(handshaking, validated, may_retry)
+}
+
+/// What the HTTP/3 engine does with one request's field section.
+#[derive(Debug)]
+pub enum H3Reply {
+    /// Not decodable with a QPACK table of capacity 0: the connection is
+    /// closed with `QPACK_DECOMPRESSION_FAILED`.
+    Undecodable,
+    /// Malformed: the stream is reset with `H3_MESSAGE_ERROR`.
+    Malformed,
+    /// The handler's answer did not start with a whole head, or a file
+    /// could not be read: the stream is reset with `H3_INTERNAL_ERROR`.
+    NoHead,
+    /// A response: its fields (`:status` first) as the HEADERS frame the
+    /// engine writes decodes back, and its body as sent in DATA frames
+    /// (file ranges read from their files).
+    Response(Vec<(Vec<u8>, Vec<u8>)>, Vec<u8>),
+}
+
+impl Harness {
+    /// Answers one HTTP/3 request whose QPACK field section (a HEADERS
+    /// frame's payload) is `section`, as the HTTP/3 engine does: decoded
+    /// with the engine's decoder and size bound into the same field rules,
+    /// answered by the handler from the fixed peer 127.0.0.1, the answer's
+    /// head encoded as the engine's HEADERS frame and decoded back.
+    pub fn answer_h3(&mut self, section: &[u8], now: Instant) -> H3Reply {
+        use crate::http3::Outcome;
+        use httplab_wire::h3::frame::{Frame, FrameReader};
+        let mut decoder = httplab_wire::h3::qpack::Decoder::default();
+        let mut fields = httplab_wire::h2::request::RequestFields::default();
+        let mut out = crate::out::OutQueue::default();
+        let peer = IpAddr::from([127, 0, 0, 1]);
+        let state = (&mut decoder, &mut fields);
+        match crate::http3::answer_with(
+            Some(section),
+            state,
+            &mut self.handler,
+            peer,
+            &mut out,
+            now,
+        ) {
+            Outcome::Answered => {}
+            Outcome::Malformed => return H3Reply::Malformed,
+            _ => return H3Reply::Undecodable,
+        }
+        let mut pieces = out.pieces();
+        let first = match pieces.next() {
+            Some(crate::out::Piece::Mem(m)) => m,
+            _ => &[],
+        };
+        let (mut block, mut wire) = (Vec::new(), Vec::new());
+        let Some(end) = crate::http3::head_frame(first, &mut block, &mut wire) else {
+            return H3Reply::NoHead;
+        };
+        let mut r = FrameReader::default();
+        r.push(&wire);
+        let Some(Frame::Whole { payload, .. }) = r.next(|_| true, u64::MAX) else {
+            return H3Reply::NoHead;
+        };
+        let mut got = Vec::new();
+        let decoded = decoder.decode(payload, u64::MAX, |n, v| got.push((n.to_vec(), v.to_vec())));
+        if decoded.is_err() || !r.at_boundary() {
+            return H3Reply::NoHead;
+        }
+        let mut body = first[end..].to_vec();
+        for p in pieces {
+            match p {
+                crate::out::Piece::Mem(m) => body.extend_from_slice(m),
+                crate::out::Piece::File(f, a, e) => {
+                    use std::os::unix::fs::FileExt;
+                    let mut v = vec![0; e.saturating_sub(a) as usize];
+                    // The engine resets the stream when a read fails.
+                    if f.read_exact_at(&mut v, a).is_err() {
+                        return H3Reply::NoHead;
+                    }
+                    body.extend_from_slice(&v);
+                }
+            }
+        }
+        H3Reply::Response(got, body)
+    }
+}

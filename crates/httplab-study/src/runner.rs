@@ -16,7 +16,7 @@ use crate::execute::context::Execution;
 use crate::execute::corpus::{self, CorpusIndex};
 use crate::execute::rounds::{run_rounds, run_workload, StepRun};
 use crate::execute::slots::{restart_servers, start_servers, Placement, Slot};
-use crate::execute::{env, tls};
+use crate::execute::{env, servers, tls};
 use crate::plan::study_plan::Budget;
 use crate::spec::StudyFile;
 
@@ -37,7 +37,13 @@ pub fn run_study(study: &StudyFile, opts: &Options) -> Result<m::StudyResult> {
 
 /// The plan of `study` run with `opts` (its `--quick` and `--budget`).
 pub fn plan_of(study: &StudyFile, opts: &Options) -> StudyPlan {
-    StudyPlan::new(study, opts.quick, opts.budget_s)
+    plan(study, opts.quick, opts.budget_s)
+}
+
+/// The plan of `study` ([`StudyPlan::new`]), the peers deciding who speaks
+/// which workload's protocol: `quick` is `--quick`, `budget_s` `--budget`.
+pub fn plan(study: &StudyFile, quick: bool, budget_s: Option<f64>) -> StudyPlan {
+    StudyPlan::new(study, quick, budget_s, servers::speaks)
 }
 
 /// Runs `plan`, the plan of `study` (the study file gives each workload's

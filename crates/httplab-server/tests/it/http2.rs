@@ -87,9 +87,14 @@ impl H2Raw {
 
     /// GET `path` with `extra` fields on a new stream, read to its end.
     fn get(&mut self, path: &str, extra: &[(&str, &str)]) -> H2Resp {
+        self.request("GET", path, extra)
+    }
+
+    /// `method` `path` with `extra` fields on a new stream, read to its end.
+    fn request(&mut self, method: &str, path: &str, extra: &[(&str, &str)]) -> H2Resp {
         let id = self.next_id;
         self.next_id += 2;
-        let block = request_block("GET", false, "localhost", path, extra);
+        let block = request_block(method, false, "localhost", path, extra);
         let mut out = Vec::new();
         wire::write_frame(
             &mut out,
@@ -716,4 +721,22 @@ fn h2load_and_nghttp_over_tls() {
     assert_eq!(out.stdout, SMALL);
     let stats = server.shutdown();
     assert_eq!(stats.requests, 2001);
+}
+
+/// An error answered to a HEAD request (here 431, too many fields) is its
+/// head only, as a HEAD's answer must be; to GET it carries its page.
+#[test]
+fn an_error_answered_to_head_has_no_content_over_h2c() {
+    let site = site();
+    let server = start(h2c_config(&site.root));
+    let many: Vec<String> = (0..120).map(|i| format!("x-field-{i}")).collect();
+    let extra: Vec<(&str, &str)> = many.iter().map(|n| (n.as_str(), "v")).collect();
+    for (method, content) in [("HEAD", false), ("GET", true)] {
+        let mut c = H2Raw::open(server.local_addr());
+        let r = c.request(method, "/small.html", &extra);
+        assert_eq!(r.status, 431, "{method}");
+        assert_eq!(!r.body.is_empty(), content, "{method}");
+        assert!(r.header("content-length").is_some(), "{method}");
+    }
+    server.shutdown();
 }

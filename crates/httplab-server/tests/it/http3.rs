@@ -567,22 +567,35 @@ impl Raw {
     }
 }
 
-/// A HEADERS frame holding a GET of `path` (field lines of every QPACK
-/// kind the encoder writes).
-fn get_headers(path: &str) -> Vec<u8> {
-    use httplab_wire::h3::{frame, qpack};
-    let mut section = Vec::new();
-    // The prefix (Required Insert Count 0, Base 0), then `:method GET`
-    // by static index (17), the rest as literals.
-    section.extend_from_slice(&[0x00, 0x00, 0xc0 | 17]);
+/// The QPACK field section of a `method` request of `path` with `extra`
+/// fields: the prefix (Required Insert Count 0, Base 0), `:method GET` by
+/// static index (17), the rest by static name reference or as literals.
+fn request_section(method: &str, path: &str, extra: &[(String, &str)]) -> Vec<u8> {
+    use httplab_wire::h3::qpack;
+    let mut section = vec![0x00, 0x00];
+    if method == "GET" {
+        section.push(0xc0 | 17);
+    } else {
+        qpack::field(&mut section, b":method", method.as_bytes());
+    }
     for (n, v) in [
         (":scheme", "https"),
         (":authority", "localhost"),
         (":path", path),
+        ("user-agent", "raw"),
     ] {
         qpack::field(&mut section, n.as_bytes(), v.as_bytes());
     }
-    qpack::field(&mut section, b"user-agent", b"raw");
+    for (n, v) in extra {
+        qpack::field(&mut section, n.as_bytes(), v.as_bytes());
+    }
+    section
+}
+
+/// A HEADERS frame holding a GET of `path`.
+fn get_headers(path: &str) -> Vec<u8> {
+    use httplab_wire::h3::frame;
+    let section = request_section("GET", path, &[]);
     let mut wire = Vec::new();
     frame::put_head(&mut wire, frame::kind::HEADERS, section.len() as u64);
     wire.extend_from_slice(&section);
@@ -716,4 +729,41 @@ fn an_unknown_unidirectional_stream_is_stopped() {
     assert_eq!((status, body.as_slice()), (200, SMALL));
     drop(c);
     server.shutdown();
+}
+
+/// The engine's own part of a request, without sockets
+/// (`testkit::Harness::answer_h3`): a GET answered as over HTTP/1.1, and an
+/// error answered to HEAD (here 431, too many fields) is its head only, as
+/// a HEAD's answer must be, while to GET it carries its page.
+#[test]
+fn requests_are_answered_and_an_error_to_head_has_no_content() {
+    use httplab_server::testkit::{H3Reply, Harness};
+    let site = site();
+    let mut h = Harness::new(ServerConfig::for_root(&site.root)).expect("harness");
+    let now = std::time::Instant::now();
+    let status = |fields: &[(Vec<u8>, Vec<u8>)]| fields[0].clone();
+    let get = request_section("GET", "/small.html", &[]);
+    let H3Reply::Response(fields, body) = h.answer_h3(&get, now) else {
+        panic!("no response to a GET");
+    };
+    assert_eq!(status(&fields), (b":status".to_vec(), b"200".to_vec()));
+    assert_eq!(body.as_slice(), SMALL);
+    let many: Vec<(String, &str)> = (0..120).map(|i| (format!("x-field-{i}"), "v")).collect();
+    for (method, content) in [("HEAD", false), ("GET", true)] {
+        let req = request_section(method, "/small.html", &many);
+        let H3Reply::Response(fields, body) = h.answer_h3(&req, now) else {
+            panic!("no response to {method}");
+        };
+        assert_eq!(status(&fields).1, b"431", "{method}");
+        assert_eq!(!body.is_empty(), content, "{method}");
+        assert!(
+            fields.iter().any(|(n, _)| n == b"content-length"),
+            "{method}"
+        );
+    }
+    // A dynamic-table reference: the connection error, no answer.
+    assert!(matches!(
+        h.answer_h3(&[0x00, 0x00, 0x80], now),
+        H3Reply::Undecodable
+    ));
 }

@@ -152,7 +152,7 @@ mod tests {
                     [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n\
                     [[questions]]\nask = \"Is a better?\"\nevidence = [ { workload = \"w\", server = \"a\", versus = \"b\", seed_says = \"better\" } ]\n";
         let study = crate::spec::parse(text, "t.toml").expect("study");
-        let plan = StudyPlan::new(&study, false, None);
+        let plan = StudyPlan::new(&study, false, None, crate::execute::servers::speaks);
         let mut res = m::StudyResult::default();
         res.cells.push(m::Cell {
             workload: "w".into(),

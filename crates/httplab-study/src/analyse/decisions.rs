@@ -349,7 +349,12 @@ mod tests {
              [[servers]]\nname = \"base\"\nkind = \"lighttpd\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\n\
              target = \"/x\"\nrate = 100\nmetric = \"p50_ms\"\n{compare}"
         );
-        StudyPlan::new(&crate::spec::parse(&text, "t.toml").unwrap(), false, None)
+        StudyPlan::new(
+            &crate::spec::parse(&text, "t.toml").unwrap(),
+            false,
+            None,
+            crate::execute::servers::speaks,
+        )
     }
 
     fn planned(s: &StudyPlan) -> Vec<(String, String, String)> {

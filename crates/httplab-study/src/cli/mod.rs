@@ -69,7 +69,7 @@ pub fn cli_main(args: Vec<OsString>) -> Result<ExitCode> {
         } else {
             cli.budget
         };
-        let plan = StudyPlan::new(&study, cli.quick, budget);
+        let plan = crate::runner::plan(&study, cli.quick, budget);
         print!("{}", describe_plan(&study, &plan));
         if let Some(sh) = &shard {
             println!(
@@ -91,7 +91,7 @@ fn print_list() {
     println!("Built-in studies (run with `httplab study NAME`):");
     for (n, about, text) in BUILTINS {
         let runs = spec::parse(text, n)
-            .map(|s| StudyPlan::new(&s, false, None).runs_range().0)
+            .map(|s| crate::runner::plan(&s, false, None).runs_range().0)
             .unwrap_or(0);
         println!("  {n:<15} {about} [{runs} runs]");
     }

@@ -36,8 +36,8 @@ impl CpuSource {
     }
 
     /// Short name recorded with each result.
-    pub fn name(&self) -> &'static str {
-        self.kind().name()
+    pub fn name(&self) -> String {
+        self.kind().name().to_string()
     }
 
     /// The `cgroup.procs` files a new server process must join: its

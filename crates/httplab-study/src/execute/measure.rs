@@ -501,7 +501,7 @@ fn execute_run(
             1.0
         };
         cost.cpu_s = total * share;
-        cost.cpu_source = c.name().to_string();
+        cost.cpu_source = c.name();
     }
     run.server = Some(cost);
     run.config.facts.study.driver = Some(m::LoadDriver::HttplabLoad);

@@ -15,7 +15,6 @@ use crate::execute::context::Execution;
 use crate::execute::events::Event;
 use crate::execute::measure::{measure, usable, Measured, RunError};
 use crate::execute::packet_loss::Injector;
-use crate::execute::servers;
 use crate::execute::slots::{Down, Slot};
 use crate::plan::rounds;
 use crate::plan::steps::{Offer, StepParams};
@@ -87,7 +86,8 @@ pub fn run_workload(
     w: &Workload,
 ) -> Vec<StepRun> {
     // Slots are the plan's servers, in its order.
-    let wp = &cx.plan.workloads[wi];
+    let plan = cx.plan;
+    let wp = &plan.workloads[wi];
     let mine: Vec<usize> = wp
         .servers
         .iter()
@@ -98,25 +98,15 @@ pub fn run_workload(
     let (min_reps, max_reps) = wp.rounds;
     let steps = wp.steps.clone();
     let no_loss = loss_unavailable(cx, w);
-    // Servers that cannot speak the workload's protocol, with the reason;
-    // every server when its packet loss cannot be injected.
+    // Servers that cannot speak the workload's protocol, with the reason,
+    // as the plan decided them; every server when its packet loss cannot
+    // be injected.
     let left_out: BTreeMap<usize, (RunStatus, String)> = mine
         .iter()
-        .filter_map(|&i| {
-            match (
-                &no_loss,
-                servers::speaks(&slots[i].inst, w.protocol, cx.tls.is_some()),
-            ) {
-                (Some(why), _) => Some((i, (RunStatus::Skipped, why.clone()))),
-                (None, Err(why)) => Some((
-                    i,
-                    (
-                        RunStatus::Unsupported,
-                        format!("does not speak {}: {why}", w.protocol),
-                    ),
-                )),
-                (None, Ok(())) => None,
-            }
+        .filter_map(|&i| match (&no_loss, wp.left_out_reason(i)) {
+            (Some(why), _) => Some((i, (RunStatus::Skipped, why.clone()))),
+            (None, Some(why)) => Some((i, (RunStatus::Unsupported, why.to_string()))),
+            (None, None) => None,
         })
         .collect();
     let mut out = Vec::new();
@@ -390,7 +380,7 @@ impl<'a> Row<'a> {
         let run = run.map(|mut r| {
             if let (Some(v), Some(s)) = (&self.w.vary, self.step) {
                 let f = &mut r.config.facts.study;
-                f.param = Some(v.param);
+                f.param = Some(v.param.into());
                 f.step = Some(s.clone());
             }
             r

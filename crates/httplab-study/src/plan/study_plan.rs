@@ -9,8 +9,14 @@ use crate::plan::pinning::resolve_pinning;
 use crate::plan::rounds;
 use crate::plan::steps::{steps_with, StepParams};
 use crate::spec::{
-    expand_servers, Metric, Question, ServerInstance, StudyFile, Workload, WorkloadKind,
+    expand_servers, Metric, Protocol, Question, ServerInstance, StudyFile, Workload, WorkloadKind,
 };
+
+/// Whether a server speaks a protocol in a study over TLS (`true`) or in
+/// cleartext (Err says why not). The peers answer it (`servers::speaks`);
+/// the plan asks once per workload and server, and execution reads the
+/// plan's answer ([`WorkloadPlan::left_out`]).
+pub type Speaks = fn(&ServerInstance, Protocol, bool) -> Result<(), String>;
 
 /// Runs one capacity search is expected to take (for planning).
 pub const SEARCH_RUNS: u64 = 7;
@@ -31,6 +37,62 @@ fn servers_of<'a>(w: &Workload, all: &'a [ServerInstance]) -> Vec<&'a ServerInst
 /// counted in the estimate.
 const GAP_S: f64 = 0.1;
 
+/// The plan of workload `w`: its servers, those left out because they
+/// cannot speak its protocol, its steps, rounds and estimates (counting
+/// only the servers that run it).
+fn workload_plan(
+    study: &StudyFile,
+    protocol: &m::Protocol,
+    servers: &[ServerInstance],
+    w: &Workload,
+    speaks: Speaks,
+) -> WorkloadPlan {
+    let mine: Vec<usize> = servers_of(w, servers)
+        .iter()
+        .filter_map(|x| servers.iter().position(|s| s.name == x.name))
+        .collect();
+    let left_out: Vec<(usize, String)> = mine
+        .iter()
+        .filter_map(|&i| {
+            speaks(&servers[i], w.protocol, study.tls)
+                .err()
+                .map(|why| (i, format!("does not speak {}: {why}", w.protocol)))
+        })
+        .collect();
+    let running = (mine.len() - left_out.len()) as u64;
+    let steps = steps_with(w, &study.protocol);
+    let slices = w.slice_count();
+    let per_server = if w.kind == WorkloadKind::Sweep {
+        SEARCH_RUNS
+    } else {
+        u64::from(slices)
+    };
+    let round_seconds = running as f64
+        * steps
+            .iter()
+            .map(|st| {
+                let one = f64::from(slices) * (st.sliced(slices).run_seconds() + GAP_S);
+                if w.kind == WorkloadKind::Sweep {
+                    one * SEARCH_RUNS as f64
+                } else {
+                    one
+                }
+            })
+            .sum::<f64>();
+    WorkloadPlan {
+        name: w.name.clone(),
+        kind: w.kind,
+        slices,
+        runs_per_round: per_server * running * steps.len() as u64,
+        servers: mine,
+        left_out,
+        steps,
+        metric: rounds::primary_metric(study, w),
+        rounds: rounds::reps_of(protocol, w),
+        round_seconds,
+    }
+}
+
 /// What a study will run.
 #[derive(Debug, Clone)]
 pub struct StudyPlan {
@@ -42,6 +104,8 @@ pub struct StudyPlan {
     pub servers: Vec<ServerInstance>,
     /// Every workload, in the study's order.
     pub workloads: Vec<WorkloadPlan>,
+    /// The study serves and loads over TLS (`tls = true` or `--tls`).
+    pub tls: bool,
     /// The seconds of extra rounds the sequential design may spend.
     pub budget: Budget,
     /// Where the servers and the load generator run.
@@ -62,8 +126,14 @@ pub struct WorkloadPlan {
     pub kind: WorkloadKind,
     /// Measurement windows per run (slices; 1 when not sliced).
     pub slices: u32,
-    /// Indices into [`StudyPlan::servers`] of the servers it compares.
+    /// Indices into [`StudyPlan::servers`] of the servers it compares
+    /// (those [`WorkloadPlan::left_out`] included: each files a row with
+    /// the reason in every round).
     pub servers: Vec<usize>,
+    /// The servers of [`WorkloadPlan::servers`] that cannot speak its
+    /// protocol, each with the reason (`does not speak h3: …`): they never
+    /// run it, and the run and time estimates leave them out.
+    pub left_out: Vec<(usize, String)>,
     /// Its steps, each with its offered load, warm-up and window.
     pub steps: Vec<StepParams>,
     /// The metric it is judged by.
@@ -75,6 +145,17 @@ pub struct WorkloadPlan {
     pub runs_per_round: u64,
     /// Estimated seconds of one round of all its steps and servers.
     pub round_seconds: f64,
+}
+
+impl WorkloadPlan {
+    /// Why server `i` (an index into [`StudyPlan::servers`]) is left out of
+    /// this workload (None: it runs it).
+    pub fn left_out_reason(&self, i: usize) -> Option<&str> {
+        self.left_out
+            .iter()
+            .find(|(x, _)| *x == i)
+            .map(|(_, why)| why.as_str())
+    }
 }
 
 /// The seconds of extra rounds the sequential design may spend.
@@ -100,49 +181,15 @@ pub struct Pinning {
 
 impl StudyPlan {
     /// The plan of `study`: `quick` is `--quick` (recorded in the protocol),
-    /// `budget_s` the command line's `--budget` (overriding the file's).
-    pub fn new(study: &StudyFile, quick: bool, budget_s: Option<f64>) -> StudyPlan {
+    /// `budget_s` the command line's `--budget` (overriding the file's),
+    /// `speaks` who speaks which protocol (`servers::speaks`).
+    pub fn new(study: &StudyFile, quick: bool, budget_s: Option<f64>, speaks: Speaks) -> StudyPlan {
         let protocol = rounds::protocol(study, quick);
         let servers = expand_servers(study);
         let workloads = study
             .workloads
             .iter()
-            .map(|w| {
-                let mine: Vec<usize> = servers_of(w, &servers)
-                    .iter()
-                    .filter_map(|x| servers.iter().position(|s| s.name == x.name))
-                    .collect();
-                let steps = steps_with(w, &study.protocol);
-                let slices = w.slice_count();
-                let per_server = if w.kind == WorkloadKind::Sweep {
-                    SEARCH_RUNS
-                } else {
-                    u64::from(slices)
-                };
-                let round_seconds = mine.len() as f64
-                    * steps
-                        .iter()
-                        .map(|st| {
-                            let one = f64::from(slices) * (st.sliced(slices).run_seconds() + GAP_S);
-                            if w.kind == WorkloadKind::Sweep {
-                                one * SEARCH_RUNS as f64
-                            } else {
-                                one
-                            }
-                        })
-                        .sum::<f64>();
-                WorkloadPlan {
-                    name: w.name.clone(),
-                    kind: w.kind,
-                    slices,
-                    runs_per_round: per_server * mine.len() as u64 * steps.len() as u64,
-                    servers: mine,
-                    steps,
-                    metric: rounds::primary_metric(study, w),
-                    rounds: rounds::reps_of(&protocol, w),
-                    round_seconds,
-                }
-            })
+            .map(|w| workload_plan(study, &protocol, &servers, w, speaks))
             .collect();
         let budget = match budget_s.or(study.protocol.budget_s) {
             Some(b) => Budget::Seconds(b.max(0.0)),
@@ -154,6 +201,7 @@ impl StudyPlan {
             protocol,
             servers,
             workloads,
+            tls: study.tls,
             budget,
             pinning: Pinning {
                 server_cores,
@@ -221,6 +269,10 @@ impl StudyPlan {
 mod tests {
     use super::*;
 
+    fn all_speak(_: &ServerInstance, _: Protocol, _: bool) -> Result<(), String> {
+        Ok(())
+    }
+
     fn study(extra: &str) -> StudyFile {
         let text = format!(
             "name = \"t\"\n{extra}\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
@@ -234,7 +286,7 @@ mod tests {
     #[test]
     fn each_workload_knows_its_servers_steps_and_runs() {
         let s = study("");
-        let p = StudyPlan::new(&s, false, None);
+        let p = StudyPlan::new(&s, false, None, all_speak);
         assert_eq!(p.servers.len(), 3);
         assert_eq!(p.workloads[0].servers, vec![0, 1]);
         assert_eq!(p.workloads[1].servers, vec![0, 1, 2]);
@@ -253,36 +305,78 @@ mod tests {
     fn the_budget_comes_from_the_command_line_then_the_file() {
         let s = study("[protocol]\nbudget_s = 40\n");
         assert_eq!(
-            StudyPlan::new(&s, false, None).budget,
+            StudyPlan::new(&s, false, None, all_speak).budget,
             Budget::Seconds(40.0)
         );
         assert_eq!(
-            StudyPlan::new(&s, false, Some(0.0)).budget,
+            StudyPlan::new(&s, false, Some(0.0), all_speak).budget,
             Budget::Seconds(0.0)
         );
-        let p = StudyPlan::new(&study(""), false, None);
+        let p = StudyPlan::new(&study(""), false, None, all_speak);
         assert_eq!(p.budget, Budget::AsLongAsFirstRounds);
     }
 
     #[test]
     fn the_longest_estimate_adds_the_budget() {
         let s = study("[protocol]\nbudget_s = 40\n");
-        let p = StudyPlan::new(&s, false, None);
+        let p = StudyPlan::new(&s, false, None, all_speak);
         let first = p.first_rounds_seconds();
         assert!(first > 0.0);
         assert!((p.longest_seconds() - (first + 40.0)).abs() < 1e-9);
-        let none = StudyPlan::new(&s, false, Some(0.0));
+        let none = StudyPlan::new(&s, false, Some(0.0), all_speak);
         assert!((none.longest_seconds() - first).abs() < 1e-9);
-        let as_long = StudyPlan::new(&study(""), false, None);
+        let as_long = StudyPlan::new(&study(""), false, None, all_speak);
         assert!((as_long.longest_seconds() - 2.0 * first).abs() < 1e-9);
     }
 
     #[test]
     fn a_given_seed_is_kept_and_a_missing_one_drawn() {
         let s = study("[protocol]\nseed = 7\n");
-        let p = StudyPlan::new(&s, false, None);
+        let p = StudyPlan::new(&s, false, None, all_speak);
         assert!(p.seed_given);
         assert_eq!(p.protocol.seed, 7);
-        assert!(!StudyPlan::new(&study(""), false, None).seed_given);
+        assert!(!StudyPlan::new(&study(""), false, None, all_speak).seed_given);
+    }
+
+    /// Only httplab speaks HTTP/3, and only over TLS.
+    fn only_httplab_speaks_h3(inst: &ServerInstance, p: Protocol, tls: bool) -> Result<(), String> {
+        match p {
+            Protocol::H3 if !tls => Err("needs TLS".into()),
+            Protocol::H3 if inst.spec.kind != crate::spec::ServerKind::Httplab => {
+                Err("no QUIC".into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    #[test]
+    fn a_server_that_cannot_speak_a_workload_is_left_out_of_its_estimate() {
+        let text = "name = \"t\"\ntls = true\n\
+                    [[servers]]\nname = \"mine\"\nkind = \"httplab\"\n\
+                    [[servers]]\nname = \"peer\"\nkind = \"nginx\"\n\
+                    [[workloads]]\nname = \"w3\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\nprotocol = \"h3\"\n\
+                    [[workloads]]\nname = \"w1\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\n";
+        let s = crate::spec::parse(text, "t.toml").expect("study");
+        let p = StudyPlan::new(&s, false, None, only_httplab_speaks_h3);
+        assert!(p.tls);
+        let (w3, w1) = (&p.workloads[0], &p.workloads[1]);
+        // Both servers are the h3 workload's (the left-out one files a row
+        // with the reason), but only httplab runs it.
+        assert_eq!(w3.servers, vec![0, 1]);
+        assert_eq!(
+            w3.left_out,
+            vec![(1, "does not speak h3: no QUIC".to_string())]
+        );
+        assert_eq!(w3.left_out_reason(1), Some("does not speak h3: no QUIC"));
+        assert_eq!(w3.left_out_reason(0), None);
+        assert!(w1.left_out.is_empty());
+        assert_eq!(w3.runs_per_round, 1);
+        assert_eq!(w1.runs_per_round, 2);
+        // The same steps: one server's round is half of two servers'.
+        assert!((2.0 * w3.round_seconds - w1.round_seconds).abs() < 1e-9);
+        let (min, max) = w3.rounds;
+        assert_eq!(p.runs_range(), (3 * u64::from(min), 3 * u64::from(max)));
+        let expected = 1.5 * w1.round_seconds * f64::from(min);
+        assert!((p.first_rounds_seconds() - expected).abs() < 1e-9);
     }
 }

@@ -176,9 +176,9 @@ fn workload_lines(o: &mut String, s: &StudyFile, plan: &StudyPlan) {
                 if streams == 1 { "" } else { "s" }
             );
         }
-        for x in plan.servers_of(wi) {
-            if let Err(why) = servers::speaks(x, w.protocol, s.tls) {
-                let _ = writeln!(o, "    {} does not speak {}: {why}", x.name, w.protocol);
+        for (i, why) in &wp.left_out {
+            if let Some(x) = plan.servers.get(*i) {
+                let _ = writeln!(o, "    {} {why}", x.name);
             }
         }
         if let Some(pct) = w.loss_pct {
@@ -234,14 +234,20 @@ mod tests {
         let mut s = crate::spec::parse(text, "t.toml").expect("study");
         s.protocol.budget_s = Some(123.0);
         let mut o = String::new();
-        super::protocol_line(&mut o, &super::StudyPlan::new(&s, false, None));
+        super::protocol_line(
+            &mut o,
+            &super::StudyPlan::new(&s, false, None, super::servers::speaks),
+        );
         assert!(
             o.contains("then every server restarted, 123 s of extra rounds"),
             "{o}"
         );
         s.protocol.budget_s = Some(0.0);
         let mut o = String::new();
-        super::protocol_line(&mut o, &super::StudyPlan::new(&s, false, None));
+        super::protocol_line(
+            &mut o,
+            &super::StudyPlan::new(&s, false, None, super::servers::speaks),
+        );
         assert!(o.contains("no extra rounds"), "{o}");
     }
 
@@ -250,7 +256,7 @@ mod tests {
         let text = "name = \"t\"\n[[servers]]\nname = \"a\"\nkind = \"nginx\"\n[[servers]]\nname = \"b\"\nkind = \"h2o\"\n\
                     [[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/x\"\nrate = 100\n";
         let s = crate::spec::parse(text, "t.toml").expect("study");
-        let with = super::StudyPlan::new(&s, false, Some(120.0));
+        let with = super::StudyPlan::new(&s, false, Some(120.0), super::servers::speaks);
         let first = super::human_secs(with.first_rounds_seconds());
         let longest = super::human_secs(with.first_rounds_seconds() + 120.0);
         let shown = super::describe_plan(&s, &with);
@@ -264,7 +270,56 @@ mod tests {
             shown.contains("then every server restarted, 120 s of extra rounds"),
             "{shown}"
         );
-        let none = super::StudyPlan::new(&s, false, Some(0.0));
+        let none = super::StudyPlan::new(&s, false, Some(0.0), super::servers::speaks);
         assert!(super::time_text(&none).ends_with("(no extra rounds)"));
+    }
+
+    /// Every server speaks every protocol: the plan as it was counted
+    /// before left-out servers were taken out of the estimate.
+    fn everyone_speaks(
+        _: &crate::spec::ServerInstance,
+        _: crate::spec::Protocol,
+        _: bool,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+
+    #[test]
+    fn the_protocols_estimate_counts_only_the_servers_that_run() {
+        let text = crate::studies::builtin("protocols").expect("the protocols built-in");
+        let s = crate::spec::parse(text, "protocols").expect("study");
+        let plan = super::StudyPlan::new(&s, false, None, super::servers::speaks);
+        let all = super::StudyPlan::new(&s, false, None, everyone_speaks);
+        for (wp, every) in plan.workloads.iter().zip(&all.workloads) {
+            let n = wp.servers.len() as u64;
+            let running = n - wp.left_out.len() as u64;
+            assert_eq!(wp.runs_per_round * n, every.runs_per_round * running);
+            let scaled = every.round_seconds * running as f64 / n as f64;
+            assert!((wp.round_seconds - scaled).abs() < 1e-9, "{}", wp.name);
+            if wp.name.contains("h3") {
+                let out: Vec<&str> = wp
+                    .left_out
+                    .iter()
+                    .map(|(i, _)| plan.servers[*i].name.as_str())
+                    .collect();
+                assert_eq!(out, ["nginx", "h2o", "lighttpd"], "{}", wp.name);
+                assert_eq!(running, 3, "{}: httplab, Caddy and ngtcp2", wp.name);
+            }
+        }
+        assert!(plan.runs_range().0 < all.runs_range().0);
+        assert!(plan.first_rounds_seconds() < all.first_rounds_seconds());
+        // The plan's text shows the estimate of the servers that run, and
+        // each left-out server once with its reason.
+        let shown = super::describe_plan(&s, &plan);
+        let first = super::human_secs(plan.first_rounds_seconds());
+        assert!(
+            shown.contains(&format!("about {first} for the first rounds")),
+            "{shown}"
+        );
+        assert!(
+            shown.contains(&format!("total: {} to ", plan.runs_range().0)),
+            "{shown}"
+        );
+        assert!(shown.contains("    nginx does not speak h3: "), "{shown}");
     }
 }

@@ -28,7 +28,7 @@ fn missing_peers_are_reported_not_dropped() {
         common::helper_server_toml("present", None)
     );
     let s = spec::parse(&text, "ni.toml").unwrap();
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     assert!(
         plan.contains("not installed (Debian package: h2o)"),
         "{plan}"

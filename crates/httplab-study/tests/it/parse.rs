@@ -9,10 +9,10 @@ fn every_builtin_parses_and_plans() {
         let s = spec::parse(text, name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert_eq!(s.name, *name);
         assert!(
-            runner::StudyPlan::new(&s, false, None).runs_range().0 > 0,
+            runner::plan(&s, false, None).runs_range().0 > 0,
             "{name} plans no runs"
         );
-        let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+        let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
         assert!(plan.contains("total:"), "{plan}");
     }
     for n in [
@@ -32,7 +32,7 @@ fn every_builtin_parses_and_plans() {
 #[test]
 fn multiplexing_asks_the_models_question_over_h1_and_h2() {
     let s = spec::parse(builtin("multiplexing").unwrap(), "multiplexing").unwrap();
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     for line in [
         "httplab event (httplab, workers 1): available",
         "httplab threads",
@@ -77,12 +77,12 @@ fn protocols_plans_h1_h2_h3_over_tls_with_who_does_not_speak_them() {
     // rounds (6 servers over h1 and h2, 3 over h3). The plan's estimate
     // counts each server left out of a workload for its protocol as a run
     // (60 rows of 4 rounds; 42 are measured), so it overestimates.
-    let plan = runner::StudyPlan::new(&s, false, None);
+    let plan = runner::plan(&s, false, None);
     let (lo, _) = plan.runs_range();
     assert!(lo <= 240, "{lo} runs");
     let secs = plan.longest_seconds();
     assert!(secs < 360.0, "{secs} s");
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     for line in [
         "over HTTP/3 (h3 over QUIC)",
         "nginx does not speak h3: ",
@@ -111,8 +111,7 @@ fn loss_pct_is_a_percentage_of_load_and_users_workloads() {
     let s = spec::parse(&wl("users", "users = 2\nloss_pct = 1\n"), "l.toml").unwrap();
     assert_eq!(s.workloads[0].loss_pct, Some(1.0));
     assert!(
-        runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None))
-            .contains("1 % packet loss on lo")
+        runner::describe_plan(&s, &runner::plan(&s, false, None)).contains("1 % packet loss on lo")
     );
     for bad in ["0", "-1", "60"] {
         let e = err_of(&wl("load", &format!("loss_pct = {bad}\n")));
@@ -184,6 +183,18 @@ fn unknown_field_names_its_line() {
     let e = err_of(&text);
     assert!(e.starts_with("bad.toml:6:"), "{e}");
     assert!(e.contains("workerz"), "{e}");
+}
+
+/// A study file is strict where a result document is lenient: a `vary`
+/// parameter this version does not know is refused, with the valid words.
+#[test]
+fn an_unknown_vary_param_is_refused_with_the_valid_ones() {
+    let text = format!("{OK_HEAD}[[servers]]\nkind = \"nginx\"\n[[workloads]]\nname = \"w\"\nkind = \"load\"\ntarget = \"/a.txt\"\nrate = 10\nvary = {{ param = \"streams\", values = [1, 2] }}\n");
+    let e = err_of(&text);
+    assert!(e.contains("streams"), "{e}");
+    for p in httplab_model::VaryParam::ALL {
+        assert!(e.contains(p.as_str()), "{e}");
+    }
 }
 
 #[test]
@@ -811,10 +822,8 @@ fn protocol_errors_say_why() {
     )
     .unwrap();
     assert_eq!(s.workloads[0].streams, Some(20));
-    let plan = httplab_study::runner::describe_plan(
-        &s,
-        &httplab_study::runner::StudyPlan::new(&s, false, None),
-    );
+    let plan =
+        httplab_study::runner::describe_plan(&s, &httplab_study::runner::plan(&s, false, None));
     assert!(
         plan.contains("20 streams in flight per connection"),
         "{plan}"
@@ -838,7 +847,7 @@ fn the_plan_lists_who_does_not_speak_h2() {
                 [[servers]]\nkind = \"httplab\"\n[[servers]]\nkind = \"apache\"\nmpm = \"prefork\"\n\
                 [[workloads]]\nname = \"w\"\nkind = \"users\"\ntarget = \"/a.txt\"\nusers = 2\nprotocol = \"h2\"\n";
     let s = spec::parse(text, "p.toml").unwrap();
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     assert!(
         plan.contains("over HTTP/2 (h2c by prior knowledge)"),
         "{plan}"

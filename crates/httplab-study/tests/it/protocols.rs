@@ -163,7 +163,7 @@ fn run(tls: bool) {
     let exe = runner::find_httplab_exe();
     let text = study_text(tls, &peers, exe.is_some());
     let s = spec::parse(&text, "h2.toml").unwrap_or_else(|e| panic!("{e:#}"));
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     assert!(plan.contains("over HTTP/2"), "{plan}");
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
@@ -260,7 +260,7 @@ fn h3_workload_against_caddy_and_ngtcp2() {
     let exe = runner::find_httplab_exe();
     let s = spec::parse(&h3_study_text(&h3, &others, exe.is_some()), "h3.toml")
         .unwrap_or_else(|e| panic!("{e:#}"));
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     assert!(plan.contains("over HTTP/3"), "{plan}");
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
@@ -372,10 +372,10 @@ fn packet_loss_is_injected_or_skipped_and_always_removed() {
         for r in &res.runs {
             let run = r.run.as_ref().expect("a run result");
             assert!(run.totals.replies > 0, "{}", r.workload);
-            let loss = run.config.facts.study.packet_loss;
-            assert_eq!(loss.map(|l| l.pct), Some(1.0), "{}", r.workload);
+            let loss = &run.config.facts.study.packet_loss;
+            assert_eq!(loss.as_ref().map(|l| l.pct), Some(1.0), "{}", r.workload);
             assert_eq!(run.http3.is_some(), r.workload == "h3-loss");
-            let how = loss.and_then(|l| l.method);
+            let how = loss.as_ref().and_then(|l| l.method.as_ref());
             assert!(how.is_some(), "{how:?}");
         }
     } else {

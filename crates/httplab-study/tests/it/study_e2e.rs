@@ -501,7 +501,7 @@ fn capacity_search_and_vary_workloads_end_to_end() {
         .iter()
         .map(|r| {
             let f = &r.run.as_ref().unwrap().config.facts.study;
-            assert_eq!(f.param, Some(m::VaryParam::Target));
+            assert_eq!(f.param, Some(m::VaryParam::Target.into()));
             f.step.as_deref().unwrap()
         })
         .collect();

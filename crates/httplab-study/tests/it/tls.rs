@@ -38,7 +38,7 @@ fn tls_study_end_to_end_against_httplab() {
     let s = parse(&text);
     assert!(s.tls);
     assert_eq!(s.workloads[0].tls_resume, Some(false));
-    let plan = runner::describe_plan(&s, &runner::StudyPlan::new(&s, false, None));
+    let plan = runner::describe_plan(&s, &runner::plan(&s, false, None));
     assert!(plan.contains("a full handshake per connection"), "{plan}");
     let opts = Options {
         httplab_exe: Some(exe),

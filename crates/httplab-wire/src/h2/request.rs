@@ -158,6 +158,12 @@ impl RequestFields {
         &self.head
     }
 
+    /// Whether the decoded `:method` is `HEAD` (known even when the request
+    /// is then refused: an error answered to HEAD carries no content).
+    pub fn is_head(&self) -> bool {
+        self.method.clone().is_some_and(|r| &self.buf[r] == b"HEAD")
+    }
+
     /// The declared `content-length`, if any.
     pub fn content_length(&self) -> Option<u64> {
         self.content_length
@@ -263,6 +269,24 @@ mod tests {
         (":authority", "h"),
         (":path", "/a/b?x=1"),
     ];
+
+    #[test]
+    fn a_head_is_known_even_when_the_request_is_refused() {
+        let mut list = vec![(":method", "HEAD"), (":scheme", "http"), (":path", "/")];
+        assert!(fields(&list).is_head());
+        let many: Vec<String> = (0..=Limits::default().max_headers)
+            .map(|i| format!("x-{i}"))
+            .collect();
+        list.extend(many.iter().map(|n| (n.as_str(), "v")));
+        let f = fields(&list);
+        assert!(f.is_head());
+        assert_eq!(
+            f.request(&Limits::default()).err(),
+            Some(RequestError::HeaderFieldsTooLarge)
+        );
+        assert!(!fields(&GET).is_head());
+        assert!(!fields(&[(":method", "HEADX")]).is_head());
+    }
 
     #[test]
     fn a_get_becomes_the_typed_request() {
