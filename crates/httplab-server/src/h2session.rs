@@ -822,7 +822,8 @@ impl H2Session {
                         self.frame_file(s.id, &mut s.send_window, f, (a, e, e - a), last)
                     };
                     if a + n < e {
-                        s.body.push_back(Waiting::File(Arc::clone(f), a + n, e, e - a));
+                        s.body
+                            .push_back(Waiting::File(Arc::clone(f), a + n, e, e - a));
                     }
                 }
             }

@@ -1,25 +1,51 @@
 //! HTTP/3 (`--http3`): QUIC on UDP at the TLS listener's address and port,
-//! served by quinn's async engine (with `h3` and `h3-quinn`) on a
-//! current-thread tokio runtime in a thread of its own, **whatever
-//! `--model`** serves TCP.
+//! served by quinn's async engine on a current-thread tokio runtime in a
+//! thread of its own, **whatever `--model`** serves TCP. HTTP/3 framing and
+//! QPACK are `httplab-wire`'s `h3` codec (why by hand, with the measurement:
+//! its module docs); this module moves its bytes over quinn's streams.
 //!
-//! **One handler.** A request's decoded field list (QPACK is `h3`'s) is
-//! checked by `httplab-wire`'s `h2::request` rules — HTTP/3's are the same
-//! (RFC 9114 §4.3) — into the typed `Request` every protocol shares, and
-//! answered by [`Handler::respond`] into an [`OutQueue`] in the HTTP/1.1
-//! layout, as `h2session` does: the head becomes the HTTP/3 response
-//! fields (connection-specific fields dropped), the body pieces become DATA
-//! — memory bytes copied once into `Bytes`, file ranges read in
-//! [`FILE_CHUNK`] chunks. Statuses, ranges, conditionals, precompressed
-//! variants, `Cache-Control`, listings and confinement are the handler's,
-//! so they answer as over HTTP/1.1. The engine's handler counts requests in
-//! the server's statistics and writes access-log lines with the protocol
+//! **Streams.** Per connection the server opens its control stream (type
+//! and SETTINGS: QPACK table capacity 0, no blocked streams, the field
+//! section bound) and accepts the client's streams, each a task:
+//! - its control stream: SETTINGS first, then GOAWAY, MAX_PUSH_ID and
+//!   unknown frames (the order rules are the codec's); frames of at most
+//!   [`CONTROL_FRAME_MAX`] octets; its end, or a second control stream, is a
+//!   connection error (H3_CLOSED_CRITICAL_STREAM, H3_STREAM_CREATION_ERROR);
+//! - its QPACK encoder stream (with capacity 0 it may only say "capacity
+//!   0", else QPACK_ENCODER_STREAM_ERROR) and decoder stream (read and
+//!   dropped), each within [`QPACK_STREAM_MAX`] octets; a second one is
+//!   H3_STREAM_CREATION_ERROR, its end H3_CLOSED_CRITICAL_STREAM;
+//! - a push stream is H3_STREAM_CREATION_ERROR; a stream of an unknown type
+//!   is stopped (STOP_SENDING H3_STREAM_CREATION_ERROR), the connection
+//!   goes on;
+//! - a request stream: frames up to its HEADERS (unknown ones skipped), the
+//!   field section decoded into the fields every protocol's request is
+//!   checked by, answered, then the rest (DATA, trailers) read and dropped
+//!   with the frame order checked. A connection error of the codec (frame
+//!   order, QPACK) closes the connection with its code; a malformed request
+//!   (RFC 9114 §4.1.2) is the stream error H3_MESSAGE_ERROR; a stream
+//!   ending before its HEADERS, H3_REQUEST_INCOMPLETE.
+//!
+//! **One handler.** A request's decoded fields go to `httplab-wire`'s
+//! `h2::request` rules — HTTP/3's are the same (RFC 9114 §4.3) — as they
+//! are decoded, into the typed `Request` every protocol shares, answered by
+//! [`Handler::respond`] into an [`OutQueue`] in the HTTP/1.1 layout, as
+//! `h2session` does. The head becomes the HEADERS frame (the codec's
+//! encoder) and the memory bytes after it one DATA frame, both written at
+//! once from a buffer reused across requests; file ranges follow in
+//! [`FILE_CHUNK`] DATA frames, each read into a buffer quinn keeps until it
+//! is acknowledged. Statuses, ranges, conditionals, precompressed variants,
+//! `Cache-Control`, listings and confinement are the handler's, so they
+//! answer as over HTTP/1.1. The engine's handler counts requests in the
+//! server's statistics and writes access-log lines with the protocol
 //! `HTTP/3`; each QUIC connection counts as one accepted connection.
 //!
 //! **Settings.** ALPN `h3`, TLS 1.3 (QUIC's); at most [`MAX_STREAMS`]
 //! concurrent request streams per connection; a request's field section is
-//! bounded by `--max-header-bytes`' limit (`h3` answers a larger one with
-//! 431 itself); the QUIC idle timeout is the server's `--idle-timeout`;
+//! bounded by `--max-header-bytes`' limit (announced as
+//! SETTINGS_MAX_FIELD_SECTION_SIZE; a larger decoded section, or a HEADERS
+//! frame longer than the limit, which is skipped unread, is answered 431);
+//! the QUIC idle timeout is the server's `--idle-timeout`;
 //! UDP socket buffers of [`UDP_BUFFER`] each way (the kernel may clamp
 //! them to `wmem_max`/`rmem_max`: [`UdpFacts`] says what it granted).
 //! GSO and GRO are quinn-udp's, used whenever the kernel offers them
@@ -55,8 +81,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::{Bytes, BytesMut};
-use h3::error::Code;
 use httplab_wire::h2::request::RequestFields;
+use httplab_wire::h3::frame::{self, Control, ControlFrames, Frame, FrameReader, RequestFrames};
+use httplab_wire::h3::qpack::{self, DecodeError};
+use httplab_wire::h3::{self};
 use httplab_wire::request::{RequestError, Version};
 use quinn::VarInt;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -64,7 +92,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::config::ServerConfig;
-use crate::handler::{Answer, ConnHeader, Handler};
+use crate::handler::{ConnHeader, Handler};
 use crate::out::{OutQueue, Piece};
 
 /// Requested UDP socket buffer size, each way.
@@ -283,15 +311,19 @@ struct Shared {
     /// Handshakes in progress.
     handshaking: Cell<usize>,
     stop: watch::Receiver<bool>,
-    /// Output queues of finished requests, kept for the next ones (their
-    /// buffers keep their capacity).
-    outs: RefCell<Vec<OutQueue>>,
-    /// The request fields being checked (reused: requests are answered one
-    /// at a time, without an await in between).
+    /// Buffers of finished request streams, kept for the next ones (they
+    /// keep their capacity).
+    scratch: RefCell<Vec<Scratch>>,
+    /// The request fields being checked and the QPACK decoder's scratch
+    /// (reused: requests are answered one at a time, without an await in
+    /// between).
     fields: RefCell<RequestFields>,
+    qpack: RefCell<qpack::Decoder>,
+    /// The server's control stream opening (type and SETTINGS).
+    control_preface: Vec<u8>,
 }
 
-/// Queues kept in [`Shared::outs`] at most.
+/// Request-stream buffers kept in [`Shared::scratch`] at most.
 const OUTS_KEPT: usize = 256;
 
 /// A connection's requests in flight (tasks of their own), and the wake-up
@@ -310,20 +342,22 @@ impl InFlight {
     }
 }
 
-/// Counts one request in flight while it lives.
-struct Flying(Rc<InFlight>);
+/// Counts one request of a connection in flight while it lives.
+struct Flying(Rc<Conn>);
 
 impl Flying {
-    fn new(f: &Rc<InFlight>) -> Flying {
+    fn new(c: &Rc<Conn>) -> Flying {
+        let f = &c.flying;
         f.count.set(f.count.get() + 1);
-        Flying(Rc::clone(f))
+        Flying(Rc::clone(c))
     }
 }
 
 impl Drop for Flying {
     fn drop(&mut self) {
-        self.0.count.set(self.0.count.get().saturating_sub(1));
-        self.0.done.notify_one();
+        let f = &self.0.flying;
+        f.count.set(f.count.get().saturating_sub(1));
+        f.done.notify_one();
     }
 }
 
@@ -344,8 +378,10 @@ async fn serve(
         cfg: Arc::clone(&cfg),
         handshaking: Cell::new(0),
         stop: stop.clone(),
-        outs: RefCell::new(Vec::new()),
+        scratch: RefCell::new(Vec::new()),
         fields: RefCell::new(RequestFields::default()),
+        qpack: RefCell::new(qpack::Decoder::default()),
+        control_preface: frame::control_preface(cfg.limits.max_header_bytes as u64),
     });
     let mut conns = JoinSet::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -435,11 +471,13 @@ impl Drop for Handshaking<'_> {
 ///
 /// This future is the task an idle connection keeps, so it is kept small:
 /// the steps with large state of their own are boxed while they run and
-/// freed after (the handshake, `h3`'s connection set-up of about 4 KiB, the
-/// GOAWAY), and the HTTP/3 connection lives in one binding only (a binding
-/// moved from still keeps its room in a future). Inline, they made each
-/// connection's task about 8.5 KiB, 3.3 KiB now (bench/h3-idle: 4.7 KiB less
-/// resident per idle connection).
+/// freed after (the handshake, opening the control stream, the GOAWAY), and
+/// the connection lives in one binding only (a binding moved from still
+/// keeps its room in a future). Inline, such steps made each connection's
+/// task about 8.5 KiB, 3.3 KiB once boxed (bench/h3-idle: 4.7 KiB less
+/// resident per idle connection); 600 octets since `h3`'s connection state
+/// left it, beside the client's control and QPACK streams, read by tasks
+/// of their own of 336 octets each (`an_idle_connection_task_stays_small`).
 async fn connection(connecting: quinn::Connecting, shared: Rc<Shared>) {
     let Some(quic) = Box::pin(handshake(connecting, &shared)).await else {
         return;
@@ -458,19 +496,23 @@ async fn handshake(connecting: quinn::Connecting, shared: &Shared) -> Option<qui
     }
 }
 
-/// The HTTP/3 connection over `quic`: its requests, each a task, until the
-/// peer ends it or the server stops; returns when the requests in flight
-/// are answered.
+/// The HTTP/3 connection over `quic`: the server's control stream opened,
+/// the client's streams accepted (requests and unidirectional ones, each
+/// a task) until the peer ends it, a connection error closes it or the
+/// server stops (GOAWAY); returns when the requests in flight are
+/// answered.
 async fn requests(quic: quinn::Connection, shared: &Rc<Shared>) {
     let peer = quic.remote_address().ip();
-    let max_fields = shared.cfg.limits.max_header_bytes as u64;
-    let mut builder = h3::server::builder();
-    builder.max_field_section_size(max_fields);
-    let Ok(mut conn) = Box::pin(builder.build::<_, Bytes>(h3_quinn::Connection::new(quic))).await
-    else {
+    let Some(mut control) = Box::pin(open_control(&quic, shared)).await else {
         return;
     };
-    let flying = Rc::new(InFlight::default());
+    let conn = Rc::new(Conn {
+        quic,
+        flying: InFlight::default(),
+        seen: Cell::new(0),
+    });
+    // The first request stream not accepted (what a GOAWAY names).
+    let mut next_id = 0u64;
     let stopping = stopped(shared.stop.clone());
     tokio::pin!(stopping);
     loop {
@@ -478,19 +520,182 @@ async fn requests(quic: quinn::Connection, shared: &Rc<Shared>) {
             () = &mut stopping => {
                 // GOAWAY naming the stream after the last one accepted:
                 // those before it are answered, later ones refused.
-                let _ = Box::pin(conn.shutdown(1)).await;
+                Box::pin(goaway(&mut control, next_id)).await;
                 break;
             }
-            r = conn.accept() => match r {
-                Ok(Some(resolver)) => {
-                    let f = Flying::new(&flying);
-                    tokio::task::spawn_local(request(resolver, Rc::clone(shared), peer, f));
+            r = conn.quic.accept_bi() => match r {
+                Ok((send, recv)) => {
+                    next_id = u64::from(recv.id()) + 4;
+                    let f = Flying::new(&conn);
+                    tokio::task::spawn_local(request(send, recv, Rc::clone(shared), peer, f));
                 }
-                Ok(None) | Err(_) => break,
+                Err(_) => break,
+            },
+            r = conn.quic.accept_uni() => match r {
+                Ok(recv) => {
+                    tokio::task::spawn_local(unidirectional(recv, Rc::clone(&conn)));
+                }
+                Err(_) => break,
             },
         }
     }
-    flying.drained().await;
+    conn.flying.drained().await;
+}
+
+/// Opens the server's control stream with its SETTINGS; None when the
+/// connection is gone.
+async fn open_control(quic: &quinn::Connection, shared: &Shared) -> Option<quinn::SendStream> {
+    let mut control = quic.open_uni().await.ok()?;
+    control.write_all(&shared.control_preface).await.ok()?;
+    Some(control)
+}
+
+/// Sends a GOAWAY naming `id` on the control stream.
+async fn goaway(control: &mut quinn::SendStream, id: u64) {
+    let mut b = Vec::with_capacity(10);
+    frame::goaway_frame(&mut b, id);
+    let _ = control.write_all(&b).await;
+}
+
+/// A connection's state its stream tasks share.
+struct Conn {
+    quic: quinn::Connection,
+    /// Its requests in flight.
+    flying: InFlight,
+    /// The client's critical unidirectional streams opened so far (bit
+    /// `1 << type`: control, QPACK encoder, QPACK decoder).
+    seen: Cell<u8>,
+}
+
+impl Conn {
+    /// Closes the connection with the error's code.
+    fn fail(&self, e: h3::Error) {
+        let code = VarInt::from_u64(e.code()).unwrap_or(VarInt::from_u32(H3_NO_ERROR));
+        self.quic.close(code, b"");
+    }
+
+    /// Records the client's stream of critical `kind`; false when it had
+    /// one already (H3_STREAM_CREATION_ERROR).
+    fn first_of(&self, kind: u64) -> bool {
+        let bit = 1u8 << kind;
+        let first = self.seen.get() & bit == 0;
+        self.seen.set(self.seen.get() | bit);
+        first
+    }
+}
+
+/// Bytes a client's control stream frame may hold (SETTINGS, GOAWAY,
+/// MAX_PUSH_ID, CANCEL_PUSH; longer: H3_EXCESSIVE_LOAD).
+pub const CONTROL_FRAME_MAX: u64 = 4096;
+/// Bytes a client's QPACK encoder or decoder stream may carry over the
+/// connection's life (longer: H3_EXCESSIVE_LOAD). With a table of capacity
+/// 0 its encoder has one thing to say (capacity 0), its decoder at most a
+/// Stream Cancellation per request.
+pub const QPACK_STREAM_MAX: u64 = 1 << 20;
+
+/// One of the client's unidirectional streams, by its type (RFC 9114
+/// §6.2): a connection error closes the connection.
+async fn unidirectional(mut recv: quinn::RecvStream, conn: Rc<Conn>) {
+    let mut first = Vec::new();
+    let kind = loop {
+        if let Some((kind, n)) = h3::varint(&first) {
+            first.drain(..n);
+            break kind;
+        }
+        match recv.read_chunk(usize::MAX, true).await {
+            Ok(Some(c)) => first.extend_from_slice(&c.bytes),
+            _ => return,
+        }
+    };
+    let r = match kind {
+        h3::stream::CONTROL if conn.first_of(kind) => control_stream(recv, &first).await,
+        h3::stream::QPACK_ENCODER | h3::stream::QPACK_DECODER if conn.first_of(kind) => {
+            qpack_stream(recv, &first, kind == h3::stream::QPACK_ENCODER).await
+        }
+        h3::stream::CONTROL
+        | h3::stream::QPACK_ENCODER
+        | h3::stream::QPACK_DECODER
+        | h3::stream::PUSH => Err(h3::Error::StreamCreation),
+        _ => {
+            // An unknown type (or a reserved one): not read.
+            let _ = recv.stop(VarInt::from_u32(h3::code::STREAM_CREATION_ERROR as u32));
+            Ok(())
+        }
+    };
+    if let Err(e) = r {
+        conn.fail(e);
+    }
+}
+
+/// The next chunk of a critical stream; its end or reset is
+/// H3_CLOSED_CRITICAL_STREAM, None when the connection is gone.
+async fn critical_chunk(recv: &mut quinn::RecvStream) -> Result<Option<Bytes>, h3::Error> {
+    match recv.read_chunk(usize::MAX, true).await {
+        Ok(Some(c)) => Ok(Some(c.bytes)),
+        Ok(None) | Err(quinn::ReadError::Reset(_)) => Err(h3::Error::ClosedCriticalStream),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The client's control stream: SETTINGS first, then GOAWAY, MAX_PUSH_ID
+/// and unknown frames, read until the connection ends.
+async fn control_stream(mut recv: quinn::RecvStream, first: &[u8]) -> Result<(), h3::Error> {
+    let mut r = FrameReader::default();
+    r.push(first);
+    let mut order = ControlFrames::default();
+    loop {
+        while let Some(f) = r.next(ControlFrames::keeps, CONTROL_FRAME_MAX) {
+            let (kind, payload) = match f {
+                Frame::Whole { kind, payload } => (kind, payload),
+                Frame::Skipped { kind, .. } => (kind, &[][..]),
+                Frame::TooLong { .. } => return Err(h3::Error::ExcessiveLoad),
+            };
+            match order.frame(kind)? {
+                // The client's limits concern what it is sent: this
+                // server's response sections are small and never use
+                // the client's table.
+                Control::Settings => {
+                    h3::Settings::decode(payload)?;
+                }
+                // It never pushes: push IDs only need to be well-formed.
+                Control::Goaway | Control::MaxPushId => {
+                    frame::single_varint(payload)?;
+                }
+                Control::Ignored => {}
+            }
+        }
+        match critical_chunk(&mut recv).await? {
+            Some(b) => r.push(&b),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The client's QPACK encoder stream (only Set Dynamic Table Capacity 0,
+/// the octet 0x20, fits a table of capacity 0: anything else is
+/// QPACK_ENCODER_STREAM_ERROR) or decoder stream (read and dropped: this
+/// server's sections never use a table), each within
+/// [`QPACK_STREAM_MAX`].
+async fn qpack_stream(
+    mut recv: quinn::RecvStream,
+    first: &[u8],
+    encoder: bool,
+) -> Result<(), h3::Error> {
+    let mut total = 0u64;
+    let mut chunk = Bytes::copy_from_slice(first);
+    loop {
+        total += chunk.len() as u64;
+        if total > QPACK_STREAM_MAX {
+            return Err(h3::Error::ExcessiveLoad);
+        }
+        if encoder && chunk.iter().any(|&b| b != 0x20) {
+            return Err(h3::Error::EncoderStream);
+        }
+        match critical_chunk(&mut recv).await? {
+            Some(b) => chunk = b,
+            None => return Ok(()),
+        }
+    }
 }
 
 /// An accepted connection in the server's statistics, counted closed when
@@ -510,185 +715,281 @@ impl Drop for Counted {
     }
 }
 
-type Resolver = h3::server::RequestResolver<h3_quinn::Connection, Bytes>;
-type Stream = h3::server::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>;
+/// Buffers a request stream uses, kept in [`Shared::scratch`] for the next
+/// one (they keep their capacity).
+#[derive(Default)]
+struct Scratch {
+    reader: FrameReader,
+    out: OutQueue,
+    /// The response's field section.
+    section: Vec<u8>,
+    /// The HEADERS frame and the first DATA frame, written at once.
+    wire: Vec<u8>,
+}
 
-/// One request stream: the request answered by the handler, sent back.
-async fn request(resolver: Resolver, shared: Rc<Shared>, peer: IpAddr, _flying: Flying) {
-    let Ok((req, mut stream)) = resolver.resolve_request().await else {
-        return;
+/// How a request stream went.
+pub(crate) enum Outcome {
+    /// Answered into the scratch queue.
+    Answered,
+    /// Malformed (RFC 9114 §4.1.2): the stream error H3_MESSAGE_ERROR.
+    Malformed,
+    /// Ended before its HEADERS: H3_REQUEST_INCOMPLETE.
+    Incomplete,
+    /// A connection error.
+    Failed(h3::Error),
+    /// Reset by the client, or the connection is gone.
+    Gone,
+}
+
+/// One request stream: read up to its HEADERS, answered by the handler,
+/// the answer sent, the rest of the request (body, trailers) drained.
+async fn request(
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    shared: Rc<Shared>,
+    peer: IpAddr,
+    flying: Flying,
+) {
+    let conn = Rc::clone(&flying.0);
+    let mut s = shared.scratch.borrow_mut().pop().unwrap_or_default();
+    s.reader.reset();
+    let mut order = RequestFrames::default();
+    let outcome = read_request(&mut recv, &mut s, &mut order, &shared, peer).await;
+    let mut sent = (0, 0);
+    let outcome = match outcome {
+        Outcome::Answered => match respond(&mut send, &mut s).await {
+            Some(n) => {
+                sent = n;
+                // Answered: no longer in flight for a graceful shutdown,
+                // whatever the rest of the request does.
+                drop(flying);
+                drain(&mut recv, &mut s.reader, &mut order).await
+            }
+            None => Outcome::Gone,
+        },
+        o => o,
     };
-    let mut out = shared.outs.borrow_mut().pop().unwrap_or_default();
-    let sent = respond(&req, &mut stream, &shared, peer, &mut out).await;
-    out.clear();
-    let mut outs = shared.outs.borrow_mut();
-    if outs.len() < OUTS_KEPT {
-        outs.push(out);
+    match outcome {
+        Outcome::Answered | Outcome::Gone => {}
+        Outcome::Malformed => reset(&mut send, &mut recv, h3::code::MESSAGE_ERROR),
+        Outcome::Incomplete => reset(&mut send, &mut recv, h3::code::REQUEST_INCOMPLETE),
+        Outcome::Failed(e) => conn.fail(e),
     }
-    drop(outs);
+    s.out.clear();
+    let mut kept = shared.scratch.borrow_mut();
+    if kept.len() < OUTS_KEPT {
+        kept.push(s);
+    }
+    drop(kept);
     let mut h = shared.handler.borrow_mut();
     h.count_io(sent.0, sent.1);
     h.flush_stats();
 }
 
-/// Answers `req` into `out` and sends the answer on `stream`; the body
-/// bytes and DATA frames sent.
-async fn respond(
-    req: &http::Request<()>,
-    stream: &mut Stream,
+/// A stream error: both directions reset with `code`.
+fn reset(send: &mut quinn::SendStream, recv: &mut quinn::RecvStream, code: u64) {
+    let code = VarInt::from_u64(code).unwrap_or(VarInt::from_u32(H3_NO_ERROR));
+    let _ = send.reset(code);
+    let _ = recv.stop(code);
+}
+
+/// Reads the request stream up to its HEADERS (frames of unknown types
+/// skipped) and answers it into `s.out`.
+async fn read_request(
+    recv: &mut quinn::RecvStream,
+    s: &mut Scratch,
+    order: &mut RequestFrames,
     shared: &Shared,
     peer: IpAddr,
-    out: &mut OutQueue,
-) -> (u64, u64) {
-    let mut sent = (0u64, 0u64);
-    if answer(req, shared, peer, out).is_none() {
-        // Malformed (RFC 9114 §4.1.2): a stream error.
-        stream.stop_stream(Code::H3_MESSAGE_ERROR);
-        return sent;
-    }
-    let Some((resp, first, pieces)) = split_answer(out) else {
-        stream.stop_stream(Code::H3_INTERNAL_ERROR);
-        return sent;
-    };
-    if stream.send_response(resp).await.is_err() {
-        return sent;
-    }
-    if !first.is_empty() && send(stream, first, &mut sent).await {
-        return sent;
-    }
-    for p in pieces {
-        let failed = match p {
-            Piece::Mem(m) => send(stream, Bytes::copy_from_slice(m), &mut sent).await,
-            Piece::File(f, a, e) => send_file(stream, f, a, e, &mut sent).await,
-        };
-        if failed {
-            return sent;
+) -> Outcome {
+    let max = shared.cfg.limits.max_header_bytes as u64;
+    loop {
+        while let Some(f) = s.reader.next(|k| k == frame::kind::HEADERS, max) {
+            let (kind, block) = match f {
+                Frame::Whole { kind, payload } => (kind, Some(payload)),
+                Frame::Skipped { kind, .. } => (kind, None),
+                // Encoded beyond the decoded bound: only Huffman codes
+                // longer than their octets could still fit, and no
+                // client sends those; not read, answered 431.
+                Frame::TooLong { kind, .. } => (kind, None),
+            };
+            match order.frame(kind) {
+                Ok(frame::Request::Headers) => {
+                    return answer(block, shared, peer, &mut s.out);
+                }
+                Ok(_) => {}
+                Err(e) => return Outcome::Failed(e),
+            }
+        }
+        match recv.read_chunk(usize::MAX, true).await {
+            Ok(Some(c)) => s.reader.push(&c.bytes),
+            Ok(None) => return Outcome::Incomplete,
+            Err(_) => return Outcome::Gone,
         }
     }
-    let _ = stream.finish().await;
-    sent
 }
 
-/// The answer in `out` as it is sent: the HTTP/3 response, the body bytes
-/// that follow the head in its piece, and the body pieces after those;
-/// None when `out` does not start with a whole head.
-pub(crate) fn split_answer(
-    out: &OutQueue,
-) -> Option<(http::Response<()>, Bytes, impl Iterator<Item = Piece<'_>>)> {
-    let mut pieces = out.pieces();
-    // The head and what follows it in memory, copied once: the response
-    // fields' values and the first body bytes are slices of it.
-    let first = match pieces.next() {
-        Some(Piece::Mem(first)) => Bytes::copy_from_slice(first),
-        _ => Bytes::new(),
-    };
-    let (resp, end) = response_head(&first)?;
-    Some((resp, first.slice(end..), pieces))
-}
-
-/// Sends `b` as DATA; true when the stream failed.
-async fn send(stream: &mut Stream, b: Bytes, sent: &mut (u64, u64)) -> bool {
-    let n = b.len() as u64;
-    if stream.send_data(b).await.is_err() {
-        return true;
-    }
-    sent.0 += n;
-    sent.1 += 1;
-    false
-}
-
-/// Sends `f[a..e]`, read in [`FILE_CHUNK`] chunks; true when the stream
-/// failed or the file could not be read.
-async fn send_file(
-    stream: &mut Stream,
-    f: &std::fs::File,
-    mut a: u64,
-    e: u64,
-    sent: &mut (u64, u64),
-) -> bool {
-    while a < e {
-        let n = ((e - a) as usize).min(FILE_CHUNK);
-        let mut buf = BytesMut::zeroed(n);
-        if f.read_exact_at(&mut buf, a).is_err() {
-            stream.stop_stream(Code::H3_INTERNAL_ERROR);
-            return true;
+/// Reads the rest of the request (DATA, trailers, unknown frames) and
+/// drops it, the frame order checked.
+async fn drain(
+    recv: &mut quinn::RecvStream,
+    reader: &mut FrameReader,
+    order: &mut RequestFrames,
+) -> Outcome {
+    loop {
+        while let Some(f) = reader.next(|_| false, 0) {
+            let kind = match f {
+                Frame::Whole { kind, .. }
+                | Frame::Skipped { kind, .. }
+                | Frame::TooLong { kind, .. } => kind,
+            };
+            if let Err(e) = order.frame(kind) {
+                return Outcome::Failed(e);
+            }
         }
-        if send(stream, buf.freeze(), sent).await {
-            return true;
+        match recv.read_chunk(usize::MAX, true).await {
+            Ok(Some(c)) => reader.push(&c.bytes),
+            Ok(None) if reader.at_boundary() => return Outcome::Answered,
+            Ok(None) => return Outcome::Failed(h3::Error::FrameError),
+            Err(_) => return Outcome::Gone,
         }
-        a += n as u64;
     }
-    false
 }
 
-/// The handler's answer to `req` in `out`; None when the request is
-/// malformed (the stream is to be reset).
-fn answer(
-    req: &http::Request<()>,
-    shared: &Shared,
-    peer: IpAddr,
-    out: &mut OutQueue,
-) -> Option<Answer> {
+/// The handler's answer to the request whose field section is `block`
+/// (None: over the size bound) in `out`.
+fn answer(block: Option<&[u8]>, shared: &Shared, peer: IpAddr, out: &mut OutQueue) -> Outcome {
     let mut f = shared.fields.borrow_mut();
+    let mut d = shared.qpack.borrow_mut();
     let mut h = shared.handler.borrow_mut();
-    answer_with(req, &mut f, &mut h, peer, out, Instant::now())
+    answer_with(block, (&mut d, &mut f), &mut h, peer, out, Instant::now())
 }
 
-/// [`answer`] with its state given: `req`'s fields checked in `f` by the
-/// HTTP/2 field rules, answered by `h` at `now`.
+/// [`answer`] with its state given: `block` decoded by `d` into the HTTP/2
+/// field rules of `f` (the decoded size bounded by the handler's
+/// `--max-header-bytes`), answered by `h` at `now`.
 pub(crate) fn answer_with(
-    req: &http::Request<()>,
-    f: &mut RequestFields,
+    block: Option<&[u8]>,
+    (d, f): (&mut qpack::Decoder, &mut RequestFields),
     h: &mut Handler,
     peer: IpAddr,
     out: &mut OutQueue,
     now: Instant,
-) -> Option<Answer> {
+) -> Outcome {
     f.clear();
-    f.field(b":method", req.method().as_str().as_bytes());
-    let uri = req.uri();
-    f.field(b":scheme", uri.scheme_str().unwrap_or("https").as_bytes());
-    if let Some(a) = uri.authority() {
-        f.field(b":authority", a.as_str().as_bytes());
-    }
-    let path = uri.path_and_query().map_or("", |p| p.as_str());
-    f.field(b":path", path.as_bytes());
-    for (n, v) in req.headers() {
-        f.field(n.as_str().as_bytes(), v.as_bytes());
-    }
     h.tick_at(now);
     let limits = h.config().limits;
-    Some(match f.request(&limits) {
+    let decoded = match block {
+        Some(b) => d.decode(b, limits.max_header_bytes as u64, |n, v| f.field(n, v)),
+        None => Err(DecodeError::TooLarge),
+    };
+    match decoded {
+        Err(DecodeError::Failed) => return Outcome::Failed(h3::Error::DecompressionFailed),
+        Err(DecodeError::TooLarge) => {
+            h.respond_error(431, f.is_head(), Some(peer), out);
+            return Outcome::Answered;
+        }
+        Ok(()) => {}
+    }
+    match f.request(&limits) {
         Ok(mut r) => {
             r.version = Version::Http3;
-            h.respond(&r, f.head(), ConnHeader::None, Some(peer), out, now)
+            h.respond(&r, f.head(), ConnHeader::None, Some(peer), out, now);
         }
-        Err(RequestError::BadRequest(_)) => return None,
-        Err(e) => h.respond_error(e.status(), f.is_head(), Some(peer), out),
-    })
+        Err(RequestError::BadRequest(_)) => return Outcome::Malformed,
+        Err(e) => {
+            h.respond_error(e.status(), f.is_head(), Some(peer), out);
+        }
+    }
+    Outcome::Answered
 }
 
-/// The HTTP/1.1 head at the start of `answer` as an HTTP/3 response (the
-/// connection-specific fields left out, RFC 9114 §4.2) and the head's
-/// length; None when `answer` holds no whole head.
-fn response_head(answer: &Bytes) -> Option<(http::Response<()>, usize)> {
-    let (status, at) = crate::head::status(answer)?;
-    let mut resp = http::Response::new(());
-    *resp.status_mut() = http::StatusCode::from_u16(status).ok()?;
-    let out = resp.headers_mut();
-    // Room for a file response's fields at once (the map would otherwise
-    // grow, and rehash, twice on the way).
-    out.reserve(12);
-    let end = crate::head::each_field(answer, at, |name, value| {
-        // The value a slice of `answer`, not a copy.
-        if let (Ok(n), Ok(v)) = (
-            http::HeaderName::from_bytes(name),
-            http::HeaderValue::from_maybe_shared(answer.slice(value)),
-        ) {
-            out.append(n, v);
+/// Sends the answer in `s.out`: its head as a HEADERS frame and the memory
+/// bytes after it as one DATA frame, written at once, then file ranges in
+/// [`FILE_CHUNK`] DATA frames; the stream finished. The body bytes and
+/// DATA frames sent; None when the stream failed.
+async fn respond(send: &mut quinn::SendStream, s: &mut Scratch) -> Option<(u64, u64)> {
+    let mut sent = (0u64, 0u64);
+    let mut pieces = s.out.pieces();
+    let first = match pieces.next() {
+        Some(Piece::Mem(first)) => first,
+        _ => &[],
+    };
+    let Some(end) = head_frame(first, &mut s.section, &mut s.wire) else {
+        let _ = send.reset(VarInt::from_u32(h3::code::INTERNAL_ERROR as u32));
+        return None;
+    };
+    // The body's memory bytes up to its first file range (the queue's
+    // memory between two files is one piece): one DATA frame.
+    let body = &first[end..];
+    if !body.is_empty() {
+        frame::put_head(&mut s.wire, frame::kind::DATA, body.len() as u64);
+        s.wire.extend_from_slice(body);
+        sent = (body.len() as u64, 1);
+    }
+    send.write_all(&s.wire).await.ok()?;
+    for p in pieces {
+        match p {
+            Piece::Mem(m) => {
+                s.wire.clear();
+                frame::put_head(&mut s.wire, frame::kind::DATA, m.len() as u64);
+                s.wire.extend_from_slice(m);
+                send.write_all(&s.wire).await.ok()?;
+                sent = (sent.0 + m.len() as u64, sent.1 + 1);
+            }
+            Piece::File(f, a, e) => send_file(send, f, a, e, &mut sent).await?,
         }
+    }
+    let _ = send.finish();
+    Some(sent)
+}
+
+/// The HTTP/1.1 head at the start of `answer` as a HEADERS frame in
+/// `wire` (its field section encoded in `section` first); the head's
+/// length, None when `answer` holds no whole head.
+pub(crate) fn head_frame(
+    answer: &[u8],
+    section: &mut Vec<u8>,
+    wire: &mut Vec<u8>,
+) -> Option<usize> {
+    section.clear();
+    wire.clear();
+    let (status, at) = crate::head::status(answer)?;
+    qpack::status(section, status);
+    let end = crate::head::each_field(answer, at, |name, value| {
+        qpack::field(section, name, &answer[value]);
     })?;
-    Some((resp, end))
+    frame::put_head(wire, frame::kind::HEADERS, section.len() as u64);
+    wire.extend_from_slice(section);
+    Some(end)
+}
+
+/// Sends `f[a..e]` in DATA frames of [`FILE_CHUNK`] octets, each read into
+/// a buffer quinn keeps until it is acknowledged; None when the stream
+/// failed or the file could not be read.
+async fn send_file(
+    send: &mut quinn::SendStream,
+    f: &std::fs::File,
+    mut a: u64,
+    e: u64,
+    sent: &mut (u64, u64),
+) -> Option<()> {
+    while a < e {
+        let n = ((e - a) as usize).min(FILE_CHUNK);
+        let mut head = Vec::with_capacity(16);
+        frame::put_head(&mut head, frame::kind::DATA, n as u64);
+        let mut buf = BytesMut::with_capacity(head.len() + n);
+        buf.extend_from_slice(&head);
+        buf.resize(head.len() + n, 0);
+        if f.read_exact_at(&mut buf[head.len()..], a).is_err() {
+            let _ = send.reset(VarInt::from_u32(h3::code::INTERNAL_ERROR as u32));
+            return None;
+        }
+        send.write_chunk(buf.freeze()).await.ok()?;
+        *sent = (sent.0 + n as u64, sent.1 + 1);
+        a += n as u64;
+    }
+    Some(())
 }
 
 #[cfg(test)]
@@ -696,17 +997,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_head_becomes_response_fields_without_connection_ones() {
-        let a = &Bytes::from_static(b"HTTP/1.1 206 Partial Content\r\nServer: x\r\nContent-Range: bytes 0-1/9\r\nConnection: close\r\nContent-Length: 2\r\n\r\nab");
-        let (r, end) = response_head(a).unwrap();
-        assert_eq!(r.status(), 206);
+    fn a_head_becomes_a_headers_frame_without_connection_fields() {
+        let a = b"HTTP/1.1 206 Partial Content\r\nServer: x\r\nContent-Range: bytes 0-1/9\r\nConnection: close\r\nContent-Length: 2\r\n\r\nab";
+        let (mut section, mut wire) = (Vec::new(), Vec::new());
+        let end = head_frame(a, &mut section, &mut wire).unwrap();
         assert_eq!(&a[end..], b"ab");
-        assert_eq!(r.headers()["content-range"], "bytes 0-1/9");
-        assert!(r.headers().get("connection").is_none());
-        assert_eq!(r.headers().len(), 3);
-        assert_eq!(r.headers()["server"], "x");
-        let cut = Bytes::from_static(b"HTTP/1.1 200 OK\r\nServer: x\r\n");
-        assert!(response_head(&cut).is_none());
+        let mut r = FrameReader::default();
+        r.push(&wire);
+        let Some(Frame::Whole { kind, payload }) = r.next(|_| true, 1000) else {
+            panic!("a HEADERS frame");
+        };
+        assert_eq!(kind, frame::kind::HEADERS);
+        let mut got = Vec::new();
+        qpack::Decoder::default()
+            .decode(payload, 1000, |n, v| {
+                got.push(format!(
+                    "{}={}",
+                    String::from_utf8_lossy(n),
+                    String::from_utf8_lossy(v)
+                ))
+            })
+            .unwrap();
+        assert_eq!(
+            got,
+            [
+                ":status=206",
+                "server=x",
+                "content-range=bytes 0-1/9",
+                "content-length=2"
+            ]
+        );
+        assert!(r.at_boundary());
+        assert!(head_frame(b"HTTP/1.1 200 OK\r\nServer: x\r\n", &mut section, &mut wire).is_none());
+    }
+
+    /// The size of the future an async fn of two arguments returns.
+    fn future_size<A, B, F>(_: impl FnOnce(A, B) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    #[test]
+    fn an_idle_connection_task_stays_small() {
+        // What each idle connection keeps (see `connection`); its client's
+        // control and QPACK streams are tasks of their own, small too.
+        let conn = future_size(connection);
+        let uni = future_size(unidirectional);
+        eprintln!("connection task {conn} B, unidirectional stream task {uni} B");
+        assert!(conn < 1024, "{conn} B");
+        assert!(uni < 512, "{uni} B");
     }
 
     #[test]

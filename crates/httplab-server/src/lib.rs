@@ -44,7 +44,8 @@
 //! - `tls`: the transport between socket and session, plain or TLS
 //!   (rustls), driven by every model through the same calls; `tickets`:
 //!   fork-safe TLS session tickets.
-//! - `http3`: HTTP/3 over QUIC (quinn, `h3`) on a current-thread tokio
+//! - `http3`: HTTP/3 over QUIC (quinn; framing and QPACK `httplab-wire`'s
+//!   `h3` codec) on a current-thread tokio
 //!   runtime in a thread of its own, beside whichever model serves TCP;
 //!   requests to the same handler, its answers sent as HTTP/3 responses.
 //! - `cli`: the clap parser behind [`cli_main`].

@@ -352,36 +352,69 @@ pub fn quic_admission(handshaking: usize, validated: bool, may_retry: bool) -> A
     crate::http3::admission(handshaking, validated, may_retry)
 }
 
-/// What the HTTP/3 engine does with one decoded request.
+/// What the HTTP/3 engine does with one request's field section.
 #[derive(Debug)]
 pub enum H3Reply {
+    /// Not decodable with a QPACK table of capacity 0: the connection is
+    /// closed with `QPACK_DECOMPRESSION_FAILED`.
+    Undecodable,
     /// Malformed: the stream is reset with `H3_MESSAGE_ERROR`.
     Malformed,
     /// The handler's answer did not start with a whole head, or a file
     /// could not be read: the stream is reset with `H3_INTERNAL_ERROR`.
     NoHead,
-    /// A response: its fields and its body as sent in DATA frames (file
-    /// ranges read from their files).
-    Response(http::Response<()>, Vec<u8>),
+    /// A response: its fields (`:status` first) as the HEADERS frame the
+    /// engine writes decodes back, and its body as sent in DATA frames
+    /// (file ranges read from their files).
+    Response(Vec<(Vec<u8>, Vec<u8>)>, Vec<u8>),
 }
 
 impl Harness {
-    /// Answers one HTTP/3 request (`h3` has decoded and checked its field
-    /// section into `req`) as the HTTP/3 engine does: the same field rules,
-    /// handler and response fields, from the fixed peer 127.0.0.1.
-    pub fn answer_h3(&mut self, req: &http::Request<()>, now: Instant) -> H3Reply {
+    /// Answers one HTTP/3 request whose QPACK field section (a HEADERS
+    /// frame's payload) is `section`, as the HTTP/3 engine does: decoded
+    /// with the engine's decoder and size bound into the same field rules,
+    /// answered by the handler from the fixed peer 127.0.0.1, the answer's
+    /// head encoded as the engine's HEADERS frame and decoded back.
+    pub fn answer_h3(&mut self, section: &[u8], now: Instant) -> H3Reply {
+        use crate::http3::Outcome;
+        use httplab_wire::h3::frame::{Frame, FrameReader};
+        let mut decoder = httplab_wire::h3::qpack::Decoder::default();
         let mut fields = httplab_wire::h2::request::RequestFields::default();
         let mut out = crate::out::OutQueue::default();
         let peer = IpAddr::from([127, 0, 0, 1]);
-        if crate::http3::answer_with(req, &mut fields, &mut self.handler, peer, &mut out, now)
-            .is_none()
-        {
-            return H3Reply::Malformed;
+        let state = (&mut decoder, &mut fields);
+        match crate::http3::answer_with(
+            Some(section),
+            state,
+            &mut self.handler,
+            peer,
+            &mut out,
+            now,
+        ) {
+            Outcome::Answered => {}
+            Outcome::Malformed => return H3Reply::Malformed,
+            _ => return H3Reply::Undecodable,
         }
-        let Some((resp, first, pieces)) = crate::http3::split_answer(&out) else {
+        let mut pieces = out.pieces();
+        let first = match pieces.next() {
+            Some(crate::out::Piece::Mem(m)) => m,
+            _ => &[],
+        };
+        let (mut block, mut wire) = (Vec::new(), Vec::new());
+        let Some(end) = crate::http3::head_frame(first, &mut block, &mut wire) else {
             return H3Reply::NoHead;
         };
-        let mut body = first.to_vec();
+        let mut r = FrameReader::default();
+        r.push(&wire);
+        let Some(Frame::Whole { payload, .. }) = r.next(|_| true, u64::MAX) else {
+            return H3Reply::NoHead;
+        };
+        let mut got = Vec::new();
+        let decoded = decoder.decode(payload, u64::MAX, |n, v| got.push((n.to_vec(), v.to_vec())));
+        if decoded.is_err() || !r.at_boundary() {
+            return H3Reply::NoHead;
+        }
+        let mut body = first[end..].to_vec();
         for p in pieces {
             match p {
                 crate::out::Piece::Mem(m) => body.extend_from_slice(m),
@@ -396,6 +429,6 @@ impl Harness {
                 }
             }
         }
-        H3Reply::Response(resp, body)
+        H3Reply::Response(got, body)
     }
 }

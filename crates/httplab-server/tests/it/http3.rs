@@ -7,7 +7,9 @@
 //! `gtlsclient` (interop; skipped with the reason when missing, a failure
 //! under CI) and by hostile datagrams (garbage, Initial-looking packets,
 //! unknown versions, unknown connection IDs), after which it still answers;
-//! beside the event model and each blocking model alike.
+//! beside the event model and each blocking model alike. A raw client
+//! (quinn, frames written by hand) breaks HTTP/3's and QPACK's rules one at
+//! a time: each is answered as RFC 9114 and RFC 9204 say.
 
 use crate::support;
 
@@ -494,6 +496,241 @@ fn http3_is_served_beside_every_model() {
     }
 }
 
+/// A raw HTTP/3 client over quinn: frames and field sections written by
+/// hand (httplab-wire's codec), to break the rules on purpose.
+struct Raw {
+    rt: tokio::runtime::Runtime,
+    quic: quinn::Connection,
+    _control: quinn::SendStream,
+    _ep: quinn::Endpoint,
+}
+
+/// A client's control stream opening: its type and an empty SETTINGS.
+const CONTROL_OPENING: [u8; 3] = [0x00, 0x04, 0x00];
+
+impl Raw {
+    fn open(addr: SocketAddr, tc: &TestCert) -> Raw {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let tls = tls_client(tc, &[&rustls::version::TLS13], &[b"h3"]);
+        let (ep, quic, control) = rt.block_on(async {
+            let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
+            let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+            ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+            let quic = ep
+                .connect(addr, "localhost")
+                .expect("connect")
+                .await
+                .expect("a QUIC handshake");
+            let mut control = quic.open_uni().await.expect("a control stream");
+            control.write_all(&CONTROL_OPENING).await.expect("SETTINGS");
+            (ep, quic, control)
+        });
+        Raw {
+            rt,
+            quic,
+            _control: control,
+            _ep: ep,
+        }
+    }
+
+    /// Sends `wire` on a new request stream, finished; what comes back.
+    fn exchange(&self, wire: &[u8]) -> Result<Vec<u8>, quinn::ReadToEndError> {
+        let quic = self.quic.clone();
+        self.rt.block_on(async move {
+            let (mut send, mut recv) = quic.open_bi().await.expect("a request stream");
+            let _ = send.write_all(wire).await;
+            let _ = send.finish();
+            recv.read_to_end(1 << 20).await
+        })
+    }
+
+    /// Opens a unidirectional stream with `wire` on it (not finished).
+    fn uni(&self, wire: &[u8]) -> quinn::SendStream {
+        let quic = self.quic.clone();
+        self.rt.block_on(async move {
+            let mut s = quic.open_uni().await.expect("a unidirectional stream");
+            s.write_all(wire).await.expect("written");
+            s
+        })
+    }
+
+    /// The code the server closes the connection with.
+    fn closed_with(&self) -> u64 {
+        let quic = self.quic.clone();
+        match self.rt.block_on(async move { quic.closed().await }) {
+            quinn::ConnectionError::ApplicationClosed(a) => a.error_code.into_inner(),
+            e => panic!("closed otherwise: {e:?}"),
+        }
+    }
+}
+
+/// The QPACK field section of a `method` request of `path` with `extra`
+/// fields: the prefix (Required Insert Count 0, Base 0), `:method GET` by
+/// static index (17), the rest by static name reference or as literals.
+fn request_section(method: &str, path: &str, extra: &[(String, &str)]) -> Vec<u8> {
+    use httplab_wire::h3::qpack;
+    let mut section = vec![0x00, 0x00];
+    if method == "GET" {
+        section.push(0xc0 | 17);
+    } else {
+        qpack::field(&mut section, b":method", method.as_bytes());
+    }
+    for (n, v) in [
+        (":scheme", "https"),
+        (":authority", "localhost"),
+        (":path", path),
+        ("user-agent", "raw"),
+    ] {
+        qpack::field(&mut section, n.as_bytes(), v.as_bytes());
+    }
+    for (n, v) in extra {
+        qpack::field(&mut section, n.as_bytes(), v.as_bytes());
+    }
+    section
+}
+
+/// A HEADERS frame holding a GET of `path`.
+fn get_headers(path: &str) -> Vec<u8> {
+    use httplab_wire::h3::frame;
+    let section = request_section("GET", path, &[]);
+    let mut wire = Vec::new();
+    frame::put_head(&mut wire, frame::kind::HEADERS, section.len() as u64);
+    wire.extend_from_slice(&section);
+    wire
+}
+
+/// A response stream's status and body (its DATA frames joined).
+fn parse_response(wire: &[u8]) -> (u16, Vec<u8>) {
+    use httplab_wire::h3::frame::{Frame, FrameReader};
+    let mut r = FrameReader::default();
+    r.push(wire);
+    let (mut status, mut body) = (0u16, Vec::new());
+    while let Some(f) = r.next(|_| true, 1 << 20) {
+        match f {
+            Frame::Whole {
+                kind: 0x01,
+                payload,
+            } => {
+                httplab_wire::h3::qpack::Decoder::default()
+                    .decode(payload, 1 << 20, |n, v| {
+                        if n == b":status" {
+                            status = std::str::from_utf8(v).unwrap().parse().unwrap();
+                        }
+                    })
+                    .expect("a response section");
+            }
+            Frame::Whole {
+                kind: 0x00,
+                payload,
+            } => body.extend_from_slice(payload),
+            f => panic!("unexpected {f:?}"),
+        }
+    }
+    assert!(r.at_boundary());
+    (status, body)
+}
+
+#[test]
+fn an_unknown_frame_before_headers_is_ignored() {
+    let site = site();
+    let tc = test_cert();
+    let server = start_h3(h3_config(&site.root, &tc));
+    let c = Raw::open(server.local_addr(), &tc);
+    // A reserved frame type (0x1f * 1 + 0x21), then the request.
+    let mut wire = vec![0x40, 0x40, 0x03, 1, 2, 3];
+    wire.extend_from_slice(&get_headers("/small.html"));
+    let (status, body) = parse_response(&c.exchange(&wire).expect("a response"));
+    assert_eq!((status, body.as_slice()), (200, SMALL));
+    // A request body (DATA) and trailers are read and dropped.
+    let mut wire = get_headers("/small.html");
+    wire.extend_from_slice(&[0x00, 0x02, b'h', b'i']);
+    wire.extend_from_slice(&get_headers("/ignored"));
+    let (status, body) = parse_response(&c.exchange(&wire).expect("a response"));
+    assert_eq!((status, body.as_slice()), (200, SMALL));
+    drop(c);
+    server.shutdown();
+}
+
+#[test]
+fn data_before_headers_is_frame_unexpected() {
+    let site = site();
+    let tc = test_cert();
+    let server = start_h3(h3_config(&site.root, &tc));
+    let c = Raw::open(server.local_addr(), &tc);
+    let mut wire = vec![0x00, 0x02, b'h', b'i'];
+    wire.extend_from_slice(&get_headers("/small.html"));
+    let _ = c.exchange(&wire);
+    assert_eq!(c.closed_with(), 0x105, "H3_FRAME_UNEXPECTED");
+    server.shutdown();
+}
+
+#[test]
+fn a_dynamic_table_reference_is_qpack_decompression_failed() {
+    let site = site();
+    let tc = test_cert();
+    let server = start_h3(h3_config(&site.root, &tc));
+    let c = Raw::open(server.local_addr(), &tc);
+    // Required Insert Count 0, then an indexed field line of the dynamic
+    // table (T = 0): there is no table.
+    let _ = c.exchange(&[0x01, 0x03, 0x00, 0x00, 0x80]);
+    assert_eq!(c.closed_with(), 0x200, "QPACK_DECOMPRESSION_FAILED");
+    server.shutdown();
+}
+
+#[test]
+fn a_headers_frame_over_the_limit_is_answered_431() {
+    let site = site();
+    let tc = test_cert();
+    let server = start_h3(h3_config(&site.root, &tc));
+    let c = Raw::open(server.local_addr(), &tc);
+    // A 20 KiB field section, over `--max-header-bytes` (16 KiB).
+    let mut section = get_headers("/small.html")[2..].to_vec();
+    httplab_wire::h3::qpack::field(&mut section, b"x-big", &[b'v'; 20 << 10]);
+    let mut wire = Vec::new();
+    httplab_wire::h3::frame::put_head(&mut wire, 0x01, section.len() as u64);
+    wire.extend_from_slice(&section);
+    let (status, _) = parse_response(&c.exchange(&wire).expect("a response"));
+    assert_eq!(status, 431);
+    // The connection still serves.
+    let (status, _) = parse_response(&c.exchange(&get_headers("/small.html")).unwrap());
+    assert_eq!(status, 200);
+    drop(c);
+    server.shutdown();
+}
+
+#[test]
+fn a_second_control_stream_is_stream_creation_error() {
+    let site = site();
+    let tc = test_cert();
+    let server = start_h3(h3_config(&site.root, &tc));
+    let c = Raw::open(server.local_addr(), &tc);
+    let (status, _) = parse_response(&c.exchange(&get_headers("/small.html")).unwrap());
+    assert_eq!(status, 200);
+    let _second = c.uni(&CONTROL_OPENING);
+    assert_eq!(c.closed_with(), 0x103, "H3_STREAM_CREATION_ERROR");
+    server.shutdown();
+}
+
+#[test]
+fn an_unknown_unidirectional_stream_is_stopped() {
+    let site = site();
+    let tc = test_cert();
+    let server = start_h3(h3_config(&site.root, &tc));
+    let c = Raw::open(server.local_addr(), &tc);
+    // A reserved stream type (0x1f * 1 + 0x21): the server stops reading
+    // it with H3_STREAM_CREATION_ERROR and the connection goes on.
+    let s = c.uni(&[0x40, 0x40, 1, 2, 3]);
+    let stopped = c.rt.block_on(s.stopped()).expect("stopped");
+    assert_eq!(stopped, Some(quinn::VarInt::from_u32(0x103)));
+    let (status, body) = parse_response(&c.exchange(&get_headers("/small.html")).unwrap());
+    assert_eq!((status, body.as_slice()), (200, SMALL));
+    drop(c);
+    server.shutdown();
+}
+
 /// The engine's own part of a request, without sockets
 /// (`testkit::Harness::answer_h3`): a GET answered as over HTTP/1.1, and an
 /// error answered to HEAD (here 431, too many fields) is its head only, as
@@ -504,26 +741,29 @@ fn requests_are_answered_and_an_error_to_head_has_no_content() {
     let site = site();
     let mut h = Harness::new(ServerConfig::for_root(&site.root)).expect("harness");
     let now = std::time::Instant::now();
-    let get = http::Request::get("https://localhost/small.html")
-        .body(())
-        .expect("a request");
-    let H3Reply::Response(resp, body) = h.answer_h3(&get, now) else {
+    let status = |fields: &[(Vec<u8>, Vec<u8>)]| fields[0].clone();
+    let get = request_section("GET", "/small.html", &[]);
+    let H3Reply::Response(fields, body) = h.answer_h3(&get, now) else {
         panic!("no response to a GET");
     };
-    assert_eq!((resp.status().as_u16(), body.as_slice()), (200, SMALL));
+    assert_eq!(status(&fields), (b":status".to_vec(), b"200".to_vec()));
+    assert_eq!(body.as_slice(), SMALL);
+    let many: Vec<(String, &str)> = (0..120).map(|i| (format!("x-field-{i}"), "v")).collect();
     for (method, content) in [("HEAD", false), ("GET", true)] {
-        let mut b = http::Request::builder()
-            .method(method)
-            .uri("https://localhost/small.html");
-        for i in 0..120 {
-            b = b.header(format!("x-field-{i}"), "v");
-        }
-        let req = b.body(()).expect("a request");
-        let H3Reply::Response(resp, body) = h.answer_h3(&req, now) else {
+        let req = request_section(method, "/small.html", &many);
+        let H3Reply::Response(fields, body) = h.answer_h3(&req, now) else {
             panic!("no response to {method}");
         };
-        assert_eq!(resp.status().as_u16(), 431, "{method}");
+        assert_eq!(status(&fields).1, b"431", "{method}");
         assert_eq!(!body.is_empty(), content, "{method}");
-        assert!(resp.headers().contains_key("content-length"), "{method}");
+        assert!(
+            fields.iter().any(|(n, _)| n == b"content-length"),
+            "{method}"
+        );
     }
+    // A dynamic-table reference: the connection error, no answer.
+    assert!(matches!(
+        h.answer_h3(&[0x00, 0x00, 0x80], now),
+        H3Reply::Undecodable
+    ));
 }
