@@ -389,7 +389,8 @@ fn string(b: &mut Vec<u8>, s: &[u8]) {
 }
 
 /// An HPACK integer with an N-bit prefix (RFC 7541 §5.1), the first octet's
-/// other bits `first`.
+/// other bits `first`. QPACK's integers are the same (RFC 9204 §4.1.1).
+#[inline]
 pub fn integer(b: &mut Vec<u8>, prefix_bits: u8, first: u8, mut v: usize) {
     let max = (1usize << prefix_bits) - 1;
     if v < max {

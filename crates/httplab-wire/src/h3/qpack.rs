@@ -171,21 +171,11 @@ fn integer(b: &[u8], prefix: u8) -> Result<(usize, usize), DecodeError> {
 }
 
 /// Writes `value` with a `prefix`-bit prefix, the first octet's other
-/// bits `flags`.
+/// bits `flags`: QPACK's integers are HPACK's (RFC 9204 §4.1.1), so
+/// HPACK's writer.
 #[inline]
 fn put_integer(out: &mut Vec<u8>, flags: u8, prefix: u8, value: usize) {
-    let mask = (1usize << prefix) - 1;
-    if value < mask {
-        out.push(flags | value as u8);
-        return;
-    }
-    out.push(flags | mask as u8);
-    let mut rest = value - mask;
-    while rest >= 0x80 {
-        out.push((rest & 0x7f) as u8 | 0x80);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
+    crate::h2::hpack::integer(out, prefix, flags, value);
 }
 
 /// The static index of `:status` `code`, if the table has it.
