@@ -496,6 +496,15 @@ fn http3_is_served_beside_every_model() {
     }
 }
 
+/// The test site served over HTTP/3, and a raw client connected to it.
+fn raw_case() -> (Site, ServerHandle, Raw) {
+    let site = site();
+    let tc = test_cert();
+    let server = start_h3(h3_config(&site.root, &tc));
+    let c = Raw::open(server.local_addr(), &tc);
+    (site, server, c)
+}
+
 /// A raw HTTP/3 client over quinn: frames and field sections written by
 /// hand (httplab-wire's codec), to break the rules on purpose.
 struct Raw {
@@ -635,10 +644,7 @@ fn parse_response(wire: &[u8]) -> (u16, Vec<u8>) {
 
 #[test]
 fn an_unknown_frame_before_headers_is_ignored() {
-    let site = site();
-    let tc = test_cert();
-    let server = start_h3(h3_config(&site.root, &tc));
-    let c = Raw::open(server.local_addr(), &tc);
+    let (_site, server, c) = raw_case();
     // A reserved frame type (0x1f * 1 + 0x21), then the request.
     let mut wire = vec![0x40, 0x40, 0x03, 1, 2, 3];
     wire.extend_from_slice(&get_headers("/small.html"));
@@ -656,10 +662,7 @@ fn an_unknown_frame_before_headers_is_ignored() {
 
 #[test]
 fn data_before_headers_is_frame_unexpected() {
-    let site = site();
-    let tc = test_cert();
-    let server = start_h3(h3_config(&site.root, &tc));
-    let c = Raw::open(server.local_addr(), &tc);
+    let (_site, server, c) = raw_case();
     let mut wire = vec![0x00, 0x02, b'h', b'i'];
     wire.extend_from_slice(&get_headers("/small.html"));
     let _ = c.exchange(&wire);
@@ -669,10 +672,7 @@ fn data_before_headers_is_frame_unexpected() {
 
 #[test]
 fn a_dynamic_table_reference_is_qpack_decompression_failed() {
-    let site = site();
-    let tc = test_cert();
-    let server = start_h3(h3_config(&site.root, &tc));
-    let c = Raw::open(server.local_addr(), &tc);
+    let (_site, server, c) = raw_case();
     // Required Insert Count 0, then an indexed field line of the dynamic
     // table (T = 0): there is no table.
     let _ = c.exchange(&[0x01, 0x03, 0x00, 0x00, 0x80]);
@@ -682,10 +682,7 @@ fn a_dynamic_table_reference_is_qpack_decompression_failed() {
 
 #[test]
 fn a_headers_frame_over_the_limit_is_answered_431() {
-    let site = site();
-    let tc = test_cert();
-    let server = start_h3(h3_config(&site.root, &tc));
-    let c = Raw::open(server.local_addr(), &tc);
+    let (_site, server, c) = raw_case();
     // A 20 KiB field section, over `--max-header-bytes` (16 KiB).
     let mut section = get_headers("/small.html")[2..].to_vec();
     httplab_wire::h3::qpack::field(&mut section, b"x-big", &[b'v'; 20 << 10]);
@@ -703,10 +700,7 @@ fn a_headers_frame_over_the_limit_is_answered_431() {
 
 #[test]
 fn a_second_control_stream_is_stream_creation_error() {
-    let site = site();
-    let tc = test_cert();
-    let server = start_h3(h3_config(&site.root, &tc));
-    let c = Raw::open(server.local_addr(), &tc);
+    let (_site, server, c) = raw_case();
     let (status, _) = parse_response(&c.exchange(&get_headers("/small.html")).unwrap());
     assert_eq!(status, 200);
     let _second = c.uni(&CONTROL_OPENING);
@@ -716,10 +710,7 @@ fn a_second_control_stream_is_stream_creation_error() {
 
 #[test]
 fn an_unknown_unidirectional_stream_is_stopped() {
-    let site = site();
-    let tc = test_cert();
-    let server = start_h3(h3_config(&site.root, &tc));
-    let c = Raw::open(server.local_addr(), &tc);
+    let (_site, server, c) = raw_case();
     // A reserved stream type (0x1f * 1 + 0x21): the server stops reading
     // it with H3_STREAM_CREATION_ERROR and the connection goes on.
     let s = c.uni(&[0x40, 0x40, 1, 2, 3]);
