@@ -50,6 +50,30 @@ impl H3Resp {
 
 type SendReq = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
+/// A runtime of its own and a QUIC connection (ALPN h3) to `addr`.
+fn quic_connect(
+    addr: SocketAddr,
+    tc: &TestCert,
+) -> (tokio::runtime::Runtime, quinn::Endpoint, quinn::Connection) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let tls = tls_client(tc, &[&rustls::version::TLS13], &[b"h3"]);
+    let (ep, quic) = rt.block_on(async {
+        let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
+        ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+        let quic = ep
+            .connect(addr, "localhost")
+            .expect("connect")
+            .await
+            .expect("a QUIC handshake");
+        (ep, quic)
+    });
+    (rt, ep, quic)
+}
+
 /// A minimal HTTP/3 client: one connection, requests one at a time, on a
 /// current-thread runtime of its own.
 struct H3Client {
@@ -61,27 +85,15 @@ struct H3Client {
 
 impl H3Client {
     fn open(addr: SocketAddr, tc: &TestCert) -> H3Client {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let tls = tls_client(tc, &[&rustls::version::TLS13], &[b"h3"]);
-        let (ep, quic, send) = rt.block_on(async {
-            let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
-            let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-            ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
-            let quic = ep
-                .connect(addr, "localhost")
-                .expect("connect")
-                .await
-                .expect("a QUIC handshake");
+        let (rt, ep, quic) = quic_connect(addr, tc);
+        let send = rt.block_on(async {
             let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
                 .await
                 .expect("HTTP/3 SETTINGS");
             tokio::spawn(async move {
                 let _ = futures_poll_close(&mut driver).await;
             });
-            (ep, quic, send)
+            send
         });
         H3Client {
             rt,
@@ -519,23 +531,11 @@ const CONTROL_OPENING: [u8; 3] = [0x00, 0x04, 0x00];
 
 impl Raw {
     fn open(addr: SocketAddr, tc: &TestCert) -> Raw {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        let tls = tls_client(tc, &[&rustls::version::TLS13], &[b"h3"]);
-        let (ep, quic, control) = rt.block_on(async {
-            let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).expect("endpoint");
-            let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).expect("QUIC TLS");
-            ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
-            let quic = ep
-                .connect(addr, "localhost")
-                .expect("connect")
-                .await
-                .expect("a QUIC handshake");
+        let (rt, ep, quic) = quic_connect(addr, tc);
+        let control = rt.block_on(async {
             let mut control = quic.open_uni().await.expect("a control stream");
             control.write_all(&CONTROL_OPENING).await.expect("SETTINGS");
-            (ep, quic, control)
+            control
         });
         Raw {
             rt,
