@@ -7,7 +7,7 @@
 //! **Decoding** ([`Decoder::decode`]): the prefix's Required Insert Count
 //! must be 0; indexed field lines and literal field lines with a name
 //! reference must name the static table; literal names and values may be
-//! Huffman-coded (decoded by `httlib-huffman` four bits at a time, as
+//! Huffman-coded (decoded by `httlib-huffman` five bits at a time, as
 //! HTTP/2's headers are: HPACK and QPACK share the code). Any dynamic or
 //! post-base reference, a static index beyond the table, a string cut
 //! short or a bad Huffman code is QPACK_DECOMPRESSION_FAILED
@@ -141,7 +141,7 @@ fn string<'a>(
         return Ok((octets, end));
     }
     scratch.clear();
-    httlib_huffman::decode(octets, scratch, httlib_huffman::DecoderSpeed::FourBits)
+    httlib_huffman::decode(octets, scratch, httlib_huffman::DecoderSpeed::FiveBits)
         .map_err(|_| DecodeError::Failed)?;
     Ok((scratch.as_slice(), end))
 }
