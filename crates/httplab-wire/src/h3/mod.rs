@@ -10,7 +10,7 @@
 //! 76 000 instructions per request against ngtcp2's example server's
 //! 21 700 (`bench/callgrind-h3 5000`). Announcing a QPACK dynamic table
 //! of capacity 0 (as this server does) leaves a small codec: static-table
-//! references and literals. With it the server costs 25 600 instructions
+//! references and literals. With it the server costs about 24 700 instructions
 //! per request (BENCHMARKS.md, "Where an HTTP/3 request's instructions
 //! go").
 //!
