@@ -147,10 +147,22 @@ fn integer(b: &[u8], prefix: u8) -> Result<(usize, usize), Malformed> {
     Err(Malformed)
 }
 
-/// Writes `value` with an N-bit prefix, the first octet's other bits
-/// `flags` (the encoder's writer).
+/// Writes `value` with an N-bit prefix, the first octet's other bits `flags`
+/// (its own, not `hpack::integer`: `hpack` uses this module, and modules
+/// do not import each other).
 fn put_integer(out: &mut Vec<u8>, flags: u8, prefix: u8, value: usize) {
-    super::hpack::integer(out, prefix, flags, value);
+    let mask = (1usize << prefix) - 1;
+    if value < mask {
+        out.push(flags | value as u8);
+        return;
+    }
+    out.push(flags | mask as u8);
+    let mut rest = value - mask;
+    while rest >= 0x80 {
+        out.push((rest & 0x7f) as u8 | 0x80);
+        rest >>= 7;
+    }
+    out.push(rest as u8);
 }
 
 #[cfg(test)]
