@@ -16,8 +16,8 @@
 //!   padding) checked, for the server;
 //! - [`hpack`]: header blocks. Decoding keeps the dynamic table
 //!   (`loona-hpack`), after `unhuffman.rs` has replaced Huffman-coded strings
-//!   by their octets (`httlib-huffman`, five bits at a time; loona's own
-//!   decoder builds a table per string), refuses table size updates above
+//!   by their octets (the crate's `huffman` decoder; loona's own builds a
+//!   table per string), refuses table size updates above
 //!   the size announced, and stops handing fields on beyond a decoded
 //!   header list size (the HPACK bomb: a small block naming a large table
 //!   entry many times) while still reading the block to keep the table in

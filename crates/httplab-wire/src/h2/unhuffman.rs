@@ -4,11 +4,12 @@
 //! hash maps for every coded string and reads it one bit at a time: against
 //! nginx, which Huffman-codes its header values, the client spent about 1.8
 //! million instructions per response there and was client-bound at a fifth of
-//! h2o's rate. `httlib-huffman` decodes five bits at a time (its fastest
-//! table; 4 % fewer instructions per HTTP/3 request than four bits) from a table
-//! built once. Only the framing of each field representation is read here
+//! h2o's rate. The crate's own decoder (`huffman.rs`) reads a code per
+//! table lookup without allocating. Only the framing of each field representation is read here
 //! (RFC 7541 §6: prefix integers and string literals); indices and the
 //! table stay the decoder's business.
+
+use crate::{huffman, prefix_int};
 
 /// Rewrites `block` into `out` when it holds a Huffman-coded string (true),
 /// using `scratch` for one decoded string; leaves `out` alone and returns
@@ -117,101 +118,27 @@ fn string(b: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) -> Result<usize, M
         out.extend_from_slice(&b[..end]);
     } else {
         scratch.clear();
-        httlib_huffman::decode(octets, scratch, httlib_huffman::DecoderSpeed::FiveBits)
-            .map_err(|_| Malformed)?;
-        put_integer(out, 0x00, 7, scratch.len());
+        huffman::decode(octets, scratch).map_err(|_| Malformed)?;
+        prefix_int::put(out, 7, 0x00, scratch.len());
         out.extend_from_slice(scratch);
     }
     Ok(end)
 }
 
 /// The integer with an N-bit prefix at the start of `b` (RFC 7541 §5.1)
-/// and the octets it took; at most 2^28 (a header block is far smaller).
+/// and the octets it took.
 fn integer(b: &[u8], prefix: u8) -> Result<(usize, usize), Malformed> {
-    let mask = (1usize << prefix) - 1;
-    let mut value = usize::from(*b.first().ok_or(Malformed)?) & mask;
-    if value < mask {
-        return Ok((value, 1));
-    }
-    let mut shift = 0u32;
-    for (i, &byte) in b.iter().enumerate().skip(1) {
-        if shift > 21 {
-            return Err(Malformed);
-        }
-        value += usize::from(byte & 0x7f) << shift;
-        shift += 7;
-        if byte & 0x80 == 0 {
-            return Ok((value, i + 1));
-        }
-    }
-    Err(Malformed)
-}
-
-/// Writes `value` with an N-bit prefix, the first octet's other bits `flags`
-/// (its own, not `hpack::integer`: `hpack` uses this module, and modules
-/// do not import each other).
-fn put_integer(out: &mut Vec<u8>, flags: u8, prefix: u8, value: usize) {
-    let mask = (1usize << prefix) - 1;
-    if value < mask {
-        out.push(flags | value as u8);
-        return;
-    }
-    out.push(flags | mask as u8);
-    let mut rest = value - mask;
-    while rest >= 0x80 {
-        out.push((rest & 0x7f) as u8 | 0x80);
-        rest >>= 7;
-    }
-    out.push(rest as u8);
+    prefix_int::read(b, prefix).ok_or(Malformed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::testutil::hex;
 
     fn decoded(block: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut d = loona_hpack::Decoder::new();
         d.decode(block).unwrap()
-    }
-
-    #[test]
-    fn integers_round_trip_at_every_prefix() {
-        for prefix in 1..=8u8 {
-            for v in [
-                0usize,
-                1,
-                9,
-                30,
-                31,
-                126,
-                127,
-                128,
-                254,
-                255,
-                1337,
-                70_000,
-                1 << 20,
-            ] {
-                let mut out = Vec::new();
-                put_integer(&mut out, 0, prefix, v);
-                assert_eq!(integer(&out, prefix), Ok((v, out.len())), "{prefix} {v}");
-            }
-        }
-        // RFC 7541 C.1.2: 1337 with a 5-bit prefix.
-        assert_eq!(integer(&[0x1f, 0x9a, 0x0a], 5), Ok((1337, 3)));
-        assert_eq!(integer(&[0x1f, 0x9a], 5), Err(Malformed));
-        assert_eq!(
-            integer(&[0x1f, 0xff, 0xff, 0xff, 0xff, 0xff], 5),
-            Err(Malformed)
-        );
     }
 
     #[test]
