@@ -4,6 +4,7 @@
 
 /// Writes `value` with a `prefix`-bit prefix (1–8), the first octet's
 /// other bits `flags`.
+#[inline]
 pub fn put(out: &mut Vec<u8>, prefix: u8, flags: u8, value: usize) {
     let mask = (1usize << prefix) - 1;
     if value < mask {
