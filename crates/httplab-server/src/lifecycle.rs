@@ -239,7 +239,7 @@ impl Core {
             (shortest / 4).clamp(Duration::from_millis(5), Duration::from_millis(250));
         let linger = cfg.idle_timeout.min(Duration::from_secs(2));
         let rbuf_size = cfg.pipeline_buffer.max(1024);
-        let send_path = SendPath::from_config(cfg, true).nonblocking();
+        let send_path = SendPath::from_config(cfg, true);
         Core {
             handler,
             pool: BufferPool::new(rbuf_size),

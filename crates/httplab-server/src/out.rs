@@ -24,14 +24,6 @@ pub struct FileOpts {
     pub pread: bool,
     /// Most file bytes per system call.
     pub chunk: usize,
-    /// The socket is non-blocking, so a write the kernel takes only part
-    /// of means its send buffer is full; the kernel then wakes the writer
-    /// when space frees, as after EAGAIN. The write stops there instead of
-    /// calling again to be told EAGAIN, and the copy path does not read
-    /// file bytes it cannot send yet (read, refused, and read again on the
-    /// next call: the buffer is the worker's). False for a blocking
-    /// socket, where a short write means its send timeout expired.
-    pub short_is_full: bool,
 }
 
 /// A file range to send after `at` bytes of the memory buffer.
@@ -106,9 +98,8 @@ enum Step {
 enum Gathered {
     /// The front of the queue is not a run of one file's segments.
     No,
-    /// `n` bytes left (memory and file bytes); `full`: fewer than offered
-    /// and [`FileOpts::short_is_full`].
-    Sent { n: usize, full: bool },
+    /// `n` bytes left (memory and file bytes).
+    Sent(usize),
     /// The socket takes nothing now.
     Blocked,
 }
@@ -279,7 +270,6 @@ impl OutQueue {
         &mut self,
         fd: RawFd,
         limit: usize,
-        short_is_full: bool,
         scratch: &mut Vec<u8>,
     ) -> io::Result<Gathered> {
         let Some(f0) = self.files.front() else {
@@ -331,7 +321,6 @@ impl OutQueue {
             iov[used] = io::IoSlice::new(&scratch[a..b]);
             used += 1;
         }
-        let offered: usize = iov[..used].iter().map(|v| v.len()).sum();
         let n = loop {
             match sys::send_vectored(fd, &iov[..used]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -360,10 +349,7 @@ impl OutQueue {
                 self.files.pop_front();
             }
         }
-        Ok(Gathered::Sent {
-            n,
-            full: short_is_full && n < offered,
-        })
+        Ok(Gathered::Sent(n))
     }
 
     /// One step of the copy path ([`FileOpts::pread`]) of
@@ -382,16 +368,12 @@ impl OutQueue {
         written: &mut u64,
     ) -> io::Result<Step> {
         if p.held.0 == p.held.1 && p.sent < budget {
-            match self.write_gathered(fd, budget - p.sent, opts.short_is_full, scratch)? {
+            match self.write_gathered(fd, budget - p.sent, scratch)? {
                 Gathered::No => {}
-                Gathered::Sent { n, full } => {
+                Gathered::Sent(n) => {
                     p.sent += n;
                     *written += n as u64;
-                    return Ok(if full {
-                        Step::Stop(Flush::Blocked)
-                    } else {
-                        Step::Again
-                    });
+                    return Ok(Step::Again);
                 }
                 Gathered::Blocked => return Ok(Step::Stop(Flush::Blocked)),
             }
@@ -421,7 +403,6 @@ impl OutQueue {
         // read, in one sendmsg.
         let mem = &self.buf[self.pos..next_at];
         let file = &scratch[p.held.0..p.held.1];
-        let offered = mem.len() + file.len();
         let r = if mem.is_empty() {
             sys::send(fd, file, false)
         } else {
@@ -439,9 +420,6 @@ impl OutQueue {
                 f.off += from_file as u64;
                 self.file_bytes += from_file as u64;
                 p.sent += n;
-                if opts.short_is_full && n < offered {
-                    return Ok(Step::Stop(Flush::Blocked));
-                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 return Ok(Step::Stop(Flush::Blocked))
@@ -480,7 +458,6 @@ impl OutQueue {
             let next_at = self.files.front().map_or(self.buf.len(), |f| f.at);
             if self.pos < next_at {
                 let chunk = &self.buf[self.pos..next_at];
-                let offered = chunk.len();
                 let more = !self.files.is_empty();
                 match sys::send(fd, chunk, more) {
                     Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -489,9 +466,6 @@ impl OutQueue {
                         self.pos += n;
                         p.sent += n;
                         *written += n as u64;
-                        if opts.short_is_full && n < offered {
-                            return Ok(Flush::Blocked);
-                        }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -519,9 +493,6 @@ impl OutQueue {
                         self.file_bytes += n as u64;
                         p.sent += n;
                         *written += n as u64;
-                        if opts.short_is_full && n < want {
-                            return Ok(Flush::Blocked);
-                        }
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Flush::Blocked),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -719,57 +690,6 @@ mod tests {
         got
     }
 
-    /// Like `drain_tcp`, from a non-blocking socket whose small send
-    /// buffer fills again and again while a thread reads: every path stops
-    /// at a short write (`short_is_full`) and still delivers every byte in
-    /// order.
-    fn drain_nonblocking(q: &mut OutQueue, opts: FileOpts) -> Vec<u8> {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let reader = std::thread::spawn(move || {
-            let (mut s, _) = l.accept().unwrap();
-            let mut got = Vec::new();
-            std::io::Read::read_to_end(&mut s, &mut got).unwrap();
-            got
-        });
-        let s = std::net::TcpStream::connect(addr).unwrap();
-        socket2::SockRef::from(&s)
-            .set_send_buffer_size(8192)
-            .unwrap();
-        s.set_nonblocking(true).unwrap();
-        let (mut scratch, mut written) = (Vec::new(), 0u64);
-        loop {
-            match q.write_to(s.as_raw_fd(), usize::MAX, opts, &mut scratch, &mut written) {
-                Ok(Flush::Done) => break,
-                // Full: the reader makes room; no timing is assumed.
-                Ok(_) => std::thread::yield_now(),
-                Err(e) => panic!("write: {e}"),
-            }
-        }
-        drop(s);
-        let got = reader.join().unwrap();
-        assert_eq!(written, got.len() as u64);
-        got
-    }
-
-    #[test]
-    fn a_full_socket_stops_every_path_and_loses_nothing() {
-        let (_d, f, data) = data_file(300_000);
-        for pread in [true, false] {
-            for seg in [16_384, 1000] {
-                let (mut q, want) = h2_like(&f, &data, seg);
-                let opts = FileOpts {
-                    pread,
-                    chunk: 64 * 1024,
-                    short_is_full: true,
-                };
-                let got = drain_nonblocking(&mut q, opts);
-                assert!(got == want, "pread {pread} seg {seg}: bytes differ");
-                assert!(q.is_empty());
-            }
-        }
-    }
-
     #[test]
     fn gathered_copy_sends_frames_in_order_in_few_writes() {
         let (_d, f, data) = data_file(300_000);
@@ -778,7 +698,6 @@ mod tests {
             let opts = FileOpts {
                 pread: true,
                 chunk: 64 * 1024,
-                short_is_full: false,
             };
             let got = drain_tcp(&mut q, opts, budget);
             assert!(got == want, "seg {seg} budget {budget}: bytes differ");
@@ -799,7 +718,6 @@ mod tests {
         let opts = FileOpts {
             pread: false,
             chunk: 2 << 20,
-            short_is_full: false,
         };
         assert!(drain_tcp(&mut q, opts, usize::MAX) == want);
     }

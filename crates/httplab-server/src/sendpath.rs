@@ -89,13 +89,6 @@ impl SendPath {
         SendPath::new(mode, cfg.copy_chunk, cfg.file_chunk, copy_min)
     }
 
-    /// The same, for a non-blocking socket ([`FileOpts::short_is_full`]).
-    pub fn nonblocking(mut self) -> Self {
-        self.sendfile.short_is_full = true;
-        self.copy.short_is_full = true;
-        self
-    }
-
     /// `copy_chunk` / `sendfile_chunk`: most file bytes per system call on
     /// each path; `copy_min`: smallest file segment `auto` copies.
     pub fn new(mode: FileIo, copy_chunk: usize, sendfile_chunk: usize, copy_min: u64) -> Self {
@@ -105,12 +98,10 @@ impl SendPath {
             sendfile: FileOpts {
                 pread: false,
                 chunk: sendfile_chunk.max(4096),
-                short_is_full: false,
             },
             copy: FileOpts {
                 pread: true,
                 chunk: copy_chunk.max(4096),
-                short_is_full: false,
             },
             share: STEPS / 2,
             acc: 0,
