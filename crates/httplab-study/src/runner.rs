@@ -14,6 +14,7 @@ use httplab_model as m;
 use crate::analyse::{answers, design, facts, noise};
 use crate::execute::context::Execution;
 use crate::execute::corpus::{self, CorpusIndex};
+use crate::execute::packet_loss::Injector;
 use crate::execute::rounds::{run_rounds, run_workload, StepRun};
 use crate::execute::slots::{restart_servers, start_servers, Placement, Slot};
 use crate::execute::{env, servers, tls};
@@ -42,8 +43,16 @@ pub fn plan_of(study: &StudyFile, opts: &Options) -> StudyPlan {
 
 /// The plan of `study` ([`StudyPlan::new`]), the peers deciding who speaks
 /// which workload's protocol: `quick` is `--quick`, `budget_s` `--budget`.
+/// Workloads with packet loss are skipped where it cannot be injected.
 pub fn plan(study: &StudyFile, quick: bool, budget_s: Option<f64>) -> StudyPlan {
-    StudyPlan::new(study, quick, budget_s, servers::speaks)
+    let plan = StudyPlan::new(study, quick, budget_s, servers::speaks);
+    if !plan.workloads.iter().any(|w| w.lossy) {
+        return plan;
+    }
+    match Injector::usable() {
+        Ok(_) => plan,
+        Err(why) => plan.without_packet_loss(&why),
+    }
 }
 
 /// Runs `plan`, the plan of `study` (the study file gives each workload's

@@ -49,7 +49,7 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
     ),
     (
         "protocols",
-        "HTTP/1.1, HTTP/2 and HTTP/3 over TLS on httplab, nginx, h2o, lighttpd and Caddy: a page of 20 objects, one large file, the page under 1 % packet loss (about 4 minutes)",
+        "HTTP/1.1, HTTP/2 and HTTP/3 over TLS on httplab, nginx, h2o, lighttpd and Caddy: a page of 20 objects, one large file, the page under 1 % packet loss (about 5 minutes)",
         include_str!("../../../studies/protocols.toml"),
     ),
     (

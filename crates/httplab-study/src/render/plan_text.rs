@@ -181,7 +181,9 @@ fn workload_lines(o: &mut String, s: &StudyFile, plan: &StudyPlan) {
                 let _ = writeln!(o, "    {} {why}", x.name);
             }
         }
-        if let Some(pct) = w.loss_pct {
+        if let Some(why) = &wp.skipped {
+            let _ = writeln!(o, "    {why}");
+        } else if let Some(pct) = w.loss_pct {
             let _ = writeln!(
                 o,
                 "    {pct} % packet loss on lo during each run (nftables on the server's port, else tc netem; removed after it; needs root, else the workload is skipped)"
