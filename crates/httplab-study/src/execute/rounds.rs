@@ -18,6 +18,7 @@ use crate::execute::packet_loss::Injector;
 use crate::execute::slots::{Down, Slot};
 use crate::plan::rounds;
 use crate::plan::steps::{Offer, StepParams};
+use crate::plan::study_plan::loss_skip_reason;
 use crate::spec::{Metric, Workload};
 
 /// Reason of a run cut short by Ctrl-C (its partial result is kept in the JSON).
@@ -97,7 +98,7 @@ pub fn run_workload(
     let metric = wp.metric;
     let (min_reps, max_reps) = wp.rounds;
     let steps = wp.steps.clone();
-    let no_loss = loss_unavailable(cx, w);
+    let no_loss = loss_unavailable(cx, w, wp.skipped.as_deref());
     // Servers that cannot speak the workload's protocol, with the reason,
     // as the plan decided them; every server when its packet loss cannot
     // be injected.
@@ -155,15 +156,19 @@ pub fn run_workload(
 }
 
 /// Why a workload's packet loss cannot be injected (None: it can, or it
-/// asks for none). How to inject it is looked for once per study; the reason is printed.
-fn loss_unavailable(cx: &mut Execution, w: &Workload) -> Option<String> {
+/// asks for none): as the plan says (`planned`), else looked for once per
+/// study. The reason is printed.
+fn loss_unavailable(cx: &mut Execution, w: &Workload, planned: Option<&str>) -> Option<String> {
     w.loss_pct?;
-    let why = cx
-        .packet_loss
-        .get_or_insert_with(Injector::usable)
-        .as_ref()
-        .err()
-        .map(|why| format!("packet loss not injected, workload skipped: {why}"))?;
+    let why = match planned {
+        Some(why) => why.to_string(),
+        None => cx
+            .packet_loss
+            .get_or_insert_with(Injector::usable)
+            .as_ref()
+            .err()
+            .map(|why| loss_skip_reason(why))?,
+    };
     cx.emit(Event::Notice {
         message: format!("{}: {why}", w.name),
     });

@@ -46,6 +46,12 @@ const GAP_S: f64 = 0.1;
 /// the most, so that its "at most" holds.
 const LOSS_TAIL_S: f64 = 0.75;
 
+/// The words of a workload skipped because its packet loss cannot be
+/// injected, for `why`.
+pub fn loss_skip_reason(why: &str) -> String {
+    format!("packet loss not injected, workload skipped: {why}")
+}
+
 /// The plan of workload `w`: its servers, those left out because they
 /// cannot speak its protocol, its steps, rounds and estimates (counting
 /// only the servers that run it).
@@ -284,7 +290,7 @@ impl StudyPlan {
     /// each server), so they leave the run and time estimates.
     pub fn without_packet_loss(mut self, why: &str) -> StudyPlan {
         for w in self.workloads.iter_mut().filter(|w| w.lossy) {
-            w.skipped = Some(format!("packet loss not injected, workload skipped: {why}"));
+            w.skipped = Some(loss_skip_reason(why));
             w.runs_per_round = 0;
             w.round_seconds = 0.0;
         }
