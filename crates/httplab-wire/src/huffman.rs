@@ -78,8 +78,9 @@ fn symbol(window: u32) -> (u16, u32) {
     }
     let w = u64::from(window);
     let mut len = 9;
-    // LIMIT[30] is 2^32, above every window: the loop ends by then.
-    while len < 30 && w >= CODE.limit[len] {
+    // The longest codes' bound is 2^32, above every window: a window at
+    // or above every shorter bound holds a code of MAX_LEN bits.
+    while len < MAX_LEN && w >= CODE.limit[len] {
         len += 1;
     }
     let rank = (window >> (32 - len)) - CODE.first[len];
