@@ -72,19 +72,11 @@ pub(crate) fn decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), Invalid> {
 /// length in bits. Every window starts with a code: the code is complete.
 #[inline]
 fn symbol(window: u32) -> (u16, u32) {
-    let fast = SHORT[(window >> 24) as usize];
+    let fast = SHORT[(window >> (32 - SHORT_BITS)) as usize];
     if fast != 0 {
         return (fast & 0xff, u32::from(fast >> 8));
     }
-    let w = u64::from(window);
-    let mut len = 9;
-    // The longest codes' bound is 2^32, above every window: a window at
-    // or above every shorter bound holds a code of MAX_LEN bits.
-    while len < MAX_LEN && w >= CODE.limit[len] {
-        len += 1;
-    }
-    let rank = (window >> (32 - len)) - CODE.first[len];
-    let symbol = CODE.sorted[usize::from(CODE.offset[len]) + rank as usize];
+    let (symbol, len) = CODE.code_at(window, SHORT_BITS + 1);
     (symbol, len as u32)
 }
 
@@ -128,6 +120,24 @@ struct Canonical {
 
 const CODE: Canonical = canonical();
 
+impl Canonical {
+    /// The symbol whose code starts the left-aligned `window` and the
+    /// code's length, trying lengths from `from` on (the window is at or
+    /// above every shorter length's bound). The longest length's bound is
+    /// 2^32, above every window: a window at or above every shorter bound
+    /// holds a code of [`MAX_LEN`] bits.
+    #[inline]
+    const fn code_at(&self, window: u32, from: usize) -> (u16, usize) {
+        let w = window as u64;
+        let mut len = from;
+        while len < MAX_LEN && w >= self.limit[len] {
+            len += 1;
+        }
+        let rank = (window >> (32 - len)) - self.first[len];
+        (self.sorted[self.offset[len] as usize + rank as usize], len)
+    }
+}
+
 const fn canonical() -> Canonical {
     let mut count = [0u16; MAX_LEN + 1];
     let mut s = 0;
@@ -166,24 +176,20 @@ const fn canonical() -> Canonical {
     }
 }
 
-/// For each first octet of a window: `length << 8 | symbol` when a code of
-/// at most eight bits starts it, else 0.
-const SHORT: [u16; 256] = short();
+/// The window bits [`SHORT`] is indexed by.
+const SHORT_BITS: usize = 8;
 
-const fn short() -> [u16; 256] {
-    let mut table = [0u16; 256];
+/// For each first octet of a window: `length << 8 | symbol` when a code of
+/// at most [`SHORT_BITS`] bits starts it, else 0.
+const SHORT: [u16; 1 << SHORT_BITS] = short();
+
+const fn short() -> [u16; 1 << SHORT_BITS] {
+    let mut table = [0u16; 1 << SHORT_BITS];
     let mut i = 0;
-    while i < 256 {
-        let w = (i as u64) << 24;
-        let mut len = 1;
-        while len <= 8 {
-            if w < CODE.limit[len] {
-                let rank = (i >> (8 - len)) as u32 - CODE.first[len];
-                let symbol = CODE.sorted[CODE.offset[len] as usize + rank as usize];
-                table[i] = (len as u16) << 8 | symbol;
-                break;
-            }
-            len += 1;
+    while i < table.len() {
+        let (symbol, len) = CODE.code_at((i as u32) << (32 - SHORT_BITS), 1);
+        if len <= SHORT_BITS {
+            table[i] = (len as u16) << 8 | symbol;
         }
         i += 1;
     }

@@ -5,9 +5,9 @@
 //! nginx, which Huffman-codes its header values, the client spent about 1.8
 //! million instructions per response there and was client-bound at a fifth of
 //! h2o's rate. The crate's own decoder (`huffman.rs`) reads a code per
-//! table lookup without allocating. Only the framing of each field representation is read here
-//! (RFC 7541 §6: prefix integers and string literals); indices and the
-//! table stay the decoder's business.
+//! table lookup without allocating. Only the framing of each field
+//! representation is read here (RFC 7541 §6: prefix integers and string
+//! literals); indices and the table stay the decoder's business.
 
 use crate::{huffman, prefix_int};
 
