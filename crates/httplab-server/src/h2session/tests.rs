@@ -762,3 +762,71 @@ fn the_first_bytes_pick_the_protocol() {
     assert_eq!(sniff(&PREFACE[..18], true), Sniffed::Http1);
     assert_eq!(sniff(b"", true), Sniffed::Http1);
 }
+
+/// The memo of `encode_head` gives, for every head, the block an encoder
+/// without memo gives for the same sequence: repeats (reused), a changed
+/// Date (a new entry), a field that is never indexed, a cut head, a
+/// table-size change from the client between responses.
+#[test]
+fn a_reused_head_block_is_the_block_encoding_would_give() {
+    let fx = fixture();
+    let now = Instant::now();
+    let mut s = H2Session::new(None, now, &fx.h, H2Limits::default());
+    let mut plain = hpack::Encoder::new();
+    let head = |date: &str, etag: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nServer: httplab\r\nDate: {date}\r\nContent-Type: text/plain\r\nETag: \"{etag}\"\r\nContent-Length: 5\r\n\r\nhello"
+        )
+        .into_bytes()
+    };
+    let a = head("Sun, 29 Nov 2026 13:00:00 GMT", "a");
+    let b = head("Sun, 29 Nov 2026 13:00:01 GMT", "a");
+    let c = head("Sun, 29 Nov 2026 13:00:01 GMT", "c");
+    let cut = b"HTTP/1.1 200 OK\r\nServer: httplab\r\n".to_vec();
+    let seq: Vec<(&[u8], Option<u32>)> = vec![
+        (&a, None),
+        (&a, None),
+        (&a, None),
+        (&b, None),
+        (&b, None),
+        (&c, None),
+        (&c, None),
+        (&cut, None),
+        (&c, None),
+        (&c, Some(64)),
+        (&c, None),
+        (&c, None),
+        (&a, Some(4096)),
+        (&a, None),
+        (&a, None),
+    ];
+    let mut reused = 0;
+    for (i, (answer, resize)) in seq.into_iter().enumerate() {
+        if let Some(n) = resize {
+            s.encoder.set_peer_table_size(n);
+            plain.set_peer_table_size(n);
+        }
+        let memo_before = !s.memo_head.is_empty()
+            && s.memo_generation == s.encoder.generation()
+            && answer.starts_with(&s.memo_head);
+        let end = s.encode_head(answer);
+        let mut want = Vec::new();
+        plain.begin(&mut want);
+        let want_end = crate::head::status(answer).and_then(|(status, at)| {
+            plain.status(status, &mut want);
+            crate::head::each_field(answer, at, |n, v| plain.field(n, &answer[v], &mut want))
+        });
+        assert_eq!(end, want_end, "head {i}: its length");
+        if end.is_some() {
+            assert_eq!(s.hblock, want, "head {i}: its block");
+            if memo_before {
+                reused += 1;
+            }
+        }
+    }
+    // The third `a`, the second `c` and the last `a`: every other head
+    // either differs from the one before or changed the table (a new Date,
+    // the first use of each field, a 64-octet table where each entry
+    // evicts another).
+    assert_eq!(reused, 3, "the heads the memo served");
+}

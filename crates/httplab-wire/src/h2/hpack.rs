@@ -121,6 +121,8 @@ pub struct Encoder {
     size: usize,
     /// A size update to send at the start of the next block.
     size_update: Option<usize>,
+    /// Counts the changes of the state above ([`Encoder::generation`]).
+    generation: u64,
 }
 
 /// A dynamic-table entry: its name by static index, and its value.
@@ -243,7 +245,17 @@ impl Encoder {
             used: 0,
             size: DEFAULT_TABLE_SIZE,
             size_update: None,
+            generation: 0,
         }
+    }
+
+    /// Changes whenever the encoder's state changes (an entry added, the
+    /// table resized, a size update owed or sent). Encoding is a function of
+    /// the state and the fields, so a block encoded without changing the
+    /// generation is what the same fields encode to for as long as the
+    /// generation stays the same: a caller may keep and reuse it.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The peer's SETTINGS_HEADER_TABLE_SIZE: the table never grows past it
@@ -252,6 +264,7 @@ impl Encoder {
     pub fn set_peer_table_size(&mut self, n: u32) {
         let n = (n as usize).min(DEFAULT_TABLE_SIZE);
         if n != self.size {
+            self.generation += 1;
             self.size = n;
             self.evict(0);
             // Several changes between blocks: the last one counts (a
@@ -273,6 +286,7 @@ impl Encoder {
     /// Starts a block in `out` (the owed size update, if any).
     pub fn begin(&mut self, out: &mut Vec<u8>) {
         if let Some(n) = self.size_update.take() {
+            self.generation += 1;
             integer(out, 5, 0x20, n);
         }
     }
@@ -327,6 +341,7 @@ impl Encoder {
             let size = static_name_len(index) + value.len() + 32;
             if size <= self.size {
                 // Literal with incremental indexing, indexed name.
+                self.generation += 1;
                 self.evict(size);
                 self.table.push_front(Entry {
                     name: index,
