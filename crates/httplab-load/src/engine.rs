@@ -598,6 +598,7 @@ impl<'a> Worker<'a> {
             Ok(c) => {
                 let s = &mut self.slots[idx];
                 s.tls = Some(Box::new(c));
+                s.tls_in = Vec::new();
                 s.handshaking = true;
                 s.hs_start = now;
                 s.deadline = self.timeout.map(|t| now + t);
@@ -673,6 +674,7 @@ impl<'a> Worker<'a> {
         s.connecting = false;
         s.wire.reset();
         s.tls = None;
+        s.tls_in = Vec::new();
         s.handshaking = false;
         s.deadline = None;
     }

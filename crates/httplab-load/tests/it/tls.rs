@@ -345,3 +345,49 @@ fn ssl_and_https_against_nginx_match_httperf() {
         assert_eq!(t.versions.get(key), Some(&20), "{t:?}");
     }
 }
+
+/// Responses far larger than rustls' plaintext buffer (16 KiB): the client
+/// reads the socket up to 64 KiB at a time and keeps what rustls cannot take
+/// yet for the next read. Every byte arrives, in order: HTTP/1.1 replies are
+/// checked against the file, HTTP/2 ones counted, with many streams at once.
+#[test]
+fn large_tls_responses_arrive_whole_over_h1_and_h2() {
+    let c = cert();
+    let www = tempfile::tempdir().unwrap();
+    let big: Vec<u8> = (0..3_000_017u32).map(|i| (i * 31 % 251) as u8).collect();
+    std::fs::write(www.path().join("big.bin"), &big).unwrap();
+    let mut cfg = httplab_server::ServerConfig::for_root(www.path());
+    cfg.http2 = true;
+    cfg.tls = Some(httplab_server::TlsFiles {
+        cert: c.cert.clone(),
+        key: c.key.clone(),
+    });
+    let handle = httplab_server::Server::start(cfg).expect("httplab serve --tls-* starts");
+    let port = handle.local_addr().port();
+    let r = load(&format!(
+        "https://127.0.0.1:{port}/big.bin --insecure --users 2 --requests-per-user 4 --timeout 20 --verify-root {}",
+        www.path().display()
+    ));
+    assert_eq!((r.totals.replies, r.errors.total), (8, 0), "{:?}", r.errors);
+    assert_eq!((r.accuracy.verified, r.accuracy.mismatches), (8, 0));
+    let r = load(&format!(
+        "https://127.0.0.1:{port}/big.bin --insecure --http2 --max-concurrent-streams 8 --users 2 --requests-per-user 16 --timeout 20"
+    ));
+    assert_eq!(
+        (r.totals.replies, r.errors.total),
+        (32, 0),
+        "{:?}",
+        r.errors
+    );
+    let whole = 32 * big.len() as u64;
+    assert_eq!(
+        (
+            r.accuracy.bytes_expected,
+            r.accuracy.bytes_received,
+            r.accuracy.framing_errors
+        ),
+        (whole, whole, 0)
+    );
+    assert_eq!(tls(&r).alpn.get("h2"), Some(&2));
+    handle.shutdown();
+}
