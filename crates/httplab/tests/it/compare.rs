@@ -123,6 +123,27 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// `httplab compare BASE NEW --metric reply_rate --delta 25`, which must exit with 0: its
+/// output and the first line of its standard output.
+fn compare_rates(base: &Path, new: &Path) -> (std::process::Output, String) {
+    let o = httplab(&[
+        "compare",
+        &s(base),
+        &s(new),
+        "--metric",
+        "reply_rate",
+        "--delta",
+        "25",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let first = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    (o, first)
+}
+
 #[test]
 fn the_same_server_twice_is_no_regression_and_a_saved_baseline_gates() {
     let _turn = httplab_skip::serial::shared("compare");
@@ -141,19 +162,9 @@ fn the_same_server_twice_is_no_regression_and_a_saved_baseline_gates() {
     // fixed rate of 100/s a session's runs agree to about 0.01 %, so two sessions apart by
     // 0.1 % (one of them on a busier machine) differ significantly, and compare calls that
     // difference, as its note about one session a side says.
-    let o = httplab(&[
-        "compare",
-        &s(&base),
-        &s(&new),
-        "--metric",
-        "reply_rate",
-        "--delta",
-        "25",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
+    let (o, first) = compare_rates(&base, &new);
     assert!(
-        out.starts_with("no regression beyond 5 %: "),
+        first.starts_with("no regression beyond 5 %: "),
         "{}",
         text(&o)
     );
@@ -162,18 +173,7 @@ fn the_same_server_twice_is_no_regression_and_a_saved_baseline_gates() {
     // ±δ, whatever the machine did.
     let same = dir.path().join("same.json");
     std::fs::copy(&base, &same).unwrap();
-    let o = httplab(&[
-        "compare",
-        &s(&base),
-        &s(&same),
-        "--metric",
-        "reply_rate",
-        "--delta",
-        "25",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let first = out.lines().next().unwrap_or_default();
+    let (o, first) = compare_rates(&base, &same);
     assert!(
         first.starts_with("no regression beyond 5 %: 1 equivalent (reply_rate)"),
         "{}",
