@@ -16,10 +16,8 @@
 //! connection must be driven by the same engine as HTTP/1.1 and allocate
 //! nothing per request once warm. The codec is `httplab-wire`'s `h2` module,
 //! shared with the server: frame headers and constants, the bounded frame
-//! reader, and header compression — the `loona-hpack` crate's decoder
-//! (responses may use the dynamic table and Huffman coding), fed blocks whose
-//! Huffman strings have already been decoded by httplab-wire's own decoder
-//! (loona's costs a table build per string); requests are encoded
+//! reader, and header compression — httplab-wire's HPACK decoder
+//! (responses may use the dynamic table and Huffman coding); requests are encoded
 //! without the dynamic table (literals with static-table names), so a
 //! request's header block never changes and is encoded once
 //! ([`request_block`]). The frame checks stay here, per type, as this client

@@ -5,8 +5,7 @@
 //! - [`response`]: HTTP/1.1 client side — parsing response heads and body
 //!   framing (Content-Length, chunked, close-delimited).
 //! - [`h2`]: HTTP/2 for both ends — frames, a bounded frame reader, HPACK
-//!   (loona-hpack after the crate's own Huffman pass) with a decoded-size
-//!   bound, and the server's typed request from a decoded header list.
+//!   (the crate's own decoder and encoder) with a decoded-size bound, and the server's typed request from a decoded header list.
 //! - [`h3`]: HTTP/3 for the server — frames, a bounded frame reader, the
 //!   frame-order rules of a request and a control stream, SETTINGS, and
 //!   QPACK with a table of capacity 0 (decoder with a decoded-size bound,

@@ -1,8 +1,7 @@
 //! Header blocks (RFC 7541): the decoder both ends use, the client's
 //! request blocks and the server's response encoder.
 
-use super::unhuffman::{self, Malformed};
-use super::{Error, DEFAULT_TABLE_SIZE};
+use super::DEFAULT_TABLE_SIZE;
 /// An HPACK integer with an N-bit prefix (RFC 7541 §5.1), shared with QPACK.
 pub use crate::prefix_int::put as integer;
 
@@ -22,82 +21,7 @@ pub enum ListSize {
     TooLarge,
 }
 
-/// A connection's HPACK decoder: the dynamic table (`loona-hpack`) and the
-/// buffers of the Huffman pass (`unhuffman.rs`), all reused, so decoding a
-/// block allocates only for fields entering the table.
-pub struct Decoder {
-    table: loona_hpack::Decoder<'static>,
-    /// A block with its Huffman strings decoded, and the decoded string
-    /// being written.
-    raw: Vec<u8>,
-    scratch: Vec<u8>,
-}
-
-impl std::fmt::Debug for Decoder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("hpack::Decoder")
-    }
-}
-
-impl Default for Decoder {
-    fn default() -> Self {
-        Decoder::new()
-    }
-}
-
-impl Decoder {
-    /// A decoder whose table holds at most the protocol's default 4096
-    /// octets: a size update above it (the peer was never told more) is a
-    /// COMPRESSION_ERROR, so the peer cannot grow the table's memory.
-    pub fn new() -> Decoder {
-        let mut table = loona_hpack::Decoder::new();
-        table.set_max_allowed_table_size(DEFAULT_TABLE_SIZE);
-        Decoder {
-            table,
-            raw: Vec::new(),
-            scratch: Vec::new(),
-        }
-    }
-
-    /// Decodes a complete header block (every HEADERS and CONTINUATION
-    /// fragment), handing each field to `on` in order while the decoded
-    /// list stays within `max_list` octets ([`field_size`]); past that the
-    /// rest of the block is still decoded, to keep the table in step, but
-    /// handed on no more ([`ListSize::TooLarge`]). An HPACK bomb, a small
-    /// block naming a large table entry many times, thus costs the time to
-    /// read its block and no memory. Err: the block is malformed
-    /// (COMPRESSION_ERROR; the connection cannot go on).
-    pub fn decode(
-        &mut self,
-        block: &[u8],
-        max_list: usize,
-        mut on: impl FnMut(&[u8], &[u8]),
-    ) -> Result<ListSize, Error> {
-        let mut raw = std::mem::take(&mut self.raw);
-        let block = match unhuffman::unhuffman(block, &mut raw, &mut self.scratch) {
-            Ok(true) => &raw[..],
-            Ok(false) => block,
-            Err(Malformed) => {
-                self.raw = raw;
-                return Err(Error::Compression);
-            }
-        };
-        let mut size = 0usize;
-        let decoded = self.table.decode_with_cb(block, |name, value| {
-            size = size.saturating_add(field_size(&name, &value));
-            if size <= max_list {
-                on(&name, &value);
-            }
-        });
-        self.raw = raw;
-        decoded.map_err(|_| Error::Compression)?;
-        Ok(if size <= max_list {
-            ListSize::Whole
-        } else {
-            ListSize::TooLarge
-        })
-    }
-}
+pub use super::decoder::Decoder;
 
 /// A connection's HPACK encoder for response blocks, written here rather
 /// than taken from `loona-hpack`: its encoder looks every field up in the
@@ -408,6 +332,7 @@ fn string(b: &mut Vec<u8>, s: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h2::Error;
 
     fn decoded(d: &mut Decoder, block: &[u8], max: usize) -> (Vec<(String, String)>, ListSize) {
         let mut v = Vec::new();

@@ -14,10 +14,9 @@
 //! - [`decode`]: [`decode::frame`], one whole frame as a typed [`Frame`]
 //!   with the per-type rules of RFC 9113 §6 (lengths, stream 0 or not,
 //!   padding) checked, for the server;
-//! - [`hpack`]: header blocks. Decoding keeps the dynamic table
-//!   (`loona-hpack`), after `unhuffman.rs` has replaced Huffman-coded strings
-//!   by their octets (the crate's `huffman` decoder; loona's own builds a
-//!   table per string), refuses table size updates above
+//! - [`hpack`]: header blocks. Decoding (`decoder.rs`, one pass over a
+//!   block, Huffman strings decoded as met) keeps the dynamic table,
+//!   refuses table size updates above
 //!   the size announced, and stops handing fields on beyond a decoded
 //!   header list size (the HPACK bomb: a small block naming a large table
 //!   entry many times) while still reading the block to keep the table in
@@ -31,9 +30,11 @@
 //!   type the HTTP/1.1 parser produces, so one handler answers both.
 
 pub mod decode;
+mod decoder;
 pub mod hpack;
 pub mod reader;
 pub mod request;
+#[cfg(test)]
 mod unhuffman;
 
 pub use decode::Frame;

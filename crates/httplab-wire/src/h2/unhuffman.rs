@@ -1,13 +1,10 @@
-//! An HPACK header block rewritten with its Huffman-coded string literals
-//! replaced by their raw octets, before the `loona-hpack` decoder (which
-//! keeps the dynamic table) reads it. That decoder builds a Huffman table of
-//! hash maps for every coded string and reads it one bit at a time: against
-//! nginx, which Huffman-codes its header values, the client spent about 1.8
-//! million instructions per response there and was client-bound at a fifth of
-//! h2o's rate. The crate's own decoder (`huffman.rs`) reads a code per
-//! table lookup without allocating. Only the framing of each field
-//! representation is read here (RFC 7541 §6: prefix integers and string
-//! literals); indices and the table stay the decoder's business.
+//! Test only: the first half of the HPACK decoding `decoder.rs` replaced,
+//! kept as its reference. A header block is rewritten with its Huffman-coded
+//! string literals replaced by their raw octets (the crate's `huffman`
+//! decoder), so that `loona-hpack`'s decoder, which builds a table of hash
+//! maps for every coded string, reads raw strings only. Only the framing of
+//! each field representation is read here (RFC 7541 §6: prefix integers and
+//! string literals); indices and the table are the decoder's business.
 
 use crate::{huffman, prefix_int};
 
