@@ -25,8 +25,9 @@ use super::hpack::{field_size, ListSize};
 use super::{Error, DEFAULT_TABLE_SIZE};
 use crate::{huffman, prefix_int};
 
-/// RFC 7541 Appendix A: the static table, index 1 first.
-const STATIC: [(&[u8], &[u8]); 61] = [
+/// RFC 7541 Appendix A: the static table, index 1 first (the encoder in
+/// `hpack.rs` takes its names' lengths from it).
+pub(super) const STATIC: [(&[u8], &[u8]); 61] = [
     (b":authority", b""),
     (b":method", b"GET"),
     (b":method", b"POST"),

@@ -1,6 +1,7 @@
 //! Header blocks (RFC 7541): the decoder both ends use, the client's
 //! request blocks and the server's response encoder.
 
+use super::decoder::STATIC;
 use super::DEFAULT_TABLE_SIZE;
 /// An HPACK integer with an N-bit prefix (RFC 7541 §5.1), shared with QPACK.
 pub use crate::prefix_int::put as integer;
@@ -142,17 +143,12 @@ fn static_name(name: &[u8]) -> u8 {
         .map_or(0, |&(_, i)| i)
 }
 
-/// Length of static-table name `index` (for an entry's size).
-fn static_name_len(index: u8) -> usize {
-    match index {
-        18 | 24 => 13,
-        26 => 16,
-        31 => 12,
-        33 | 59 => 4,
-        54 => 6,
-        // Only the names of `indexed` enter the table.
-        _ => 0,
-    }
+/// Name of static-table entry `index` (1–61), for an entry's size.
+fn static_name_of(index: u8) -> &'static [u8] {
+    usize::from(index)
+        .checked_sub(1)
+        .and_then(|i| STATIC.get(i))
+        .map_or(b"", |(name, _)| name)
 }
 
 /// Whether a field with static name `index` enters the dynamic table:
@@ -262,7 +258,7 @@ impl Encoder {
                 integer(out, 7, 0x80, 62 + i);
                 return;
             }
-            let size = static_name_len(index) + value.len() + 32;
+            let size = field_size(static_name_of(index), value);
             if size <= self.size {
                 // Literal with incremental indexing, indexed name.
                 self.generation += 1;
@@ -345,6 +341,35 @@ mod tests {
             })
             .unwrap();
         (v, r)
+    }
+
+    /// The encoder's name lookup agrees with the static table for every
+    /// name it covers (index 15 on), in lower case and in the handler's
+    /// canonical case.
+    #[test]
+    fn static_names_are_the_static_tables() {
+        for (i, (name, _)) in STATIC.iter().enumerate().skip(14) {
+            let index = u8::try_from(i + 1).unwrap();
+            assert_eq!(
+                static_name(name),
+                index,
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+            let canonical: Vec<u8> = name
+                .split(|&b| b == b'-')
+                .map(|w| {
+                    let mut w = w.to_vec();
+                    w[0] = w[0].to_ascii_uppercase();
+                    w
+                })
+                .collect::<Vec<_>>()
+                .join(&b'-');
+            assert_eq!(static_name(&canonical), index);
+            assert_eq!(static_name_of(index), *name);
+        }
+        assert_eq!(static_name(b"ETag"), 34);
+        assert_eq!(static_name(b"x-custom"), 0);
     }
 
     #[test]
