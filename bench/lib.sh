@@ -71,10 +71,16 @@ start_server() {
       # The floor server (bench/floor-server, built here, not shipped): one
       # prebuilt reply of $FLOOR_FILE (default f87.txt) for every request, so
       # only workloads of that file (w87, close, pipe16) measure anything.
+      # With HTTP2=1 it speaks h2c (prior knowledge) instead, at the same
+      # floor: the h2-* workloads of that file (h2-87-1, h2-87-100; with
+      # FLOOR_FILE=f4k.html, h2-4k-1 and h2-4k-100).
       [ "$TLS" = 1 ] && { echo "the floor server speaks no TLS" >&2; return 1; }
+      local floormode=""
+      [ "$HTTP2" = 1 ] && floormode=h2
       (cd "$BENCH_DIR/floor-server" && cargo build --release -q) || return 1
+      # shellcheck disable=SC2086
       taskset -c "$SERVER_CORE" "$BENCH_DIR/floor-server/target/release/httplab-floor-server" \
-        "127.0.0.1:$SERVER_PORT" "$root/${FLOOR_FILE:-f87.txt}" 3600 >"$dir/out.log" 2>&1 &
+        "127.0.0.1:$SERVER_PORT" "$root/${FLOOR_FILE:-f87.txt}" 3600 $floormode >"$dir/out.log" 2>&1 &
       SERVER_PID=$!
       ;;
     httplab-epoll | httplab-uring)

@@ -11,7 +11,17 @@
 //! only while a reply waits); a request carrying `Connection: close` is answered and the
 //! connection closed, as a server must.
 //!
-//! Usage: floor-server ADDR FILE [SECONDS]
+//!
+//! With `h2` it speaks HTTP/2 in cleartext (prior knowledge) instead, at
+//! the same floor: it skips the client's preface, acknowledges its
+//! SETTINGS, and answers every HEADERS frame with one prebuilt response
+//! (a two-field HPACK block, `:status 200` and `content-length`, and one
+//! DATA frame ending the stream) with the stream's id patched in; every
+//! other frame is skipped unread. No HPACK decoding, no flow control (the
+//! file must fit one 16 KiB frame), no request checks: the least an h2c
+//! server can do per request on one epoll loop.
+//!
+//! Usage: floor-server ADDR FILE [SECONDS] [h2]
 //! (listens on ADDR, e.g. 127.0.0.1:8080; stops by itself after SECONDS,
 //! default 600, or at SIGTERM/SIGINT's default action). Prints `listening`
 //! once it accepts, and at exit `requests N connections C`.
@@ -41,6 +51,8 @@ struct Conn {
     close_after: bool,
     /// Registered for writable events too (once a reply had to wait).
     writable: bool,
+    /// HTTP/2 only (empty otherwise, nothing allocated).
+    h2: H2Conn,
 }
 
 struct Floor {
@@ -49,7 +61,36 @@ struct Floor {
     one: usize,
     requests: u64,
     connections: u64,
+    /// HTTP/2 (cleartext, prior knowledge) instead of HTTP/1.1.
+    h2: Option<H2>,
 }
+
+/// The HTTP/2 floor's prebuilt response.
+struct H2 {
+    /// HEADERS frame then DATA frame (END_STREAM), stream id 0 in both.
+    reply: Vec<u8>,
+    /// Offset of the DATA frame's header in `reply`.
+    data_at: usize,
+}
+
+/// One HTTP/2 connection's state: the bytes of an incomplete frame (or of
+/// the preface) carried to the next read, and the output not yet written.
+#[derive(Default)]
+struct H2Conn {
+    /// Preface octets still to skip.
+    skip: usize,
+    carry: Vec<u8>,
+    out: Vec<u8>,
+    /// How much of `out` was written.
+    sent: usize,
+}
+
+/// The client's connection preface (RFC 9113 §3.4).
+const PREFACE_LEN: usize = 24;
+const FRAME_HEADERS: u8 = 1;
+const FRAME_SETTINGS: u8 = 4;
+const FLAG_ACK: u8 = 1;
+const MAX_FRAME: usize = 16384;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -60,6 +101,14 @@ fn main() {
     let addr: SocketAddr = args[1].parse().expect("ADDR as ip:port");
     let body = std::fs::read(&args[2]).expect("FILE readable");
     let secs: f64 = args.get(3).map_or(600.0, |s| s.parse().expect("SECONDS"));
+    let h2 = match args.get(4).map(String::as_str) {
+        None => None,
+        Some("h2") => Some(H2::new(&body)),
+        Some(other) => {
+            eprintln!("unknown mode {other:?}: the fourth argument is `h2` or nothing");
+            std::process::exit(2);
+        }
+    };
     let head = format!(
         "HTTP/1.1 200 OK\r\nServer: floor\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -72,6 +121,7 @@ fn main() {
         one: one.len(),
         requests: 0,
         connections: 0,
+        h2,
     };
     f.run(addr, Duration::from_secs_f64(secs));
     println!("requests {} connections {}", f.requests, f.connections);
@@ -95,8 +145,11 @@ impl Floor {
         let mut buf = vec![0u8; 1 << 16];
         let start = Instant::now();
         while start.elapsed() < limit {
-            poll.poll(&mut events, Some(Duration::from_millis(200)))
-                .expect("epoll_wait");
+            match poll.poll(&mut events, Some(Duration::from_millis(200))) {
+                // A signal (strace attaching, for one) is no failure.
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                r => r.expect("epoll_wait"),
+            }
             for ev in events.iter() {
                 if ev.token() == LISTENER {
                     self.accept(&poll, &listener, &mut conns, &mut free, &mut buf);
@@ -147,7 +200,15 @@ impl Floor {
                         owed: 0,
                         close_after: false,
                         writable: false,
+                        h2: H2Conn::default(),
                     };
+                    if self.h2.is_some() {
+                        // The server's SETTINGS (empty: every default)
+                        // leave with the first replies.
+                        c.h2.skip = PREFACE_LEN;
+                        c.h2.out
+                            .extend_from_slice(&frame_head(0, FRAME_SETTINGS, 0, 0));
+                    }
                     // The request is there (deferred accept): answer it
                     // before the socket ever meets epoll.
                     if !self.serve(&mut c, buf) {
@@ -176,6 +237,9 @@ impl Floor {
 
     /// Reads every request there is and answers them; false: close.
     fn serve(&mut self, c: &mut Conn, buf: &mut [u8]) -> bool {
+        if self.h2.is_some() {
+            return self.serve_h2(c, buf);
+        }
         loop {
             if c.pending > 0 {
                 // Still writing: read more once the reply is out.
@@ -195,12 +259,59 @@ impl Floor {
             if !self.flush(c) {
                 return false;
             }
+            if n < buf.len() && !c.close_after {
+                // Drained: see `serve_h2`.
+                return true;
+            }
+        }
+    }
+
+    /// [`Floor::serve`] over HTTP/2: the frames read are answered in one
+    /// write.
+    fn serve_h2(&mut self, c: &mut Conn, buf: &mut [u8]) -> bool {
+        let Some(h2) = &self.h2 else {
+            return false;
+        };
+        loop {
+            if c.pending > 0 {
+                return true;
+            }
+            let n = match c.sock.read(buf) {
+                Ok(0) => return false,
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            };
+            let st = &mut c.h2;
+            if st.carry.is_empty() {
+                let used = h2.frames(st, &buf[..n], &mut self.requests);
+                st.carry.extend_from_slice(&buf[used..n]);
+            } else {
+                let mut carry = std::mem::take(&mut st.carry);
+                carry.extend_from_slice(&buf[..n]);
+                let used = h2.frames(st, &carry, &mut self.requests);
+                carry.drain(..used);
+                st.carry = carry;
+            }
+            if !flush_h2(c) {
+                return false;
+            }
+            if n < buf.len() {
+                // A short read emptied the socket's queue: what arrives
+                // next raises a new edge (mio's epoll is edge-triggered),
+                // so the read that would only say EAGAIN is skipped, as
+                // `httplab serve` skips it.
+                return true;
+            }
         }
     }
 
     /// Writes the replies owed; false: close (an error, or the last reply
     /// of a `Connection: close` request written).
     fn flush(&mut self, c: &mut Conn) -> bool {
+        if self.h2.is_some() {
+            return flush_h2(c);
+        }
         loop {
             if c.pending == 0 {
                 if c.owed == 0 {
@@ -221,6 +332,83 @@ impl Floor {
             }
         }
     }
+}
+
+impl H2 {
+    fn new(body: &[u8]) -> H2 {
+        assert!(
+            body.len() <= MAX_FRAME,
+            "over HTTP/2 the file must fit one 16 KiB frame"
+        );
+        // `:status: 200` (static index 8), then `content-length` (static
+        // name 28) as a literal without indexing.
+        let cl = body.len().to_string();
+        let mut block = vec![0x88, 0x0f, 28 - 15, cl.len() as u8];
+        block.extend_from_slice(cl.as_bytes());
+        let mut reply = frame_head(block.len(), FRAME_HEADERS, 0x4, 0).to_vec();
+        reply.extend_from_slice(&block);
+        let data_at = reply.len();
+        reply.extend_from_slice(&frame_head(body.len(), 0, 0x1, 0));
+        reply.extend_from_slice(body);
+        H2 { reply, data_at }
+    }
+
+    /// Answers the whole frames at the start of `data` (after the preface
+    /// still to skip) into `st.out`; returns the octets used.
+    fn frames(&self, st: &mut H2Conn, data: &[u8], requests: &mut u64) -> usize {
+        let mut at = st.skip.min(data.len());
+        st.skip -= at;
+        while data.len() - at >= 9 {
+            let h = &data[at..at + 9];
+            let len = usize::from(h[0]) << 16 | usize::from(h[1]) << 8 | usize::from(h[2]);
+            if data.len() - at - 9 < len {
+                break;
+            }
+            match (h[3], h[4] & FLAG_ACK) {
+                (FRAME_HEADERS, _) => {
+                    let id = &h[5..9];
+                    let from = st.out.len();
+                    st.out.extend_from_slice(&self.reply);
+                    st.out[from + 5..from + 9].copy_from_slice(id);
+                    let d = from + self.data_at;
+                    st.out[d + 5..d + 9].copy_from_slice(id);
+                    *requests += 1;
+                }
+                (FRAME_SETTINGS, 0) => {
+                    st.out
+                        .extend_from_slice(&frame_head(0, FRAME_SETTINGS, FLAG_ACK, 0));
+                }
+                _ => {}
+            }
+            at += 9 + len;
+        }
+        at
+    }
+}
+
+/// An HTTP/2 frame header.
+fn frame_head(len: usize, kind: u8, flags: u8, id: u32) -> [u8; 9] {
+    let l = (len as u32).to_be_bytes();
+    let i = id.to_be_bytes();
+    [l[1], l[2], l[3], kind, flags, i[0], i[1], i[2], i[3]]
+}
+
+/// Writes the HTTP/2 output owed; false: close.
+fn flush_h2(c: &mut Conn) -> bool {
+    let st = &mut c.h2;
+    while st.sent < st.out.len() {
+        match c.sock.write(&st.out[st.sent..]) {
+            Ok(n) => st.sent += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(_) => return false,
+        }
+    }
+    if st.sent == st.out.len() {
+        st.out.clear();
+        st.sent = 0;
+    }
+    c.pending = st.out.len() - st.sent;
+    true
 }
 
 /// Request ends (`\r\n\r\n`) in `bytes`; `state` carries how much of one
