@@ -366,7 +366,7 @@ impl H2Session {
         let max_list = l.max_request_line + l.max_header_bytes;
         let mut s = H2Session {
             out: OutQueue::default(),
-            scratch: OutQueue::default(),
+            scratch: OutQueue::scratch(),
             reader: FrameReader::default(),
             decoder: hpack::Decoder::new(),
             encoder: hpack::Encoder::new(),

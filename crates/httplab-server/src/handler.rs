@@ -410,7 +410,12 @@ impl Handler {
                 body_bytes: 0,
             };
         }
-        push_body(out, info, 0, info.len);
+        match &info.body {
+            // The answer's last bytes: a scratch queue may take them by
+            // reference.
+            Body::Mem(m) => out.push_last_shared(m, 0, info.len as usize),
+            Body::Fd(f) => out.push_file(f, 0, info.len),
+        }
         Answer {
             status: 200,
             body_bytes: info.len,

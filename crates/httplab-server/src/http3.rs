@@ -717,7 +717,6 @@ impl Drop for Counted {
 
 /// Buffers a request stream uses, kept in [`Shared::scratch`] for the next
 /// one (they keep their capacity).
-#[derive(Default)]
 struct Scratch {
     reader: FrameReader,
     out: OutQueue,
@@ -725,6 +724,18 @@ struct Scratch {
     section: Vec<u8>,
     /// The HEADERS frame and the first DATA frame, written at once.
     wire: Vec<u8>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            reader: FrameReader::default(),
+            // Read only by `pieces`: a cached body by reference.
+            out: OutQueue::scratch(),
+            section: Vec::new(),
+            wire: Vec::new(),
+        }
+    }
 }
 
 /// How a request stream went.

@@ -62,7 +62,19 @@ pub struct OutQueue {
     /// ([`OutQueue::lend_mem_only`]; `buf` is then empty), else 0: the
     /// queue reads as holding those bytes until [`OutQueue::restore`].
     lent: usize,
+    /// A scratch queue read only by [`OutQueue::pieces`] (HTTP/2's and
+    /// HTTP/3's answers): a cached body may be queued as a reference
+    /// ([`OutQueue::push_last_shared`]) instead of copied, since the
+    /// protocol copies it into its frames anyway.
+    share: bool,
+    /// The body queued by reference: the bytes `[a..end]`, after
+    /// everything else.
+    tail: Option<(Arc<[u8]>, usize, usize)>,
 }
+
+/// Smallest cached body a scratch queue takes by reference: below it, the
+/// copy costs less than the reference count's two atomic operations.
+const SHARE_MIN: usize = 1024;
 
 /// Result of [`OutQueue::write_to`].
 /// Most file bytes one gathered copy reads and sends
@@ -169,6 +181,30 @@ impl OutQueue {
         }
     }
 
+    /// A scratch queue, read only by [`OutQueue::pieces`]: a large cached
+    /// body may be queued by reference.
+    pub fn scratch() -> OutQueue {
+        OutQueue {
+            share: true,
+            ..OutQueue::default()
+        }
+    }
+
+    /// Queues `body[a..end]` as the answer's last bytes: by reference on
+    /// a scratch queue ([`OutQueue::scratch`]) when it is large, else
+    /// copied. Nothing may be queued after it.
+    pub fn push_last_shared(&mut self, body: &Arc<[u8]>, a: usize, end: usize) {
+        let end = end.min(body.len());
+        if a >= end {
+            return;
+        }
+        if self.share && end - a >= SHARE_MIN && self.files.is_empty() && self.tail.is_none() {
+            self.tail = Some((Arc::clone(body), a, end));
+        } else {
+            self.buf.extend_from_slice(&body[a..end]);
+        }
+    }
+
     /// What is queued, in order, as memory bytes and file ranges: how a
     /// protocol that frames its output (HTTP/2) reads a response the
     /// handler queued on a scratch queue. [`OutQueue::clear`] empties it.
@@ -176,6 +212,7 @@ impl OutQueue {
         let mut pos = self.pos;
         let mut files = self.files.iter();
         let mut file = None;
+        let mut tail = self.tail.as_ref().map(|(b, a, e)| &b[*a..*e]);
         std::iter::from_fn(move || loop {
             if let Some(f) = file.take() {
                 let f: &FileSeg = f;
@@ -194,7 +231,7 @@ impl OutQueue {
                     pos = self.buf.len();
                     return Some(Piece::Mem(mem));
                 }
-                None => return None,
+                None => return tail.take().map(Piece::Mem),
             }
         })
     }
@@ -206,6 +243,7 @@ impl OutQueue {
         self.buf.clear();
         self.pos = 0;
         self.files.clear();
+        self.tail = None;
     }
 
     /// Queues `file[off..end]` after the bytes queued so far.
@@ -444,6 +482,7 @@ impl OutQueue {
         scratch: &mut Vec<u8>,
         written: &mut u64,
     ) -> io::Result<Flush> {
+        debug_assert!(self.tail.is_none(), "a scratch queue is read by pieces()");
         // Bytes sent so far, and the front segment's bytes read ahead.
         let mut p = Progress::default();
         loop {
@@ -608,6 +647,37 @@ impl OutQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scratch_queue_reads_a_large_body_by_reference_and_last() {
+        let body: Arc<[u8]> = (0..5000u32).map(|i| i as u8).collect::<Vec<u8>>().into();
+        let mem = |q: &OutQueue| -> Vec<Vec<u8>> {
+            q.pieces()
+                .map(|p| match p {
+                    Piece::Mem(m) => m.to_vec(),
+                    Piece::File(..) => panic!("no file queued"),
+                })
+                .collect()
+        };
+        let mut q = OutQueue::scratch();
+        q.buf.extend_from_slice(b"head");
+        q.push_last_shared(&body, 100, 4200);
+        assert_eq!(q.buf, b"head", "taken by reference, not copied");
+        assert_eq!(mem(&q), vec![b"head".to_vec(), body[100..4200].to_vec()]);
+        q.clear();
+        assert!(q.pieces().next().is_none());
+        // A small body, and any body on a queue that is written to a
+        // socket, is copied.
+        q.push_last_shared(&body, 0, 100);
+        assert_eq!(q.buf, &body[..100]);
+        let mut plain = OutQueue::default();
+        plain.push_last_shared(&body, 0, 5000);
+        assert_eq!(plain.buf, &body[..]);
+        // A range past the body's end is cut at it.
+        let mut q = OutQueue::scratch();
+        q.push_last_shared(&body, 3000, 9000);
+        assert_eq!(mem(&q), vec![body[3000..].to_vec()]);
+    }
 
     #[test]
     fn pieces_come_in_order() {
