@@ -226,16 +226,17 @@ fn head_end(buf: &[u8]) -> Option<usize> {
 /// bounded head, the request line, the header fields, then the framing
 /// rules. Nothing allocates; the header storage lives on this frame.
 pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'a> {
-    let end = match bounded_head_end(buf, limits) {
-        Ok(end) => end,
-        Err(None) => return Parsed::Partial,
-        Err(Some(e)) => return Parsed::Error(e),
-    };
     // Left uninitialised: httparse writes the fields it finds and hands
     // back only those. Filling 128 empty fields first cost about a fifth
     // of a keep-alive request's instructions (callgrind).
     let mut storage = [const { MaybeUninit::<httparse::Header<'a>>::uninit() }; 128];
     let cap = limits.max_headers.min(storage.len());
+    let end = match bounded_head_end(buf, limits) {
+        Ok(end) => end,
+        Err(NoHead::Partial) => return Parsed::Partial,
+        Err(NoHead::Error(e)) => return Parsed::Error(e),
+        Err(NoHead::TooManyLines) => return Parsed::Error(lines_verdict(buf, &mut storage[..cap])),
+    };
     let mut req = httparse::Request::new(&mut []);
     let head_len = match run_httparse(&mut req, buf, end, &mut storage[..cap]) {
         Ok(n) => n,
@@ -259,20 +260,30 @@ pub fn parse_head<'a>(buf: &'a [u8], limits: &Limits, max_body: u64) -> Parsed<'
     }
 }
 
+/// Why [`bounded_head_end`] gave no head to parse.
+enum NoHead {
+    /// More bytes are needed.
+    Partial,
+    /// An incomplete head has more field lines than fields are allowed:
+    /// it gets the answer the whole head would ([`lines_verdict`]).
+    TooManyLines,
+    /// The error to answer with.
+    Error(RequestError),
+}
+
 /// Applies the size limits before httparse sees the bytes, so an endless
 /// request line or header block is cut off with the right status. `Ok`:
-/// the index just past the head's empty line; `Err(None)`: partial (more
-/// bytes needed); `Err(Some(_))`: the error to answer with.
+/// the index just past the head's empty line.
 #[inline]
-fn bounded_head_end(buf: &[u8], limits: &Limits) -> Result<usize, Option<RequestError>> {
+fn bounded_head_end(buf: &[u8], limits: &Limits) -> Result<usize, NoHead> {
     let line_end = find_byte(buf, b'\n');
     match line_end {
         None if buf.len() > limits.max_request_line + 1 => {
-            return Err(Some(RequestError::UriTooLong))
+            return Err(NoHead::Error(RequestError::UriTooLong))
         }
         None => {
             // Catch the HTTP/2 preface early: "PRI * HTTP/2.0".
-            return Err(None);
+            return Err(NoHead::Partial);
         }
         Some(n) => {
             let line_len = if n > 0 && buf[n - 1] == b'\r' {
@@ -281,7 +292,7 @@ fn bounded_head_end(buf: &[u8], limits: &Limits) -> Result<usize, Option<Request
                 n
             };
             if line_len > limits.max_request_line {
-                return Err(Some(RequestError::UriTooLong));
+                return Err(NoHead::Error(RequestError::UriTooLong));
             }
         }
     }
@@ -291,15 +302,34 @@ fn bounded_head_end(buf: &[u8], limits: &Limits) -> Result<usize, Option<Request
         None => {
             // An empty request line followed by nothing yet is partial.
             if buf.len() - line_end > limits.max_header_bytes {
-                return Err(Some(RequestError::HeaderFieldsTooLarge));
+                return Err(NoHead::Error(RequestError::HeaderFieldsTooLarge));
             }
-            return Err(count_partial_fields(&buf[line_end..], limits));
+            if count_lines(&buf[line_end..]) > limits.max_headers {
+                return Err(NoHead::TooManyLines);
+            }
+            return Err(NoHead::Partial);
         }
     };
     if end - line_end > limits.max_header_bytes + 2 {
-        return Err(Some(RequestError::HeaderFieldsTooLarge));
+        return Err(NoHead::Error(RequestError::HeaderFieldsTooLarge));
     }
     Ok(end)
+}
+
+/// The answer to an incomplete head with more complete field lines than
+/// fields are allowed: the one the whole head will get, however it is cut.
+/// httparse reads the lines in order, so an invalid one among the first
+/// `fields.len()` is reported first (as when the head arrives whole), and
+/// past them there are too many fields.
+fn lines_verdict<'b>(
+    buf: &'b [u8],
+    fields: &mut [MaybeUninit<httparse::Header<'b>>],
+) -> RequestError {
+    let mut req = httparse::Request::new(&mut []);
+    match req.parse_with_uninit_headers(buf, fields) {
+        Err(e) => httparse_error(e, buf),
+        Ok(_) => RequestError::HeaderFieldsTooLarge,
+    }
 }
 
 /// Runs httparse on `buf[..end]` (which ends with the empty line), its
@@ -312,22 +342,9 @@ fn run_httparse<'h, 'b>(
     end: usize,
     fields: &'h mut [MaybeUninit<httparse::Header<'b>>],
 ) -> Result<usize, RequestError> {
-    let status = match req.parse_with_uninit_headers(&buf[..end], fields) {
-        Ok(s) => s,
-        Err(httparse::Error::TooManyHeaders) => return Err(RequestError::HeaderFieldsTooLarge),
-        Err(httparse::Error::Version) => return Err(version_error(buf)),
-        Err(httparse::Error::HeaderName) => {
-            return Err(RequestError::BadRequest("invalid header name"))
-        }
-        Err(httparse::Error::HeaderValue) => {
-            return Err(RequestError::BadRequest("invalid header value"))
-        }
-        Err(httparse::Error::Token) => return Err(RequestError::BadRequest("invalid token")),
-        Err(httparse::Error::NewLine) => {
-            return Err(RequestError::BadRequest("invalid line ending"))
-        }
-        Err(_) => return Err(RequestError::BadRequest("malformed request")),
-    };
+    let status = req
+        .parse_with_uninit_headers(&buf[..end], fields)
+        .map_err(|e| httparse_error(e, buf))?;
     match status {
         httparse::Status::Complete(n) => Ok(n),
         // We handed httparse a buffer ending with an empty line.
@@ -507,12 +524,21 @@ impl FramingFields {
 
 /// While the head is incomplete, fail early when it already has too many
 /// fields: `None` while it may still be valid (partial).
-fn count_partial_fields(headers: &[u8], limits: &Limits) -> Option<RequestError> {
-    let lines = headers.iter().filter(|&&b| b == b'\n').count();
-    if lines > limits.max_headers {
-        Some(RequestError::HeaderFieldsTooLarge)
-    } else {
-        None
+/// Complete lines in `bytes`.
+fn count_lines(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count()
+}
+
+/// The status httparse's error `e` on the head in `buf` is answered with.
+fn httparse_error(e: httparse::Error, buf: &[u8]) -> RequestError {
+    match e {
+        httparse::Error::TooManyHeaders => RequestError::HeaderFieldsTooLarge,
+        httparse::Error::Version => version_error(buf),
+        httparse::Error::HeaderName => RequestError::BadRequest("invalid header name"),
+        httparse::Error::HeaderValue => RequestError::BadRequest("invalid header value"),
+        httparse::Error::Token => RequestError::BadRequest("invalid token"),
+        httparse::Error::NewLine => RequestError::BadRequest("invalid line ending"),
+        _ => RequestError::BadRequest("malformed request"),
     }
 }
 
@@ -629,6 +655,44 @@ mod tests {
             Parsed::Complete(r) => Ok(r),
             Parsed::Partial => Err(0),
             Parsed::Error(e) => Err(e.status()),
+        }
+    }
+
+    /// The answer to a head does not depend on how much of it has
+    /// arrived: every prefix is partial or gets the whole head's answer,
+    /// also when an incomplete head already has more lines than fields are
+    /// allowed (a fuzzer found 431 for a prefix of a head that gets 400).
+    #[test]
+    fn every_prefix_is_partial_or_gets_the_whole_heads_answer() {
+        let bad_value = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\n{}X-B: a\x7fb\r\n{}\r\n",
+            "X-A: b\r\n".repeat(40),
+            "X-A: b\r\n".repeat(70)
+        );
+        let bad_name = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\n{}X(B: b\r\n{}\r\n",
+            "X-A: b\r\n".repeat(90),
+            "X-A: b\r\n".repeat(20)
+        );
+        let many = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\n{}\r\n",
+            "X-A: b\r\n".repeat(110)
+        );
+        let bad_version = format!("GET / HTTP/1.7\r\n{}\r\n", "X-A: b\r\n".repeat(110));
+        for (head, status) in [
+            (&bad_value, 400),
+            (&bad_name, 400),
+            (&many, 431),
+            (&bad_version, 505),
+        ] {
+            assert_eq!(parse(head).err(), Some(status), "whole: {head:?}");
+            for n in 1..head.len() {
+                let got = parse(&head[..n]).err();
+                assert!(
+                    got == Some(0) || got == Some(status),
+                    "prefix of {n} octets: {got:?}, the whole head: {status}"
+                );
+            }
         }
     }
 
