@@ -241,15 +241,10 @@ impl Floor {
             return self.serve_h2(c, buf);
         }
         loop {
-            if c.pending > 0 {
-                // Still writing: read more once the reply is out.
-                return true;
-            }
-            let n = match c.sock.read(buf) {
-                Ok(0) => return false,
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
-                Err(_) => return false,
+            let n = match read_some(c, buf) {
+                Got::Bytes(n) => n,
+                Got::Wait => return true,
+                Got::Close => return false,
             };
             let ends = count_ends(&mut c.state, &buf[..n]);
             if ends > 0 && contains(&buf[..n], b"\r\nConnection: close") {
@@ -273,14 +268,10 @@ impl Floor {
             return false;
         };
         loop {
-            if c.pending > 0 {
-                return true;
-            }
-            let n = match c.sock.read(buf) {
-                Ok(0) => return false,
-                Ok(n) => n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
-                Err(_) => return false,
+            let n = match read_some(c, buf) {
+                Got::Bytes(n) => n,
+                Got::Wait => return true,
+                Got::Close => return false,
             };
             let st = &mut c.h2;
             if st.carry.is_empty() {
@@ -383,6 +374,29 @@ impl H2 {
             at += 9 + len;
         }
         at
+    }
+}
+
+/// What [`read_some`] brought.
+enum Got {
+    Bytes(usize),
+    /// Nothing now (or a reply is still being written): wait for epoll.
+    Wait,
+    /// End of stream or an error: close.
+    Close,
+}
+
+/// One read of what the client sent, unless a reply is still being
+/// written (then more is read once it is out).
+fn read_some(c: &mut Conn, buf: &mut [u8]) -> Got {
+    if c.pending > 0 {
+        return Got::Wait;
+    }
+    match c.sock.read(buf) {
+        Ok(0) => Got::Close,
+        Ok(n) => Got::Bytes(n),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Got::Wait,
+        Err(_) => Got::Close,
     }
 }
 
