@@ -254,7 +254,7 @@ impl Floor {
             if !self.flush(c) {
                 return false;
             }
-            if n < buf.len() && !c.close_after {
+            if n < buf.len() {
                 // Drained: see `serve_h2`.
                 return true;
             }

@@ -382,7 +382,7 @@ impl Handler {
                         );
                         content_length(buf, b + 1 - a);
                         end_head(buf, conn);
-                        push_body(out, info, a, b + 1);
+                        push_last_body(out, info, a, b + 1);
                         return Answer {
                             status: 206,
                             body_bytes: b + 1 - a,
@@ -410,12 +410,7 @@ impl Handler {
                 body_bytes: 0,
             };
         }
-        match &info.body {
-            // The answer's last bytes: a scratch queue may take them by
-            // reference.
-            Body::Mem(m) => out.push_last_shared(m, 0, info.len as usize),
-            Body::Fd(f) => out.push_file(f, 0, info.len),
-        }
+        push_last_body(out, info, 0, info.len);
         Answer {
             status: 200,
             body_bytes: info.len,
@@ -508,6 +503,16 @@ impl Handler {
             status,
             body_bytes: if head_only { 0 } else { body.len() as u64 },
         }
+    }
+}
+
+/// [`push_body`] for an answer's last bytes: a scratch queue (HTTP/2,
+/// HTTP/3) may take a cached body by reference
+/// ([`OutQueue::push_last_shared`]).
+fn push_last_body(out: &mut OutQueue, info: &FileInfo, a: u64, end: u64) {
+    match &info.body {
+        Body::Mem(m) => out.push_last_shared(m, a as usize, end as usize),
+        Body::Fd(f) => out.push_file(f, a, end),
     }
 }
 

@@ -522,8 +522,6 @@ impl FramingFields {
     }
 }
 
-/// While the head is incomplete, fail early when it already has too many
-/// fields: `None` while it may still be valid (partial).
 /// Complete lines in `bytes`.
 fn count_lines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
