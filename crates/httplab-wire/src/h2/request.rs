@@ -130,21 +130,25 @@ impl RequestFields {
     }
 
     fn pseudo(&mut self, name: &[u8], value: &[u8]) -> Result<(), &'static str> {
-        let repeated = match name {
-            b":method" => self.method.is_some(),
-            b":path" => self.path.is_some(),
-            b":scheme" => self.scheme.replace(!value.is_empty()).is_some(),
-            b":authority" => std::mem::replace(&mut self.authority, true),
-            _ => return Err("unknown pseudo-header"),
-        };
-        if repeated {
-            return Err("repeated pseudo-header");
-        }
+        // One comparison of the name: the two copied values are :method and
+        // :path; :scheme and :authority are only noted.
         let slot = match name {
             b":method" => &mut self.method,
             b":path" => &mut self.path,
-            _ => return Ok(()),
+            b":scheme" if self.scheme.is_none() => {
+                self.scheme = Some(!value.is_empty());
+                return Ok(());
+            }
+            b":authority" if !self.authority => {
+                self.authority = true;
+                return Ok(());
+            }
+            b":scheme" | b":authority" => return Err("repeated pseudo-header"),
+            _ => return Err("unknown pseudo-header"),
         };
+        if slot.is_some() {
+            return Err("repeated pseudo-header");
+        }
         let at = self.buf.len();
         self.buf.extend_from_slice(value);
         *slot = Some(at..self.buf.len());
