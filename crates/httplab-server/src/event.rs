@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::h2session::{decide, H2Session, Proto, Sniffed};
 use crate::handler::Handler;
@@ -278,17 +278,31 @@ impl Worker {
 
     /// Advances one connection as far as it can go without blocking.
     fn drive(&mut self, idx: usize) {
-        let Some(Some(mut c)) = self.conns.get_mut(idx).map(Option::take) else {
+        let Some(Some(c)) = self.conns.get_mut(idx) else {
             return;
         };
-        let keep = self.step(&mut c, idx);
+        let mut turn = Turn {
+            core: &mut self.core,
+            registry: self.poll.registry(),
+        };
+        let keep = turn.step(c, idx);
         self.core.pool.give_back(&mut c.session);
-        self.conns[idx] = Some(c);
         if !keep {
             self.close(idx);
         }
     }
+}
 
+/// What driving one connection needs of its worker: everything but the
+/// slab, so that the connection is driven where it lies. (Taking it out of
+/// the slab for the turn and putting it back copied the whole `Conn` twice
+/// per turn.)
+struct Turn<'a> {
+    core: &'a mut Core,
+    registry: &'a Registry,
+}
+
+impl Turn<'_> {
     /// Returns false when the connection must be closed.
     #[inline]
     fn step(&mut self, c: &mut Conn, idx: usize) -> bool {
@@ -299,7 +313,7 @@ impl Worker {
         }
     }
 
-    /// [`Worker::step`] of an HTTP/1.1 connection. `drained`: a short read
+    /// [`Turn::step`] of an HTTP/1.1 connection. `drained`: a short read
     /// drained the socket: edge-triggered epoll reports the next arrival,
     /// so another read now would only return EAGAIN.
     fn step_h1(&mut self, c: &mut Conn, idx: usize, mut drained: bool) -> bool {
@@ -315,7 +329,7 @@ impl Worker {
             }
             if c.tp.has_output(&c.session) {
                 let mut written = 0;
-                let core = &mut self.core;
+                let core = &mut *self.core;
                 let opts = core.send_path.for_write(&c.session, c.tp.is_plain());
                 let r = c.tp.write(
                     &mut c.session,
@@ -340,8 +354,7 @@ impl Worker {
                             // writability.
                             if c.registered
                                 && self
-                                    .poll
-                                    .registry()
+                                    .registry
                                     .reregister(
                                         &mut c.stream,
                                         Token(idx),
@@ -396,7 +409,7 @@ impl Worker {
         }
     }
 
-    /// [`Worker::step`] of a connection whose protocol is not known yet:
+    /// [`Turn::step`] of a connection whose protocol is not known yet:
     /// completes a TLS handshake (writing its records) or reads until the
     /// first bytes decide, then goes on as that protocol.
     fn step_sniff(&mut self, c: &mut Conn, idx: usize) -> bool {
@@ -405,7 +418,7 @@ impl Worker {
         loop {
             if c.tp.has_output(&c.session) {
                 // Handshake records (the session has written nothing yet).
-                let core = &mut self.core;
+                let core = &mut *self.core;
                 let mut written = 0;
                 let opts = core.send_path.for_write(&c.session, c.tp.is_plain());
                 let r = c.tp.write(
@@ -437,7 +450,7 @@ impl Worker {
                     return self.step_h1(c, idx, drained);
                 }
                 Sniffed::Http2 => {
-                    let core = &self.core;
+                    let core = &*self.core;
                     let s = H2Session::accepted(
                         c.session.peer(),
                         core.now,
@@ -460,9 +473,9 @@ impl Worker {
         }
     }
 
-    /// [`Worker::step`] of an HTTP/2 connection: writes the machine's
+    /// [`Turn::step`] of an HTTP/2 connection: writes the machine's
     /// output, reads into the session's read buffer and feeds what arrived
-    /// to the machine at once. `drained` as in [`Worker::step_h1`].
+    /// to the machine at once. `drained` as in [`Turn::step_h1`].
     fn step_h2(&mut self, c: &mut Conn, idx: usize, mut drained: bool) -> bool {
         let now = self.core.now;
         let fd = c.stream.as_raw_fd();
@@ -484,7 +497,7 @@ impl Worker {
                     self.core.ready.push_back(idx);
                     return true;
                 }
-                let core = &mut self.core;
+                let core = &mut *self.core;
                 let loopback = c.session.peer_is_loopback();
                 let opts = core.send_path.for_out(&h2.out, loopback, c.tp.is_plain());
                 let mut written = 0;
@@ -562,8 +575,7 @@ impl Worker {
         // Not yet registered: `register_late` asks for writability.
         !c.registered
             || self
-                .poll
-                .registry()
+                .registry
                 .reregister(
                     &mut c.stream,
                     Token(idx),

@@ -519,32 +519,6 @@ impl Worker {
         self.drive_slot(idx);
     }
 
-    /// Moves parked input into the session as far as it has room; true
-    /// when something moved.
-    fn feed(&mut self, c: &mut Conn) -> bool {
-        if c.overflow.is_empty() {
-            return false;
-        }
-        let Some(room) = c.session.room(self.core.pool.rbuf_size()) else {
-            return false;
-        };
-        self.core.pool.attach_rbuf(&mut c.session);
-        let k = room.min(c.overflow.len());
-        if k == 0 || !c.session.take_input(&c.overflow[..k], self.core.now) {
-            return false;
-        }
-        c.overflow.drain(..k);
-        if c.overflow.is_empty() {
-            // Rare path: release the memory rather than keep it per
-            // connection.
-            c.overflow = Vec::new();
-            if std::mem::take(&mut c.eof_pending) {
-                c.on_eof();
-            }
-        }
-        true
-    }
-
     fn sent(&mut self, idx: usize, gen: u32, res: i32, lent: Lent) {
         let now = self.core.now;
         let Some(c) = self.conn_mut(idx, gen) else {
@@ -579,22 +553,75 @@ impl Worker {
             return;
         };
         let gen = s.gen;
-        let Some(mut c) = s.conn.take() else {
+        let Some(c) = s.conn.as_mut() else {
             return;
         };
         if c.dead {
-            self.slots[idx].conn = Some(c);
             self.finalize_if_idle(idx);
             return;
         }
-        let keep = self.step(&mut c, idx, gen);
+        let mut turn = Turn {
+            core: &mut self.core,
+            ring: &mut self.ring,
+        };
+        let keep = turn.step(c, idx, gen);
         self.core.pool.give_back(&mut c.session);
-        self.slots[idx].conn = Some(c);
         if !keep {
             self.close(idx);
         }
     }
 
+    /// Starts closing connection `idx`: cancels its operations; the
+    /// descriptor is closed once none is in flight.
+    fn close(&mut self, idx: usize) {
+        let Some(c) = self.slots.get_mut(idx).and_then(|s| s.conn.as_mut()) else {
+            return;
+        };
+        if c.dead {
+            return;
+        }
+        c.dead = true;
+        if c.busy() {
+            let fd = c.fd.as_raw_fd();
+            if self.ring.cancel_fd(fd).is_err() {
+                // Cannot cancel: shutting the socket down ends its
+                // operations too.
+                net::shutdown_write(fd);
+            }
+        }
+        self.finalize_if_idle(idx);
+    }
+
+    fn finalize_if_idle(&mut self, idx: usize) {
+        let Some(s) = self.slots.get_mut(idx) else {
+            return;
+        };
+        if !s.conn.as_ref().is_some_and(|c| c.dead && !c.busy()) {
+            return;
+        }
+        let Some(mut c) = s.conn.take() else {
+            return;
+        };
+        s.gen = s.gen.wrapping_add(1);
+        // Counters first, so they are current once the peer sees EOF.
+        self.core.handler.flush_stats();
+        // Through the ring (closed at once if it cannot take the request).
+        self.ring.close(c.fd);
+        // A descriptor was freed: a paused accept retries on this turn.
+        let now = self.core.now;
+        self.core.release(idx, &mut c.session, || now);
+    }
+}
+
+/// What driving one connection needs of its worker: everything but the
+/// slots, so that the connection is driven where it lies (as in the epoll
+/// engine's `Turn`).
+struct Turn<'a> {
+    core: &'a mut Core,
+    ring: &'a mut Ring,
+}
+
+impl Turn<'_> {
     /// Returns false when the connection must be closed.
     fn step(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
         self.core.pool.restore_rbuf(&mut c.session);
@@ -624,7 +651,7 @@ impl Worker {
                 true
             }
             Sniffed::Http2 => {
-                let core = &self.core;
+                let core = &*self.core;
                 let s = H2Session::accepted(
                     c.session.peer(),
                     core.now,
@@ -638,7 +665,7 @@ impl Worker {
         }
     }
 
-    /// [`Worker::step`] of an HTTP/1.1 connection.
+    /// [`Turn::step`] of an HTTP/1.1 connection.
     fn step_h1(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
         let now = self.core.now;
         let shutting = self.core.shutdown.begun();
@@ -678,7 +705,7 @@ impl Worker {
         self.arm_recv(c, idx, gen)
     }
 
-    /// [`Worker::step`] of an HTTP/2 connection: sends the machine's
+    /// [`Turn::step`] of an HTTP/2 connection: sends the machine's
     /// output, then feeds it what arrived in the session's read buffer.
     fn step_h2(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
         let now = self.core.now;
@@ -745,7 +772,7 @@ impl Worker {
             return Push::Wait;
         }
         let mut written = 0;
-        let core = &mut self.core;
+        let core = &mut *self.core;
         let out = c.out();
         let opts = core.send_path.for_out(out, loopback, true);
         let r = out.write_to(
@@ -815,45 +842,30 @@ impl Worker {
         true
     }
 
-    /// Starts closing connection `idx`: cancels its operations; the
-    /// descriptor is closed once none is in flight.
-    fn close(&mut self, idx: usize) {
-        let Some(c) = self.slots.get_mut(idx).and_then(|s| s.conn.as_mut()) else {
-            return;
-        };
-        if c.dead {
-            return;
+    /// Moves parked input into the session as far as it has room; true
+    /// when something moved.
+    fn feed(&mut self, c: &mut Conn) -> bool {
+        if c.overflow.is_empty() {
+            return false;
         }
-        c.dead = true;
-        if c.busy() {
-            let fd = c.fd.as_raw_fd();
-            if self.ring.cancel_fd(fd).is_err() {
-                // Cannot cancel: shutting the socket down ends its
-                // operations too.
-                net::shutdown_write(fd);
+        let Some(room) = c.session.room(self.core.pool.rbuf_size()) else {
+            return false;
+        };
+        self.core.pool.attach_rbuf(&mut c.session);
+        let k = room.min(c.overflow.len());
+        if k == 0 || !c.session.take_input(&c.overflow[..k], self.core.now) {
+            return false;
+        }
+        c.overflow.drain(..k);
+        if c.overflow.is_empty() {
+            // Rare path: release the memory rather than keep it per
+            // connection.
+            c.overflow = Vec::new();
+            if std::mem::take(&mut c.eof_pending) {
+                c.on_eof();
             }
         }
-        self.finalize_if_idle(idx);
-    }
-
-    fn finalize_if_idle(&mut self, idx: usize) {
-        let Some(s) = self.slots.get_mut(idx) else {
-            return;
-        };
-        if !s.conn.as_ref().is_some_and(|c| c.dead && !c.busy()) {
-            return;
-        }
-        let Some(mut c) = s.conn.take() else {
-            return;
-        };
-        s.gen = s.gen.wrapping_add(1);
-        // Counters first, so they are current once the peer sees EOF.
-        self.core.handler.flush_stats();
-        // Through the ring (closed at once if it cannot take the request).
-        self.ring.close(c.fd);
-        // A descriptor was freed: a paused accept retries on this turn.
-        let now = self.core.now;
-        self.core.release(idx, &mut c.session, || now);
+        true
     }
 }
 
