@@ -730,7 +730,7 @@ impl H2Session {
         let fields = &mut self.fields;
         let size = if b.purpose == Purpose::Request {
             self.decoder
-                .decode(block, self.max_list, |n, v| fields.field(n, v))?
+                .decode_known(block, self.max_list, |n, v, k| fields.field_known(n, v, k))?
         } else {
             self.decoder.decode(block, self.max_list, |_, _| {})?
         };

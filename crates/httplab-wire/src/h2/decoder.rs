@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use super::hpack::{field_size, ListSize, STATIC};
+use super::hpack::{field_size, Known, ListSize, STATIC};
 use super::{Error, DEFAULT_TABLE_SIZE};
 use crate::{huffman, prefix_int};
 
@@ -94,11 +94,22 @@ impl Decoder {
         max_list: usize,
         mut on: impl FnMut(&[u8], &[u8]),
     ) -> Result<ListSize, Error> {
+        self.decode_known(block, max_list, |n, v, _| on(n, v))
+    }
+
+    /// [`Decoder::decode`], also telling `on` which of a field's strings
+    /// come from the static table ([`Known`]: those need no check).
+    pub fn decode_known(
+        &mut self,
+        block: &[u8],
+        max_list: usize,
+        mut on: impl FnMut(&[u8], &[u8], Known),
+    ) -> Result<ListSize, Error> {
         let mut size = 0usize;
-        let mut hand = |name: &[u8], value: &[u8]| {
+        let mut hand = |name: &[u8], value: &[u8], known: Known| {
             size = size.saturating_add(field_size(name, value));
             if size <= max_list {
-                on(name, value);
+                on(name, value, known);
             }
         };
         let mut at = 0;
@@ -111,7 +122,15 @@ impl Decoder {
                 let (index, used) = int(&block[at..], 7)?;
                 at += used;
                 let (name, value) = self.field(index)?;
-                hand(name, value);
+                let fixed = index <= STATIC.len();
+                hand(
+                    name,
+                    value,
+                    Known {
+                        name: fixed,
+                        value: fixed,
+                    },
+                );
                 fields = true;
             } else if first & 0xe0 == 0x20 {
                 // Dynamic table size update (§6.3), before any field.
@@ -144,7 +163,11 @@ impl Decoder {
                     Some(Str::Raw(a, b)) => &block[a..b],
                     Some(Str::Coded) => &self.name[..],
                 };
-                hand(name, value);
+                let known = Known {
+                    name: index != 0 && index <= STATIC.len(),
+                    value: false,
+                };
+                hand(name, value, known);
                 if indexing {
                     let e = Entry {
                         name: name.into(),
@@ -202,9 +225,16 @@ impl Decoder {
     }
 }
 
-/// The prefix integer at the start of `b`.
+/// The prefix integer at the start of `b` (`prefix`: 4–7 bits). One that
+/// fits its first octet, as almost every index and string length of a
+/// block does, is read here without a call.
+#[inline]
 fn int(b: &[u8], prefix: u8) -> Result<(usize, usize), Error> {
-    prefix_int::read(b, prefix).ok_or(Error::Compression)
+    let mask = (1u8 << prefix) - 1;
+    match b.first() {
+        Some(&f) if f & mask != mask => Ok((usize::from(f & mask), 1)),
+        _ => prefix_int::read(b, prefix).ok_or(Error::Compression),
+    }
 }
 
 /// The string literal at `*at` in `block` (§5.2); `*at` moves past it. A

@@ -77,6 +77,20 @@ pub(super) const STATIC: [(&[u8], &[u8]); 61] = [
     (b"www-authenticate", b""),
 ];
 
+/// What the decoder vouches for in a field it hands on. A string taken
+/// from the static table is valid (a non-empty lower-case name, a value
+/// without CR, LF or NUL: the test `the_static_table_is_valid` proves it),
+/// so a consumer need not check it again; a literal or a dynamic-table
+/// entry it must (an entry entered the table with the request that sent
+/// it, valid or not).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Known {
+    /// The name is the static table's.
+    pub name: bool,
+    /// The value is the static table's.
+    pub value: bool,
+}
+
 /// Whether a decoded header list was handed on whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListSize {

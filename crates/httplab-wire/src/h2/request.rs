@@ -21,6 +21,7 @@
 
 use std::ops::Range;
 
+use super::hpack::Known;
 use crate::request::{split_target, Limits, Method, Request, RequestError, Version};
 
 /// A request's fields as they are decoded (see the module docs); reused
@@ -64,20 +65,26 @@ impl RequestFields {
 
     /// One decoded field, in order.
     pub fn field(&mut self, name: &[u8], value: &[u8]) {
+        self.field_known(name, value, Known::default());
+    }
+
+    /// One decoded field, in order, its strings the decoder vouches for
+    /// not checked again ([`Known`]).
+    pub fn field_known(&mut self, name: &[u8], value: &[u8], known: Known) {
         if self.malformed.is_some() {
             return;
         }
-        if let Err(e) = self.check(name, value) {
+        if let Err(e) = self.check(name, value, known) {
             self.malformed = Some(e);
         }
     }
 
-    fn check(&mut self, name: &[u8], value: &[u8]) -> Result<(), &'static str> {
+    fn check(&mut self, name: &[u8], value: &[u8], known: Known) -> Result<(), &'static str> {
         self.fields += 1;
-        if name.is_empty() || name.iter().any(u8::is_ascii_uppercase) {
+        if !known.name && !valid_name(name) {
             return Err("field name empty or not lower-case");
         }
-        if value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0) {
+        if !known.value && !valid_value(value) {
             return Err("CR, LF or NUL in a field value");
         }
         if name[0] == b':' {
@@ -180,15 +187,21 @@ impl RequestFields {
         }
         let text = |r: &Option<Range<usize>>| r.clone().map(|r| &self.buf[r]);
         let method_str = text(&self.method).ok_or(RequestError::BadRequest("no :method"))?;
-        let method_str = std::str::from_utf8(method_str)
-            .ok()
-            .filter(|m| !m.is_empty() && m.bytes().all(is_tchar))
-            .ok_or(RequestError::BadRequest("invalid :method"))?;
-        let method = match method_str {
-            "GET" => Method::Get,
-            "HEAD" => Method::Head,
-            "OPTIONS" => Method::Options,
-            _ => Method::Other,
+        // The usual methods by one comparison, before the general check.
+        let (method, method_str) = match method_str {
+            b"GET" => (Method::Get, "GET"),
+            b"HEAD" => (Method::Head, "HEAD"),
+            m => {
+                let m = std::str::from_utf8(m)
+                    .ok()
+                    .filter(|m| !m.is_empty() && m.bytes().all(is_tchar))
+                    .ok_or(RequestError::BadRequest("invalid :method"))?;
+                let method = match m {
+                    "OPTIONS" => Method::Options,
+                    _ => Method::Other,
+                };
+                (method, m)
+            }
         };
         let target = match text(&self.path) {
             Some(p) if self.scheme == Some(true) && !p.is_empty() => p,
@@ -230,6 +243,17 @@ impl RequestFields {
             head_len: 0,
         })
     }
+}
+
+/// A field name as RFC 9113 §8.2.1 lets a request carry it: not empty, no
+/// upper case.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && !name.iter().any(u8::is_ascii_uppercase)
+}
+
+/// A field value without CR, LF or NUL (RFC 9113 §8.2.1).
+fn valid_value(value: &[u8]) -> bool {
+    !value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0)
 }
 
 fn trim(v: &[u8]) -> &[u8] {
@@ -323,6 +347,54 @@ mod tests {
         // OPTIONS *.
         let f = fields(&[(":method", "OPTIONS"), (":scheme", "http"), (":path", "*")]);
         assert_eq!(f.request(&Limits::default()).unwrap().path, "*");
+    }
+
+    #[test]
+    fn the_static_table_is_valid() {
+        // What `Known` lets the checks skip.
+        for (n, v) in super::super::hpack::STATIC {
+            assert!(valid_name(n), "{n:?}");
+            assert!(valid_value(v), "{v:?}");
+        }
+    }
+
+    /// The fields of `blocks`, decoded in order on one connection, as the
+    /// server hands them on; the verdict of the last block's request.
+    fn decoded_verdict(blocks: &[&[u8]]) -> Result<(), RequestError> {
+        let mut d = super::super::hpack::Decoder::new();
+        let mut f = RequestFields::default();
+        for b in blocks {
+            f.clear();
+            d.decode_known(b, usize::MAX, |n, v, k| f.field_known(n, v, k))
+                .unwrap();
+        }
+        f.request(&Limits::default()).map(|_| ())
+    }
+
+    #[test]
+    fn strings_not_from_the_static_table_are_still_checked() {
+        // :method GET, :scheme http (indexed); :path by its static name
+        // with a literal value.
+        let good: &[u8] = b"\x82\x86\x04\x02/a";
+        assert_eq!(decoded_verdict(&[good]), Ok(()));
+        // A literal value with a LF under a static name.
+        let lf: &[u8] = b"\x82\x86\x04\x03/\na";
+        assert!(matches!(
+            decoded_verdict(&[lf]),
+            Err(RequestError::BadRequest(_))
+        ));
+        // An upper-case name entered into the dynamic table by the first
+        // block, then named by its index (62) alone in the second.
+        let enter: &[u8] = b"\x82\x86\x84\x40\x01X\x01v";
+        let again: &[u8] = b"\x82\x86\x84\xbe";
+        assert!(matches!(
+            decoded_verdict(&[enter]),
+            Err(RequestError::BadRequest(_))
+        ));
+        assert!(matches!(
+            decoded_verdict(&[enter, again]),
+            Err(RequestError::BadRequest(_))
+        ));
     }
 
     #[test]
