@@ -24,6 +24,8 @@ make_corpus() {
   chmod 755 "$d"
   head -c 87 /dev/zero | tr '\0' 'a' >"$d/f87.txt"
   head -c 4096 /dev/zero | tr '\0' 'b' >"$d/f4k.html"
+  head -c 32768 /dev/zero | tr '\0' 'c' >"$d/f32k.bin"
+  head -c 61440 /dev/zero | tr '\0' 'd' >"$d/f60k.bin"
   [ -f "$d/big32m.bin" ] || head -c $((32 * 1024 * 1024)) /dev/urandom >"$d/big32m.bin"
   chmod 644 "$d"/*
 }

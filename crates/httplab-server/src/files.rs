@@ -25,6 +25,8 @@
 //! The cache ([`FileCache`]) belongs to one worker (no locks). It maps the raw
 //! request path to a resolution: small files keep their bytes and a
 //! pre-rendered response head, larger ones an open descriptor for sendfile.
+//! On a cleartext server a small file above [`FILE_PATH_ABOVE`] keeps its
+//! descriptor too ([`Body::Both`]): HTTP/1.1 sends it from there.
 //! An entry is revalidated with one `stat` of its canonical path at most once
 //! per `revalidate` interval (default 1 s); a changed identity, size or mtime
 //! reloads it. Negative results are not cached.
@@ -62,7 +64,20 @@ pub enum Body {
     Mem(Arc<[u8]>),
     /// Larger file, sent with sendfile from this descriptor.
     Fd(Arc<File>),
+    /// A small file above [`FILE_PATH_ABOVE`] on a cleartext server: held
+    /// in memory for HTTP/2 and HTTP/3 (their frames copy it anyway), and
+    /// its descriptor kept for HTTP/1.1, which sends it by the file path
+    /// (sendfile): for bodies this large that costs less than copying them
+    /// into the output buffer and sending the copy (BENCHMARKS.md, "Small
+    /// files from the descriptor over HTTP/1.1").
+    Both(Arc<[u8]>, Arc<File>),
 }
+
+/// The size above which a cached file's body goes to an HTTP/1.1 peer in
+/// cleartext from its descriptor ([`Body::Both`]): measured, server CPU
+/// per keep-alive request from memory against sendfile was even at 16 KiB,
+/// 1.25x at 32 KiB and 1.4x at 60 KiB.
+pub const FILE_PATH_ABOVE: u64 = 16 * 1024;
 
 /// A servable regular file with its pre-rendered header fields.
 #[derive(Debug)]
@@ -191,6 +206,9 @@ pub struct FileCache {
     beneath: Cell<bool>,
     server_name: String,
     small_max: u64,
+    /// Cleartext: cached bodies above [`FILE_PATH_ABOVE`] keep their
+    /// descriptor ([`Body::Both`]).
+    keep_fd: bool,
     budget: usize,
     used: usize,
     revalidate: Duration,
@@ -240,6 +258,7 @@ impl FileCache {
             beneath: Cell::new(true),
             server_name: cfg.server_name.clone(),
             small_max: cfg.small_file_max,
+            keep_fd: cfg.tls.is_none(),
             budget: cfg.cache_bytes,
             used: 0,
             revalidate: cfg.revalidate,
@@ -272,7 +291,7 @@ impl FileCache {
                 std::iter::once(f)
                     .chain(&f.variants)
                     .map(|v| match v.body {
-                        Body::Mem(_) => v.len as usize + v.head_200.len(),
+                        Body::Mem(_) | Body::Both(..) => v.len as usize + v.head_200.len(),
                         Body::Fd(_) => v.head_200.len(),
                     })
                     .sum::<usize>()
@@ -517,7 +536,12 @@ impl FileCache {
             }
             buf.truncate(got);
             let len = buf.len() as u64;
-            (Body::Mem(Arc::from(buf.into_boxed_slice())), len)
+            let mem = Arc::from(buf.into_boxed_slice());
+            if self.keep_fd && len > FILE_PATH_ABOVE {
+                (Body::Both(mem, Arc::new(file)), len)
+            } else {
+                (Body::Mem(mem), len)
+            }
         } else {
             (Body::Fd(Arc::new(file)), meta.len())
         };
@@ -713,7 +737,7 @@ mod tests {
     fn body(r: &Result<(Resolved, PathBuf, Identity), Miss>) -> Option<(Vec<u8>, PathBuf)> {
         match r {
             Ok((Resolved::File(f), p, _)) => match &f.body {
-                Body::Mem(m) => Some((m.to_vec(), p.clone())),
+                Body::Mem(m) | Body::Both(m, _) => Some((m.to_vec(), p.clone())),
                 Body::Fd(_) => None,
             },
             _ => None,
@@ -766,7 +790,7 @@ mod tests {
 
     fn mem(f: &FileInfo) -> &[u8] {
         match &f.body {
-            Body::Mem(m) => m,
+            Body::Mem(m) | Body::Both(m, _) => m,
             Body::Fd(_) => panic!("expected a body in memory"),
         }
     }

@@ -512,19 +512,26 @@ impl Handler {
 fn push_last_body(out: &mut OutQueue, info: &FileInfo, a: u64, end: u64) {
     match &info.body {
         Body::Mem(m) => out.push_last_shared(m, a as usize, end as usize),
-        Body::Fd(f) => out.push_file(f, a, end),
+        Body::Both(m, _) if out.is_scratch() => out.push_last_shared(m, a as usize, end as usize),
+        Body::Fd(f) | Body::Both(_, f) => out.push_file(f, a, end),
     }
 }
 
+/// Queues `info`'s body bytes `[a..end]`: from memory, or from the file
+/// (a large file, or [`Body::Both`] on a connection's own queue, which is
+/// HTTP/1.1's).
 fn push_body(out: &mut OutQueue, info: &FileInfo, a: u64, end: u64) {
     match &info.body {
-        Body::Mem(m) => {
-            let (a, end) = (a as usize, (end as usize).min(m.len()));
-            if a < end {
-                out.buf.extend_from_slice(&m[a..end]);
-            }
-        }
-        Body::Fd(f) => out.push_file(f, a, end),
+        Body::Mem(m) => push_mem(out, m, a, end),
+        Body::Both(m, _) if out.is_scratch() => push_mem(out, m, a, end),
+        Body::Fd(f) | Body::Both(_, f) => out.push_file(f, a, end),
+    }
+}
+
+fn push_mem(out: &mut OutQueue, m: &[u8], a: u64, end: u64) {
+    let (a, end) = (a as usize, (end as usize).min(m.len()));
+    if a < end {
+        out.buf.extend_from_slice(&m[a..end]);
     }
 }
 

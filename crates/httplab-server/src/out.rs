@@ -190,6 +190,12 @@ impl OutQueue {
         }
     }
 
+    /// A scratch queue ([`OutQueue::scratch`]): HTTP/2's or HTTP/3's
+    /// answer, read by [`OutQueue::pieces`] and framed.
+    pub fn is_scratch(&self) -> bool {
+        self.share
+    }
+
     /// Queues `body[a..end]` as the answer's last bytes: by reference on
     /// a scratch queue ([`OutQueue::scratch`]) when it is large, else
     /// copied. Nothing may be queued after it.

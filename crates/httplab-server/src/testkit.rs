@@ -257,7 +257,7 @@ impl Resolver {
             Ok((Resolved::Listing(p), _)) => Lookup::Listing(p),
             Ok((Resolved::File(info), path)) => {
                 let body = match &info.body {
-                    Body::Mem(m) => m.to_vec(),
+                    Body::Mem(m) | Body::Both(m, _) => m.to_vec(),
                     Body::Fd(f) => {
                         let mut v = vec![0; info.len as usize];
                         let n = read_at_most(f, &mut v);
