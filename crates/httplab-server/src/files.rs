@@ -788,6 +788,44 @@ mod tests {
         let _ = std::fs::remove_dir_all(base);
     }
 
+    /// On a cleartext server a cached file above [`FILE_PATH_ABOVE`] keeps
+    /// its descriptor beside its bytes (HTTP/1.1 sends it from there); one
+    /// at the bound, and any on a TLS server, keeps its bytes alone.
+    #[test]
+    fn cached_files_above_the_bound_keep_their_descriptor_in_cleartext() {
+        let (base, root) = tree("both");
+        let at = FILE_PATH_ABOVE as usize;
+        std::fs::write(root.join("at.bin"), vec![b'a'; at]).unwrap();
+        std::fs::write(root.join("above.bin"), vec![b'b'; at + 1]).unwrap();
+        let kind = |c: &FileCache, raw: &str| match c.resolve(raw).map(|r| r.resolved) {
+            Ok(Resolved::File(f)) => match &f.body {
+                Body::Mem(m) => ("mem", m.len()),
+                Body::Both(m, file) => {
+                    assert_eq!(file.metadata().unwrap().len(), m.len() as u64);
+                    ("both", m.len())
+                }
+                Body::Fd(_) => ("fd", 0),
+            },
+            _ => ("miss", 0),
+        };
+        let plain = cache(&root);
+        assert_eq!(kind(&plain, "/at.bin"), ("mem", at));
+        assert_eq!(kind(&plain, "/above.bin"), ("both", at + 1));
+        let cfg = ServerConfig {
+            server_name: "t".into(),
+            small_file_max: 1 << 20,
+            cache_bytes: 1 << 20,
+            tls: Some(crate::config::TlsFiles {
+                cert: "c.pem".into(),
+                key: "k.pem".into(),
+            }),
+            ..ServerConfig::default()
+        };
+        let tls = FileCache::new(root.clone(), &cfg);
+        assert_eq!(kind(&tls, "/above.bin"), ("mem", at + 1));
+        let _ = std::fs::remove_dir_all(base);
+    }
+
     fn mem(f: &FileInfo) -> &[u8] {
         match &f.body {
             Body::Mem(m) | Body::Both(m, _) => m,

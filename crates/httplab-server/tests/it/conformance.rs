@@ -172,6 +172,13 @@ fn cases() -> Vec<Case> {
         case("root index", get("/", ""), 200).check(body_is(b"<h1>root</h1>\n")),
         case("dir without index", get("/noindex/", ""), 404),
         case("percent-decoded path", get("/a%20b/c%20d.txt", ""), 200).check(body_is(b"spaces\n")),
+        case("get mid", get("/mid.bin", ""), 200).check(|r, _| assert!(r.body == mid())),
+        case(
+            "range mid",
+            get("/mid.bin", "Range: bytes=100-30000\r\n"),
+            206,
+        )
+        .check(|r, _| assert!(r.body == mid()[100..=30000])),
         case("query ignored", get("/small.html?v=1&x", ""), 200),
         case(
             "absolute form",

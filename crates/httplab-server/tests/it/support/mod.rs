@@ -18,6 +18,12 @@ pub const READ_GUARD: Duration = Duration::from_secs(10);
 pub const SMALL: &[u8] =
     b"<!DOCTYPE html><html><head><title>small</title></head><body>87 bytes</body></html>\n\n\n\n\n";
 
+/// A cached file above 16 KiB: HTTP/1.1 in cleartext sends it from its
+/// descriptor, every other protocol from memory.
+pub fn mid() -> Vec<u8> {
+    pattern(40 * 1024 + 3, 11)
+}
+
 /// A fixture site in a temporary directory, plus a secret file outside it.
 pub struct Site {
     pub dir: tempfile::TempDir,
@@ -65,6 +71,7 @@ pub fn site() -> Site {
     std::fs::write(root.join("index.html"), b"<h1>root</h1>\n").unwrap();
     std::fs::write(root.join("data.json"), b"{}\n").unwrap();
     std::fs::write(root.join("blob.unknownext"), b"??\n").unwrap();
+    std::fs::write(root.join("mid.bin"), mid()).unwrap();
     let big = pattern(3 * 1024 * 1024 + 17, 42);
     std::fs::write(root.join("big.bin"), &big).unwrap();
     std::os::unix::fs::symlink(&secret, root.join("escape.txt")).unwrap();
