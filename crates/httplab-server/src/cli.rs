@@ -89,8 +89,9 @@ pub struct Args {
     #[arg(long, default_value_t = 100_000)]
     pub max_connections: usize,
     /// Files up to this size are cached in memory with pre-rendered heads
-    /// (in cleartext, HTTP/1.1 sends those above 16KiB from their open
-    /// descriptor instead, which costs it less than copying them)
+    /// (in cleartext, unless --file-io pread, HTTP/1.1 sends those above
+    /// 16KiB from their open descriptor instead, which costs it less than
+    /// copying them)
     #[arg(long, default_value = "64KiB", value_parser = parse_size)]
     pub small_file_max: usize,
     /// Memory budget of each worker's file cache

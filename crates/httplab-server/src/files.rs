@@ -25,8 +25,9 @@
 //! The cache ([`FileCache`]) belongs to one worker (no locks). It maps the raw
 //! request path to a resolution: small files keep their bytes and a
 //! pre-rendered response head, larger ones an open descriptor for sendfile.
-//! On a cleartext server a small file above [`FILE_PATH_ABOVE`] keeps its
-//! descriptor too ([`Body::Both`]): HTTP/1.1 sends it from there.
+//! On a cleartext server whose files may go by sendfile, a small file above
+//! [`FILE_PATH_ABOVE`] keeps its descriptor too ([`Body::Both`]): HTTP/1.1
+//! sends it from there.
 //! An entry is revalidated with one `stat` of its canonical path at most once
 //! per `revalidate` interval (default 1 s); a changed identity, size or mtime
 //! reloads it. Negative results are not cached.
@@ -55,7 +56,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::config::{cache_control_for, CacheRule, Coding, ServerConfig};
+use crate::config::{cache_control_for, CacheRule, Coding, FileIo, ServerConfig};
 
 /// Body storage of a file.
 #[derive(Debug)]
@@ -64,7 +65,9 @@ pub enum Body {
     Mem(Arc<[u8]>),
     /// Larger file, sent with sendfile from this descriptor.
     Fd(Arc<File>),
-    /// A small file above [`FILE_PATH_ABOVE`] on a cleartext server: held
+    /// A small file above [`FILE_PATH_ABOVE`] on a cleartext server whose
+    /// files may go by sendfile (not `--file-io pread`, where reading the
+    /// file again would cost more than the copy from memory): held
     /// in memory for HTTP/2 and HTTP/3 (their frames copy it anyway), and
     /// its descriptor kept for HTTP/1.1, which sends it by the file path
     /// (sendfile): for bodies this large that costs less than copying them
@@ -206,8 +209,8 @@ pub struct FileCache {
     beneath: Cell<bool>,
     server_name: String,
     small_max: u64,
-    /// Cleartext: cached bodies above [`FILE_PATH_ABOVE`] keep their
-    /// descriptor ([`Body::Both`]).
+    /// Cleartext, files not forced through pread: cached bodies above
+    /// [`FILE_PATH_ABOVE`] keep their descriptor ([`Body::Both`]).
     keep_fd: bool,
     budget: usize,
     used: usize,
@@ -258,7 +261,7 @@ impl FileCache {
             beneath: Cell::new(true),
             server_name: cfg.server_name.clone(),
             small_max: cfg.small_file_max,
-            keep_fd: cfg.tls.is_none(),
+            keep_fd: cfg.tls.is_none() && cfg.file_io != FileIo::Pread,
             budget: cfg.cache_bytes,
             used: 0,
             revalidate: cfg.revalidate,
@@ -790,7 +793,8 @@ mod tests {
 
     /// On a cleartext server a cached file above [`FILE_PATH_ABOVE`] keeps
     /// its descriptor beside its bytes (HTTP/1.1 sends it from there); one
-    /// at the bound, and any on a TLS server, keeps its bytes alone.
+    /// at the bound, and any on a TLS server or with `--file-io pread`,
+    /// keeps its bytes alone.
     #[test]
     fn cached_files_above_the_bound_keep_their_descriptor_in_cleartext() {
         let (base, root) = tree("both");
@@ -823,6 +827,13 @@ mod tests {
         };
         let tls = FileCache::new(root.clone(), &cfg);
         assert_eq!(kind(&tls, "/above.bin"), ("mem", at + 1));
+        let cfg = ServerConfig {
+            tls: None,
+            file_io: FileIo::Pread,
+            ..cfg
+        };
+        let pread = FileCache::new(root.clone(), &cfg);
+        assert_eq!(kind(&pread, "/above.bin"), ("mem", at + 1));
         let _ = std::fs::remove_dir_all(base);
     }
 
