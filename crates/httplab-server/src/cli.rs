@@ -49,9 +49,10 @@ pub struct Args {
     /// per loop turn submits every accept, send and close and reaps their
     /// completions, with one multishot receive per connection (large files
     /// still go out with sendfile or pread; cleartext only, refused with
-    /// --tls-*). auto: epoll for now (io_uring makes a third of the system
-    /// calls per keep-alive request but was not measurably cheaper in CPU
-    /// per request; BENCHMARKS.md, "io_uring in httplab serve")
+    /// --tls-*; Linux 6.0 or later). auto: io_uring for cleartext HTTP/1.1
+    /// where the kernel has it (measured cheaper per keep-alive request and
+    /// level per new connection: BENCHMARKS.md, "io_uring by default"),
+    /// epoll otherwise (TLS, --http2 on, io_uring unavailable or disabled)
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub io: IoEngine,
     /// Worker threads of the threads model
@@ -180,10 +181,10 @@ pub struct Args {
     /// HTTP/2 beside HTTP/1.1. In cleartext by prior knowledge (h2c): a
     /// connection whose first bytes are the HTTP/2 client preface speaks
     /// HTTP/2, any other HTTP/1.1. With --tls-*: ALPN offers h2, then
-    /// http/1.1, and the handshake's choice decides. Every model (the
-    /// blocking ones answer a connection's streams in turn); refused with
-    /// --io uring. Off: HTTP/1.1 only, the preface is
-    /// answered 505 and ALPN offers http/1.1 alone
+    /// http/1.1, and the handshake's choice decides. Every model and engine
+    /// (the blocking ones answer a connection's streams in turn; io_uring
+    /// serves h2c, as it serves cleartext only). Off: HTTP/1.1 only, the
+    /// preface is answered 505 and ALPN offers http/1.1 alone
     #[arg(long, value_enum, default_value_t = OnOff::Off)]
     pub http2: OnOff,
     /// HTTP/3 over QUIC beside TCP (needs --tls-cert and --tls-key): UDP on

@@ -38,8 +38,9 @@ impl Model {
 /// I/O engine of the event model (`--io`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum IoEngine {
-    /// The engine measured cheapest where it can run: epoll for now
-    /// (io_uring was not cheaper per request on the benchmark machine).
+    /// The engine measured cheapest where it can run: io_uring for
+    /// cleartext HTTP/1.1 where the kernel has it, epoll otherwise (TLS,
+    /// HTTP/2 on).
     #[default]
     Auto,
     /// mio/epoll readiness and one system call per read or write.

@@ -99,12 +99,13 @@ use handler::Handler;
 use stats::SharedStats;
 
 /// Whether `--io auto` picks io_uring where it is available (cleartext
-/// only). Off: on the 2-core benchmark machine the io_uring engine's server
-/// CPU per request was level with epoll's (quiet rerun, per-round ratios
-/// 0.77-1.22 keep-alive, 0.98-1.09 new connection per request), not
-/// cheaper; see BENCHMARKS.md, "io_uring in httplab serve" and "Server cost
-/// per request against every peer".
-const AUTO_PREFERS_URING: bool = false;
+/// HTTP/1.1 only). On: with a new connection's first turn answered by
+/// direct system calls, as epoll answers before it registers, the io_uring
+/// engine cost 0.75-0.83x epoll's CPU per keep-alive request and 0.96-1.0x
+/// per new connection on the 2-core benchmark machine; with `--http2 on` it
+/// was level with epoll (0.92-1.0x) and a 32 MiB file moved no faster, so
+/// HTTP/2 stays on epoll. BENCHMARKS.md, "io_uring by default".
+const AUTO_PREFERS_URING: bool = true;
 
 /// A way to start a server.
 #[derive(Debug)]
@@ -346,8 +347,8 @@ fn set_listener_options(cfg: &ServerConfig, listeners: &[TcpListener]) {
 }
 
 /// Whether the event model starts on io_uring (`auto` may still fall back
-/// to epoll when a ring cannot be set up; `auto` with HTTP/2 stays on
-/// epoll, the engine that serves it).
+/// to epoll when a ring cannot be set up; `auto` with HTTP/2 on stays on
+/// epoll, see [`AUTO_PREFERS_URING`]).
 fn wants_uring(io: IoEngine, tls: bool, http2: bool) -> anyhow::Result<bool> {
     Ok(match io {
         IoEngine::Epoll => false,

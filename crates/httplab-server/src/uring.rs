@@ -6,6 +6,15 @@
 //! reaps the completions. The session, handler, file cache and output queue
 //! are shared with the epoll engine: this module only moves bytes.
 //!
+//! With TCP_DEFER_ACCEPT (the default) an accepted connection's request
+//! is already there: its first turn reads it with one `recv`, answers with
+//! a direct send and, if the connection is done (`Connection: close`),
+//! closes it with no receive ever armed; only a connection that lives on
+//! joins the ring's receives (as the epoll engine answers before it
+//! registers). That made a new connection as cheap as on epoll, where
+//! arming a multishot receive and cancelling it at the close cost about
+//! 1.2 us of kernel time more (BENCHMARKS.md, "io_uring by default").
+//!
 //! Per connection one multishot receive stays armed (re-armed only after
 //! it ends: end of input, no free buffer, cancelled), and at most one send
 //! (or a writability poll) is in flight. Receives use the ring's provided
@@ -45,6 +54,7 @@ use crate::handler::Handler;
 use crate::lifecycle::{self, out_of_descriptors, Core, Engine, Swept};
 use crate::out::{Flush, OutQueue};
 use crate::session::{CloseReason, Session};
+use crate::tls::{Fill, Transport};
 use httplab_sys::net;
 use httplab_sys::uring::{self as ur, Completion, Lent, Ring, Setup};
 
@@ -206,6 +216,10 @@ pub struct Worker {
     cqes: Vec<Completion>,
     /// `--http2 on`: new connections start in [`Proto::Sniff`].
     http2: bool,
+    /// TCP_DEFER_ACCEPT is on: an accepted connection's request is (almost
+    /// always) already there, so its first turn is synchronous
+    /// ([`Turn::first`]).
+    read_on_accept: bool,
 }
 
 impl Worker {
@@ -231,6 +245,7 @@ impl Worker {
         let wake_poll = Poll::new()?;
         let waker = Arc::new(Waker::new(wake_poll.registry(), Token(0))?);
         let http2 = handler.config().http2;
+        let read_on_accept = handler.config().defer_accept;
         Ok((
             Worker {
                 ring,
@@ -244,6 +259,7 @@ impl Worker {
                 slots: Vec::new(),
                 cqes: Vec::with_capacity(SQ_ENTRIES as usize * 4),
                 http2,
+                read_on_accept,
             },
             waker,
         ))
@@ -421,7 +437,32 @@ impl Worker {
             dead: false,
         });
         self.core.open += 1;
-        self.drive_slot(idx);
+        if self.read_on_accept {
+            self.first_turn(idx);
+        } else {
+            self.drive_slot(idx);
+        }
+    }
+
+    /// The first turn of a connection accepted with TCP_DEFER_ACCEPT:
+    /// [`Turn::first`], then closed at once if it is done.
+    fn first_turn(&mut self, idx: usize) {
+        let Some(s) = self.slots.get_mut(idx) else {
+            return;
+        };
+        let gen = s.gen;
+        let Some(c) = s.conn.as_mut() else {
+            return;
+        };
+        let mut turn = Turn {
+            core: &mut self.core,
+            ring: &mut self.ring,
+        };
+        let keep = turn.first(c, idx, gen);
+        self.core.pool.give_back(&mut c.session);
+        if !keep {
+            self.close(idx);
+        }
     }
 
     fn received(&mut self, idx: usize, gen: u32, res: i32, bid: Option<u16>, more: bool) {
@@ -636,6 +677,65 @@ impl Turn<'_> {
             Proto::Http2(_) => self.step_h2(c, idx, gen),
             _ => self.step_h1(c, idx, gen),
         }
+    }
+
+    /// The first turn of a connection whose request is (almost always)
+    /// already there: one direct `recv`, the response written at once with
+    /// a direct send, as the epoll engine answers before it registers. A
+    /// connection answered and done (`Connection: close`) then closes with
+    /// no ring operation of its own: no multishot receive armed, no
+    /// cancellation to wait for. Anything else (no request yet, HTTP/2, a
+    /// response that did not fit the socket) goes on through the ring as
+    /// usual ([`Turn::step`]). Returns false when the connection must be
+    /// closed.
+    fn first(&mut self, c: &mut Conn, idx: usize, gen: u32) -> bool {
+        let now = self.core.now;
+        let fd = c.fd.as_raw_fd();
+        self.core.pool.full_rbuf(&mut c.session);
+        match Transport::Plain.fill(&mut c.session, fd, now) {
+            Ok(Fill::Read { .. }) | Ok(Fill::Eof) => {}
+            Ok(Fill::WouldBlock) | Ok(Fill::NoRoom) => return self.step(c, idx, gen),
+            Err(_) => return false,
+        }
+        if matches!(c.proto, Proto::Sniff) && !self.decide(c) {
+            return self.step(c, idx, gen);
+        }
+        if !matches!(c.proto, Proto::Http1) {
+            return self.step(c, idx, gen);
+        }
+        self.core.pool.lend_wbuf(&mut c.session);
+        let shutting = self.core.shutdown.begun();
+        c.session.process(&mut self.core.handler, now, shutting);
+        if !c.session.out.is_empty() {
+            let core = &mut *self.core;
+            let loopback = c.session.peer_is_loopback();
+            let mut written = 0;
+            let out = &mut c.session.out;
+            let opts = core.send_path.for_out(out, loopback, true);
+            let r = out.write_to(
+                fd,
+                core.handler.config().sendfile_chunk,
+                opts,
+                &mut core.scratch,
+                &mut written,
+            );
+            core.send_path.count_sent(opts, out);
+            let writes = std::mem::take(&mut out.writes);
+            core.handler.count_io(written, writes);
+            if written > 0 {
+                c.session.wrote(now);
+            }
+            match r {
+                Ok(Flush::Done) => {}
+                // The rest goes through the ring.
+                Ok(Flush::Blocked) | Ok(Flush::Yield) => return self.step(c, idx, gen),
+                Err(_) => return false,
+            }
+        }
+        if c.session.finished() && !c.session.needs_linger() {
+            return false;
+        }
+        self.step(c, idx, gen)
     }
 
     /// Decides a [`Proto::Sniff`] connection's protocol from its first

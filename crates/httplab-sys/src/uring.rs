@@ -77,6 +77,24 @@ fn probe_here() -> Result<(), String> {
     Ok(())
 }
 
+/// The running kernel's release (`6.1.0-13-amd64`), empty if unknown.
+fn osrelease() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default()
+}
+
+/// Whether kernel release `release` is `major.minor` or later; false when
+/// it does not start with two numbers.
+fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::parse::<u32>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(a)), Some(Ok(b))) => (a, b) >= (major, minor),
+        _ => false,
+    }
+}
+
 /// Bits of the user data that say which of the ring's memory an operation
 /// uses; set only by the ring itself (see [`Completion::lent`]).
 const KIND_SHIFT: u32 = 62;
@@ -324,7 +342,19 @@ impl Ring {
             ),
         };
         let provided = match setup.recv_buffers {
-            Some((n, size)) => Some(Provided::new(n, size)?),
+            Some((n, size)) => {
+                // Provided-buffer rings came in 5.19, multishot receives
+                // into them in 6.0: a 5.19 kernel would set the ring up and
+                // then refuse every receive (EINVAL), so refuse here, where
+                // a caller can still choose epoll.
+                if !kernel_at_least(&osrelease(), 6, 0) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "multishot receives need Linux 6.0 or later",
+                    ));
+                }
+                Some(Provided::new(n, size)?)
+            }
             None => None,
         };
         // SAFETY: sockaddr_storage and socklen_t are plain data; all-zero is valid.
@@ -926,6 +956,19 @@ mod tests {
         )
         .unwrap();
         drop(ring);
+    }
+
+    #[test]
+    fn kernel_releases_compare_by_major_and_minor() {
+        assert!(kernel_at_least("6.18.44-fc-v857", 6, 0));
+        assert!(kernel_at_least("6.0.0", 6, 0));
+        assert!(kernel_at_least("10.1", 6, 0));
+        assert!(kernel_at_least("6.1.0-13-amd64\n", 6, 1));
+        assert!(!kernel_at_least("5.19.17", 6, 0));
+        assert!(!kernel_at_least("5.15.0-91-generic", 6, 0));
+        assert!(!kernel_at_least("", 6, 0));
+        assert!(!kernel_at_least("six", 6, 0));
+        assert!(!kernel_at_least("6", 6, 0));
     }
 
     #[test]
