@@ -332,7 +332,7 @@ impl Ring {
         // completions only in such an enter, so a plain submit would leave
         // them pending while the schedule keeps the loop busy.
         self.ring
-            .submit_and_wait(timeout.unwrap_or(Duration::ZERO), None)?;
+            .submit_and_wait(timeout.unwrap_or(Duration::ZERO))?;
         let mut out = std::mem::take(&mut self.cqes);
         out.clear();
         self.ring.reap(&mut out);

@@ -75,10 +75,6 @@ const MAX_OVERFLOW: usize = 1 << 20;
 /// Longest wait for cancelled operations at exit (then their memory is
 /// leaked instead of freed).
 const EXIT_DRAIN: Duration = Duration::from_secs(2);
-/// How long a wait that also expects the completions of this turn's sends
-/// holds out for one more event before it returns with what is there
-/// (the bound on the delay when a send did not complete at once).
-const MIN_WAIT_US: u32 = 200;
 
 const OP_ACCEPT: u8 = 1;
 const OP_RECV: u8 = 2;
@@ -296,7 +292,7 @@ impl Worker {
         while self.ring.in_flight() > 0 && Instant::now() < until {
             if self
                 .ring
-                .submit_and_wait(Duration::from_millis(10), None)
+                .submit_and_wait(Duration::from_millis(10))
                 .is_err()
             {
                 break;
@@ -981,7 +977,7 @@ impl Engine for Worker {
     }
 
     fn wait(&mut self, timeout: Duration) -> bool {
-        if let Err(e) = self.ring.submit_and_wait(timeout, Some(MIN_WAIT_US)) {
+        if let Err(e) = self.ring.submit_and_wait(timeout) {
             eprintln!("httplab serve: io_uring_enter failed: {e}");
             return false;
         }

@@ -300,10 +300,6 @@ pub struct Ring {
     in_flight: usize,
     /// Created disabled: [`Ring::enable`] must run first.
     disabled: bool,
-    /// Sends pushed since the last wait.
-    sends_since_wait: u32,
-    /// The kernel takes a minimum wait (6.12): see `submit_and_wait`.
-    min_timeout: bool,
     /// Send buffers the kernel reads, by slot, with their user data.
     sends: Vec<Option<(u64, Vec<u8>)>>,
     /// Receive buffers the kernel writes (leaked boxes), by slot.
@@ -361,11 +357,9 @@ impl Ring {
         let zero: AcceptAddr = unsafe { std::mem::zeroed() };
         let addrs = vec![zero; setup.accept_slots].into_boxed_slice();
         let mut r = Ring {
-            min_timeout: ring.params().is_feature_min_timeout(),
             ring,
             in_flight: 0,
             disabled,
-            sends_since_wait: 0,
             sends: Vec::new(),
             recvs: Vec::new(),
             provided,
@@ -600,7 +594,6 @@ impl Ring {
         match unsafe { self.push(&e) } {
             Ok(()) => {
                 self.sends[slot] = Some((ud, buf));
-                self.sends_since_wait += 1;
                 Ok(())
             }
             Err(err) => Err((err, buf)),
@@ -681,29 +674,19 @@ impl Ring {
     /// `timeout` passes: one `io_uring_enter` (ETIME, EINTR and EBUSY are
     /// not errors: the caller reaps what is there).
     ///
-    /// `min_wait_us`: a send to a socket with room completes during the
-    /// submission, and its completion alone would end the wait, so the turn
-    /// would take a second `io_uring_enter` only to wait for the next
-    /// request. With `Some(us)` and a kernel with a minimum wait (6.12), a
-    /// non-zero wait waits for one event more than the sends submitted
-    /// since the last wait, for at most `us` microseconds, then for any one.
-    pub fn submit_and_wait(
-        &mut self,
-        timeout: Duration,
-        min_wait_us: Option<u32>,
-    ) -> io::Result<()> {
+    /// A send to a socket with room completes during the submission, so its
+    /// completion alone ends the wait and the next turn waits again. A wait
+    /// for one event more than the sends, bounded by the kernel's minimum
+    /// wait (6.12), saved that second entry but armed a timer that fired
+    /// whenever the next request came later than the bound: below
+    /// saturation that cost more CPU per request than the entry it saved
+    /// (BENCHMARKS.md, "io_uring by default").
+    pub fn submit_and_wait(&mut self, timeout: Duration) -> io::Result<()> {
         let ts = Timespec::new()
             .sec(timeout.as_secs())
             .nsec(timeout.subsec_nanos());
-        let sends = std::mem::take(&mut self.sends_since_wait);
-        let (want, args) = match min_wait_us {
-            Some(us) if self.min_timeout && sends > 0 && !timeout.is_zero() => (
-                sends as usize + 1,
-                SubmitArgs::new().timespec(&ts).min_wait_usec(us),
-            ),
-            _ => (1, SubmitArgs::new().timespec(&ts)),
-        };
-        match self.ring.submitter().submit_with_args(want, &args) {
+        let args = SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
             Ok(_) => Ok(()),
             Err(e)
                 if matches!(
@@ -863,7 +846,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     fn pump(ring: &mut Ring, out: &mut Vec<Completion>) {
-        ring.submit_and_wait(Duration::from_secs(5), None).unwrap();
+        ring.submit_and_wait(Duration::from_secs(5)).unwrap();
         ring.reap(out);
     }
 
