@@ -74,7 +74,7 @@ pub struct Cli {
     /// Run only these servers (by report name; repeatable)
     #[arg(long = "server", value_name = "NAME")]
     pub servers: Vec<String>,
-    /// The httplab binary for `kind = "httplab"` servers [default: $HTTPLAB_BIN, else this program]
+    /// The httplab binary for `kind = "httplab"` servers [default: $HTTPLAB_BIN, else this program if it is named httplab, else an httplab beside it]
     #[arg(long, value_name = "PATH")]
     pub httplab_bin: Option<PathBuf>,
     /// No progress bar

@@ -34,7 +34,7 @@ impl Peer for Httplab {
         } = i;
         let exe = ctx.httplab_exe.as_ref().ok_or_else(|| {
             Unavailable::Other(
-                "httplab binary not found (run inside `httplab study`, or set HTTPLAB_BIN)".into(),
+                "httplab binary not found: this program is not named httplab and no httplab is beside it; pass --httplab-bin PATH or set HTTPLAB_BIN".into(),
             )
         })?;
         let model = sv.model.unwrap_or_default();
