@@ -433,32 +433,8 @@ impl Worker {
             dead: false,
         });
         self.core.open += 1;
-        if self.read_on_accept {
-            self.first_turn(idx);
-        } else {
-            self.drive_slot(idx);
-        }
-    }
-
-    /// The first turn of a connection accepted with TCP_DEFER_ACCEPT:
-    /// [`Turn::first`], then closed at once if it is done.
-    fn first_turn(&mut self, idx: usize) {
-        let Some(s) = self.slots.get_mut(idx) else {
-            return;
-        };
-        let gen = s.gen;
-        let Some(c) = s.conn.as_mut() else {
-            return;
-        };
-        let mut turn = Turn {
-            core: &mut self.core,
-            ring: &mut self.ring,
-        };
-        let keep = turn.first(c, idx, gen);
-        self.core.pool.give_back(&mut c.session);
-        if !keep {
-            self.close(idx);
-        }
+        // With TCP_DEFER_ACCEPT the request is (almost always) here.
+        self.turn(idx, self.read_on_accept);
     }
 
     fn received(&mut self, idx: usize, gen: u32, res: i32, bid: Option<u16>, more: bool) {
@@ -586,6 +562,13 @@ impl Worker {
 
     /// Advances connection `idx` as far as it goes without waiting.
     fn drive_slot(&mut self, idx: usize) {
+        self.turn(idx, false);
+    }
+
+    /// One turn of connection `idx`: [`Turn::first`] for a connection just
+    /// accepted with its request already there, else [`Turn::step`]; then
+    /// closed if it is done.
+    fn turn(&mut self, idx: usize, first: bool) {
         let Some(s) = self.slots.get_mut(idx) else {
             return;
         };
@@ -601,7 +584,11 @@ impl Worker {
             core: &mut self.core,
             ring: &mut self.ring,
         };
-        let keep = turn.step(c, idx, gen);
+        let keep = if first {
+            turn.first(c, idx, gen)
+        } else {
+            turn.step(c, idx, gen)
+        };
         self.core.pool.give_back(&mut c.session);
         if !keep {
             self.close(idx);
@@ -703,25 +690,7 @@ impl Turn<'_> {
         let shutting = self.core.shutdown.begun();
         c.session.process(&mut self.core.handler, now, shutting);
         if !c.session.out.is_empty() {
-            let core = &mut *self.core;
-            let loopback = c.session.peer_is_loopback();
-            let mut written = 0;
-            let out = &mut c.session.out;
-            let opts = core.send_path.for_out(out, loopback, true);
-            let r = out.write_to(
-                fd,
-                core.handler.config().sendfile_chunk,
-                opts,
-                &mut core.scratch,
-                &mut written,
-            );
-            core.send_path.count_sent(opts, out);
-            let writes = std::mem::take(&mut out.writes);
-            core.handler.count_io(written, writes);
-            if written > 0 {
-                c.session.wrote(now);
-            }
-            match r {
+            match self.write_now(c) {
                 Ok(Flush::Done) => {}
                 // The rest goes through the ring.
                 Ok(Flush::Blocked) | Ok(Flush::Yield) => return self.step(c, idx, gen),
@@ -855,9 +824,7 @@ impl Turn<'_> {
     /// not processed), file segments go out through the epoll engine's
     /// synchronous `write_to` with a one-shot POLLOUT when the socket is full.
     fn push(&mut self, c: &mut Conn, idx: usize, gen: u32) -> Push {
-        let now = self.core.now;
         let fd = c.fd.as_raw_fd();
-        let loopback = c.session.peer_is_loopback();
         if let Some((buf, start)) = c.out().lend_mem_only() {
             let len = buf.len() - start;
             if let Err((_, buf)) = self.ring.send(fd, buf, start, ud(OP_SEND, idx, gen)) {
@@ -867,24 +834,7 @@ impl Turn<'_> {
             c.send = len;
             return Push::Wait;
         }
-        let mut written = 0;
-        let core = &mut *self.core;
-        let out = c.out();
-        let opts = core.send_path.for_out(out, loopback, true);
-        let r = out.write_to(
-            fd,
-            core.handler.config().sendfile_chunk,
-            opts,
-            &mut core.scratch,
-            &mut written,
-        );
-        core.send_path.count_sent(opts, out);
-        let writes = std::mem::take(&mut out.writes);
-        core.handler.count_io(written, writes);
-        if written > 0 {
-            c.wrote(now);
-        }
-        match r {
+        match self.write_now(c) {
             Ok(Flush::Done) => Push::Again,
             Ok(Flush::Blocked) => {
                 if self
@@ -903,6 +853,33 @@ impl Turn<'_> {
             }
             Err(_) => Push::Close,
         }
+    }
+
+    /// Writes the connection's pending output at once with direct system
+    /// calls (the epoll engine's `write_to`: memory bytes, sendfile, or
+    /// pread + sendmsg), counted as sent.
+    fn write_now(&mut self, c: &mut Conn) -> io::Result<Flush> {
+        let now = self.core.now;
+        let fd = c.fd.as_raw_fd();
+        let loopback = c.session.peer_is_loopback();
+        let mut written = 0;
+        let core = &mut *self.core;
+        let out = c.out();
+        let opts = core.send_path.for_out(out, loopback, true);
+        let r = out.write_to(
+            fd,
+            core.handler.config().sendfile_chunk,
+            opts,
+            &mut core.scratch,
+            &mut written,
+        );
+        core.send_path.count_sent(opts, out);
+        let writes = std::mem::take(&mut out.writes);
+        core.handler.count_io(written, writes);
+        if written > 0 {
+            c.wrote(now);
+        }
+        r
     }
 
     /// Arms the connection's receive when none is armed, nothing is parked
