@@ -11,9 +11,9 @@
 //! a direct send and, if the connection is done (`Connection: close`),
 //! closes it with no receive ever armed; only a connection that lives on
 //! joins the ring's receives (as the epoll engine answers before it
-//! registers). That made a new connection as cheap as on epoll, where
-//! arming a multishot receive and cancelling it at the close cost about
-//! 1.2 us of kernel time more (BENCHMARKS.md, "io_uring by default").
+//! registers). That made a new connection about as cheap as on epoll:
+//! arming a multishot receive and cancelling it at the close had cost
+//! about 1.3 us of kernel time more (BENCHMARKS.md, "io_uring by default").
 //!
 //! Per connection one multishot receive stays armed (re-armed only after
 //! it ends: end of input, no free buffer, cancelled), and at most one send

@@ -26,11 +26,22 @@ pub fn page_size() -> u64 {
 
 /// `uname -sr` (empty if uname fails).
 pub fn kernel() -> String {
+    uname().map_or_else(String::new, |(name, release)| format!("{name} {release}"))
+}
+
+/// `uname -r`, the kernel's release (`6.1.0-13-amd64`; empty if uname
+/// fails).
+pub fn kernel_release() -> String {
+    uname().map_or_else(String::new, |(_, release)| release)
+}
+
+/// The kernel's name and release from uname(2).
+fn uname() -> Option<(String, String)> {
     // SAFETY: an all-zero utsname is a valid value of this plain C struct.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     // SAFETY: `u` is valid and writable.
     if unsafe { libc::uname(&mut u) } != 0 {
-        return String::new();
+        return None;
     }
     let field = |f: &[libc::c_char]| -> String {
         let bytes: Vec<u8> = f
@@ -40,7 +51,7 @@ pub fn kernel() -> String {
             .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
-    format!("{} {}", field(&u.sysname), field(&u.release))
+    Some((field(&u.sysname), field(&u.release)))
 }
 
 /// Total memory in bytes (`MemTotal` of /proc/meminfo); None when the file

@@ -77,11 +77,6 @@ fn probe_here() -> Result<(), String> {
     Ok(())
 }
 
-/// The running kernel's release (`6.1.0-13-amd64`), empty if unknown.
-fn osrelease() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default()
-}
-
 /// Whether kernel release `release` is `major.minor` or later; false when
 /// it does not start with two numbers.
 fn kernel_at_least(release: &str, major: u32, minor: u32) -> bool {
@@ -343,7 +338,7 @@ impl Ring {
                 // into them in 6.0: a 5.19 kernel would set the ring up and
                 // then refuse every receive (EINVAL), so refuse here, where
                 // a caller can still choose epoll.
-                if !kernel_at_least(&osrelease(), 6, 0) {
+                if !kernel_at_least(&crate::host::kernel_release(), 6, 0) {
                     return Err(io::Error::new(
                         io::ErrorKind::Unsupported,
                         "multishot receives need Linux 6.0 or later",
